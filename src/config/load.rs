@@ -1,0 +1,213 @@
+//! From TOML text to a validated [`Config`], collecting every problem with its path.
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+
+use super::raw::{RawBus, RawDevice, RawHttp};
+use super::resolve::resolve;
+use super::{Config, LoggingConfig, MqttConfig, PollingConfig, SiteConfig, StorageConfig};
+
+/// One thing wrong with the config, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// TOML path such as `devices[2].unit_id`; empty for the file as a whole.
+    pub path: String,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Every problem found in a config file.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct ConfigError {
+    pub problems: Vec<Problem>,
+}
+
+impl ConfigError {
+    pub fn single(path: &str, message: impl Into<String>) -> Self {
+        Self {
+            problems: vec![Problem::new(path, message)],
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.problems.len();
+        write!(
+            f,
+            "{n} problem{} in the config",
+            if n == 1 { "" } else { "s" }
+        )?;
+        for p in &self.problems {
+            write!(f, "\n  - {p}")?;
+        }
+        Ok(())
+    }
+}
+
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "gateway_id",
+    "http",
+    "storage",
+    "polling",
+    "logging",
+    "sites",
+    "buses",
+    "devices",
+    "mqtt",
+];
+
+/// Parses and validates config text.
+pub fn parse(text: &str) -> Result<Config, ConfigError> {
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::single("", format!("not valid TOML: {e}")))?;
+    let mut problems = Vec::new();
+
+    for key in table.keys() {
+        if !TOP_LEVEL_KEYS.contains(&key.as_str()) {
+            problems.push(Problem::new(
+                key.clone(),
+                format!(
+                    "unknown key (expected one of: {})",
+                    TOP_LEVEL_KEYS.join(", ")
+                ),
+            ));
+        }
+    }
+
+    let gateway_id = match table.remove("gateway_id") {
+        None => default_gateway_id(),
+        Some(toml::Value::String(s)) => s,
+        Some(other) => {
+            problems.push(Problem::new(
+                "gateway_id",
+                format!("expected a string, found {}", other.type_str()),
+            ));
+            String::new()
+        }
+    };
+    let http: Option<RawHttp> = optional_section(&mut table, "http", &mut problems);
+    let storage: Option<StorageConfig> = optional_section(&mut table, "storage", &mut problems);
+    let polling: Option<PollingConfig> = optional_section(&mut table, "polling", &mut problems);
+    let logging: Option<LoggingConfig> = optional_section(&mut table, "logging", &mut problems);
+    let mqtt: Option<MqttConfig> = optional_section(&mut table, "mqtt", &mut problems);
+    let sites: Vec<Option<SiteConfig>> = array_section(&mut table, "sites", &mut problems);
+    let buses: Vec<Option<RawBus>> = array_section(&mut table, "buses", &mut problems);
+    let devices: Vec<Option<RawDevice>> = array_section(&mut table, "devices", &mut problems);
+
+    let config = resolve(
+        super::resolve::Sections {
+            gateway_id,
+            http: http.unwrap_or_default(),
+            storage: storage.unwrap_or_default(),
+            polling: polling.unwrap_or_default(),
+            logging: logging.unwrap_or_default(),
+            mqtt,
+            sites,
+            buses,
+            devices,
+        },
+        &mut problems,
+    );
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(ConfigError { problems })
+    }
+}
+
+fn default_gateway_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "sitegate".to_string())
+}
+
+/// Deserializes one value, reporting unknown keys and the first bad value under `path`.
+fn deserialize_at<T: DeserializeOwned>(
+    value: toml::Value,
+    path: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<T> {
+    let mut unknown = Vec::new();
+    let mut on_unknown = |p: serde_ignored::Path<'_>| unknown.push(p.to_string());
+    let de = serde_ignored::Deserializer::new(value, &mut on_unknown);
+    let result: Result<T, _> = serde_path_to_error::deserialize(de);
+    for key in unknown {
+        problems.push(Problem::new(join(path, &key), "unknown key"));
+    }
+    match result {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let inner = e.path().to_string();
+            problems.push(Problem::new(join(path, &inner), e.into_inner().to_string()));
+            None
+        }
+    }
+}
+
+fn join(base: &str, inner: &str) -> String {
+    match (base.is_empty(), inner.is_empty() || inner == ".") {
+        (_, true) => base.to_string(),
+        (true, false) => inner.to_string(),
+        (false, false) if inner.starts_with('[') => format!("{base}{inner}"),
+        (false, false) => format!("{base}.{inner}"),
+    }
+}
+
+fn optional_section<T: DeserializeOwned>(
+    table: &mut toml::Table,
+    key: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<T> {
+    let value = table.remove(key)?;
+    deserialize_at(value, key, problems)
+}
+
+/// Deserializes each entry of an array of tables on its own, so that one bad entry
+/// does not hide problems in the next. A failed entry is `None` in its slot.
+fn array_section<T: DeserializeOwned>(
+    table: &mut toml::Table,
+    key: &str,
+    problems: &mut Vec<Problem>,
+) -> Vec<Option<T>> {
+    match table.remove(key) {
+        None => Vec::new(),
+        Some(toml::Value::Array(items)) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| deserialize_at(item, &format!("{key}[{i}]"), problems))
+            .collect(),
+        Some(other) => {
+            problems.push(Problem::new(
+                key,
+                format!(
+                    "expected an array of tables ([[{key}]]), found {}",
+                    other.type_str()
+                ),
+            ));
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The agent's configuration: one TOML file, parsed into types that cannot be wrong.
+//!
+//! Loading happens in three steps: TOML syntax, then each section is deserialized on
+//! its own (so one bad entry does not hide the next; unknown keys are collected, not
+//! fatal at first sight), then a cross-reference pass. Every problem found is
+//! reported at once with its TOML path. Nothing here starts a task or opens a socket.
+
+mod load;
+mod raw;
+mod resolve;
+mod values;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub use load::{parse, ConfigError, Problem};
+pub use raw::{
+    CurtailmentFulfilment, EssFallback, EssFulfilment, LogFormat, LoggingConfig, MqttConfig,
+    PollingConfig, SiteConfig, StorageConfig,
+};
+pub use values::{AuthMode, Parity, Power, Scope};
+
+use crate::model::{DeviceId, DeviceType};
+
+/// The whole, validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Names this gateway in MQTT topics and logs.
+    pub gateway_id: String,
+    pub http: HttpConfig,
+    pub storage: StorageConfig,
+    pub polling: PollingConfig,
+    pub logging: LoggingConfig,
+    pub sites: Vec<SiteConfig>,
+    pub buses: Vec<BusConfig>,
+    pub devices: Vec<DeviceConfig>,
+    pub mqtt: Option<MqttConfig>,
+}
+
+/// The local HTTP API.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub listen: Vec<SocketAddr>,
+    pub auth: AuthMode,
+    pub tokens: Vec<TokenConfig>,
+}
+
+/// One API token: its name, the SHA-256 of its plaintext, and its scopes.
+#[derive(Debug, Clone)]
+pub struct TokenConfig {
+    pub name: String,
+    pub sha256: [u8; 32],
+    pub scopes: Vec<Scope>,
+}
+
+/// One Modbus connection, owned by one bus task.
+#[derive(Debug, Clone)]
+pub struct BusConfig {
+    pub name: String,
+    pub transport: Transport,
+    /// Per-request response timeout.
+    pub timeout_ms: u64,
+}
+
+/// How a bus reaches its devices.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    Tcp { host: String, port: u16 },
+    Rtu(RtuConfig),
+}
+
+/// A serial RS-485 line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RtuConfig {
+    pub path: PathBuf,
+    pub baud: u32,
+    pub parity: Parity,
+    pub data_bits: u8,
+    pub stop_bits: u8,
+}
+
+/// Which register map a device is read with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProfileRef {
+    /// Discover the SunSpec model chain.
+    Sunspec,
+    /// A named register-map profile from `config/profiles/`, or a path to one.
+    Named(String),
+}
+
+/// One device, fully resolved: its reference is explicit or derived, its site and
+/// bus exist.
+#[derive(Debug, Clone)]
+pub struct DeviceConfig {
+    pub id: DeviceId,
+    pub reference: String,
+    pub name: String,
+    pub device_type: DeviceType,
+    pub site: String,
+    pub bus: String,
+    pub unit_id: u8,
+    pub profile: ProfileRef,
+    pub poll_interval_ms: u64,
+    /// Flip the sign of power readings so they match the vocabulary.
+    pub invert_power: bool,
+    /// Rated power in W (overrides what the device reports).
+    pub rated_power_w: Option<f64>,
+    /// Usable capacity in Wh (batteries).
+    pub capacity_wh: Option<f64>,
+    pub soc_min: Option<f64>,
+    pub soc_max: Option<f64>,
+    pub max_charge_power_w: Option<f64>,
+    pub max_discharge_power_w: Option<f64>,
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::single("", format!("cannot read {}: {e}", path.display())))?;
+        parse(&text)
+    }
+
+    pub fn site(&self, reference: &str) -> Option<&SiteConfig> {
+        self.sites.iter().find(|s| s.reference == reference)
+    }
+
+    pub fn device(&self, reference: &str) -> Option<&DeviceConfig> {
+        self.devices.iter().find(|d| d.reference == reference)
+    }
+
+    /// Devices on one bus, in config order.
+    pub fn devices_on_bus<'a>(&'a self, bus: &'a str) -> impl Iterator<Item = &'a DeviceConfig> {
+        self.devices.iter().filter(move |d| d.bus == bus)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,493 @@
+//! The cross-reference pass: derives device references, parses addresses, and
+//! checks everything that spans sections. Collects problems; never stops early.
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+
+use super::load::Problem;
+use super::raw::{RawBus, RawDevice, RawHttp, RawRtu};
+use super::values::AuthMode;
+use super::{
+    BusConfig, Config, DeviceConfig, HttpConfig, LoggingConfig, MqttConfig, PollingConfig,
+    ProfileRef, RtuConfig, SiteConfig, StorageConfig, TokenConfig, Transport,
+};
+use crate::model::DeviceId;
+
+pub(super) struct Sections {
+    pub gateway_id: String,
+    pub http: RawHttp,
+    pub storage: StorageConfig,
+    pub polling: PollingConfig,
+    pub logging: LoggingConfig,
+    pub mqtt: Option<MqttConfig>,
+    pub sites: Vec<Option<SiteConfig>>,
+    pub buses: Vec<Option<RawBus>>,
+    pub devices: Vec<Option<RawDevice>>,
+}
+
+/// Returns the config; `problems` says whether it may be used.
+pub(super) fn resolve(s: Sections, problems: &mut Vec<Problem>) -> Config {
+    check_identifier("gateway_id", &s.gateway_id, problems);
+    let http = resolve_http(s.http, problems);
+    check_storage(&s.storage, problems);
+    check_polling(&s.polling, problems);
+
+    let mut site_refs = HashSet::new();
+    let mut sites = Vec::new();
+    for (i, site) in s.sites.into_iter().enumerate() {
+        let Some(site) = site else { continue };
+        let path = format!("sites[{i}]");
+        check_identifier(&format!("{path}.reference"), &site.reference, problems);
+        if !site_refs.insert(site.reference.clone()) {
+            problems.push(Problem::new(
+                format!("{path}.reference"),
+                format!("duplicate site reference {:?}", site.reference),
+            ));
+        }
+        for (key, p) in [
+            ("max_import", site.max_import),
+            ("max_export", site.max_export),
+            ("rated_production_power", site.rated_production_power),
+        ] {
+            if let Some(p) = p {
+                if p.watts() < 0.0 {
+                    problems.push(Problem::new(
+                        format!("{path}.{key}"),
+                        format!("must not be negative, found {} W", p.watts()),
+                    ));
+                }
+            }
+        }
+        if site.control_interval_ms < 100 {
+            problems.push(Problem::new(
+                format!("{path}.control_interval_ms"),
+                format!("must be at least 100, found {}", site.control_interval_ms),
+            ));
+        }
+        sites.push(site);
+    }
+
+    let mut bus_kinds = HashMap::new();
+    let mut buses = Vec::new();
+    for (i, bus) in s.buses.into_iter().enumerate() {
+        let Some(bus) = bus else { continue };
+        let path = format!("buses[{i}]");
+        if let Some(b) = resolve_bus(&path, bus, problems) {
+            if bus_kinds
+                .insert(b.name.clone(), matches!(b.transport, Transport::Tcp { .. }))
+                .is_some()
+            {
+                problems.push(Problem::new(
+                    format!("{path}.name"),
+                    format!("duplicate bus name {:?}", b.name),
+                ));
+            }
+            buses.push(b);
+        }
+    }
+
+    let mut devices = Vec::new();
+    let mut device_refs = HashSet::new();
+    let mut addresses = HashSet::new();
+    for (i, dev) in s.devices.into_iter().enumerate() {
+        let Some(dev) = dev else { continue };
+        let path = format!("devices[{i}]");
+        let reference = dev
+            .reference
+            .clone()
+            .unwrap_or_else(|| derive_reference(&dev.site, &dev.name));
+        check_identifier(&format!("{path}.reference"), &reference, problems);
+        if !device_refs.insert(reference.clone()) {
+            problems.push(Problem::new(
+                format!("{path}.reference"),
+                format!("duplicate device reference {reference:?}"),
+            ));
+        }
+        if dev.name.trim().is_empty() {
+            problems.push(Problem::new(format!("{path}.name"), "must not be empty"));
+        }
+        if !site_refs.contains(&dev.site) {
+            problems.push(Problem::new(
+                format!("{path}.site"),
+                format!(
+                    "unknown site {:?} (no [[sites]] entry has that reference)",
+                    dev.site
+                ),
+            ));
+        }
+        match bus_kinds.get(&dev.bus) {
+            None => problems.push(Problem::new(
+                format!("{path}.bus"),
+                format!(
+                    "unknown bus {:?} (no [[buses]] entry has that name)",
+                    dev.bus
+                ),
+            )),
+            Some(is_tcp) => {
+                let valid = (1..=247).contains(&dev.unit_id) || (*is_tcp && dev.unit_id == 255);
+                if !valid {
+                    problems.push(Problem::new(
+                        format!("{path}.unit_id"),
+                        format!(
+                            "{} is not a device address (1 to 247{})",
+                            dev.unit_id,
+                            if *is_tcp { ", or 255 on TCP" } else { "" }
+                        ),
+                    ));
+                }
+                if !addresses.insert((dev.bus.clone(), dev.unit_id)) {
+                    problems.push(Problem::new(
+                        format!("{path}.unit_id"),
+                        format!("unit id {} is used twice on bus {:?}", dev.unit_id, dev.bus),
+                    ));
+                }
+            }
+        }
+        let device = resolve_device(&path, devices.len(), reference, dev, problems);
+        devices.push(device);
+    }
+
+    Config {
+        gateway_id: s.gateway_id,
+        http,
+        storage: s.storage,
+        polling: s.polling,
+        logging: s.logging,
+        sites,
+        buses,
+        devices,
+        mqtt: s.mqtt,
+    }
+}
+
+/// References and ids go into URLs and MQTT topics: keep them to a safe alphabet.
+fn check_identifier(path: &str, value: &str, problems: &mut Vec<Problem>) {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !ok {
+        problems.push(Problem::new(
+            path,
+            format!("{value:?} must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '-', '.'"),
+        ));
+    }
+}
+
+/// `dvc_<site without its ste_ prefix>_<name as a slug>`: stable as long as the site
+/// reference and the device name stay.
+pub(super) fn derive_reference(site: &str, name: &str) -> String {
+    let site = site.strip_prefix("ste_").unwrap_or(site);
+    let mut slug = String::new();
+    for c in format!("{site} {name}").chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('_') && !slug.is_empty() {
+            slug.push('_');
+        }
+    }
+    let slug = slug.trim_end_matches('_');
+    format!("dvc_{slug}")
+}
+
+fn resolve_http(raw: RawHttp, problems: &mut Vec<Problem>) -> HttpConfig {
+    let mut listen = Vec::new();
+    for (i, addr) in raw.listen.iter().enumerate() {
+        match addr.parse::<SocketAddr>() {
+            Ok(a) => listen.push(a),
+            Err(_) => problems.push(Problem::new(
+                format!("http.listen[{i}]"),
+                format!("{addr:?} is not an IP address with a port, e.g. \"0.0.0.0:8080\""),
+            )),
+        }
+    }
+    if raw.listen.is_empty() {
+        problems.push(Problem::new(
+            "http.listen",
+            "at least one address is needed",
+        ));
+    }
+    if raw.auth == AuthMode::None {
+        for (i, a) in listen.iter().enumerate() {
+            if !a.ip().is_loopback() {
+                problems.push(Problem::new(
+                    format!("http.listen[{i}]"),
+                    format!(
+                        "auth = \"none\" is only allowed when every listener is on loopback, but {a} is reachable from the network; use auth = \"tokens\""
+                    ),
+                ));
+            }
+        }
+    }
+    let mut names = HashSet::new();
+    let mut tokens = Vec::new();
+    for (i, t) in raw.tokens.into_iter().enumerate() {
+        let path = format!("http.tokens[{i}]");
+        if t.name.trim().is_empty() {
+            problems.push(Problem::new(format!("{path}.name"), "must not be empty"));
+        } else if !names.insert(t.name.clone()) {
+            problems.push(Problem::new(
+                format!("{path}.name"),
+                format!("duplicate token name {:?}", t.name),
+            ));
+        }
+        if t.scopes.is_empty() {
+            problems.push(Problem::new(
+                format!("{path}.scopes"),
+                "must name at least one scope (read, steer)",
+            ));
+        }
+        let mut hash = [0u8; 32];
+        match hex::decode_to_slice(t.sha256.trim(), &mut hash) {
+            Ok(()) => tokens.push(TokenConfig {
+                name: t.name,
+                sha256: hash,
+                scopes: t.scopes,
+            }),
+            Err(_) => problems.push(Problem::new(
+                format!("{path}.sha256"),
+                format!(
+                    "{:?} is not 64 hex characters (the SHA-256 of the token; `sitegate token new` prints it)",
+                    t.sha256
+                ),
+            )),
+        }
+    }
+    if raw.auth == AuthMode::Tokens && tokens.is_empty() && names.is_empty() {
+        problems.push(Problem::new(
+            "http.tokens",
+            "auth = \"tokens\" but no [[http.tokens]] is configured: nobody could use the API (make one with `sitegate token new`)",
+        ));
+    }
+    HttpConfig {
+        listen,
+        auth: raw.auth,
+        tokens,
+    }
+}
+
+fn check_storage(s: &StorageConfig, problems: &mut Vec<Problem>) {
+    if s.path.as_os_str().is_empty() {
+        problems.push(Problem::new("storage.path", "must not be empty"));
+    }
+    if s.flush_interval_ms == 0 || s.flush_interval_ms > 60_000 {
+        problems.push(Problem::new(
+            "storage.flush_interval_ms",
+            format!("must be 1 to 60000, found {}", s.flush_interval_ms),
+        ));
+    }
+    if s.batch_size == 0 {
+        problems.push(Problem::new("storage.batch_size", "must be at least 1"));
+    }
+    if s.retention_days == 0 {
+        problems.push(Problem::new("storage.retention_days", "must be at least 1"));
+    }
+    if s.rollup_retention_days < s.retention_days {
+        problems.push(Problem::new(
+            "storage.rollup_retention_days",
+            format!(
+                "{} is shorter than retention_days ({}): rollups must outlive raw samples",
+                s.rollup_retention_days, s.retention_days
+            ),
+        ));
+    }
+}
+
+fn check_polling(p: &PollingConfig, problems: &mut Vec<Problem>) {
+    if p.min_backoff_ms == 0 || p.min_backoff_ms > p.max_backoff_ms {
+        problems.push(Problem::new(
+            "polling.min_backoff_ms",
+            format!(
+                "must be at least 1 and at most max_backoff_ms ({}), found {}",
+                p.max_backoff_ms, p.min_backoff_ms
+            ),
+        ));
+    }
+    if p.coalesce_gap > 100 {
+        problems.push(Problem::new(
+            "polling.coalesce_gap",
+            format!("must be at most 100 registers, found {}", p.coalesce_gap),
+        ));
+    }
+}
+
+fn resolve_bus(path: &str, bus: RawBus, problems: &mut Vec<Problem>) -> Option<BusConfig> {
+    check_identifier(&format!("{path}.name"), &bus.name, problems);
+    if bus.timeout_ms == 0 || bus.timeout_ms > 60_000 {
+        problems.push(Problem::new(
+            format!("{path}.timeout_ms"),
+            format!("must be 1 to 60000, found {}", bus.timeout_ms),
+        ));
+    }
+    let transport = match (bus.tcp, bus.rtu) {
+        (Some(tcp), None) => parse_tcp(&format!("{path}.tcp"), &tcp, problems)?,
+        (None, Some(rtu)) => Transport::Rtu(check_rtu(&format!("{path}.rtu"), rtu, problems)?),
+        (Some(_), Some(_)) => {
+            problems.push(Problem::new(path, "give either tcp or rtu, not both"));
+            return None;
+        }
+        (None, None) => {
+            problems.push(Problem::new(
+                path,
+                "missing transport: add tcp = \"host:port\" or rtu = { path = \"/dev/ttyUSB0\", ... }",
+            ));
+            return None;
+        }
+    };
+    Some(BusConfig {
+        name: bus.name,
+        transport,
+        timeout_ms: bus.timeout_ms,
+    })
+}
+
+/// `host:port`, `host` (port 502), `[v6]:port`.
+fn parse_tcp(path: &str, s: &str, problems: &mut Vec<Problem>) -> Option<Transport> {
+    let bad = |problems: &mut Vec<Problem>, why: &str| {
+        problems.push(Problem::new(
+            path,
+            format!("{s:?} is not a Modbus TCP address: {why}"),
+        ));
+        None
+    };
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Some(Transport::Tcp {
+            host: a.ip().to_string(),
+            port: a.port(),
+        });
+    }
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(Transport::Tcp {
+            host: ip.to_string(),
+            port: 502,
+        });
+    }
+    let (host, port) = match s.rsplit_once(':') {
+        Some((h, p)) => match p.parse::<u16>() {
+            Ok(p) => (h, p),
+            Err(_) => return bad(problems, "the port must be a number from 0 to 65535"),
+        },
+        None => (s, 502),
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+    if !host_ok {
+        return bad(problems, "expected host:port, e.g. \"192.168.1.50:502\"");
+    }
+    Some(Transport::Tcp {
+        host: host.to_string(),
+        port,
+    })
+}
+
+fn check_rtu(path: &str, rtu: RawRtu, problems: &mut Vec<Problem>) -> Option<RtuConfig> {
+    let before = problems.len();
+    if rtu.path.as_os_str().is_empty() {
+        problems.push(Problem::new(format!("{path}.path"), "must not be empty"));
+    }
+    if !(300..=1_000_000).contains(&rtu.baud) {
+        problems.push(Problem::new(
+            format!("{path}.baud"),
+            format!("{} is not a serial speed (300 to 1000000)", rtu.baud),
+        ));
+    }
+    if !(5..=8).contains(&rtu.data_bits) {
+        problems.push(Problem::new(
+            format!("{path}.data_bits"),
+            format!("must be 5 to 8, found {}", rtu.data_bits),
+        ));
+    }
+    if !(1..=2).contains(&rtu.stop_bits) {
+        problems.push(Problem::new(
+            format!("{path}.stop_bits"),
+            format!("must be 1 or 2, found {}", rtu.stop_bits),
+        ));
+    }
+    (problems.len() == before).then_some(RtuConfig {
+        path: rtu.path,
+        baud: rtu.baud,
+        parity: rtu.parity,
+        data_bits: rtu.data_bits,
+        stop_bits: rtu.stop_bits,
+    })
+}
+
+fn resolve_device(
+    path: &str,
+    index: usize,
+    reference: String,
+    d: RawDevice,
+    problems: &mut Vec<Problem>,
+) -> DeviceConfig {
+    if d.poll_interval_ms < 100 || d.poll_interval_ms > 3_600_000 {
+        problems.push(Problem::new(
+            format!("{path}.poll_interval_ms"),
+            format!("must be 100 to 3600000, found {}", d.poll_interval_ms),
+        ));
+    }
+    let profile = match d.profile.as_str() {
+        "sunspec" => ProfileRef::Sunspec,
+        "" => {
+            problems.push(Problem::new(format!("{path}.profile"), "must not be empty"));
+            ProfileRef::Sunspec
+        }
+        other => ProfileRef::Named(other.to_string()),
+    };
+    for (key, v) in [("soc_min", d.soc_min), ("soc_max", d.soc_max)] {
+        if let Some(v) = v {
+            if !(0.0..=100.0).contains(&v) {
+                problems.push(Problem::new(
+                    format!("{path}.{key}"),
+                    format!("must be a percentage from 0 to 100, found {v}"),
+                ));
+            }
+        }
+    }
+    if let (Some(lo), Some(hi)) = (d.soc_min, d.soc_max) {
+        if lo >= hi {
+            problems.push(Problem::new(
+                format!("{path}.soc_min"),
+                format!("soc_min ({lo}) must be below soc_max ({hi})"),
+            ));
+        }
+    }
+    for (key, p) in [
+        ("rated_power", d.rated_power.map(|p| p.watts())),
+        ("capacity", d.capacity.map(|e| e.watt_hours())),
+        ("max_charge_power", d.max_charge_power.map(|p| p.watts())),
+        (
+            "max_discharge_power",
+            d.max_discharge_power.map(|p| p.watts()),
+        ),
+    ] {
+        if let Some(v) = p {
+            if v < 0.0 {
+                problems.push(Problem::new(
+                    format!("{path}.{key}"),
+                    format!("must not be negative, found {v}"),
+                ));
+            }
+        }
+    }
+    DeviceConfig {
+        id: DeviceId(index as u16),
+        reference,
+        name: d.name,
+        device_type: d.device_type,
+        site: d.site,
+        bus: d.bus,
+        unit_id: d.unit_id,
+        profile,
+        poll_interval_ms: d.poll_interval_ms,
+        invert_power: d.invert_power,
+        rated_power_w: d.rated_power.map(|p| p.watts()),
+        capacity_wh: d.capacity.map(|e| e.watt_hours()),
+        soc_min: d.soc_min,
+        soc_max: d.soc_max,
+        max_charge_power_w: d.max_charge_power.map(|p| p.watts()),
+        max_discharge_power_w: d.max_discharge_power.map(|p| p.watts()),
+    }
+}

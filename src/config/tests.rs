@@ -1,0 +1,241 @@
+use super::*;
+
+const GOOD: &str = r#"
+gateway_id = "ctrl-0001"
+
+[http]
+listen = ["0.0.0.0:8080"]
+auth = "tokens"
+[[http.tokens]]
+name = "technician"
+sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+scopes = ["read", "steer"]
+
+[storage]
+path = "/tmp/x.db"
+
+[[sites]]
+reference = "ste_home"
+name = "Home"
+max_import = "25 kW"
+max_export = { value = 10, unit = "kW" }
+ess_fulfilment = "soc_balance"
+
+[[buses]]
+name = "lan"
+tcp = "192.168.1.50:502"
+
+[[buses]]
+name = "rs485"
+rtu = { path = "/dev/ttyUSB0", baud = 19200, parity = "even", dataBits = 8 }
+
+[[devices]]
+name = "Roof PV"
+type = "inverter"
+site = "ste_home"
+bus = "lan"
+unit_id = 1
+
+[[devices]]
+reference = "dvc_bat1"
+name = "Battery"
+type = "battery"
+site = "ste_home"
+bus = "rs485"
+unit_id = 2
+capacity = "10 kWh"
+soc_min = 10
+soc_max = 95
+"#;
+
+fn problems(text: &str) -> Vec<String> {
+    match parse(text) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.problems.iter().map(|p| p.to_string()).collect(),
+    }
+}
+
+fn has(problems: &[String], needle: &str) -> bool {
+    problems.iter().any(|p| p.contains(needle))
+}
+
+#[test]
+fn a_good_config_resolves() {
+    let c = parse(GOOD).unwrap();
+    assert_eq!(c.gateway_id, "ctrl-0001");
+    assert_eq!(c.http.tokens[0].scopes, vec![Scope::Read, Scope::Steer]);
+    assert_eq!(c.sites[0].max_import.unwrap().watts(), 25_000.0);
+    assert_eq!(c.sites[0].max_export.unwrap().watts(), 10_000.0);
+    assert_eq!(c.sites[0].ess_fulfilment, EssFulfilment::SocBalance);
+    assert_eq!(c.devices[0].reference, "dvc_home_roof_pv");
+    assert_eq!(c.devices[0].profile, ProfileRef::Sunspec);
+    assert_eq!(c.devices[1].capacity_wh, Some(10_000.0));
+    assert_eq!(
+        c.buses[0].transport,
+        Transport::Tcp {
+            host: "192.168.1.50".into(),
+            port: 502
+        }
+    );
+    match &c.buses[1].transport {
+        Transport::Rtu(r) => {
+            assert_eq!(r.baud, 19200);
+            assert_eq!(r.parity, Parity::Even);
+            assert_eq!(r.stop_bits, 1);
+        }
+        other => panic!("expected rtu, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_problem_is_reported_at_once_with_its_path() {
+    let bad = GOOD
+        .replace("unit_id = 2", "unit_id = 2\ncolour = \"red\"\nshape = 3")
+        .replace("bus = \"lan\"", "bus = \"wan\"")
+        .replace("tcp = \"192.168.1.50:502\"", "tcp = \"192.168.1.50:99999\"")
+        .replace(
+            "gateway_id = \"ctrl-0001\"",
+            "gateway_id = \"ctrl/0001\"\nfoo = 1",
+        );
+    let p = problems(&bad);
+    assert!(has(&p, "devices[1].colour: unknown key"), "{p:#?}");
+    assert!(has(&p, "devices[1].shape: unknown key"), "{p:#?}");
+    assert!(has(&p, "devices[0].bus: unknown bus \"wan\""), "{p:#?}");
+    assert!(has(&p, "buses[0].tcp: \"192.168.1.50:99999\""), "{p:#?}");
+    assert!(has(&p, "gateway_id: \"ctrl/0001\""), "{p:#?}");
+    assert!(has(&p, "foo: unknown key"), "{p:#?}");
+}
+
+#[test]
+fn bad_values_name_field_and_value() {
+    let p = problems(&GOOD.replace("unit_id = 1", "unit_id = \"one\""));
+    assert!(
+        has(&p, "devices[0].unit_id: invalid type: string \"one\""),
+        "{p:#?}"
+    );
+    let p = problems(&GOOD.replace("unit_id = 1", "unit_id = 248"));
+    assert!(
+        has(&p, "devices[0].unit_id: 248 is not a device address"),
+        "{p:#?}"
+    );
+    let p = problems(&GOOD.replace("type = \"inverter\"", "type = \"heatpump\""));
+    assert!(
+        has(&p, "devices[0].type: unknown variant `heatpump`"),
+        "{p:#?}"
+    );
+    let p = problems(&GOOD.replace("max_import = \"25 kW\"", "max_import = \"25 kw\""));
+    assert!(
+        has(&p, "sites[0].max_import: unknown power unit \"kw\""),
+        "{p:#?}"
+    );
+    let p = problems(&GOOD.replace("soc_min = 10", "soc_min = 99"));
+    assert!(
+        has(
+            &p,
+            "devices[1].soc_min: soc_min (99) must be below soc_max (95)"
+        ),
+        "{p:#?}"
+    );
+}
+
+#[test]
+fn cross_references_are_checked() {
+    let p = problems(&GOOD.replace(
+        "site = \"ste_home\"\nbus = \"rs485\"",
+        "site = \"ste_away\"\nbus = \"rs485\"",
+    ));
+    assert!(
+        has(&p, "devices[1].site: unknown site \"ste_away\""),
+        "{p:#?}"
+    );
+    let p = problems(&GOOD.replace(
+        "reference = \"dvc_bat1\"",
+        "reference = \"dvc_home_roof_pv\"",
+    ));
+    assert!(
+        has(&p, "devices[1].reference: duplicate device reference"),
+        "{p:#?}"
+    );
+    let p = problems(
+        &GOOD
+            .replace("unit_id = 2", "unit_id = 1")
+            .replace("bus = \"rs485\"", "bus = \"lan\""),
+    );
+    assert!(has(&p, "unit id 1 is used twice on bus \"lan\""), "{p:#?}");
+    let p = problems(&GOOD.replace("name = \"rs485\"", "name = \"lan\""));
+    assert!(
+        has(&p, "buses[1].name: duplicate bus name \"lan\""),
+        "{p:#?}"
+    );
+}
+
+#[test]
+fn auth_none_needs_loopback_listeners() {
+    let p = problems(&GOOD.replace("auth = \"tokens\"", "auth = \"none\""));
+    assert!(
+        has(&p, "http.listen[0]: auth = \"none\" is only allowed"),
+        "{p:#?}"
+    );
+    let ok = GOOD
+        .replace("auth = \"tokens\"", "auth = \"none\"")
+        .replace("0.0.0.0:8080", "127.0.0.1:8080");
+    assert!(problems(&ok).is_empty());
+}
+
+#[test]
+fn tokens_are_checked() {
+    let p = problems(&GOOD.replace(
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "abc",
+    ));
+    assert!(
+        has(
+            &p,
+            "http.tokens[0].sha256: \"abc\" is not 64 hex characters"
+        ),
+        "{p:#?}"
+    );
+    let p = problems(&GOOD.replace("scopes = [\"read\", \"steer\"]", "scopes = [\"admin\"]"));
+    assert!(
+        has(&p, "http.tokens[0].scopes[0]: unknown variant `admin`"),
+        "{p:#?}"
+    );
+}
+
+#[test]
+fn transports_are_checked() {
+    let p = problems(&GOOD.replace("tcp = \"192.168.1.50:502\"", ""));
+    assert!(has(&p, "buses[0]: missing transport"), "{p:#?}");
+    let p = problems(&GOOD.replace("baud = 19200", "baud = 7"));
+    assert!(
+        has(&p, "buses[1].rtu.baud: 7 is not a serial speed"),
+        "{p:#?}"
+    );
+    let c = parse(&GOOD.replace("192.168.1.50:502", "inverter.local")).unwrap();
+    assert_eq!(
+        c.buses[0].transport,
+        Transport::Tcp {
+            host: "inverter.local".into(),
+            port: 502
+        }
+    );
+}
+
+#[test]
+fn syntax_errors_are_one_problem() {
+    let p = problems("[[devices]\nname = ");
+    assert_eq!(p.len(), 1);
+    assert!(p[0].starts_with("not valid TOML"), "{p:#?}");
+}
+
+#[test]
+fn derived_references_are_stable_slugs() {
+    assert_eq!(
+        resolve::derive_reference("ste_home", "Roof PV"),
+        "dvc_home_roof_pv"
+    );
+    assert_eq!(
+        resolve::derive_reference("farm", "Inverter #2 (west)"),
+        "dvc_farm_inverter_2_west"
+    );
+}

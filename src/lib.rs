@@ -1,0 +1,8 @@
+//! sitegate: an edge gateway agent for energy sites.
+//!
+//! See `ARCHITECTURE.md` for the map of modules and the invariants they keep.
+
+pub mod config;
+pub mod modbus;
+pub mod model;
+pub mod telemetry;

@@ -1,0 +1,102 @@
+use proptest::prelude::*;
+
+use super::*;
+
+fn h(addr: u16, len: u16) -> Span {
+    Span::new(Table::Holding, addr, len)
+}
+
+fn check(spans: &[Span], gap: u16, expected: &[Span]) {
+    assert_eq!(plan(spans, gap), expected, "spans {spans:?} gap {gap}");
+}
+
+#[test]
+fn adjacent_spans_join() {
+    check(&[h(10, 2), h(12, 1), h(13, 4)], 0, &[h(10, 7)]);
+}
+
+#[test]
+fn gaps_join_only_up_to_max_gap() {
+    check(&[h(0, 1), h(5, 1)], 4, &[h(0, 6)]);
+    check(&[h(0, 1), h(6, 1)], 4, &[h(0, 1), h(6, 1)]);
+}
+
+#[test]
+fn never_past_125_registers() {
+    check(&[h(0, 100), h(100, 30)], 0, &[h(0, 100), h(100, 30)]);
+    check(&[h(0, 100), h(100, 25)], 0, &[h(0, 125)]);
+}
+
+#[test]
+fn tables_do_not_mix() {
+    let i = |a, l| Span::new(Table::Input, a, l);
+    check(&[h(0, 2), i(2, 2)], 10, &[h(0, 2), i(2, 2)]);
+}
+
+#[test]
+fn overlaps_and_duplicates_collapse() {
+    check(&[h(0, 10), h(2, 3), h(0, 10)], 0, &[h(0, 10)]);
+}
+
+#[test]
+fn long_spans_are_chunked() {
+    check(&[h(0, 300)], 0, &[h(0, 125), h(125, 125), h(250, 50)]);
+}
+
+#[test]
+fn image_finds_values_inside_blocks() {
+    let mut img = Image::new();
+    img.insert(h(100, 4), vec![1, 2, 3, 4]);
+    assert_eq!(img.get(Table::Holding, 101, 2), Some(&[2, 3][..]));
+    assert_eq!(img.get(Table::Holding, 103, 2), None);
+    assert_eq!(img.get(Table::Input, 101, 1), None);
+}
+
+/// The fewest requests any valid plan can have, by dynamic programming over the
+/// sorted, de-overlapped spans: best[i] = min over j of best[j] + 1 where spans
+/// j..i fit in one request.
+fn minimum(spans: &[Span], gap: u16) -> usize {
+    let mut s: Vec<Span> = spans.to_vec();
+    s.sort();
+    let n = s.len();
+    let mut best = vec![usize::MAX; n + 1];
+    best[0] = 0;
+    for i in 1..=n {
+        for j in 0..i {
+            let group = &s[j..i];
+            let start = u32::from(group[0].addr);
+            let end = group.iter().map(|x| x.end()).max().unwrap();
+            let gaps_ok = group.windows(2).all(|w| {
+                let reach = s[j..]
+                    .iter()
+                    .take_while(|x| x.addr <= w[0].addr)
+                    .map(|x| x.end())
+                    .max()
+                    .unwrap();
+                u32::from(w[1].addr) <= reach + u32::from(gap)
+            });
+            if end - start <= u32::from(MAX_READ) && gaps_ok && best[j] != usize::MAX {
+                best[i] = best[i].min(best[j] + 1);
+            }
+        }
+    }
+    best[n]
+}
+
+proptest! {
+    #[test]
+    fn plan_is_minimal_and_covers_everything(
+        raw in prop::collection::vec((0u16..600, 1u16..20), 1..40),
+        gap in 0u16..10,
+    ) {
+        let spans: Vec<Span> = raw.iter().map(|&(a, l)| h(a, l)).collect();
+        let p = plan(&spans, gap);
+        for s in &spans {
+            prop_assert!(p.iter().any(|r| r.addr <= s.addr && s.end() <= r.end()), "{s:?} not covered by {p:?}");
+        }
+        for r in &p {
+            prop_assert!(r.len <= MAX_READ);
+        }
+        prop_assert_eq!(p.len(), minimum(&spans, gap));
+    }
+}

@@ -1,0 +1,233 @@
+//! The latest value of every property of every device, and each device's status.
+//!
+//! One `RwLock` per device keeps readers of one device from waiting on writers of
+//! another; no lock is held across an await.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use crate::config::DeviceConfig;
+use crate::model::{DeviceId, Property, Sample};
+
+/// A value and when it was measured (epoch ms).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reading {
+    pub ts_ms: i64,
+    pub value: f64,
+}
+
+/// What discovery learned about a device.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceInfo {
+    pub manufacturer: Option<String>,
+    pub model: Option<String>,
+    pub serial: Option<String>,
+    pub version: Option<String>,
+    /// SunSpec model ids in chain order (empty for register-map profiles).
+    pub sunspec_models: Vec<u16>,
+    /// Continuous power rating (W) the device reports.
+    pub rated_power_w: Option<f64>,
+    /// Energy capacity (Wh) the device reports.
+    pub capacity_wh: Option<f64>,
+}
+
+#[derive(Debug)]
+struct DeviceState {
+    properties: Vec<Property>,
+    values: [Option<Reading>; Property::COUNT],
+    online: bool,
+    last_seen: Option<i64>,
+    /// Polled at least once, with success or failure.
+    attempted: bool,
+    last_error: Option<String>,
+    info: DeviceInfo,
+}
+
+/// A consistent copy of one device's state.
+#[derive(Clone, Debug)]
+pub struct DeviceSnapshot {
+    pub properties: Vec<Property>,
+    pub values: [Option<Reading>; Property::COUNT],
+    pub online: bool,
+    pub last_seen: Option<i64>,
+    pub attempted: bool,
+    pub last_error: Option<String>,
+    pub info: DeviceInfo,
+}
+
+impl DeviceSnapshot {
+    pub fn reading(&self, p: Property) -> Option<Reading> {
+        self.values[p.index()]
+    }
+
+    pub fn offers(&self, p: Property) -> bool {
+        self.properties.contains(&p)
+    }
+}
+
+/// Every configured device with its live state, in config order.
+#[derive(Debug)]
+pub struct Live {
+    configs: Vec<DeviceConfig>,
+    states: Vec<RwLock<DeviceState>>,
+    by_reference: HashMap<String, DeviceId>,
+}
+
+// Lock poisoning only follows a panic while a writer held the lock; the state is
+// plain data that stays consistent field by field, so we keep serving it.
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Live {
+    pub fn new(devices: &[DeviceConfig]) -> Self {
+        let states = devices
+            .iter()
+            .map(|_| {
+                RwLock::new(DeviceState {
+                    properties: Vec::new(),
+                    values: [None; Property::COUNT],
+                    online: false,
+                    last_seen: None,
+                    attempted: false,
+                    last_error: None,
+                    info: DeviceInfo::default(),
+                })
+            })
+            .collect();
+        let by_reference = devices
+            .iter()
+            .map(|d| (d.reference.clone(), d.id))
+            .collect();
+        Self {
+            configs: devices.to_vec(),
+            states,
+            by_reference,
+        }
+    }
+
+    pub fn devices(&self) -> &[DeviceConfig] {
+        &self.configs
+    }
+
+    pub fn config(&self, id: DeviceId) -> &DeviceConfig {
+        &self.configs[id.index()]
+    }
+
+    pub fn find(&self, reference: &str) -> Option<DeviceId> {
+        self.by_reference.get(reference).copied()
+    }
+
+    pub fn snapshot(&self, id: DeviceId) -> DeviceSnapshot {
+        let s = read(&self.states[id.index()]);
+        DeviceSnapshot {
+            properties: s.properties.clone(),
+            values: s.values,
+            online: s.online,
+            last_seen: s.last_seen,
+            attempted: s.attempted,
+            last_error: s.last_error.clone(),
+            info: s.info.clone(),
+        }
+    }
+
+    pub fn latest(&self, id: DeviceId, p: Property) -> Option<Reading> {
+        read(&self.states[id.index()]).values[p.index()]
+    }
+
+    /// Stores samples as latest values where they are newer and marks the device
+    /// online. All samples must belong to `id`. Returns true when the device was
+    /// offline before.
+    pub fn record(&self, id: DeviceId, samples: &[Sample]) -> bool {
+        let mut s = write(&self.states[id.index()]);
+        let was_offline = !s.online;
+        let mut newest = s.last_seen.unwrap_or(i64::MIN);
+        for sample in samples {
+            debug_assert_eq!(sample.device, id);
+            let slot = &mut s.values[sample.property.index()];
+            if slot.is_none_or(|r| r.ts_ms <= sample.ts_ms) {
+                *slot = Some(Reading {
+                    ts_ms: sample.ts_ms,
+                    value: sample.value,
+                });
+            }
+            newest = newest.max(sample.ts_ms);
+        }
+        s.last_seen = Some(newest);
+        s.online = true;
+        s.attempted = true;
+        s.last_error = None;
+        was_offline
+    }
+
+    /// Fills latest values from storage at start, without marking the device
+    /// online: only a poll does that.
+    pub fn restore(&self, id: DeviceId, property: Property, reading: Reading) {
+        let mut s = write(&self.states[id.index()]);
+        let slot = &mut s.values[property.index()];
+        if slot.is_none_or(|r| r.ts_ms < reading.ts_ms) {
+            *slot = Some(reading);
+        }
+        if !s.properties.contains(&property) {
+            s.properties.push(property);
+            s.properties.sort();
+        }
+        s.last_seen = Some(s.last_seen.map_or(reading.ts_ms, |t| t.max(reading.ts_ms)));
+    }
+
+    /// Returns true when anything changed.
+    pub fn set_catalog(
+        &self,
+        id: DeviceId,
+        mut properties: Vec<Property>,
+        info: DeviceInfo,
+    ) -> bool {
+        properties.sort();
+        properties.dedup();
+        let mut s = write(&self.states[id.index()]);
+        let changed = s.properties != properties || s.info != info;
+        s.properties = properties;
+        s.info = info;
+        changed
+    }
+
+    /// Returns true when the device was online before.
+    pub fn mark_failed(&self, id: DeviceId, error: String) -> bool {
+        let mut s = write(&self.states[id.index()]);
+        let was_online = s.online;
+        s.online = false;
+        s.attempted = true;
+        s.last_error = Some(error);
+        was_online
+    }
+
+    /// Returns true when the device was offline before.
+    pub fn mark_online(&self, id: DeviceId, ts_ms: i64) -> bool {
+        let mut s = write(&self.states[id.index()]);
+        let was_offline = !s.online;
+        s.online = true;
+        s.attempted = true;
+        s.last_error = None;
+        s.last_seen = Some(s.last_seen.map_or(ts_ms, |t| t.max(ts_ms)));
+        was_offline
+    }
+
+    /// True once every device was polled at least once, with success or failure.
+    pub fn all_attempted(&self) -> bool {
+        self.states.iter().all(|s| read(s).attempted)
+    }
+
+    /// References of devices not yet polled.
+    pub fn not_attempted(&self) -> Vec<&str> {
+        self.states
+            .iter()
+            .zip(&self.configs)
+            .filter(|(s, _)| !read(s).attempted)
+            .map(|(_, c)| c.reference.as_str())
+            .collect()
+    }
+}
