@@ -2,7 +2,9 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules and the invariants they keep.
 
+pub mod agent;
 pub mod config;
+pub mod logging;
 pub mod modbus;
 pub mod model;
 pub mod telemetry;

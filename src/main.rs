@@ -1,1 +1,71 @@
-fn main() {}
+//! The `sitegate` command line: parses arguments, loads config, starts logging,
+//! runs the library, and maps failures to exit codes (78 bad config, 64 bad usage).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+/// Edge gateway agent for energy sites.
+#[derive(Parser, Debug)]
+#[command(name = "sitegate", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the agent with a config file.
+    Run {
+        #[arg(long, short, default_value = "/etc/sitegate/sitegate.toml")]
+        config: PathBuf,
+    },
+    /// Run a simulated site and the agent on it (loopback, no auth).
+    Demo(cli::demo::DemoArgs),
+    /// Check a config file and report every problem with its path.
+    CheckConfig { file: PathBuf },
+    /// Manage API tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Make a new token: prints it once, and the config block holding its hash.
+    New {
+        #[arg(long)]
+        name: String,
+        /// Comma-separated: read, steer.
+        #[arg(long, default_value = "read")]
+        scopes: String,
+    },
+}
+
+/// EX_USAGE from sysexits.h.
+const EXIT_USAGE: u8 = 64;
+/// EX_CONFIG from sysexits.h.
+const EXIT_CONFIG: u8 = 78;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.command {
+        Command::CheckConfig { file } => cli::check_config(&file),
+        Command::Token {
+            command: TokenCommand::New { name, scopes },
+        } => cli::token_new(&name, &scopes),
+        Command::Run { config } => cli::run::run(&config),
+        Command::Demo(args) => cli::demo::demo(args),
+    }
+}

@@ -239,3 +239,13 @@ fn derived_references_are_stable_slugs() {
         "dvc_farm_inverter_2_west"
     );
 }
+
+#[test]
+fn shipped_configs_parse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let demo = Config::load(&dir.join("demo.toml")).unwrap();
+    assert_eq!(demo.devices.len(), 5);
+    // The example uses placeholder hashes; they are well-formed.
+    let example = Config::load(&dir.join("sitegate.toml")).unwrap();
+    assert_eq!(example.sites[0].ess_fulfilment, EssFulfilment::SocBalance);
+}

@@ -1,5 +1,19 @@
 //! Modbus: the register codec, the read planner, SunSpec discovery and model maps,
-//! transports and the bus task that owns each connection.
+//! the link that owns a connection, and the bus task that serialises everything
+//! on one bus.
 
+pub mod bus;
 pub mod codec;
+pub mod device;
+pub mod error;
+pub mod link;
+pub mod maps;
 pub mod plan;
+pub mod point;
+pub mod reader;
+pub mod sunspec;
+
+pub use bus::{BusHandle, BusTask, Op, OpOutput};
+pub use device::DeviceMap;
+pub use error::ModbusError;
+pub use maps::DeviceMaps;

@@ -1,0 +1,57 @@
+//! Binding the HTTP listeners and serving the API router on them.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::StartError;
+use crate::config::Config;
+use crate::telemetry::Live;
+
+pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, StartError> {
+    let mut listeners = Vec::with_capacity(addrs.len());
+    for addr in addrs {
+        let l = TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: *addr,
+                source,
+            })?;
+        listeners.push(l);
+    }
+    Ok(listeners)
+}
+
+pub(super) fn router(config: &Config, live: Arc<Live>) -> axum::Router {
+    let _ = (config, live);
+    axum::Router::new()
+}
+
+/// Serves `router` on every listener until `cancel`; returns the bound addresses.
+pub(super) fn serve(
+    listeners: Vec<TcpListener>,
+    router: axum::Router,
+    tracker: &TaskTracker,
+    cancel: CancellationToken,
+) -> Vec<SocketAddr> {
+    let mut addrs = Vec::new();
+    for listener in listeners {
+        if let Ok(a) = listener.local_addr() {
+            addrs.push(a);
+        }
+        let app = router.clone();
+        let cancel = cancel.clone();
+        tracker.spawn(async move {
+            let result = axum::serve(listener, app)
+                .with_graceful_shutdown(cancel.cancelled_owned())
+                .await;
+            if let Err(e) = result {
+                tracing::error!(error = %e, "HTTP server failed");
+            }
+        });
+    }
+    addrs
+}

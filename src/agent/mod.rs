@@ -1,0 +1,136 @@
+//! The running agent: builds every subsystem from a validated config, starts their
+//! tasks under one cancellation token, and stops them in order.
+//!
+//! This is wiring only: no protocol logic and no decisions live here.
+
+mod http;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::modbus::{BusHandle, BusTask, DeviceMaps};
+use crate::telemetry::{Live, Telemetry};
+
+/// How long shutdown waits for tasks to finish before giving up on them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].
+pub struct Agent {
+    config: Arc<Config>,
+    live: Arc<Live>,
+    telemetry: Telemetry,
+    maps: Arc<DeviceMaps>,
+    buses: HashMap<String, BusHandle>,
+    http_addrs: Vec<SocketAddr>,
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Agent {
+    /// Binds the listeners first (so a taken port fails before anything runs),
+    /// then starts the bus tasks and the HTTP servers.
+    pub async fn start(config: Config) -> Result<Agent, StartError> {
+        let config = Arc::new(config);
+        let cancel = CancellationToken::new();
+        let tracker = TaskTracker::new();
+
+        let listeners = http::bind(&config.http.listen).await?;
+
+        let live = Arc::new(Live::new(&config.devices));
+        let telemetry = Telemetry::new(live.clone(), None);
+        let maps = Arc::new(DeviceMaps::new(config.devices.len()));
+
+        let mut buses = HashMap::new();
+        for bus in &config.buses {
+            let devices = config.devices_on_bus(&bus.name).cloned().collect();
+            let (task, handle) = BusTask::new(
+                bus,
+                devices,
+                config.polling.clone(),
+                telemetry.clone(),
+                maps.clone(),
+            );
+            tracker.spawn(task.run(cancel.child_token()));
+            buses.insert(bus.name.clone(), handle);
+        }
+
+        let router = http::router(&config, live.clone());
+        let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
+        for addr in &http_addrs {
+            tracing::info!(%addr, "HTTP API listening");
+        }
+
+        Ok(Agent {
+            config,
+            live,
+            telemetry,
+            maps,
+            buses,
+            http_addrs,
+            cancel,
+            tracker,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The addresses the HTTP API actually listens on (port 0 resolved).
+    pub fn http_addrs(&self) -> &[SocketAddr] {
+        &self.http_addrs
+    }
+
+    pub fn live(&self) -> &Arc<Live> {
+        &self.live
+    }
+
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    pub fn device_maps(&self) -> &Arc<DeviceMaps> {
+        &self.maps
+    }
+
+    pub fn bus(&self, name: &str) -> Option<&BusHandle> {
+        self.buses.get(name)
+    }
+
+    /// Resolves when shutdown was asked for by anyone holding the token.
+    pub fn cancellation(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Stops every task and waits for them (at most a grace period).
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                grace_s = SHUTDOWN_GRACE.as_secs(),
+                "some tasks did not stop within the grace period"
+            );
+        }
+        tracing::info!("agent stopped");
+    }
+}

@@ -1,0 +1,67 @@
+//! Subcommand bodies for the binary. Each returns the process exit code.
+
+pub mod demo;
+pub mod run;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use sitegate::config::Config;
+
+use super::{EXIT_CONFIG, EXIT_USAGE};
+
+/// Writes a line to stdout; a closed stdout is not worth a panic.
+pub fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+}
+
+/// Writes a line to stderr.
+pub fn complain(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
+}
+
+pub fn check_config(file: &Path) -> ExitCode {
+    match Config::load(file) {
+        Ok(c) => {
+            say(&format!(
+                "{}: ok ({} site{}, {} bus{}, {} device{})",
+                file.display(),
+                c.sites.len(),
+                plural(c.sites.len()),
+                c.buses.len(),
+                if c.buses.len() == 1 { "" } else { "es" },
+                c.devices.len(),
+                plural(c.devices.len()),
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            complain(&format!("{}: {e}", file.display()));
+            ExitCode::from(EXIT_CONFIG)
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+pub fn token_new(name: &str, scopes: &str) -> ExitCode {
+    let _ = (name, scopes, EXIT_USAGE);
+    ExitCode::SUCCESS
+}
+
+/// Loads config or reports it like `check-config` does.
+pub fn load_config(file: &Path) -> Result<Config, ExitCode> {
+    Config::load(file).map_err(|e| {
+        complain(&format!("{}: {e}", file.display()));
+        ExitCode::from(EXIT_CONFIG)
+    })
+}

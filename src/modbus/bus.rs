@@ -1,0 +1,331 @@
+//! The bus task: sole owner of one Modbus connection. It polls each device on the
+//! bus at its interval, discovers devices on first contact, backs off from failing
+//! devices, and runs commands (steering writes, read-backs) ahead of polls.
+//!
+//! Only this task touches its `Port`. Others hold a [`BusHandle`] and send
+//! commands over a bounded channel, getting the answer on a oneshot.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::device::DeviceMap;
+use super::error::ModbusError;
+use super::link::Port;
+use super::maps::DeviceMaps;
+use super::plan::Span;
+use super::reader::RegisterReader;
+use super::{point, sunspec};
+use crate::config::{BusConfig, DeviceConfig, PollingConfig, ProfileRef};
+use crate::model::{time::now_ms, Property, Sample};
+use crate::telemetry::Telemetry;
+
+/// Commands queued at most; senders wait beyond that.
+const COMMAND_QUEUE: usize = 64;
+
+/// One step of a command.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Read(Span),
+    Write { addr: u16, values: Vec<u16> },
+}
+
+/// What a step returned: the words of a read, nothing for a write.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpOutput {
+    Words(Vec<u16>),
+    Written,
+}
+
+struct Command {
+    unit: u8,
+    ops: Vec<Op>,
+    reply: oneshot::Sender<Result<Vec<OpOutput>, ModbusError>>,
+}
+
+/// Cheap handle to a bus task.
+#[derive(Clone)]
+pub struct BusHandle {
+    name: Arc<str>,
+    tx: mpsc::Sender<Command>,
+}
+
+impl BusHandle {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs `ops` in order on device `unit`, before any further poll request.
+    /// Stops at the first failing op and returns its error.
+    pub async fn transact(&self, unit: u8, ops: Vec<Op>) -> Result<Vec<OpOutput>, ModbusError> {
+        let (reply, rx) = oneshot::channel();
+        let stopped = || ModbusError::Io(format!("bus {} is stopped", self.name));
+        self.tx
+            .send(Command { unit, ops, reply })
+            .await
+            .map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())?
+    }
+}
+
+struct Slot {
+    cfg: DeviceConfig,
+    next_due: Instant,
+    failures: u32,
+    map: Option<Arc<DeviceMap>>,
+}
+
+/// Builds the task's state; call [`BusTask::run`] on a spawned task.
+pub struct BusTask {
+    name: Arc<str>,
+    port: Port,
+    rx: mpsc::Receiver<Command>,
+    slots: Vec<Slot>,
+    polling: PollingConfig,
+    telemetry: Telemetry,
+    maps: Arc<DeviceMaps>,
+}
+
+impl BusTask {
+    pub fn new(
+        bus: &BusConfig,
+        devices: Vec<DeviceConfig>,
+        polling: PollingConfig,
+        telemetry: Telemetry,
+        maps: Arc<DeviceMaps>,
+    ) -> (BusTask, BusHandle) {
+        let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
+        let name: Arc<str> = bus.name.as_str().into();
+        let now = Instant::now();
+        let slots = devices
+            .into_iter()
+            .map(|cfg| Slot {
+                cfg,
+                next_due: now,
+                failures: 0,
+                map: None,
+            })
+            .collect();
+        let task = BusTask {
+            name: name.clone(),
+            port: Port::new(bus.transport.clone(), Duration::from_millis(bus.timeout_ms)),
+            rx,
+            slots,
+            polling,
+            telemetry,
+            maps,
+        };
+        (task, BusHandle { name, tx })
+    }
+
+    pub async fn run(mut self, cancel: CancellationToken) {
+        tracing::info!(bus = %self.name, devices = self.slots.len(), "bus task started");
+        loop {
+            let due = self
+                .slots
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.next_due)
+                .map(|(i, s)| (i, s.next_due));
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => break,
+                cmd = self.rx.recv() => match cmd {
+                    Some(cmd) => execute(&mut self.port, cmd).await,
+                    None => break,
+                },
+                () = sleep_until(due.map(|(_, at)| at)) => {
+                    if let Some((i, _)) = due {
+                        self.poll(i).await;
+                    }
+                }
+            }
+        }
+        self.port.close().await;
+        tracing::info!(bus = %self.name, "bus task stopped");
+    }
+
+    async fn poll(&mut self, i: usize) {
+        let gap = self.polling.coalesce_gap;
+        let slot = &mut self.slots[i];
+        let mut reader = PollReader {
+            port: &mut self.port,
+            rx: &mut self.rx,
+            unit: slot.cfg.unit_id,
+        };
+        let started = Instant::now();
+        let result = poll_device(&mut reader, &slot.cfg, &mut slot.map, gap).await;
+        let id = slot.cfg.id;
+        match result {
+            Ok((values, fresh_map)) => {
+                if slot.failures > 0 {
+                    tracing::info!(device = %slot.cfg.reference, "device answers again");
+                }
+                slot.failures = 0;
+                let interval = Duration::from_millis(slot.cfg.poll_interval_ms);
+                // Keep the cadence, but never queue up missed polls.
+                slot.next_due = (slot.next_due + interval).max(Instant::now());
+                if let Some(map) = fresh_map {
+                    let offered: Vec<Property> = values.iter().map(|(p, _)| *p).collect();
+                    self.telemetry.set_catalog(id, offered, map.info.clone());
+                    self.maps.set(id, Some(map));
+                } else if let Some(map) = &slot.map {
+                    let snapshot = self.telemetry.live().snapshot(id);
+                    if values.iter().any(|(p, _)| !snapshot.offers(*p)) {
+                        let mut offered = snapshot.properties;
+                        offered.extend(values.iter().map(|(p, _)| *p));
+                        self.telemetry.set_catalog(id, offered, map.info.clone());
+                    }
+                }
+                let ts = now_ms();
+                let samples: Vec<Sample> = values
+                    .into_iter()
+                    .map(|(property, value)| Sample {
+                        device: id,
+                        property,
+                        ts_ms: ts,
+                        value,
+                    })
+                    .collect();
+                if samples.is_empty() {
+                    self.telemetry.mark_online(id, ts);
+                } else {
+                    self.telemetry.publish(id, samples).await;
+                }
+                tracing::trace!(device = %slot.cfg.reference, elapsed_ms = started.elapsed().as_millis() as u64, "polled");
+            }
+            Err(e) => {
+                slot.failures += 1;
+                let backoff = backoff(&self.polling, slot.failures);
+                slot.next_due = Instant::now() + backoff;
+                if slot.failures >= REDISCOVER_AFTER && slot.map.is_some() {
+                    slot.map = None;
+                    self.maps.set(id, None);
+                }
+                if slot.failures == 1 {
+                    tracing::warn!(device = %slot.cfg.reference, bus = %self.name, error = %e, "poll failed; device offline");
+                } else {
+                    tracing::debug!(device = %slot.cfg.reference, failures = slot.failures, retry_in_ms = backoff.as_millis() as u64, error = %e, "poll failed again");
+                }
+                self.telemetry.mark_failed(id, e);
+            }
+        }
+    }
+}
+
+/// Consecutive failures after which the device is discovered afresh (it may
+/// have been replaced or updated).
+const REDISCOVER_AFTER: u32 = 3;
+
+/// `min × 2^(failures−1)`, capped at `max`.
+pub fn backoff(p: &PollingConfig, failures: u32) -> Duration {
+    let exp = failures.saturating_sub(1).min(20);
+    let ms = p
+        .min_backoff_ms
+        .saturating_mul(1u64 << exp)
+        .min(p.max_backoff_ms);
+    Duration::from_millis(ms)
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Discovers when needed, then reads every planned request. Returns the values
+/// and, after a discovery, the new map.
+async fn poll_device(
+    reader: &mut PollReader<'_>,
+    cfg: &DeviceConfig,
+    map: &mut Option<Arc<DeviceMap>>,
+    gap: u16,
+) -> Result<(Vec<(Property, f64)>, Option<Arc<DeviceMap>>), String> {
+    let mut fresh = None;
+    let current = match map {
+        Some(m) => m.clone(),
+        None => {
+            let m = Arc::new(discover(reader, cfg, gap).await?);
+            tracing::info!(
+                device = %cfg.reference,
+                manufacturer = m.info.manufacturer.as_deref().unwrap_or("?"),
+                model = m.info.model.as_deref().unwrap_or("?"),
+                models = ?m.info.sunspec_models,
+                requests = m.requests.len(),
+                "device discovered"
+            );
+            *map = Some(m.clone());
+            fresh = Some(m.clone());
+            m
+        }
+    };
+    let mut img = super::plan::Image::new();
+    for req in &current.requests {
+        let words = reader.read(*req).await.map_err(|e| e.to_string())?;
+        img.insert(*req, words);
+    }
+    Ok((point::decode_points(&current.points, &img), fresh))
+}
+
+async fn discover(
+    reader: &mut PollReader<'_>,
+    cfg: &DeviceConfig,
+    gap: u16,
+) -> Result<DeviceMap, String> {
+    match &cfg.profile {
+        ProfileRef::Sunspec => {
+            let chain = sunspec::discover(reader).await.map_err(|e| e.to_string())?;
+            let info = sunspec::read_info(reader, &chain, gap)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(DeviceMap::from_sunspec(chain, info, cfg, gap))
+        }
+        ProfileRef::Named(name) => Err(format!(
+            "register-map profile {name:?} is not available yet"
+        )),
+    }
+}
+
+/// Reads for a poll, running queued commands before each request so that a
+/// steering write waits for one request at most.
+struct PollReader<'a> {
+    port: &'a mut Port,
+    rx: &'a mut mpsc::Receiver<Command>,
+    unit: u8,
+}
+
+impl RegisterReader for PollReader<'_> {
+    async fn read(&mut self, span: Span) -> Result<Vec<u16>, ModbusError> {
+        while let Ok(cmd) = self.rx.try_recv() {
+            execute(self.port, cmd).await;
+        }
+        self.port.read(self.unit, span).await
+    }
+}
+
+async fn execute(port: &mut Port, cmd: Command) {
+    let mut out = Vec::with_capacity(cmd.ops.len());
+    let mut result = Ok(());
+    for op in cmd.ops {
+        let step = match op {
+            Op::Read(span) => port.read(cmd.unit, span).await.map(OpOutput::Words),
+            Op::Write { addr, values } => port
+                .write(cmd.unit, addr, &values)
+                .await
+                .map(|()| OpOutput::Written),
+        };
+        match step {
+            Ok(o) => out.push(o),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    // The requester may have given up waiting; nothing to do then.
+    let _ = cmd.reply.send(result.map(|()| out));
+}

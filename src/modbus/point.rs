@@ -1,0 +1,254 @@
+//! Point specifications: where a property lives in a device's registers and how
+//! its raw value becomes a value in the vocabulary's unit and sign.
+//!
+//! Pure. Both SunSpec maps and register-map profiles produce `PointSpec`s; the
+//! poller reads the planned spans and calls [`decode_points`].
+
+use super::codec::{self, Absent, ValueType, WordOrder};
+use super::plan::{Image, Span, Table};
+use crate::model::Property;
+
+/// How a raw value is scaled.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scale {
+    /// Used as read.
+    One,
+    /// Multiplied by a fixed factor (register maps: 0.1, 10, ...).
+    Factor(f64),
+    /// `raw × 10^sf` with `sf` in a SunSpec `sunssf` holding register.
+    SunspecSf(u16),
+}
+
+/// A register whose value decides whether the point's value applies; otherwise
+/// the point reads as `otherwise` (e.g. a limit that is disabled reads as 100 %).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gate {
+    pub table: Table,
+    pub addr: u16,
+    pub enabled_when: u16,
+    pub otherwise: f64,
+}
+
+/// One property's location and decoding.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PointSpec {
+    pub property: Property,
+    pub table: Table,
+    pub addr: u16,
+    pub ty: ValueType,
+    pub order: WordOrder,
+    pub absent: Absent,
+    pub scale: Scale,
+    /// Flip the sign after scaling (vendor sign conventions, `invert_power`).
+    pub negate: bool,
+    pub gate: Option<Gate>,
+}
+
+impl PointSpec {
+    /// A holding-register point with SunSpec sentinel handling.
+    pub fn sunspec(
+        property: Property,
+        addr: u16,
+        ty: ValueType,
+        absent: Absent,
+        scale: Scale,
+    ) -> Self {
+        Self {
+            property,
+            table: Table::Holding,
+            addr,
+            ty,
+            order: WordOrder::HighFirst,
+            absent,
+            scale,
+            negate: false,
+            gate: None,
+        }
+    }
+
+    pub fn negated(mut self, negate: bool) -> Self {
+        self.negate ^= negate;
+        self
+    }
+
+    pub fn gated(mut self, gate: Gate) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Registers this point needs read.
+    pub fn spans(&self) -> impl Iterator<Item = Span> {
+        let value = Span::new(self.table, self.addr, self.ty.words());
+        let sf = match self.scale {
+            Scale::SunspecSf(addr) => Some(Span::new(Table::Holding, addr, 1)),
+            _ => None,
+        };
+        let gate = self.gate.map(|g| Span::new(g.table, g.addr, 1));
+        std::iter::once(value).chain(sf).chain(gate)
+    }
+
+    /// The value in the vocabulary's unit and sign, or `None` when the registers
+    /// say "not implemented" or were not read.
+    pub fn decode(&self, img: &Image) -> Option<f64> {
+        if let Some(g) = self.gate {
+            let flag = img.get(g.table, g.addr, 1)?[0];
+            if flag != g.enabled_when {
+                return Some(g.otherwise);
+            }
+        }
+        let words = img.get(self.table, self.addr, self.ty.words())?;
+        let raw = codec::decode(words, self.ty, self.order, self.absent)?;
+        let v = match self.scale {
+            Scale::One => raw,
+            Scale::Factor(f) => raw * f,
+            Scale::SunspecSf(addr) => {
+                let sf = codec::decode_sf(img.get(Table::Holding, addr, 1)?[0])?;
+                codec::apply_sf(raw, sf)
+            }
+        };
+        let v = if self.negate { -v } else { v };
+        // -0.0 reads oddly in JSON.
+        Some(if v == 0.0 { 0.0 } else { v })
+    }
+}
+
+/// Every register span the points need.
+pub fn spans(points: &[PointSpec]) -> Vec<Span> {
+    points.iter().flat_map(PointSpec::spans).collect()
+}
+
+/// Decodes points; where several points map the same property, the first one
+/// that has a value wins (points are listed in order of preference).
+pub fn decode_points(points: &[PointSpec], img: &Image) -> Vec<(Property, f64)> {
+    let mut seen = [false; Property::COUNT];
+    let mut out = Vec::new();
+    for p in points {
+        if seen[p.property.index()] {
+            continue;
+        }
+        if let Some(v) = p.decode(img) {
+            seen[p.property.index()] = true;
+            out.push((p.property, v));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn img(addr: u16, words: &[u16]) -> Image {
+        let mut i = Image::new();
+        i.insert(
+            Span::new(Table::Holding, addr, words.len() as u16),
+            words.to_vec(),
+        );
+        i
+    }
+
+    #[test]
+    fn scale_factor_and_sign() {
+        // W = 2450 at 100, W_SF = -1 at 101
+        let i = img(100, &[2450, 0xFFFF]);
+        let p = PointSpec::sunspec(
+            Property::ActivePower,
+            100,
+            ValueType::I16,
+            Absent::SunspecNumber,
+            Scale::SunspecSf(101),
+        );
+        assert_eq!(p.decode(&i), Some(245.0));
+        assert_eq!(p.negated(true).decode(&i), Some(-245.0));
+    }
+
+    #[test]
+    fn unimplemented_scale_factor_means_no_value() {
+        let i = img(100, &[2450, 0x8000]);
+        let p = PointSpec::sunspec(
+            Property::ActivePower,
+            100,
+            ValueType::I16,
+            Absent::SunspecNumber,
+            Scale::SunspecSf(101),
+        );
+        assert_eq!(p.decode(&i), None);
+    }
+
+    #[test]
+    fn gate_reads_otherwise_when_disabled() {
+        // WMaxLimPct = 5000 (SF -2) at 10, SF at 11, Ena at 12
+        let gate = Gate {
+            table: Table::Holding,
+            addr: 12,
+            enabled_when: 1,
+            otherwise: 100.0,
+        };
+        let p = PointSpec::sunspec(
+            Property::ActivePowerLimit,
+            10,
+            ValueType::U16,
+            Absent::SunspecNumber,
+            Scale::SunspecSf(11),
+        )
+        .gated(gate);
+        assert_eq!(p.decode(&img(10, &[5000, 0xFFFE, 1])), Some(50.0));
+        assert_eq!(p.decode(&img(10, &[5000, 0xFFFE, 0])), Some(100.0));
+    }
+
+    #[test]
+    fn first_point_with_a_value_wins() {
+        let i = img(0, &[0xFFFF, 55]);
+        let points = [
+            PointSpec::sunspec(
+                Property::Soc,
+                0,
+                ValueType::U16,
+                Absent::SunspecNumber,
+                Scale::One,
+            ),
+            PointSpec::sunspec(
+                Property::Soc,
+                1,
+                ValueType::U16,
+                Absent::SunspecNumber,
+                Scale::One,
+            ),
+            PointSpec::sunspec(
+                Property::Soc,
+                1,
+                ValueType::U16,
+                Absent::SunspecNumber,
+                Scale::Factor(2.0),
+            ),
+        ];
+        assert_eq!(decode_points(&points, &i), vec![(Property::Soc, 55.0)]);
+    }
+
+    #[test]
+    fn spans_include_sf_and_gate() {
+        let gate = Gate {
+            table: Table::Holding,
+            addr: 12,
+            enabled_when: 1,
+            otherwise: 100.0,
+        };
+        let p = PointSpec::sunspec(
+            Property::ActivePowerLimit,
+            10,
+            ValueType::U32,
+            Absent::SunspecNumber,
+            Scale::SunspecSf(11),
+        )
+        .gated(gate);
+        let s: Vec<Span> = p.spans().collect();
+        assert_eq!(
+            s,
+            vec![
+                Span::new(Table::Holding, 10, 2),
+                Span::new(Table::Holding, 11, 1),
+                Span::new(Table::Holding, 12, 1)
+            ]
+        );
+    }
+}

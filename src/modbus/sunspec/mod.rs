@@ -1,0 +1,43 @@
+//! SunSpec: discovery of the model chain, nameplate information, and the map from
+//! known models to the property vocabulary.
+//!
+//! Point offsets come from the `sunspec` crate's constants, which are generated
+//! from the official model definitions; this module adds what the crate does not
+//! carry: which raw values mean "not implemented" per point type, the mapping to
+//! properties and signs, and reads coalesced across models.
+
+mod discovery;
+mod info;
+mod map;
+
+pub use discovery::{discover, find_base, walk_chain, BASES};
+pub use info::read_info;
+pub use map::points_for;
+
+/// One model block in a device's chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ModelBlock {
+    pub id: u16,
+    /// Address of the block's ID register.
+    pub addr: u16,
+    /// `L`: registers after the two header registers.
+    pub len: u16,
+}
+
+impl ModelBlock {
+    /// Absolute address of a point at data offset `offset`.
+    pub const fn point(&self, offset: u16) -> u16 {
+        self.addr + 2 + offset
+    }
+
+    /// True when the block holds `words` registers from data offset `offset`
+    /// (devices may report a shorter `L` than the definition).
+    pub const fn holds(&self, offset: u16, words: u16) -> bool {
+        offset as u32 + words as u32 <= self.len as u32
+    }
+}
+
+/// The "SunS" marker.
+pub const MARKER: [u16; 2] = [0x5375, 0x6E53];
+/// The end-of-chain model id.
+pub const END_ID: u16 = 0xFFFF;
