@@ -2,6 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules and the invariants they keep.
 
+pub mod api;
 pub mod config;
 pub mod modbus;
 pub mod model;
