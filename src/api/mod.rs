@@ -37,6 +37,9 @@ mod query;
 mod readiness;
 mod token;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Arc;
 
 use axum::middleware;
