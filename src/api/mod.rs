@@ -28,6 +28,7 @@
 //!    but with a poorer detail.
 
 mod auth;
+mod code;
 mod devices;
 mod error;
 mod extract;

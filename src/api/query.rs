@@ -5,7 +5,7 @@
 //! duplicate or an unknown parameter apart from a good one. This file must not
 //! know any endpoint's parameters.
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorCode};
 
 /// The decoded parameters of one query string, each name at most once.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -24,7 +24,16 @@ impl QueryParams {
                 continue; // `?a=1&&b=2` or a lone `?`
             }
             if !allowed.contains(&name.as_ref()) {
-                return Err(ApiError::unknown_field(name, allowed));
+                let accepted = if allowed.is_empty() {
+                    "this endpoint takes none".to_string()
+                } else {
+                    format!("accepted: {}", allowed.join(", "))
+                };
+                return Err(ApiError::for_field(
+                    ErrorCode::UnknownField,
+                    name.as_ref(),
+                    format!("unknown query parameter {name:?} ({accepted})"),
+                ));
             }
             if pairs.iter().any(|(n, _)| *n == name) {
                 return Err(ApiError::invalid_value(
@@ -75,7 +84,6 @@ fn non_empty<'a>(name: &str, value: &'a str) -> Result<&'a str, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::error::ErrorCode;
 
     fn code(raw: &str, allowed: &[&str]) -> ErrorCode {
         QueryParams::parse(Some(raw), allowed).unwrap_err().code()
