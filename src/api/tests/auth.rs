@@ -146,3 +146,28 @@ async fn health_and_readiness_need_no_token() {
         .ok();
     send(&app, request(Method::GET, "/readyz", None)).await;
 }
+
+#[tokio::test]
+async fn one_path_can_carry_a_read_method_and_a_steer_method() {
+    // As steering will do with GET and POST /sites/{s}/steering.
+    let state = state_with("tokens");
+    let steer = Router::new()
+        .route("/devices", post(|| async { "posted" }))
+        .route_layer(from_fn_with_state(state.auth.clone(), require_steer));
+    let app = router(state.clone()).merge(steer);
+    send(&app, request(Method::GET, "/devices", Some(READ)))
+        .await
+        .ok();
+    send(&app, request(Method::POST, "/devices", Some(READ)))
+        .await
+        .problem(403, "forbidden");
+    let res = app
+        .clone()
+        .oneshot(request(Method::POST, "/devices", Some(STEER)))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    send(&app, request(Method::GET, "/devices", Some(STEER)))
+        .await
+        .problem(403, "forbidden");
+}
