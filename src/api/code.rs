@@ -32,10 +32,39 @@ pub enum ErrorCode {
     /// `/readyz` while a subsystem is not ready (not in `api.md`'s list, which says
     /// "at least").
     NotReady,
+    /// Keep last: [`ErrorCode::ALL`]'s length check relies on it.
     Internal,
 }
 
+// ALL has one entry per variant (the test below checks they are distinct).
+const _: () = assert!(ErrorCode::ALL.len() == ErrorCode::Internal as usize + 1);
+
 impl ErrorCode {
+    /// Every code, in declaration order (for documents such as OpenAPI).
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::InvalidJson,
+        ErrorCode::UnknownField,
+        ErrorCode::MissingField,
+        ErrorCode::InvalidValue,
+        ErrorCode::UnknownUnit,
+        ErrorCode::UnknownProperty,
+        ErrorCode::DeviceNotFound,
+        ErrorCode::SiteNotFound,
+        ErrorCode::NoMeasurement,
+        ErrorCode::RangeTooLong,
+        ErrorCode::TooManyPoints,
+        ErrorCode::Expired,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::RateLimited,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::NotReady,
+        ErrorCode::Internal,
+    ];
+
     pub const fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidJson => "invalid_json",
@@ -109,5 +138,24 @@ impl ErrorCode {
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_a_distinct_name_and_an_error_status() {
+        let names: std::collections::HashSet<_> =
+            ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), ErrorCode::ALL.len());
+        assert!(ErrorCode::ALL
+            .iter()
+            .all(|c| c.default_status().as_u16() >= 400));
+        assert_eq!(
+            ErrorCode::RateLimited.default_status(),
+            StatusCode::TOO_MANY_REQUESTS
+        );
     }
 }

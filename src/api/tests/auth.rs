@@ -78,14 +78,8 @@ async fn scopes_decide_403() {
     let a = send(&app, request(Method::POST, "/test/steer", None)).await;
     a.problem(401, "unauthorized");
     // the right scope reaches the handler, which learns the token's name.
-    let res = app
-        .clone()
-        .oneshot(request(Method::POST, "/test/steer", Some(BOTH)))
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let name = axum::body::to_bytes(res.into_body(), 100).await.unwrap();
-    assert_eq!(&name[..], b"both");
+    let answer = send_text(&app, request(Method::POST, "/test/steer", Some(BOTH))).await;
+    assert_eq!(answer, (StatusCode::OK, "both".to_string()));
     send(&app, request(Method::GET, "/devices", Some(BOTH)))
         .await
         .ok();
@@ -101,13 +95,8 @@ async fn auth_none_grants_every_scope_as_anonymous() {
     send(&app, request(Method::GET, "/devices", Some("garbage")))
         .await
         .ok();
-    let res = app
-        .clone()
-        .oneshot(request(Method::POST, "/test/steer", None))
-        .await
-        .unwrap();
-    let name = axum::body::to_bytes(res.into_body(), 100).await.unwrap();
-    assert_eq!(&name[..], b"anonymous");
+    let answer = send_text(&app, request(Method::POST, "/test/steer", None)).await;
+    assert_eq!(answer, (StatusCode::OK, "anonymous".to_string()));
 }
 
 #[tokio::test]
@@ -117,9 +106,8 @@ async fn an_in_process_caller_is_trusted() {
     let mut req = request(Method::POST, "/test/steer", None);
     req.extensions_mut()
         .insert(Caller::new("mqtt-rpc", &[crate::config::Scope::Steer]));
-    let res = app.clone().oneshot(req).await.unwrap();
-    let name = axum::body::to_bytes(res.into_body(), 100).await.unwrap();
-    assert_eq!(&name[..], b"mqtt-rpc");
+    let answer = send_text(&app, req).await;
+    assert_eq!(answer, (StatusCode::OK, "mqtt-rpc".to_string()));
 }
 
 #[tokio::test]
@@ -161,12 +149,8 @@ async fn one_path_can_carry_a_read_method_and_a_steer_method() {
     send(&app, request(Method::POST, "/devices", Some(READ)))
         .await
         .problem(403, "forbidden");
-    let res = app
-        .clone()
-        .oneshot(request(Method::POST, "/devices", Some(STEER)))
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
+    let answer = send_text(&app, request(Method::POST, "/devices", Some(STEER))).await;
+    assert_eq!(answer, (StatusCode::OK, "posted".to_string()));
     send(&app, request(Method::GET, "/devices", Some(STEER)))
         .await
         .problem(403, "forbidden");

@@ -4,7 +4,7 @@ use axum::routing::post;
 use serde_json::json;
 
 use super::*;
-use crate::api::{ApiError, ErrorCode, JsonBody, DEFAULT_BODY_LIMIT};
+use crate::api::{ApiError, JsonBody, DEFAULT_BODY_LIMIT};
 
 #[tokio::test]
 async fn unknown_routes_are_404_not_found() {
@@ -83,38 +83,6 @@ fn tokio_test_body(res: axum::response::Response) -> Value {
         .block_on(axum::body::to_bytes(res.into_body(), usize::MAX))
         .unwrap();
     serde_json::from_slice(&bytes).unwrap()
-}
-
-#[test]
-fn every_code_has_a_distinct_name_and_an_error_status() {
-    use ErrorCode::*;
-    let all = [
-        InvalidJson,
-        UnknownField,
-        MissingField,
-        InvalidValue,
-        UnknownUnit,
-        UnknownProperty,
-        DeviceNotFound,
-        SiteNotFound,
-        NoMeasurement,
-        RangeTooLong,
-        TooManyPoints,
-        Expired,
-        Unauthorized,
-        Forbidden,
-        PayloadTooLarge,
-        UnsupportedMediaType,
-        RateLimited,
-        NotFound,
-        MethodNotAllowed,
-        NotReady,
-        Internal,
-    ];
-    let names: std::collections::HashSet<_> = all.iter().map(|c| c.as_str()).collect();
-    assert_eq!(names.len(), all.len());
-    assert!(all.iter().all(|c| c.default_status().as_u16() >= 400));
-    assert_eq!(RateLimited.default_status(), StatusCode::TOO_MANY_REQUESTS);
 }
 
 /// A router with endpoints that take bodies the strict way and axum's way.

@@ -213,6 +213,20 @@ pub async fn send(app: &Router, req: Request<Body>) -> Answer {
     }
 }
 
+/// Sends one request whose answer is plain text (test-only handlers).
+pub async fn send_text(app: &Router, req: Request<Body>) -> (StatusCode, String) {
+    let res = app
+        .clone()
+        .oneshot(req)
+        .await
+        .expect("router is infallible");
+    let status = res.status();
+    let bytes = axum::body::to_bytes(res.into_body(), usize::MAX)
+        .await
+        .expect("body reads");
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
 pub fn request(method: Method, uri: &str, token: Option<&str>) -> Request<Body> {
     let mut b = Request::builder().method(method).uri(uri);
     if let Some(t) = token {
