@@ -9,3 +9,4 @@ pub mod logging;
 pub mod modbus;
 pub mod model;
 pub mod telemetry;
+pub mod uplink;

@@ -1,15 +1,12 @@
 //! Binding the HTTP listeners and serving the API router on them.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::StartError;
-use crate::config::Config;
-use crate::telemetry::Live;
 
 pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, StartError> {
     let mut listeners = Vec::with_capacity(addrs.len());
@@ -23,10 +20,6 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
         listeners.push(l);
     }
     Ok(listeners)
-}
-
-pub(super) fn router(config: &Config, live: Arc<Live>) -> axum::Router {
-    crate::api::router(crate::api::ApiState::new(config, live))
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

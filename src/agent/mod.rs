@@ -16,6 +16,10 @@ use tokio_util::task::TaskTracker;
 use crate::config::Config;
 use crate::modbus::{BusHandle, BusTask, DeviceMaps};
 use crate::telemetry::{Live, Telemetry};
+use crate::uplink::{Cap, Db, DbError, Outbox, SteeringFeed, TlsError, Uplink, UplinkParts};
+
+/// Measurement batches queued between the pollers and the outbox writer.
+const SAMPLE_QUEUE: usize = 1024;
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -28,6 +32,10 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Outbox(#[from] DbError),
+    #[error(transparent)]
+    MqttTls(#[from] TlsError),
 }
 
 /// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].
@@ -38,6 +46,8 @@ pub struct Agent {
     maps: Arc<DeviceMaps>,
     buses: HashMap<String, BusHandle>,
     http_addrs: Vec<SocketAddr>,
+    uplink: Option<Uplink>,
+    steering_feed: SteeringFeed,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -53,7 +63,23 @@ impl Agent {
         let listeners = http::bind(&config.http.listen).await?;
 
         let live = Arc::new(Live::new(&config.devices));
-        let telemetry = Telemetry::new(live.clone(), None);
+        // Until the store lands, the uplink's outbox is the only consumer of samples.
+        let (outbox, samples) = match &config.mqtt {
+            Some(mqtt) => {
+                let db = Db::open(&config.storage.path)?;
+                let outbox = Outbox::open(db, Cap::from_config(mqtt)).await?;
+                let (tx, rx) = tokio::sync::mpsc::channel(SAMPLE_QUEUE);
+                tracker.spawn(crate::uplink::outbox::spool(
+                    outbox.clone(),
+                    live.clone(),
+                    rx,
+                    cancel.child_token(),
+                ));
+                (Some(outbox), Some(tx))
+            }
+            None => (None, None),
+        };
+        let telemetry = Telemetry::new(live.clone(), samples);
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
 
         let mut buses = HashMap::new();
@@ -70,7 +96,27 @@ impl Agent {
             buses.insert(bus.name.clone(), handle);
         }
 
-        let router = http::router(&config, live.clone());
+        let api = crate::api::ApiState::new(&config, live.clone());
+        let auth = api.auth.clone();
+        let router = crate::api::router(api);
+        let steering_feed = SteeringFeed::new();
+        let uplink = match (&config.mqtt, outbox) {
+            (Some(mqtt), Some(outbox)) => Some(Uplink::start(
+                UplinkParts {
+                    config: mqtt.clone(),
+                    gateway_id: config.gateway_id.clone(),
+                    router: router.clone(),
+                    auth,
+                    live: live.clone(),
+                    catalog: telemetry.catalog_changes(),
+                    outbox,
+                    steering: steering_feed.clone(),
+                },
+                &tracker,
+                cancel.child_token(),
+            )?),
+            _ => None,
+        };
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
             tracing::info!(%addr, "HTTP API listening");
@@ -83,6 +129,8 @@ impl Agent {
             maps,
             buses,
             http_addrs,
+            uplink,
+            steering_feed,
             cancel,
             tracker,
         })
@@ -111,6 +159,17 @@ impl Agent {
 
     pub fn bus(&self, name: &str) -> Option<&BusHandle> {
         self.buses.get(name)
+    }
+
+    /// The MQTT uplink, when `[mqtt]` is configured.
+    pub fn uplink(&self) -> Option<&Uplink> {
+        self.uplink.as_ref()
+    }
+
+    /// Where the steering service reports each site's state for the uplink to
+    /// publish (a no-op sink without `[mqtt]`).
+    pub fn steering_feed(&self) -> &SteeringFeed {
+        &self.steering_feed
     }
 
     /// Resolves when shutdown was asked for by anyone holding the token.

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 pub use load::{parse, ConfigError, Problem};
 pub use raw::{
-    CurtailmentFulfilment, EssFallback, EssFulfilment, LogFormat, LoggingConfig, MqttConfig,
-    PollingConfig, SiteConfig, StorageConfig,
+    BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, LogFormat, LoggingConfig,
+    MqttConfig, MqttProtocol, PollingConfig, SiteConfig, StorageConfig,
 };
 pub use values::{AuthMode, Parity, Power, Scope};
 
