@@ -5,4 +5,5 @@
 pub mod config;
 pub mod modbus;
 pub mod model;
+pub mod sim;
 pub mod telemetry;
