@@ -91,6 +91,10 @@ mod tests {
     use super::*;
 
     const CFG: &str = r#"
+[http]
+listen = ["127.0.0.1:8080"]
+auth = "none"
+
 [[sites]]
 reference = "ste_home"
 name = "Home"

@@ -1,1 +1,0 @@
-//! Tests of the simulated site over real sockets.

@@ -1,0 +1,1 @@
+//! Servers going away and coming back, devices refusing writes, write events.
