@@ -40,8 +40,14 @@ async fn production_limit_clamps_pv() {
     assert_eq!(state.ac_power_w, 3000.0);
     assert!(state.available_w.unwrap() > 9000.0);
     // Setpoints out of range are refused and leave the limit as it was.
-    assert_eq!(peer.write1(pct, 10001).await, Err(ExceptionCode::IllegalDataValue));
-    assert_eq!(peer.write1(ena, 2).await, Err(ExceptionCode::IllegalDataValue));
+    assert_eq!(
+        peer.write1(pct, 10001).await,
+        Err(ExceptionCode::IllegalDataValue)
+    );
+    assert_eq!(
+        peer.write1(ena, 2).await,
+        Err(ExceptionCode::IllegalDataValue)
+    );
     assert_eq!(peer.read(pct, 1).await, Ok(vec![3000]));
     // Release.
     assert_eq!(peer.write1(ena, 0).await, Ok(()));
@@ -59,7 +65,10 @@ async fn storage_window_sets_the_battery_power_and_the_meter_follows() {
     let state = |u| site.device("sim", u).unwrap().state();
     settle().await;
     let (bat_before, grid_before) = (state(BATTERY), state(METER));
-    assert_eq!(bat_before.ac_power_w, -5000.0, "self-consumption charges the noon surplus at full power");
+    assert_eq!(
+        bat_before.ac_power_w, -5000.0,
+        "self-consumption charges the noon surplus at full power"
+    );
     assert_eq!(bat_before.storage_control, None);
 
     // Exactly 25 % of WChaMax (5 kW) discharge: InWRte = -25 %, OutWRte = +25 %.
@@ -67,7 +76,10 @@ async fn storage_window_sets_the_battery_power_and_the_meter_follows() {
     let out = M124 + Model124::OUT_W_RTE.offset;
     assert_eq!(Model124::IN_W_RTE.offset, Model124::OUT_W_RTE.offset + 1);
     assert_eq!(peer.write(out, &[2500, neg(-2500)]).await, Ok(()));
-    assert_eq!(peer.write1(M124 + Model124::STOR_CTL_MOD.offset, 3).await, Ok(()));
+    assert_eq!(
+        peer.write1(M124 + Model124::STOR_CTL_MOD.offset, 3).await,
+        Ok(())
+    );
     settle().await;
 
     let (_, m) = peer.model(701).await;
@@ -76,12 +88,19 @@ async fn storage_window_sets_the_battery_power_and_the_meter_follows() {
     assert_eq!(scaled(&b, &Model802::W, I16, &Model802::W_SF), Some(1250.0));
     assert_eq!(raw(&b, &Model802::CHA_ST, U16), Some(3.0), "DISCHARGING");
     let (_, c) = peer.model(124).await;
-    assert_eq!(scaled(&c, &Model124::IN_W_RTE, I16, &Model124::IN_OUT_W_RTE_SF), Some(-25.0));
+    assert_eq!(
+        scaled(&c, &Model124::IN_W_RTE, I16, &Model124::IN_OUT_W_RTE_SF),
+        Some(-25.0)
+    );
     let bat = state(BATTERY);
     assert_eq!(bat.ac_power_w, 1250.0);
     assert_eq!(
         bat.storage_control,
-        Some(StorageControl { mode: 3, in_pct: -25.0, out_pct: 25.0 })
+        Some(StorageControl {
+            mode: 3,
+            in_pct: -25.0,
+            out_pct: 25.0
+        })
     );
     // The meter sees 6.25 kW less import (more export), and still balances.
     let (pv, grid) = (state(INVERTER), state(METER));
@@ -91,11 +110,20 @@ async fn storage_window_sets_the_battery_power_and_the_meter_follows() {
 
     // A charge limit alone (bit 0) caps the own wish: 10 % = 500 W charging.
     assert_eq!(peer.write(out, &[10000, 1000, 0, 0, 0, 0]).await, Ok(()));
-    assert_eq!(peer.write1(M124 + Model124::STOR_CTL_MOD.offset, 1).await, Ok(()));
+    assert_eq!(
+        peer.write1(M124 + Model124::STOR_CTL_MOD.offset, 1).await,
+        Ok(())
+    );
     settle().await;
     assert_eq!(state(BATTERY).ac_power_w, -500.0);
-    assert_eq!(peer.write1(out, neg(-10001)).await, Err(ExceptionCode::IllegalDataValue));
-    assert_eq!(peer.write1(M124 + Model124::STOR_CTL_MOD.offset, 4).await, Err(ExceptionCode::IllegalDataValue));
+    assert_eq!(
+        peer.write1(out, neg(-10001)).await,
+        Err(ExceptionCode::IllegalDataValue)
+    );
+    assert_eq!(
+        peer.write1(M124 + Model124::STOR_CTL_MOD.offset, 4).await,
+        Err(ExceptionCode::IllegalDataValue)
+    );
     site.shutdown().await;
 }
 
@@ -109,13 +137,22 @@ async fn revert_timers_release_control_after_silence() {
     let t0 = Instant::now();
     // WMaxLimPct, WinTms, RvrtTms = 1 s, RmpTms, WMaxLim_Ena = 1 in one write.
     let pct = M123 + Model123::W_MAX_LIM_PCT.offset;
-    assert_eq!(Model123::W_MAX_LIM_ENA.offset, Model123::W_MAX_LIM_PCT.offset + 4);
+    assert_eq!(
+        Model123::W_MAX_LIM_ENA.offset,
+        Model123::W_MAX_LIM_PCT.offset + 4
+    );
     assert_eq!(inv.write(pct, &[5000, 0, 1, 0, 1]).await, Ok(()));
     // OutWRte, InWRte, WinTms, RvrtTms = 1 s, then StorCtl_Mod.
     let out = M124 + Model124::OUT_W_RTE.offset;
-    assert_eq!(Model124::IN_OUT_W_RTE_RVRT_TMS.offset, Model124::OUT_W_RTE.offset + 3);
+    assert_eq!(
+        Model124::IN_OUT_W_RTE_RVRT_TMS.offset,
+        Model124::OUT_W_RTE.offset + 3
+    );
     assert_eq!(bat.write(out, &[0, 0, 0, 1]).await, Ok(()));
-    assert_eq!(bat.write1(M124 + Model124::STOR_CTL_MOD.offset, 3).await, Ok(()));
+    assert_eq!(
+        bat.write1(M124 + Model124::STOR_CTL_MOD.offset, 3).await,
+        Ok(())
+    );
 
     sleep(Duration::from_millis(700).saturating_sub(t0.elapsed())).await;
     assert_eq!(state(INVERTER).limit_pct, Some(50.0));
@@ -124,14 +161,33 @@ async fn revert_timers_release_control_after_silence() {
     assert_eq!(inv.write1(pct, 5000).await, Ok(()));
 
     sleep(Duration::from_millis(1300).saturating_sub(t0.elapsed())).await;
-    assert_eq!(state(BATTERY).storage_control, None, "124 reverted after 1 s");
-    assert_eq!(bat.read(out, 2).await, Ok(vec![10000, 10000]), "rates back to 100 %");
-    assert_eq!(state(INVERTER).limit_pct, Some(50.0), "123 refreshed at 0.7 s");
+    assert_eq!(
+        state(BATTERY).storage_control,
+        None,
+        "124 reverted after 1 s"
+    );
+    assert_eq!(
+        bat.read(out, 2).await,
+        Ok(vec![10000, 10000]),
+        "rates back to 100 %"
+    );
+    assert_eq!(
+        state(INVERTER).limit_pct,
+        Some(50.0),
+        "123 refreshed at 0.7 s"
+    );
 
     sleep(Duration::from_millis(2100).saturating_sub(t0.elapsed())).await;
     assert_eq!(state(INVERTER).limit_pct, None, "123 reverted");
-    assert_eq!(inv.read(M123 + Model123::W_MAX_LIM_ENA.offset, 1).await, Ok(vec![0]));
-    assert_eq!(inv.read(pct, 1).await, Ok(vec![5000]), "only the enable reverts");
+    assert_eq!(
+        inv.read(M123 + Model123::W_MAX_LIM_ENA.offset, 1).await,
+        Ok(vec![0])
+    );
+    assert_eq!(
+        inv.read(pct, 1).await,
+        Ok(vec![5000]),
+        "only the enable reverts"
+    );
     site.shutdown().await;
 }
 
@@ -140,7 +196,9 @@ async fn soc_never_leaves_its_limits() {
     // Battery 2 forced to charge near SoC max, battery 4 forced to discharge near
     // SoC min, one simulated hour per 0.5 real seconds.
     let devices = vec![battery(2, 89.0), battery(4, 11.0)];
-    let site = SimSite::start(site_spec(devices, NOON, 7200.0)).await.unwrap();
+    let site = SimSite::start(site_spec(devices, NOON, 7200.0))
+        .await
+        .unwrap();
     let addr = site.addr("sim").unwrap();
     let out = M124 + Model124::OUT_W_RTE.offset;
     let mode = M124 + Model124::STOR_CTL_MOD.offset;
@@ -150,7 +208,10 @@ async fn soc_never_leaves_its_limits() {
     let mut empty = Peer::connect(addr, 4).await;
     assert_eq!(empty.write(out, &[10000, neg(-10000)]).await, Ok(()));
     assert_eq!(empty.write1(mode, 3).await, Ok(()));
-    let (h2, h4) = (site.device("sim", 2).unwrap(), site.device("sim", 4).unwrap());
+    let (h2, h4) = (
+        site.device("sim", 2).unwrap(),
+        site.device("sim", 4).unwrap(),
+    );
     for _ in 0..12 {
         sleep(Duration::from_millis(80)).await;
         for h in [&h2, &h4] {
@@ -165,7 +226,10 @@ async fn soc_never_leaves_its_limits() {
     assert_eq!(s4.ac_power_w, 0.0);
     let (_, c) = full.model(124).await;
     assert_eq!(raw(&c, &Model124::CHA_ST, U16), Some(5.0), "FULL");
-    assert_eq!(scaled(&c, &Model124::CHA_STATE, U16, &Model124::CHA_STATE_SF), Some(90.0));
+    assert_eq!(
+        scaled(&c, &Model124::CHA_STATE, U16, &Model124::CHA_STATE_SF),
+        Some(90.0)
+    );
     let (_, c) = empty.model(124).await;
     assert_eq!(raw(&c, &Model124::CHA_ST, U16), Some(2.0), "EMPTY");
     site.shutdown().await;
@@ -183,7 +247,11 @@ async fn the_time_factor_moves_pv_and_soc() {
     assert_eq!(state(INVERTER).ac_power_w, 0.0);
     let soc = state(BATTERY).soc.unwrap();
     assert!(soc < 48.0, "SoC {soc}");
-    approx((site.now_ms() - start) as f64, 1.2 * HOUR as f64, 0.4 * HOUR as f64);
+    approx(
+        (site.now_ms() - start) as f64,
+        1.2 * HOUR as f64,
+        0.4 * HOUR as f64,
+    );
     sleep(Duration::from_millis(900)).await;
     // Around 07:00: the sun is up and the yield counter moves.
     let pv = state(INVERTER);

@@ -17,8 +17,8 @@ use tokio_modbus::{ExceptionCode, Request, SlaveRequest};
 use super::*;
 use crate::modbus::codec::ValueType::{I16, U16, U32, U64};
 use crate::sim::device::Device;
-use crate::sim::service::ServerShared;
 use crate::sim::physics;
+use crate::sim::service::ServerShared;
 
 #[test]
 fn every_register_of_every_model_is_laid_out() {
@@ -39,8 +39,26 @@ async fn each_kind_serves_its_sunspec_chain() {
     let site = standard_site(NOON, 1.0).await;
     let addr = site.addr("sim").unwrap();
     for (unit, chain) in [
-        (INVERTER, vec![(1, 40002, 66), (103, 40070, 50), (120, 40122, 26), (121, 40150, 30), (123, 40182, 24)]),
-        (BATTERY, vec![(1, 40002, 66), (701, 40070, 153), (120, 40225, 26), (124, 40253, 24), (802, 40279, 62)]),
+        (
+            INVERTER,
+            vec![
+                (1, 40002, 66),
+                (103, 40070, 50),
+                (120, 40122, 26),
+                (121, 40150, 30),
+                (123, 40182, 24),
+            ],
+        ),
+        (
+            BATTERY,
+            vec![
+                (1, 40002, 66),
+                (701, 40070, 153),
+                (120, 40225, 26),
+                (124, 40253, 24),
+                (802, 40279, 62),
+            ],
+        ),
         (METER, vec![(1, 40002, 66), (203, 40070, 105)]),
     ] {
         let mut peer = Peer::connect(addr, unit).await;
@@ -53,8 +71,14 @@ async fn each_kind_serves_its_sunspec_chain() {
         let (mn, md, opt, sn) = (Model1::MN, Model1::MD, Model1::OPT, Model1::SN);
         assert_eq!(s(mn.offset, mn.length).as_deref(), Some("sitegate"));
         assert!(s(md.offset, md.length).unwrap().starts_with("SIM-"));
-        assert_eq!(s(opt.offset, opt.length), None, "optional string unimplemented");
-        assert!(s(sn.offset, sn.length).unwrap().ends_with(&format!("-{unit}")));
+        assert_eq!(
+            s(opt.offset, opt.length),
+            None,
+            "optional string unimplemented"
+        );
+        assert!(s(sn.offset, sn.length)
+            .unwrap()
+            .ends_with(&format!("-{unit}")));
         assert_eq!(raw(&common, &Model1::DA, U16), Some(f64::from(unit)));
     }
     site.shutdown().await;
@@ -82,7 +106,10 @@ async fn values_decode_to_plausible_physics_and_sentinels() {
     assert_eq!(raw(&m, &I::W_SF, I16), Some(0.0));
     let (_, n) = inv.model(120).await;
     assert_eq!(raw(&n, &Model120::DER_TYP, U16), Some(4.0));
-    assert_eq!(scaled(&n, &Model120::W_RTG, U16, &Model120::W_RTG_SF), Some(10_000.0));
+    assert_eq!(
+        scaled(&n, &Model120::W_RTG, U16, &Model120::W_RTG_SF),
+        Some(10_000.0)
+    );
     assert_eq!(raw(&n, &Model120::WH_RTG, U16), None);
 
     let mut bat = Peer::connect(addr, BATTERY).await;
@@ -95,14 +122,30 @@ async fn values_decode_to_plausible_physics_and_sentinels() {
     assert_eq!(raw(&m, &A::VA, I16), None);
     let (_, n) = bat.model(120).await;
     assert_eq!(raw(&n, &Model120::DER_TYP, U16), Some(82.0));
-    assert_eq!(scaled(&n, &Model120::WH_RTG, U16, &Model120::WH_RTG_SF), Some(10_000.0));
-    assert_eq!(scaled(&n, &Model120::MAX_CHA_RTE, U16, &Model120::MAX_CHA_RTE_SF), Some(5_000.0));
+    assert_eq!(
+        scaled(&n, &Model120::WH_RTG, U16, &Model120::WH_RTG_SF),
+        Some(10_000.0)
+    );
+    assert_eq!(
+        scaled(&n, &Model120::MAX_CHA_RTE, U16, &Model120::MAX_CHA_RTE_SF),
+        Some(5_000.0)
+    );
     let (_, c) = bat.model(124).await;
     type C = Model124;
-    assert_eq!(scaled(&c, &C::W_CHA_MAX, U16, &C::W_CHA_MAX_SF), Some(5_000.0));
-    approx(scaled(&c, &C::CHA_STATE, U16, &C::CHA_STATE_SF).unwrap(), 50.0, 1.0);
+    assert_eq!(
+        scaled(&c, &C::W_CHA_MAX, U16, &C::W_CHA_MAX_SF),
+        Some(5_000.0)
+    );
+    approx(
+        scaled(&c, &C::CHA_STATE, U16, &C::CHA_STATE_SF).unwrap(),
+        50.0,
+        1.0,
+    );
     assert_eq!(raw(&c, &C::IN_OUT_W_RTE_SF, I16), Some(-2.0));
-    assert_eq!(scaled(&c, &C::IN_W_RTE, I16, &C::IN_OUT_W_RTE_SF), Some(100.0));
+    assert_eq!(
+        scaled(&c, &C::IN_W_RTE, I16, &C::IN_OUT_W_RTE_SF),
+        Some(100.0)
+    );
     assert_eq!(raw(&c, &C::STOR_CTL_MOD, U16), Some(0.0));
     let (_, b) = bat.model(802).await;
     type B = Model802;
@@ -114,7 +157,10 @@ async fn values_decode_to_plausible_physics_and_sentinels() {
     assert_eq!(raw(&b, &B::DO_D, U16), None);
     let w802 = scaled(&b, &B::W, I16, &B::W_SF).unwrap();
     let w701 = scaled(&m, &A::W, I16, &A::W_SF).unwrap();
-    assert!(w701 < 0.0, "PV surplus at noon: the battery charges, {w701}");
+    assert!(
+        w701 < 0.0,
+        "PV surplus at noon: the battery charges, {w701}"
+    );
     approx(w802, w701, 300.0);
 
     let mut mtr = Peer::connect(addr, METER).await;
@@ -130,7 +176,12 @@ async fn values_decode_to_plausible_physics_and_sentinels() {
     assert!(scaled(&m, &T::TOT_WH_IMP, U32, &T::TOT_WH_SF).unwrap() > 0.0);
     assert_eq!(raw(&m, &T::VA, I16), None);
     assert_eq!(
-        codec::decode(&m[usize::from(T::TOT_V_AH_EXP.offset)..], U32, WordOrder::HighFirst, Absent::SunspecAccumulator),
+        codec::decode(
+            &m[usize::from(T::TOT_V_AH_EXP.offset)..],
+            U32,
+            WordOrder::HighFirst,
+            Absent::SunspecAccumulator
+        ),
         None,
         "acc32 unimplemented = 0"
     );
@@ -138,7 +189,11 @@ async fn values_decode_to_plausible_physics_and_sentinels() {
     let states = |u| site.device("sim", u).unwrap().state();
     let (pv, bat, grid) = (states(INVERTER), states(BATTERY), states(METER));
     let load = physics::load_w(site.now_ms(), 600.0);
-    approx(grid.ac_power_w, load - pv.ac_power_w - bat.ac_power_w, 100.0);
+    approx(
+        grid.ac_power_w,
+        load - pv.ac_power_w - bat.ac_power_w,
+        100.0,
+    );
     assert!(grid.ac_power_w < 0.0, "exporting at noon");
     site.shutdown().await;
 }
@@ -148,23 +203,53 @@ async fn access_rules_answer_modbus_exceptions() {
     let site = standard_site(NOON, 1.0).await;
     let addr = site.addr("sim").unwrap();
     let mut peer = Peer::connect(addr, INVERTER).await;
-    assert_eq!(peer.read(40000, 126).await, Err(ExceptionCode::IllegalDataValue));
+    assert_eq!(
+        peer.read(40000, 126).await,
+        Err(ExceptionCode::IllegalDataValue)
+    );
     assert_eq!(peer.read(40000, 125).await.map(|w| w.len()), Ok(125));
-    assert_eq!(peer.read(0, 1).await, Err(ExceptionCode::IllegalDataAddress));
-    assert_eq!(peer.read(39999, 2).await, Err(ExceptionCode::IllegalDataAddress));
+    assert_eq!(
+        peer.read(0, 1).await,
+        Err(ExceptionCode::IllegalDataAddress)
+    );
+    assert_eq!(
+        peer.read(39999, 2).await,
+        Err(ExceptionCode::IllegalDataAddress)
+    );
     // The inverter map ends with 0xFFFF 0x0000 at 40208.
     assert_eq!(peer.read(40208, 2).await, Ok(vec![0xFFFF, 0]));
-    assert_eq!(peer.read(40208, 3).await, Err(ExceptionCode::IllegalDataAddress));
+    assert_eq!(
+        peer.read(40208, 3).await,
+        Err(ExceptionCode::IllegalDataAddress)
+    );
     assert_eq!(peer.read_input(40000, 4).await, peer.read(40000, 4).await);
     // Read-only points, the marker, headers and unmapped space refuse writes.
     let w = 40072 + Model103::W.offset;
-    assert_eq!(peer.write1(w, 1).await, Err(ExceptionCode::IllegalDataAddress));
-    assert_eq!(peer.write1(40000, 1).await, Err(ExceptionCode::IllegalDataAddress));
-    assert_eq!(peer.write1(40182, 1).await, Err(ExceptionCode::IllegalDataAddress));
-    assert_eq!(peer.write(5, &[1, 2]).await, Err(ExceptionCode::IllegalDataAddress));
+    assert_eq!(
+        peer.write1(w, 1).await,
+        Err(ExceptionCode::IllegalDataAddress)
+    );
+    assert_eq!(
+        peer.write1(40000, 1).await,
+        Err(ExceptionCode::IllegalDataAddress)
+    );
+    assert_eq!(
+        peer.write1(40182, 1).await,
+        Err(ExceptionCode::IllegalDataAddress)
+    );
+    assert_eq!(
+        peer.write(5, &[1, 2]).await,
+        Err(ExceptionCode::IllegalDataAddress)
+    );
     let mut nobody = Peer::connect(addr, 99).await;
-    assert_eq!(nobody.read(40000, 2).await, Err(ExceptionCode::GatewayTargetDevice));
-    assert_eq!(nobody.write1(40000, 2).await, Err(ExceptionCode::GatewayTargetDevice));
+    assert_eq!(
+        nobody.read(40000, 2).await,
+        Err(ExceptionCode::GatewayTargetDevice)
+    );
+    assert_eq!(
+        nobody.write1(40000, 2).await,
+        Err(ExceptionCode::GatewayTargetDevice)
+    );
     site.shutdown().await;
 }
 
@@ -180,9 +265,18 @@ fn oversized_writes_and_other_functions_are_refused() {
     let req = |request| SlaveRequest { slave: 1, request };
     let limit = 40184 + sunspec::models::model123::Model123::W_MAX_LIM_PCT.offset;
     let big = Request::WriteMultipleRegisters(limit, Cow::Owned(vec![0; 124]));
-    assert_eq!(shared.handle(req(big)), Err(ExceptionCode::IllegalDataValue));
+    assert_eq!(
+        shared.handle(req(big)),
+        Err(ExceptionCode::IllegalDataValue)
+    );
     let coils = Request::ReadCoils(0, 1);
-    assert_eq!(shared.handle(req(coils)), Err(ExceptionCode::IllegalFunction));
+    assert_eq!(
+        shared.handle(req(coils)),
+        Err(ExceptionCode::IllegalFunction)
+    );
     let none = Request::ReadHoldingRegisters(40000, 0);
-    assert_eq!(shared.handle(req(none)), Err(ExceptionCode::IllegalDataValue));
+    assert_eq!(
+        shared.handle(req(none)),
+        Err(ExceptionCode::IllegalDataValue)
+    );
 }

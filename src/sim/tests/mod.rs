@@ -73,7 +73,9 @@ pub fn site_spec(devices: Vec<SimDeviceSpec>, start: i64, time_factor: f64) -> S
 /// Inverter 1, battery 2 (SoC 50 %), meter 3.
 pub async fn standard_site(start: i64, time_factor: f64) -> SimSite {
     let devices = vec![inverter(INVERTER), battery(BATTERY, 50.0), meter(METER)];
-    SimSite::start(site_spec(devices, start, time_factor)).await.unwrap()
+    SimSite::start(site_spec(devices, start, time_factor))
+        .await
+        .unwrap()
 }
 
 /// Waits for a few physics steps.
@@ -98,7 +100,10 @@ impl Peer {
 
     pub async fn read(&mut self, addr: u16, count: u16) -> Result<Vec<u16>, ExceptionCode> {
         let call = self.ctx.read_holding_registers(addr, count);
-        tokio::time::timeout(CALL_TIMEOUT, call).await.unwrap().unwrap()
+        tokio::time::timeout(CALL_TIMEOUT, call)
+            .await
+            .unwrap()
+            .unwrap()
     }
 
     /// A read whose transport failure is the expected outcome.
@@ -109,17 +114,26 @@ impl Peer {
 
     pub async fn read_input(&mut self, addr: u16, count: u16) -> Result<Vec<u16>, ExceptionCode> {
         let call = self.ctx.read_input_registers(addr, count);
-        tokio::time::timeout(CALL_TIMEOUT, call).await.unwrap().unwrap()
+        tokio::time::timeout(CALL_TIMEOUT, call)
+            .await
+            .unwrap()
+            .unwrap()
     }
 
     pub async fn write(&mut self, addr: u16, values: &[u16]) -> Result<(), ExceptionCode> {
         let call = self.ctx.write_multiple_registers(addr, values);
-        tokio::time::timeout(CALL_TIMEOUT, call).await.unwrap().unwrap()
+        tokio::time::timeout(CALL_TIMEOUT, call)
+            .await
+            .unwrap()
+            .unwrap()
     }
 
     pub async fn write1(&mut self, addr: u16, value: u16) -> Result<(), ExceptionCode> {
         let call = self.ctx.write_single_register(addr, value);
-        tokio::time::timeout(CALL_TIMEOUT, call).await.unwrap().unwrap()
+        tokio::time::timeout(CALL_TIMEOUT, call)
+            .await
+            .unwrap()
+            .unwrap()
     }
 
     /// Walks the SunSpec chain from 40000: (model id, address of its ID, L).
