@@ -16,8 +16,10 @@ use super::physics::{BatteryStep, Window};
 use crate::modbus::codec::ValueType::{I16, U16};
 
 mod layout;
+mod publish;
 
-use layout::{Blocks, Publish};
+use layout::Blocks;
+use publish::Publish;
 
 /// What a battery is built from.
 #[derive(Clone, Copy, Debug)]

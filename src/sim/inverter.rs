@@ -12,12 +12,14 @@ use sunspec::models::model121::Model121;
 use sunspec::models::model123::Model123;
 use tokio_modbus::ExceptionCode;
 
-use super::common::{self, check_range, fit_sf, RevertTimer, GRID_V, I16_LIMIT, U16_LIMIT};
+use super::common::{self, check_range, RevertTimer, GRID_V};
 use super::map::{Block, RegisterMap};
 use super::physics::{self, sun_fraction};
 use crate::modbus::codec::ValueType::{I16, U16, U32};
 
 /// SunSpec `St` (model 103) values used here.
+mod layout;
+
 const ST_OFF: f64 = 1.0;
 const ST_SLEEPING: f64 = 2.0;
 const ST_MPPT: f64 = 4.0;
@@ -41,154 +43,11 @@ impl Inverter {
         let model = format!("SIM-INV-{}", (rated_w / 1000.0).round());
         common::common(&mut b, &model, serial, unit_id);
 
-        let m = b.model::<Model103>();
-        let amps = rated_w / (3.0 * GRID_V);
-        b.set(
-            m,
-            &Model103::A_SF,
-            I16,
-            f64::from(fit_sf(amps * 1.1, U16_LIMIT, -2)),
-        );
-        b.set(m, &Model103::V_SF, I16, -1.0);
-        b.set(
-            m,
-            &Model103::W_SF,
-            I16,
-            f64::from(fit_sf(rated_w * 1.1, I16_LIMIT, -1)),
-        );
-        b.set(m, &Model103::HZ_SF, I16, -2.0);
-        b.set(
-            m,
-            &Model103::V_AR_SF,
-            I16,
-            f64::from(fit_sf(rated_w, I16_LIMIT, 0)),
-        );
-        b.set(m, &Model103::WH_SF, I16, 0.0);
-        b.set(m, &Model103::TMP_SF, I16, -1.0);
-        for p in [
-            &Model103::PP_VPH_AB,
-            &Model103::PP_VPH_BC,
-            &Model103::PP_VPH_CA,
-        ] {
-            b.unimpl(m, p);
-        }
-        for p in [
-            &Model103::VA,
-            &Model103::VA_SF,
-            &Model103::PF,
-            &Model103::PF_SF,
-        ] {
-            b.unimpl(m, p);
-        }
-        for p in [&Model103::DCA, &Model103::DCV] {
-            b.unimpl(m, p);
-        }
-        for p in [
-            &Model103::DCA_SF,
-            &Model103::DCV_SF,
-            &Model103::DCW,
-            &Model103::DCW_SF,
-        ] {
-            b.unimpl(m, p);
-        }
-        for p in [&Model103::TMP_SNK, &Model103::TMP_TRNS, &Model103::TMP_OT] {
-            b.unimpl(m, p);
-        }
-        b.unimpl(m, &Model103::ST_VND);
-        b.set(m, &Model103::EVT1, U32, 0.0);
-        b.set(m, &Model103::EVT2, U32, 0.0);
-        b.unimpl(m, &Model103::EVT_VND1);
-        b.unimpl(m, &Model103::EVT_VND2);
-        b.unimpl(m, &Model103::EVT_VND3);
-        b.unimpl(m, &Model103::EVT_VND4);
-
+        let m = layout::measurement(&mut b, rated_w);
         let n = common::nameplate(&mut b, rated_w, None);
         let w_rtg_sf = b.get(n, &Model120::W_RTG_SF, I16);
-
-        let s = b.model::<Model121>();
-        b.set(s, &Model121::W_MAX_SF, I16, w_rtg_sf);
-        b.set_scaled(s, &Model121::W_MAX, U16, rated_w, &Model121::W_MAX_SF);
-        b.set(s, &Model121::V_REF_SF, I16, 0.0);
-        b.set_scaled(s, &Model121::V_REF, U16, GRID_V, &Model121::V_REF_SF);
-        b.set(s, &Model121::V_REF_OFS_SF, I16, 0.0);
-        b.set(s, &Model121::V_REF_OFS, I16, 0.0);
-        for p in [
-            &Model121::V_MAX,
-            &Model121::V_MIN,
-            &Model121::VA_MAX,
-            &Model121::W_GRA,
-        ] {
-            b.unimpl(s, p);
-        }
-        for p in [&Model121::MAX_RMP_RTE, &Model121::ECP_NOM_HZ] {
-            b.unimpl(s, p);
-        }
-        for p in [
-            &Model121::V_AR_MAX_Q1,
-            &Model121::V_AR_MAX_Q2,
-            &Model121::V_AR_MAX_Q3,
-            &Model121::V_AR_MAX_Q4,
-            &Model121::PF_MIN_Q1,
-            &Model121::PF_MIN_Q2,
-            &Model121::PF_MIN_Q3,
-            &Model121::PF_MIN_Q4,
-            &Model121::V_MIN_MAX_SF,
-            &Model121::VA_MAX_SF,
-            &Model121::V_AR_MAX_SF,
-            &Model121::W_GRA_SF,
-            &Model121::PF_MIN_SF,
-            &Model121::MAX_RMP_RTE_SF,
-            &Model121::ECP_NOM_HZ_SF,
-        ] {
-            b.unimpl(s, p);
-        }
-        b.unimpl(s, &Model121::V_AR_ACT);
-        b.unimpl(s, &Model121::CLC_TOT_VA);
-        b.unimpl(s, &Model121::CONN_PH);
-
-        let c = b.model::<Model123>();
-        b.unimpl(c, &Model123::CONN_WIN_TMS);
-        b.unimpl(c, &Model123::CONN_RVRT_TMS);
-        b.set(c, &Model123::CONN, U16, 1.0);
-        b.set(c, &Model123::W_MAX_LIM_PCT_SF, I16, -2.0);
-        b.set_scaled(
-            c,
-            &Model123::W_MAX_LIM_PCT,
-            U16,
-            100.0,
-            &Model123::W_MAX_LIM_PCT_SF,
-        );
-        for p in [
-            &Model123::W_MAX_LIM_PCT_WIN_TMS,
-            &Model123::W_MAX_LIM_PCT_RVRT_TMS,
-            &Model123::W_MAX_LIM_PCT_RMP_TMS,
-            &Model123::OUT_PF_SET_WIN_TMS,
-            &Model123::OUT_PF_SET_RVRT_TMS,
-            &Model123::OUT_PF_SET_RMP_TMS,
-        ] {
-            b.set(c, p, U16, 0.0);
-        }
-        b.set(c, &Model123::W_MAX_LIM_ENA, U16, 0.0);
-        b.set(c, &Model123::OUT_PF_SET_SF, I16, -3.0);
-        b.set_scaled(c, &Model123::OUT_PF_SET, I16, 1.0, &Model123::OUT_PF_SET_SF);
-        b.set(c, &Model123::OUT_PF_SET_ENA, U16, 0.0);
-        for p in [
-            &Model123::V_AR_W_MAX_PCT,
-            &Model123::V_AR_MAX_PCT,
-            &Model123::V_AR_AVAL_PCT,
-        ] {
-            b.unimpl(c, p);
-        }
-        for p in [
-            &Model123::V_AR_PCT_WIN_TMS,
-            &Model123::V_AR_PCT_RVRT_TMS,
-            &Model123::V_AR_PCT_RMP_TMS,
-        ] {
-            b.unimpl(c, p);
-        }
-        b.unimpl(c, &Model123::V_AR_PCT_MOD);
-        b.set(c, &Model123::V_AR_PCT_ENA, U16, 0.0);
-        b.unimpl(c, &Model123::V_AR_PCT_SF);
+        let s = layout::settings(&mut b, rated_w, w_rtg_sf);
+        let c = layout::controls(&mut b);
 
         let inv = Inverter {
             rated_w,
