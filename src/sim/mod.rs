@@ -41,6 +41,64 @@ pub struct SimSiteSpec {
     pub base_load_w: f64,
 }
 
+impl SimSiteSpec {
+    /// Refuses what the simulator cannot run: a non-positive time factor or
+    /// rating, SoC limits out of order, a server name or a unit id used twice.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !positive(self.time_factor) {
+            return Err(format!(
+                "time_factor must be positive, found {}",
+                self.time_factor
+            ));
+        }
+        if !(self.base_load_w.is_finite() && self.base_load_w >= 0.0) {
+            return Err(format!(
+                "base_load_w must not be negative, found {}",
+                self.base_load_w
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for s in &self.servers {
+            if !names.insert(&s.name) {
+                return Err(format!("server name {:?} used twice", s.name));
+            }
+            let mut units = std::collections::BTreeSet::new();
+            for d in &s.devices {
+                let at = format!("server {:?} unit {}", s.name, d.unit_id);
+                if !units.insert(d.unit_id) {
+                    return Err(format!("{at}: unit id used twice"));
+                }
+                match d.kind {
+                    SimKind::Inverter { rated_w } if !positive(rated_w) => {
+                        return Err(format!("{at}: rated_w must be positive, found {rated_w}"));
+                    }
+                    SimKind::Battery {
+                        rated_w,
+                        capacity_wh,
+                        initial_soc,
+                        soc_min,
+                        soc_max,
+                    } => {
+                        if !positive(rated_w) || !positive(capacity_wh) {
+                            return Err(format!("{at}: rated_w and capacity_wh must be positive"));
+                        }
+                        let ordered = 0.0 <= soc_min && soc_min < soc_max && soc_max <= 100.0;
+                        if !(ordered && initial_soc.is_finite()) {
+                            return Err(format!(
+                                "{at}: need 0 <= soc_min < soc_max <= 100 and a finite initial_soc, \
+                                 found {soc_min}, {soc_max}, {initial_soc}"
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One Modbus TCP server (one listening socket) hosting devices by unit id.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimServerSpec {

@@ -126,6 +126,8 @@ async fn accept_loop(
     let server = Server::new(listener);
     let on_connected = |stream: TcpStream, peer: SocketAddr| {
         tracing::debug!(server = %shared.name, %peer, "connection accepted");
+        // Answers go out at once, as from a device; failure only costs latency.
+        let _ = stream.set_nodelay(true);
         let session = Session {
             shared: Arc::clone(&shared),
         };

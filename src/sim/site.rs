@@ -47,49 +47,35 @@ impl SimSite {
     /// Builds the devices, binds every server and starts the physics task.
     /// Fails on a bind error, a duplicate server name or a duplicate unit id.
     pub async fn start(spec: SimSiteSpec) -> io::Result<SimSite> {
-        let invalid = |msg: String| io::Error::new(io::ErrorKind::InvalidInput, msg);
+        spec.check()
+            .map_err(|msg| io::Error::new(io::ErrorKind::InvalidInput, msg))?;
         let site_max_w = site_max_w(&spec);
         let start_ms = spec.start.unwrap_or_else(crate::model::time::now_ms);
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let cancel = CancellationToken::new();
         let tasks = TaskTracker::new();
         let mut all = Vec::new();
-        let mut shared = Vec::new();
+        let mut servers = BTreeMap::new();
         for s in &spec.servers {
             let mut devices = BTreeMap::new();
             for d in &s.devices {
                 let cell: DeviceCell = Arc::new(Mutex::new(Device::new(d, site_max_w)));
-                if devices.insert(d.unit_id, Arc::clone(&cell)).is_some() {
-                    return Err(invalid(format!(
-                        "server {:?}: unit id {} used twice",
-                        s.name, d.unit_id
-                    )));
-                }
+                devices.insert(d.unit_id, Arc::clone(&cell));
                 all.push(cell);
             }
-            let server = ServerShared {
+            let shared = Arc::new(ServerShared {
                 name: s.name.clone(),
                 devices,
                 events: events.clone(),
-            };
-            shared.push((Arc::new(server), s.listen));
-        }
-        let mut servers = BTreeMap::new();
-        for (server, listen) in shared {
-            let name = server.name.clone();
-            if servers.contains_key(&name) {
-                return Err(invalid(format!("server name {name:?} used twice")));
-            }
-            match SimServer::start(server, listen, &cancel, &tasks).await {
-                Ok(s) => {
-                    servers.insert(name, s);
+            });
+            match SimServer::start(shared, s.listen, &cancel, &tasks).await {
+                Ok(server) => {
+                    servers.insert(s.name.clone(), server);
                 }
                 Err(e) => {
                     cancel.cancel();
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("simulated server {name:?} on {listen}: {e}"),
-                    ));
+                    let msg = format!("simulated server {:?} on {}: {e}", s.name, s.listen);
+                    return Err(io::Error::new(e.kind(), msg));
                 }
             }
         }
