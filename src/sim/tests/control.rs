@@ -154,13 +154,13 @@ async fn revert_timers_release_control_after_silence() {
         Ok(())
     );
 
-    sleep(Duration::from_millis(700).saturating_sub(t0.elapsed())).await;
+    sleep(Duration::from_millis(650).saturating_sub(t0.elapsed())).await;
     assert_eq!(state(INVERTER).limit_pct, Some(50.0));
     assert!(state(BATTERY).storage_control.is_some());
     // Any write to model 123 restarts its timer.
     assert_eq!(inv.write1(pct, 5000).await, Ok(()));
 
-    sleep(Duration::from_millis(1300).saturating_sub(t0.elapsed())).await;
+    sleep(Duration::from_millis(1350).saturating_sub(t0.elapsed())).await;
     assert_eq!(
         state(BATTERY).storage_control,
         None,
@@ -174,10 +174,10 @@ async fn revert_timers_release_control_after_silence() {
     assert_eq!(
         state(INVERTER).limit_pct,
         Some(50.0),
-        "123 refreshed at 0.7 s"
+        "123 refreshed at 0.65 s"
     );
 
-    sleep(Duration::from_millis(2100).saturating_sub(t0.elapsed())).await;
+    sleep(Duration::from_millis(2050).saturating_sub(t0.elapsed())).await;
     assert_eq!(state(INVERTER).limit_pct, None, "123 reverted");
     assert_eq!(
         inv.read(M123 + Model123::W_MAX_LIM_ENA.offset, 1).await,
