@@ -8,4 +8,5 @@ pub mod config;
 pub mod logging;
 pub mod modbus;
 pub mod model;
+pub mod sim;
 pub mod telemetry;
