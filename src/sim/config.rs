@@ -167,3 +167,18 @@ unit_id = 1
         assert_ne!(s.devices[0].serial, s.devices[2].serial);
     }
 }
+
+impl super::SimSite {
+    /// Points every simulated bus of `cfg` at the address its server actually
+    /// bound (port 0 resolved), so an agent built from `cfg` polls the simulator.
+    pub fn point_config_at_servers(&self, cfg: &mut Config) {
+        for bus in &mut cfg.buses {
+            if let Some(addr) = self.addr(&bus.name) {
+                bus.transport = Transport::Tcp {
+                    host: addr.ip().to_string(),
+                    port: addr.port(),
+                };
+            }
+        }
+    }
+}
