@@ -2,6 +2,8 @@
 //! it, an HTTP client, and waiting for conditions instead of sleeping.
 #![allow(dead_code)]
 
+pub mod broker;
+pub mod mqtt;
 pub mod site;
 
 use std::future::Future;
