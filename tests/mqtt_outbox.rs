@@ -33,7 +33,9 @@ async fn the_size_cap_evicts_oldest_first_and_counts() {
         max_age_ms: i64::MAX,
         max_bytes: 2_000,
     };
-    let outbox = Outbox::open(Db::in_memory().expect("db"), cap).await.expect("open");
+    let outbox = Outbox::open(Db::in_memory().expect("db"), cap)
+        .await
+        .expect("open");
     for i in 0..100 {
         outbox
             .append(vec![("dvc_a".into(), poll(i * 1000))], i * 1000)
@@ -57,7 +59,9 @@ async fn the_age_cap_evicts_what_is_too_old() {
         max_age_ms: 2 * hour,
         max_bytes: u64::MAX,
     };
-    let outbox = Outbox::open(Db::in_memory().expect("db"), cap).await.expect("open");
+    let outbox = Outbox::open(Db::in_memory().expect("db"), cap)
+        .await
+        .expect("open");
     for h in 0..5 {
         outbox
             .append(vec![("dvc_a".into(), poll(h * hour))], h * hour)
@@ -78,7 +82,9 @@ async fn seq_and_rows_survive_a_reopen() {
         max_bytes: u64::MAX,
     };
     {
-        let outbox = Outbox::open(Db::open(&path).expect("db"), cap).await.expect("open");
+        let outbox = Outbox::open(Db::open(&path).expect("db"), cap)
+            .await
+            .expect("open");
         outbox
             .append(vec![("a".into(), poll(1)), ("b".into(), poll(1))], 1)
             .await
@@ -86,7 +92,9 @@ async fn seq_and_rows_survive_a_reopen() {
         outbox.remove(vec![1]);
         assert_eq!(seqs(&outbox).await, [2]);
     }
-    let outbox = Outbox::open(Db::open(&path).expect("db"), cap).await.expect("reopen");
+    let outbox = Outbox::open(Db::open(&path).expect("db"), cap)
+        .await
+        .expect("reopen");
     assert_eq!(outbox.stats().last_seq, 2);
     assert_eq!(outbox.stats().rows, 1);
     outbox

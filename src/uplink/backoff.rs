@@ -55,7 +55,7 @@ impl Jitter {
         Self(u64::from_le_bytes(seed) | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -90,7 +90,7 @@ mod tests {
         let mut j = Jitter(42);
         for attempt in 0..40 {
             for _ in 0..50 {
-                let d = b.delay(attempt, j.next());
+                let d = b.delay(attempt, j.next_u64());
                 let c = b.ceiling(attempt);
                 assert!(d >= c / 2 && d <= c, "attempt {attempt}: {d:?} vs {c:?}");
             }
@@ -103,7 +103,8 @@ mod tests {
     fn jitter_spreads() {
         let b = Backoff::default();
         let mut j = Jitter(7);
-        let delays: std::collections::HashSet<_> = (0..20).map(|_| b.delay(6, j.next())).collect();
+        let delays: std::collections::HashSet<_> =
+            (0..20).map(|_| b.delay(6, j.next_u64())).collect();
         assert!(delays.len() > 10);
     }
 }

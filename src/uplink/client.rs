@@ -57,8 +57,8 @@ pub enum Client {
 
 /// The connection side, owned by the link task.
 pub enum EventLoop {
-    V4(rumqttc::EventLoop),
-    V5(v5::EventLoop),
+    V4(Box<rumqttc::EventLoop>),
+    V5(Box<v5::EventLoop>),
 }
 
 /// Builds a client and its event loop from config. Nothing connects until the
@@ -102,7 +102,7 @@ pub fn build(
                 o.set_credentials(user, m.password.clone().unwrap_or_default());
             }
             let (c, e) = rumqttc::AsyncClient::new(o, REQUEST_CAPACITY);
-            (Client::V4(c), EventLoop::V4(e))
+            (Client::V4(c), EventLoop::V4(Box::new(e)))
         }
         MqttProtocol::V5 => {
             let mut o = v5::MqttOptions::new(client_id, broker.host, broker.port);
@@ -123,7 +123,7 @@ pub fn build(
                 o.set_credentials(user, m.password.clone().unwrap_or_default());
             }
             let (c, e) = v5::AsyncClient::new(o, REQUEST_CAPACITY);
-            (Client::V5(c), EventLoop::V5(e))
+            (Client::V5(c), EventLoop::V5(Box::new(e)))
         }
     })
 }

@@ -137,7 +137,7 @@ impl Link {
                     if stopping.is_some() {
                         break;
                     }
-                    let delay = backoff.delay(attempt, jitter.next());
+                    let delay = backoff.delay(attempt, jitter.next_u64());
                     attempt = attempt.saturating_add(1);
                     tracing::debug!(
                         delay_ms = delay.as_millis() as u64,
