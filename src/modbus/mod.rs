@@ -10,6 +10,7 @@ pub mod link;
 pub mod maps;
 pub mod plan;
 pub mod point;
+pub mod profile;
 pub mod reader;
 pub mod sunspec;
 

@@ -1,0 +1,395 @@
+//! From profile text to a validated [`Profile`]: TOML syntax, the shapes of
+//! `raw` (unknown keys and bad values reported with their path), then the
+//! meaning: known properties, units that convert, kinds that match, scales that
+//! are finite and non-zero, registers that fit below 65536, complete controls.
+//! Every problem is collected; nothing stops at the first.
+
+use super::controls::{
+    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, ProfileControls,
+    RevertTimeout, ValueRegister,
+};
+use super::raw::{RawEss, RawFixed, RawLimit, RawPoint, RawProfile, RawRevert, RawValueRegister};
+use super::{Profile, ProfileError, ProfileProblem};
+use crate::modbus::codec::{Absent, ValueType};
+use crate::modbus::point::{PointSpec, Scale, SignFlag};
+use crate::model::{Kind, Property, Unit};
+
+struct Problems(Vec<ProfileProblem>);
+
+impl Problems {
+    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(ProfileProblem {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+}
+
+/// Parses and validates profile text. `name` and `origin` label the result and
+/// the errors.
+pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileError> {
+    let invalid = |problems| ProfileError::Invalid {
+        origin: origin.to_string(),
+        problems,
+    };
+    let value: toml::Value = toml::from_str(text).map_err(|e: toml::de::Error| {
+        invalid(vec![ProfileProblem {
+            path: String::new(),
+            message: format!("not valid TOML: {}", e.message()),
+        }])
+    })?;
+    let raw: RawProfile = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        invalid(vec![ProfileProblem {
+            path: if path == "." { String::new() } else { path },
+            message: e.into_inner().to_string(),
+        }])
+    })?;
+    let mut p = Problems(Vec::new());
+    let mut points = Vec::new();
+    for (i, rp) in raw.points.iter().enumerate() {
+        if let Some(spec) = point(&format!("points[{i}]"), rp, &mut p) {
+            points.push(spec);
+        }
+    }
+    if raw.points.is_empty() {
+        p.push("points", "a profile needs at least one [[points]] entry");
+    }
+    let controls = ProfileControls {
+        ess_power: raw
+            .controls
+            .ess_power
+            .as_ref()
+            .and_then(|e| ess("controls.ess_power", e, &mut p)),
+        production_limit: raw
+            .controls
+            .production_limit
+            .as_ref()
+            .and_then(|l| limit("controls.production_limit", l, &mut p)),
+    };
+    if !p.0.is_empty() {
+        return Err(invalid(p.0));
+    }
+    Ok(Profile {
+        name: name.to_string(),
+        origin: origin.to_string(),
+        manufacturer: raw.manufacturer,
+        model: raw.model,
+        device_types: raw.device_types,
+        points,
+        controls,
+    })
+}
+
+/// Factor from `unit` to the property's unit, when they measure the same thing.
+fn unit_factor(unit: &str, to: Unit) -> Option<f64> {
+    let f = match (to, unit) {
+        (Unit::Watt, "W") | (Unit::WattHour, "Wh") | (Unit::VoltAmpereReactive, "var") => 1.0,
+        (Unit::Watt, "kW") | (Unit::WattHour, "kWh") | (Unit::VoltAmpereReactive, "kvar") => 1e3,
+        (Unit::Watt, "MW") | (Unit::WattHour, "MWh") => 1e6,
+        (Unit::Percent, "%") | (Unit::Hertz, "Hz") | (Unit::Volt, "V") | (Unit::Ampere, "A") => 1.0,
+        (Unit::Volt, "kV") => 1e3,
+        (Unit::Ampere, "mA") => 1e-3,
+        (Unit::DegreeCelsius, "°C" | "C" | "degC") => 1.0,
+        (Unit::None, "") => 1.0,
+        _ => return None,
+    };
+    Some(f)
+}
+
+fn check_scale(path: &str, scale: f64, p: &mut Problems) -> bool {
+    let ok = scale.is_finite() && scale != 0.0;
+    if !ok {
+        p.push(
+            path,
+            format!("must be a finite number other than 0, found {scale}"),
+        );
+    }
+    ok
+}
+
+fn check_span(path: &str, register: u16, ty: ValueType, p: &mut Problems) -> bool {
+    let ok = u32::from(register) + u32::from(ty.words()) <= 65_536;
+    if !ok {
+        p.push(
+            path,
+            format!("{register} + {} registers runs past 65535", ty.words()),
+        );
+    }
+    ok
+}
+
+fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
+    let before = p.0.len();
+    let property = match rp.property.parse::<Property>() {
+        Ok(prop) => Some(prop),
+        Err(_) => {
+            let known: Vec<&str> = Property::ALL.iter().map(|x| x.name()).collect();
+            p.push(
+                format!("{path}.property"),
+                format!(
+                    "{:?} is not a property (known: {})",
+                    rp.property,
+                    known.join(", ")
+                ),
+            );
+            None
+        }
+    };
+    check_span(&format!("{path}.register"), rp.register, rp.ty, p);
+    let factor = match (property, &rp.unit) {
+        (Some(prop), Some(unit)) => unit_factor(unit, prop.unit()).or_else(|| {
+            p.push(
+                format!("{path}.unit"),
+                format!(
+                    "{unit:?} cannot be converted to {} ({:?})",
+                    prop.name(),
+                    prop.unit().as_str()
+                ),
+            );
+            None
+        }),
+        _ => Some(1.0),
+    };
+    if let (Some(prop), Some(kind)) = (property, &rp.kind) {
+        let expected = match prop.kind() {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+        };
+        if kind != expected {
+            p.push(
+                format!("{path}.kind"),
+                format!(
+                    "{kind:?} does not match {}, which is a {expected}",
+                    prop.name()
+                ),
+            );
+        }
+    }
+    let scale = match (rp.scale, rp.scale_factor) {
+        (Some(_), Some(_)) => {
+            p.push(path, "give scale or scale_factor, not both");
+            None
+        }
+        (Some(s), None) => check_scale(&format!("{path}.scale"), s, p)
+            .then(|| Scale::Factor(s * factor.unwrap_or(1.0))),
+        (None, Some(sf)) => {
+            if factor.is_some_and(|f| f != 1.0) {
+                p.push(
+                    format!("{path}.unit"),
+                    "a scale_factor register gives values in the property's own unit; leave unit out or use it",
+                );
+            }
+            Some(Scale::SunspecSf(sf))
+        }
+        (None, None) => Some(match factor {
+            Some(f) if f != 1.0 => Scale::Factor(f),
+            _ => Scale::One,
+        }),
+    };
+    if let Some(a) = rp.absent {
+        let max = if rp.ty.words() >= 4 {
+            u64::MAX
+        } else {
+            (1u64 << (16 * u32::from(rp.ty.words()))) - 1
+        };
+        if a > max {
+            p.push(
+                format!("{path}.absent"),
+                format!("{a} does not fit in {:?}", rp.ty),
+            );
+        }
+    }
+    if p.0.len() > before {
+        return None;
+    }
+    Some(PointSpec {
+        property: property?,
+        table: rp.table,
+        addr: rp.register,
+        ty: rp.ty,
+        order: rp.word_order,
+        absent: rp.absent.map_or(Absent::Never, Absent::Raw),
+        scale: scale?,
+        negate: rp.negate,
+        gate: None,
+        sign: rp.negative_when.as_ref().map(|f| SignFlag {
+            table: f.table,
+            addr: f.register,
+            mask: f.mask,
+        }),
+    })
+}
+
+fn value_register(path: &str, r: &RawValueRegister, p: &mut Problems) -> Option<ValueRegister> {
+    let ok = check_scale(&format!("{path}.scale"), r.scale, p)
+        & check_span(&format!("{path}.register"), r.register, r.ty, p);
+    ok.then_some(ValueRegister {
+        addr: r.register,
+        ty: r.ty,
+        order: r.word_order,
+        scale: r.scale,
+    })
+}
+
+fn fixed(list: &[RawFixed]) -> Vec<FixedWrite> {
+    list.iter()
+        .map(|f| FixedWrite {
+            addr: f.register,
+            value: f.value,
+        })
+        .collect()
+}
+
+fn revert(path: &str, r: &RawRevert, p: &mut Problems) -> Option<RevertTimeout> {
+    let seconds_per_unit = match r.unit.as_str() {
+        "s" => 1,
+        "min" => 60,
+        other => {
+            p.push(
+                format!("{path}.unit"),
+                format!("{other:?} is not a time unit (\"s\" or \"min\")"),
+            );
+            return None;
+        }
+    };
+    if r.ty == ValueType::F32 {
+        p.push(
+            format!("{path}.type"),
+            "a timer register must be an integer type",
+        );
+        return None;
+    }
+    check_span(&format!("{path}.register"), r.register, r.ty, p).then_some(RevertTimeout {
+        addr: r.register,
+        ty: r.ty,
+        order: r.word_order,
+        seconds_per_unit,
+    })
+}
+
+fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl> {
+    let before = p.0.len();
+    let sub = |k: &str| format!("{path}.{k}");
+    let setpoint = match (&e.signed, &e.power, &e.charge_power, &e.discharge_power) {
+        (Some(s), None, None, None) => {
+            let discharge_positive = match s.positive.as_str() {
+                "discharge" => Some(true),
+                "charge" => Some(false),
+                other => {
+                    p.push(
+                        sub("signed.positive"),
+                        format!("{other:?} must be \"discharge\" or \"charge\""),
+                    );
+                    None
+                }
+            };
+            let reg = RawValueRegister {
+                register: s.register,
+                ty: s.ty,
+                word_order: s.word_order,
+                scale: s.scale,
+            };
+            let register = value_register(&sub("signed"), &reg, p);
+            match (register, discharge_positive) {
+                (Some(register), Some(discharge_positive)) => Some(EssSetpoint::Signed {
+                    register,
+                    discharge_positive,
+                }),
+                _ => None,
+            }
+        }
+        (None, Some(m), None, None) => {
+            value_register(&sub("power"), m, p).map(|register| EssSetpoint::Magnitude { register })
+        }
+        (None, None, Some(c), Some(d)) => {
+            let c = value_register(&sub("charge_power"), c, p);
+            let d = value_register(&sub("discharge_power"), d, p);
+            c.zip(d)
+                .map(|(charge, discharge)| EssSetpoint::Split { charge, discharge })
+        }
+        _ => {
+            p.push(
+                path,
+                "give exactly one of: signed, power, or charge_power with discharge_power",
+            );
+            None
+        }
+    };
+    let direction = e.direction.as_ref().map(|d| Direction {
+        addr: d.register,
+        charge: d.charge,
+        discharge: d.discharge,
+        idle: d.idle,
+    });
+    let unsigned = matches!(
+        setpoint,
+        Some(EssSetpoint::Magnitude { .. } | EssSetpoint::Split { .. })
+    );
+    if unsigned && direction.is_none() {
+        p.push(
+            sub("direction"),
+            "a magnitude setpoint needs a direction register ({ register, charge, discharge, idle })",
+        );
+    }
+    if e.release.is_empty() {
+        p.push(
+            sub("release"),
+            "needs at least one write that hands control back to the device",
+        );
+    }
+    let revert_timeout = e
+        .revert_timeout
+        .as_ref()
+        .and_then(|r| revert(&sub("revert_timeout"), r, p));
+    if p.0.len() > before {
+        return None;
+    }
+    Some(EssControl {
+        setpoint: setpoint?,
+        direction,
+        enable: fixed(&e.enable),
+        release: fixed(&e.release),
+        revert_timeout,
+    })
+}
+
+fn limit(path: &str, l: &RawLimit, p: &mut Problems) -> Option<LimitControl> {
+    let before = p.0.len();
+    let (unit, factor) = match l.unit.as_str() {
+        "%" => (LimitUnit::Percent, 1.0),
+        "W" => (LimitUnit::Watts, 1.0),
+        "kW" => (LimitUnit::Watts, 1e3),
+        other => {
+            p.push(
+                format!("{path}.unit"),
+                format!("{other:?} must be \"%\", \"W\" or \"kW\""),
+            );
+            (LimitUnit::Percent, 1.0)
+        }
+    };
+    let reg = RawValueRegister {
+        register: l.register,
+        ty: l.ty,
+        word_order: l.word_order,
+        scale: l.scale * factor,
+    };
+    let register = value_register(path, &reg, p);
+    let revert_timeout = l
+        .revert_timeout
+        .as_ref()
+        .and_then(|r| revert(&format!("{path}.revert_timeout"), r, p));
+    if l.release.is_empty() {
+        p.push(
+            format!("{path}.release"),
+            "needs at least one write that lifts the limit",
+        );
+    }
+    (p.0.len() == before).then_some(LimitControl {
+        register: register?,
+        unit,
+        enable: fixed(&l.enable),
+        release: fixed(&l.release),
+        revert_timeout,
+    })
+}
