@@ -91,6 +91,17 @@ impl RegisterMap {
         MapBuilder { map }
     }
 
+    /// A map with no registers (devices that keep their own, e.g. profiles).
+    pub fn empty() -> RegisterMap {
+        RegisterMap {
+            base: 0,
+            words: Vec::new(),
+            writable: Vec::new(),
+            declared: Vec::new(),
+            models: Vec::new(),
+        }
+    }
+
     fn push(&mut self, words: &[u16]) {
         self.words.extend_from_slice(words);
         self.writable.extend(words.iter().map(|_| false));

@@ -20,6 +20,7 @@ mod inverter;
 mod map;
 mod meter;
 mod physics;
+mod profile;
 mod server;
 mod service;
 mod site;
@@ -134,6 +135,13 @@ pub enum SimKind {
     },
     /// Three-phase grid meter at the connection point (models 1, 203).
     Meter,
+    /// A non-SunSpec device laid out from a register-map profile. With
+    /// `readable_gaps`, registers between the named ones read 0; without, they
+    /// answer "illegal data address".
+    Profile {
+        profile: std::sync::Arc<crate::modbus::profile::Profile>,
+        readable_gaps: bool,
+    },
 }
 
 /// A device's physical state, in the agent's vocabulary and signs.
