@@ -13,6 +13,7 @@ pub mod point;
 pub mod poll;
 pub mod profile;
 pub mod reader;
+pub mod rtu;
 pub mod sunspec;
 
 pub use bus::{BusHandle, BusTask, Op, OpOutput};

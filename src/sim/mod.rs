@@ -21,6 +21,7 @@ mod map;
 mod meter;
 mod physics;
 mod profile;
+mod rtu;
 mod server;
 mod service;
 mod site;
@@ -28,6 +29,7 @@ mod site;
 use std::net::SocketAddr;
 
 pub use device::SimDeviceHandle;
+pub use rtu::SimRtuLine;
 pub use site::SimSite;
 
 /// Everything a simulated site is made of.

@@ -61,7 +61,7 @@ impl ServerShared {
         }
     }
 
-    fn write(
+    pub(super) fn write(
         &self,
         unit: u8,
         device: Option<&DeviceCell>,
