@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 use tokio::time::timeout;
-use tokio_modbus::client::{Context, Reader, Writer};
+use tokio_modbus::client::Context;
 use tokio_modbus::prelude::SlaveContext;
 use tokio_modbus::Slave;
 
@@ -180,23 +180,22 @@ fn frame_error(e: FrameError) -> ModbusError {
     ModbusError::Protocol(e.to_string())
 }
 
+/// Through `Client::call` rather than the typed helpers: those assert on the
+/// answer's length (a panic in debug builds when a device answers short), and
+/// the length is checked in [`Port::read`] anyway.
 async fn tcp_call(ctx: &mut Context, pdu: &Pdu) -> tokio_modbus::Result<Reply> {
-    Ok(match pdu {
-        Pdu::ReadHolding { addr, count } => ctx
-            .read_holding_registers(*addr, *count)
-            .await?
-            .map(Reply::Words),
-        Pdu::ReadInput { addr, count } => ctx
-            .read_input_registers(*addr, *count)
-            .await?
-            .map(Reply::Words),
-        Pdu::WriteSingle { addr, value } => ctx
-            .write_single_register(*addr, *value)
-            .await?
-            .map(|()| Reply::Written),
-        Pdu::WriteMultiple { addr, values } => ctx
-            .write_multiple_registers(*addr, values)
-            .await?
-            .map(|()| Reply::Written),
-    })
+    use tokio_modbus::client::Client;
+    use tokio_modbus::{Request, Response};
+    let req = match pdu {
+        Pdu::ReadHolding { addr, count } => Request::ReadHoldingRegisters(*addr, *count),
+        Pdu::ReadInput { addr, count } => Request::ReadInputRegisters(*addr, *count),
+        Pdu::WriteSingle { addr, value } => Request::WriteSingleRegister(*addr, *value),
+        Pdu::WriteMultiple { addr, values } => {
+            Request::WriteMultipleRegisters(*addr, values.as_slice().into())
+        }
+    };
+    Ok(Client::call(ctx, req).await?.map(|r| match r {
+        Response::ReadHoldingRegisters(w) | Response::ReadInputRegisters(w) => Reply::Words(w),
+        _ => Reply::Written,
+    }))
 }

@@ -16,6 +16,7 @@ mod battery;
 mod common;
 mod config;
 mod device;
+mod faulty;
 mod inverter;
 mod map;
 mod meter;
@@ -29,6 +30,7 @@ mod site;
 use std::net::SocketAddr;
 
 pub use device::SimDeviceHandle;
+pub use faulty::{Fault, FaultyPeer};
 pub use rtu::SimRtuLine;
 pub use site::SimSite;
 
