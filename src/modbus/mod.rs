@@ -14,6 +14,7 @@ pub mod poll;
 pub mod profile;
 pub mod reader;
 pub mod rtu;
+pub mod scan;
 pub mod sunspec;
 
 pub use bus::{BusHandle, BusTask, Op, OpOutput};
