@@ -76,8 +76,33 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// The number after `tag` (libtest may print "test child_ingest ... " before the
+/// first line).
 fn value(line: &str, tag: &str) -> Option<i64> {
-    line.strip_prefix(tag)?.trim().parse().ok()
+    let at = line.find(tag)?;
+    line[at + tag.len()..].trim().parse().ok()
+}
+
+/// What the child reported so far.
+#[derive(Default)]
+struct Progress {
+    base: Option<i64>,
+    sent: i64,
+    acked: i64,
+}
+
+impl Progress {
+    fn absorb(&mut self, line: &str) {
+        if let Some(b) = value(line, "BASE ") {
+            self.base = Some(b);
+        }
+        if let Some(s) = value(line, "SENT ") {
+            self.sent = self.sent.max(s);
+        }
+        if let Some(a) = value(line, "ACK ") {
+            self.acked = self.acked.max(a);
+        }
+    }
 }
 
 #[test]
@@ -101,18 +126,7 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
         }
     });
 
-    let (mut base, mut sent, mut acked) = (None, 0i64, 0i64);
-    let mut absorb = |line: String| {
-        if let Some(b) = value(&line, "BASE ") {
-            base = Some(b);
-        }
-        if let Some(s) = value(&line, "SENT ") {
-            sent = sent.max(s);
-        }
-        if let Some(a) = value(&line, "ACK ") {
-            acked = acked.max(a);
-        }
-    };
+    let mut p = Progress::default();
     // Run until the child has acknowledged a few flushes.
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut sent_long_ago = None;
@@ -121,8 +135,8 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
         let line = lines
             .recv_timeout(Duration::from_secs(10))
             .expect("the child reports");
-        absorb(line);
-        let (s, a) = (sent, acked);
+        p.absorb(&line);
+        let (s, a) = (p.sent, p.acked);
         if sent_long_ago.is_none() && a > 0 && s > 20_000 {
             // Everything sent up to here was sent at least a second before the
             // kill: the flush interval (100 ms) must have committed it.
@@ -137,8 +151,9 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
     child.kill().expect("SIGKILL");
     child.wait().expect("reap");
     while let Ok(line) = lines.try_recv() {
-        absorb(line);
+        p.absorb(&line);
     }
+    let Progress { base, sent, acked } = p;
     let base = base.expect("the child said its base");
     let sent_long_ago = sent_long_ago.expect("marked");
 

@@ -24,7 +24,8 @@ use super::retention::{Policy, RetentionReport, Step};
 use super::StoreError;
 use crate::model::{time::now_ms, Sample};
 
-/// How often a retention pass starts (the first one right at start).
+/// How often a retention pass starts (the first one this long after start, so
+/// opening the store stays quick).
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
 
 /// Called once the transaction holding a job committed (or failed).
@@ -67,7 +68,7 @@ impl Writer {
             let mut pending: Vec<Sample> = Vec::new();
             let mut deadline: Option<Instant> = None;
             let mut samples_open = true;
-            let mut next_retention = Instant::now();
+            let mut next_retention = Instant::now() + RETENTION_EVERY;
             let mut retention_at: Option<i64> = None;
             loop {
                 tokio::select! {
