@@ -2,10 +2,15 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules and the invariants they keep.
 
+// No unwrap outside tests, except on true invariants, with a comment saying why.
+#![warn(clippy::unwrap_used)]
+
 pub mod agent;
+pub mod api;
 pub mod config;
 pub mod logging;
 pub mod modbus;
 pub mod model;
+pub mod sim;
 pub mod store;
 pub mod telemetry;
