@@ -4,7 +4,11 @@
 //! Run: `cargo bench --bench store` (set `STORE_BENCH_DAYS` to change the 30 days
 //! of 1 Hz data per series). Figures are recorded in `docs/store.md`.
 
-#![allow(clippy::print_stdout, clippy::unwrap_used, reason = "a benchmark reports on stdout and may panic")]
+#![allow(
+    clippy::print_stdout,
+    clippy::unwrap_used,
+    reason = "a benchmark reports on stdout and may panic"
+)]
 
 use std::time::{Duration, Instant};
 
@@ -82,7 +86,10 @@ fn main() {
     for s in 0..seconds {
         batch.extend(samples_at(s, &mut energy));
         if batch.len() >= SEND_BATCH {
-            batches.push(std::mem::replace(&mut batch, Vec::with_capacity(SEND_BATCH)));
+            batches.push(std::mem::replace(
+                &mut batch,
+                Vec::with_capacity(SEND_BATCH),
+            ));
         }
     }
     batches.push(batch);
@@ -100,7 +107,10 @@ fn main() {
     let used = rt.block_on(store.used_bytes()).unwrap();
     let file = std::fs::metadata(&config.path).unwrap().len();
 
-    println!("\n== sitegate store benchmark: {days} days of 1 Hz data, {} series", SERIES.len());
+    println!(
+        "\n== sitegate store benchmark: {days} days of 1 Hz data, {} series",
+        SERIES.len()
+    );
     println!(
         "ingest: {total} samples in {:.2} s = {:.0} samples/s (batches of {SEND_BATCH} through the sample channel, commits of {})",
         ingest.as_secs_f64(),
@@ -122,13 +132,17 @@ fn main() {
         width_ms,
         aggregation: Aggregation::Mean,
     };
-    let hourly = rt.block_on(store.time_series("dvc_bench", query(3_600_000))).unwrap();
+    let hourly = rt
+        .block_on(store.time_series("dvc_bench", query(3_600_000)))
+        .unwrap();
     let raw_conn = Connection::open(&config.path).unwrap();
     let naive_sql = "SELECT (ts / ?4) * ?4 AS b, avg(value) FROM raw WHERE series = ?1 AND ts >= ?2 AND ts < ?3 GROUP BY b ORDER BY b";
     let naive = |width: i64| -> Vec<(i64, f64)> {
         let mut stmt = raw_conn.prepare_cached(naive_sql).unwrap();
         let rows = stmt
-            .query_map(rusqlite::params![1, start, end, width], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_map(rusqlite::params![1, start, end, width], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .unwrap();
         rows.collect::<Result<_, _>>().unwrap()
     };
@@ -136,7 +150,11 @@ fn main() {
     assert_eq!(hourly.len(), reference.len());
     for (p, (b, v)) in hourly.iter().zip(&reference) {
         assert_eq!(p.ts_ms, *b);
-        assert!((p.value - v).abs() <= 1e-9 * v.abs().max(1.0), "{} vs {v}", p.value);
+        assert!(
+            (p.value - v).abs() <= 1e-9 * v.abs().max(1.0),
+            "{} vs {v}",
+            p.value
+        );
     }
 
     let mut c = Criterion::default()
@@ -146,12 +164,24 @@ fn main() {
         .configure_from_args();
     let mut group = c.benchmark_group(format!("time_series_{days}d"));
     group.bench_function("store_1h", |b| {
-        b.iter(|| black_box(rt.block_on(store.time_series("dvc_bench", query(3_600_000))).unwrap()))
+        b.iter(|| {
+            black_box(
+                rt.block_on(store.time_series("dvc_bench", query(3_600_000)))
+                    .unwrap(),
+            )
+        })
     });
     group.bench_function("store_1min", |b| {
-        b.iter(|| black_box(rt.block_on(store.time_series("dvc_bench", query(60_000))).unwrap()))
+        b.iter(|| {
+            black_box(
+                rt.block_on(store.time_series("dvc_bench", query(60_000)))
+                    .unwrap(),
+            )
+        })
     });
-    group.bench_function("raw_group_by_1h", |b| b.iter(|| black_box(naive(3_600_000))));
+    group.bench_function("raw_group_by_1h", |b| {
+        b.iter(|| black_box(naive(3_600_000)))
+    });
     group.finish();
     c.final_summary();
     rt.block_on(store.close()).unwrap();

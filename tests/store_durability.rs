@@ -172,7 +172,10 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
     assert_eq!(first, Some(base));
     assert_eq!(last, Some(base + rows - 1));
     assert!(rows >= acked, "acknowledged {acked}, found {rows}");
-    assert!(rows >= sent_long_ago, "sent a second before the kill {sent_long_ago}, found {rows}");
+    assert!(
+        rows >= sent_long_ago,
+        "sent a second before the kill {sent_long_ago}, found {rows}"
+    );
     // At 25,000 samples/s, what may be missing is what was sent since the last
     // flush (100 ms) plus scheduling slack: well under one second's worth.
     assert!(sent - rows <= 25_000, "sent {sent}, found {rows}");

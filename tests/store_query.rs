@@ -34,7 +34,12 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-fn query(store: &StoreHandle, rt: &tokio::runtime::Runtime, device: &str, q: SeriesQuery) -> Vec<Point> {
+fn query(
+    store: &StoreHandle,
+    rt: &tokio::runtime::Runtime,
+    device: &str,
+    q: SeriesQuery,
+) -> Vec<Point> {
     rt.block_on(store.time_series(device, q)).expect("query")
 }
 
@@ -131,7 +136,12 @@ fn day_of_data(store: &StoreHandle, rt: &tokio::runtime::Runtime) -> Vec<(i64, f
         let v = (i % 500) as f64 * 1.5;
         pv.push((ts, v));
         batch.push(sample(0, Property::ActivePower, ts, v));
-        batch.push(sample(0, Property::TotalEnergyProduced, ts, i as f64 * 10.0));
+        batch.push(sample(
+            0,
+            Property::TotalEnergyProduced,
+            ts,
+            i as f64 * 10.0,
+        ));
         batch.push(sample(1, Property::ActivePower, ts, -v));
     }
     rt.block_on(async {
@@ -159,9 +169,22 @@ fn buckets_are_epoch_aligned_whatever_the_range_start() {
     assert_eq!(got.len(), 7, "a partial first and last hour");
     assert_eq!(got[0].ts_ms, T0 + 3 * HOUR_MS);
     assert!(got.iter().all(|p| p.ts_ms % HOUR_MS == 0));
-    assert_same(&got, &naive(&pv, q.start_ms, q.end_ms, HOUR_MS, Aggregation::Mean), Aggregation::Mean, "aligned");
+    assert_same(
+        &got,
+        &naive(&pv, q.start_ms, q.end_ms, HOUR_MS, Aggregation::Mean),
+        Aggregation::Mean,
+        "aligned",
+    );
     // 15-minute buckets are aligned to quarter hours since the epoch.
-    let got = query(&store, &rt, "dvc_pv1", SeriesQuery { width_ms: 15 * MINUTE_MS, ..q });
+    let got = query(
+        &store,
+        &rt,
+        "dvc_pv1",
+        SeriesQuery {
+            width_ms: 15 * MINUTE_MS,
+            ..q
+        },
+    );
     assert_eq!(got[0].ts_ms, T0 + 3 * HOUR_MS + 15 * MINUTE_MS);
 }
 
@@ -180,9 +203,17 @@ fn a_range_without_data_has_no_buckets() {
     };
     assert!(query(&store, &rt, "dvc_pv1", q).is_empty());
     // A property never stored, and an unknown device, have none either.
-    let q = SeriesQuery { property: Property::Soc, start_ms: T0, end_ms: T0 + HOUR_MS, ..q };
+    let q = SeriesQuery {
+        property: Property::Soc,
+        start_ms: T0,
+        end_ms: T0 + HOUR_MS,
+        ..q
+    };
     assert!(query(&store, &rt, "dvc_pv1", q).is_empty());
-    let q = SeriesQuery { property: Property::ActivePower, ..q };
+    let q = SeriesQuery {
+        property: Property::ActivePower,
+        ..q
+    };
     assert!(query(&store, &rt, "dvc_nowhere", q).is_empty());
 }
 
@@ -205,8 +236,26 @@ fn counters_take_the_last_value_and_devices_stay_apart() {
     for (h, p) in got.iter().enumerate() {
         assert_eq!(p.value, (360 * h as i64 + 359) as f64 * 10.0);
     }
-    let pv = query(&store, &rt, "dvc_pv1", SeriesQuery { property: Property::ActivePower, aggregation: Aggregation::Max, ..q });
-    let bat = query(&store, &rt, "dvc_bat1", SeriesQuery { property: Property::ActivePower, aggregation: Aggregation::Min, ..q });
+    let pv = query(
+        &store,
+        &rt,
+        "dvc_pv1",
+        SeriesQuery {
+            property: Property::ActivePower,
+            aggregation: Aggregation::Max,
+            ..q
+        },
+    );
+    let bat = query(
+        &store,
+        &rt,
+        "dvc_bat1",
+        SeriesQuery {
+            property: Property::ActivePower,
+            aggregation: Aggregation::Min,
+            ..q
+        },
+    );
     assert_eq!(pv.len(), bat.len());
     for (a, b) in pv.iter().zip(&bat) {
         assert_eq!(a.value, -b.value);
@@ -243,7 +292,12 @@ fn thirty_days_at_one_hour_come_from_rollups_and_match_raw() {
                 aggregation,
             };
             let got = query(&store, &rt, "dvc_pv1", q);
-            assert_same(&got, &naive(&all, q.start_ms, q.end_ms, width, aggregation), aggregation, "30 days");
+            assert_same(
+                &got,
+                &naive(&all, q.start_ms, q.end_ms, width, aggregation),
+                aggregation,
+                "30 days",
+            );
         }
     }
 }
@@ -273,7 +327,27 @@ fn duplicates_keep_the_first_and_non_finite_values_are_dropped() {
         aggregation: Aggregation::Mean,
     };
     let got = query(&store, &rt, "dvc_pv1", q);
-    assert_eq!(got, vec![Point { ts_ms: T0, value: 15.0 }]);
-    let got = query(&store, &rt, "dvc_pv1", SeriesQuery { width_ms: 1_000, ..q });
-    assert_eq!(got, vec![Point { ts_ms: T0, value: 15.0 }]);
+    assert_eq!(
+        got,
+        vec![Point {
+            ts_ms: T0,
+            value: 15.0
+        }]
+    );
+    let got = query(
+        &store,
+        &rt,
+        "dvc_pv1",
+        SeriesQuery {
+            width_ms: 1_000,
+            ..q
+        },
+    );
+    assert_eq!(
+        got,
+        vec![Point {
+            ts_ms: T0,
+            value: 15.0
+        }]
+    );
 }

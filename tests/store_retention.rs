@@ -22,7 +22,14 @@ async fn fill(store: &StoreHandle, days: i64, per_day: i64) {
     let step = DAY / per_day;
     for d in 0..days {
         let batch: Vec<_> = (0..per_day)
-            .map(|i| sample(0, Property::ActivePower, T0 + d * DAY + i * step, (d * 1000 + i) as f64))
+            .map(|i| {
+                sample(
+                    0,
+                    Property::ActivePower,
+                    T0 + d * DAY + i * step,
+                    (d * 1000 + i) as f64,
+                )
+            })
             .collect();
         store.sample_sender().send(batch).await.expect("send");
     }
@@ -66,13 +73,22 @@ fn raw_samples_expire_first_in_chunks_and_rollups_still_answer() {
         let now = T0 + 6 * DAY;
         let report = store.enforce_retention(now).await.expect("retention");
         assert_eq!(report.expired_rows as i64, 4 * per_day + 2 * (24 + 1440));
-        assert!(report.steps >= 8, "chunks of {CHUNK_ROWS} rows at most: {report:?}");
+        assert!(
+            report.steps >= 8,
+            "chunks of {CHUNK_ROWS} rows at most: {report:?}"
+        );
         assert_eq!(raw_rows(&store).await, 2 * per_day);
 
         // Whole hours of day 3 still come from the hour rollups; day 1 is gone.
-        let day3 = store.time_series("dvc_pv1", day_query(T0 + 2 * DAY)).await.expect("query");
+        let day3 = store
+            .time_series("dvc_pv1", day_query(T0 + 2 * DAY))
+            .await
+            .expect("query");
         assert_eq!(day3.len(), 24);
-        let day1 = store.time_series("dvc_pv1", day_query(T0)).await.expect("query");
+        let day1 = store
+            .time_series("dvc_pv1", day_query(T0))
+            .await
+            .expect("query");
         assert!(day1.is_empty());
         // Nothing left to do on a second run.
         let again = store.enforce_retention(now).await.expect("retention");
@@ -93,13 +109,25 @@ fn the_size_cap_deletes_the_oldest_days_first() {
         let store = open(&cfg);
         fill(&store, 10, 8_640).await; // 86,400 rows: well above 1 MB
         assert!(store.used_bytes().await.expect("size") > 1024 * 1024);
-        let report = store.enforce_retention(T0 + 10 * DAY).await.expect("retention");
-        assert!(report.evicted_rows > 0 && report.expired_rows == 0, "{report:?}");
+        let report = store
+            .enforce_retention(T0 + 10 * DAY)
+            .await
+            .expect("retention");
+        assert!(
+            report.evicted_rows > 0 && report.expired_rows == 0,
+            "{report:?}"
+        );
         assert!(store.used_bytes().await.expect("size") <= 1024 * 1024);
         // The newest day is intact, the oldest is gone.
-        let newest = store.time_series("dvc_pv1", day_query(T0 + 9 * DAY)).await.expect("query");
+        let newest = store
+            .time_series("dvc_pv1", day_query(T0 + 9 * DAY))
+            .await
+            .expect("query");
         assert_eq!(newest.len(), 24);
-        let oldest = store.time_series("dvc_pv1", day_query(T0)).await.expect("query");
+        let oldest = store
+            .time_series("dvc_pv1", day_query(T0))
+            .await
+            .expect("query");
         assert!(oldest.is_empty());
         store.close().await.expect("close");
     });

@@ -17,7 +17,8 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-const CREATE_AUDIT: &str = "CREATE TABLE IF NOT EXISTS test_audit (id INTEGER PRIMARY KEY, what TEXT NOT NULL)";
+const CREATE_AUDIT: &str =
+    "CREATE TABLE IF NOT EXISTS test_audit (id INTEGER PRIMARY KEY, what TEXT NOT NULL)";
 
 #[derive(Debug, thiserror::Error)]
 enum JobError {
@@ -31,7 +32,9 @@ enum JobError {
 
 async fn count_audit(store: &StoreHandle) -> i64 {
     store
-        .read(|c| Ok::<i64, JobError>(c.query_row("SELECT count(*) FROM test_audit", [], |r| r.get(0))?))
+        .read(|c| {
+            Ok::<i64, JobError>(c.query_row("SELECT count(*) FROM test_audit", [], |r| r.get(0))?)
+        })
         .await
         .expect("count")
 }
@@ -109,7 +112,10 @@ fn data_and_latest_values_survive_a_restart() {
         // Closing commits what is pending without an explicit flush.
         store.close().await.expect("close");
         assert!(matches!(store.flush().await, Err(StoreError::Closed)));
-        assert!(tx.send(vec![sample(0, Property::Soc, T0, 1.0)]).await.is_err());
+        assert!(tx
+            .send(vec![sample(0, Property::Soc, T0, 1.0)])
+            .await
+            .is_err());
 
         let store = open(&cfg);
         let mut latest = store.latest().await.expect("latest");
@@ -127,7 +133,13 @@ fn data_and_latest_values_survive_a_restart() {
         );
         // Migrations ran once: the second open applied nothing new.
         let applied: i64 = store
-            .read(|c| Ok::<_, JobError>(c.query_row("SELECT count(*) FROM schema_migrations", [], |r| r.get(0))?))
+            .read(|c| {
+                Ok::<_, JobError>(c.query_row(
+                    "SELECT count(*) FROM schema_migrations",
+                    [],
+                    |r| r.get(0),
+                )?)
+            })
             .await
             .expect("count");
         assert!(applied >= 1);

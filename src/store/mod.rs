@@ -102,6 +102,11 @@ impl StoreHandle {
         })
     }
 
+    /// False once the writer stopped (after [`close`](Self::close)).
+    pub fn is_open(&self) -> bool {
+        !self.jobs.is_closed()
+    }
+
     /// The sender that [`Telemetry`](crate::telemetry::Telemetry) hands every
     /// published batch to.
     pub fn sample_sender(&self) -> SampleTx {

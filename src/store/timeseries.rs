@@ -1,15 +1,15 @@
 //! The time-series request of `api.md` (`POST .../measurements/time-series`):
-//! validating the JSON body into a [`SeriesQuery`] and rendering the answer.
+//! validating the JSON body into a [`SeriesQuery`].
 //!
 //! Pure functions over `serde_json::Value`, so every rule is tested without HTTP.
 //! The HTTP handler checks the content type and parses JSON (its own error
-//! paths), then calls [`parse_request`] and [`render`]. Nothing here reads the
+//! paths), then calls [`parse_request`] and renders the points. Nothing here reads the
 //! store or knows about axum.
 
 use serde_json::{Map, Value};
 
 use super::agg::Aggregation;
-use super::query::{Point, SeriesQuery};
+use super::query::SeriesQuery;
 use crate::model::{time, Property};
 
 /// Longest range: 30 days.
@@ -105,25 +105,6 @@ pub fn parse_request(body: &Value, offered: &[Property]) -> Result<SeriesQuery> 
         width_ms,
         aggregation,
     })
-}
-
-/// The 200 body: `{"time": [...], "data": [...]}`, same length, ascending.
-pub fn render(points: &[Point]) -> Value {
-    let time: Vec<Value> = points
-        .iter()
-        .map(|p| Value::String(time::format_utc(p.ts_ms)))
-        .collect();
-    let data: Vec<Value> = points.iter().map(|p| number(p.value)).collect();
-    serde_json::json!({ "time": time, "data": data })
-}
-
-/// Whole values as JSON integers (`65`, not `65.0`), others as they are.
-fn number(v: f64) -> Value {
-    if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        Value::from(v as i64)
-    } else {
-        serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
-    }
 }
 
 /// Epoch-aligned buckets of `width` that `[start, end)` touches.

@@ -42,9 +42,19 @@ pub fn sample(device: u16, property: Property, ts_ms: i64, value: f64) -> Sample
 /// The naive answer: the first of each (ts) kept in send order, then every
 /// sample with `start <= ts < end` folded into its epoch-aligned bucket in time
 /// order.
-pub fn naive(samples: &[(i64, f64)], start: i64, end: i64, width: i64, aggregation: Aggregation) -> Vec<(i64, Agg, f64)> {
+pub fn naive(
+    samples: &[(i64, f64)],
+    start: i64,
+    end: i64,
+    width: i64,
+    aggregation: Aggregation,
+) -> Vec<(i64, Agg, f64)> {
     let mut seen = std::collections::HashSet::new();
-    let mut kept: Vec<(i64, f64)> = samples.iter().copied().filter(|(ts, _)| seen.insert(*ts)).collect();
+    let mut kept: Vec<(i64, f64)> = samples
+        .iter()
+        .copied()
+        .filter(|(ts, _)| seen.insert(*ts))
+        .collect();
     kept.sort_by_key(|(ts, _)| *ts);
     let mut out: Vec<(i64, Agg)> = Vec::new();
     for (ts, v) in kept.into_iter().filter(|(ts, _)| *ts >= start && *ts < end) {
@@ -61,13 +71,20 @@ pub fn naive(samples: &[(i64, f64)], start: i64, end: i64, width: i64, aggregati
             _ => out.push((b, Agg::one(ts, v))),
         }
     }
-    out.into_iter().map(|(b, a)| (b, a, a.value(aggregation))).collect()
+    out.into_iter()
+        .map(|(b, a)| (b, a, a.value(aggregation)))
+        .collect()
 }
 
 /// Asserts the store's answer equals the naive one: same buckets, exact min,
 /// max, first and last; the mean to 1e-9 relative (rollups add partial sums in
 /// another order than a sequential sum, which changes the last bits).
-pub fn assert_same(got: &[Point], expected: &[(i64, Agg, f64)], aggregation: Aggregation, context: &str) {
+pub fn assert_same(
+    got: &[Point],
+    expected: &[(i64, Agg, f64)],
+    aggregation: Aggregation,
+    context: &str,
+) {
     let got_ts: Vec<i64> = got.iter().map(|p| p.ts_ms).collect();
     let exp_ts: Vec<i64> = expected.iter().map(|e| e.0).collect();
     assert_eq!(got_ts, exp_ts, "bucket starts differ: {context}");
@@ -76,6 +93,10 @@ pub fn assert_same(got: &[Point], expected: &[(i64, Agg, f64)], aggregation: Agg
             Aggregation::Mean => (p.value - v).abs() <= 1e-9 * v.abs().max(1.0),
             _ => p.value == *v,
         };
-        assert!(ok, "bucket {b}: got {} expected {v} ({aggregation:?}): {context}", p.value);
+        assert!(
+            ok,
+            "bucket {b}: got {} expected {v} ({aggregation:?}): {context}",
+            p.value
+        );
     }
 }

@@ -274,22 +274,3 @@ fn bucket_count_counts_touched_aligned_buckets() {
     assert_eq!(bucket_count(-1, 1, 1000), 2);
     assert_eq!(bucket_count(5, 5, 1000), 0);
 }
-
-#[test]
-fn render_keeps_time_and_data_aligned() {
-    let points = [
-        Point {
-            ts_ms: 1_717_200_000_000,
-            value: 1234.5,
-        },
-        Point {
-            ts_ms: 1_717_203_600_000,
-            value: 65.0,
-        },
-    ];
-    assert_eq!(
-        render(&points),
-        json!({"time": ["2024-06-01T00:00:00Z", "2024-06-01T01:00:00Z"], "data": [1234.5, 65]})
-    );
-    assert_eq!(render(&[]), json!({"time": [], "data": []}));
-}
