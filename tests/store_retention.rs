@@ -98,7 +98,7 @@ fn raw_samples_expire_first_in_chunks_and_rollups_still_answer() {
 }
 
 #[test]
-fn the_size_cap_deletes_the_oldest_days_first() {
+fn the_size_cap_deletes_the_oldest_raw_days_first_and_keeps_hourly_history() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut cfg = config(dir.path());
     cfg.retention_days = 3650;
@@ -107,7 +107,7 @@ fn the_size_cap_deletes_the_oldest_days_first() {
     let rt = rt();
     rt.block_on(async {
         let store = open(&cfg);
-        fill(&store, 10, 8_640).await; // 86,400 rows: well above 1 MB
+        fill(&store, 10, 17_280).await; // one sample every 5 s: about 4 MB
         assert!(store.used_bytes().await.expect("size") > 1024 * 1024);
         let report = store
             .enforce_retention(T0 + 10 * DAY)
@@ -118,17 +118,30 @@ fn the_size_cap_deletes_the_oldest_days_first() {
             "{report:?}"
         );
         assert!(store.used_bytes().await.expect("size") <= 1024 * 1024);
-        // The newest day is intact, the oldest is gone.
-        let newest = store
-            .time_series("dvc_pv1", day_query(T0 + 9 * DAY))
+
+        // The newest day is intact to the sample; the oldest raw day is gone but
+        // its hours still answer from the hour rollups.
+        let newest = SeriesQuery {
+            width_ms: 1_000,
+            ..day_query(T0 + 9 * DAY)
+        };
+        let newest = store.time_series("dvc_pv1", newest).await.expect("query");
+        assert_eq!(newest.len(), 17_280);
+        let oldest_raw: i64 = store
+            .read(move |c| {
+                c.query_row("SELECT count(*) FROM raw WHERE ts < ?1", [T0 + DAY], |r| {
+                    r.get(0)
+                })
+                .map_err(sitegate::store::StoreError::from)
+            })
             .await
-            .expect("query");
-        assert_eq!(newest.len(), 24);
-        let oldest = store
+            .expect("count");
+        assert_eq!(oldest_raw, 0);
+        let day0 = store
             .time_series("dvc_pv1", day_query(T0))
             .await
             .expect("query");
-        assert!(oldest.is_empty());
+        assert_eq!(day0.len(), 24);
         store.close().await.expect("close");
     });
 }

@@ -1,6 +1,9 @@
 //! Deleting old data: raw samples past `retention_days`, rollups past
-//! `rollup_retention_days`, and the oldest day of everything while the database
-//! holds more than `max_size_mb`.
+//! `rollup_retention_days`, and, while the database holds more than
+//! `max_size_mb`, the oldest day of the bulkiest tier first: raw samples, then
+//! minute rollups, then hour rollups, each down to its newest day. So a cap that
+//! is too small for the configured retention shortens the raw history before it
+//! touches the long, cheap rollup history.
 //!
 //! Work is cut into steps of at most [`CHUNK_ROWS`] rows, each its own short
 //! transaction on the writer thread, so sample batches and steering writes wait
@@ -72,15 +75,21 @@ impl Policy {
             }
         }
         if used_bytes(conn)? > self.max_bytes {
-            if let Some(oldest) = oldest(conn, &series)? {
-                let cutoff = align(oldest, DAY_MS) + DAY_MS;
-                for table in TABLES {
-                    let n = delete_chunk(conn, table, &series, cutoff)?;
-                    if n > 0 {
-                        return Ok(Step::Evicted(n));
-                    }
+            for table in TABLES {
+                let Some(oldest) = oldest(conn, table, &series)? else {
+                    continue;
+                };
+                // Whole days, and never the newest day of a tier.
+                let cutoff = (align(oldest, DAY_MS) + DAY_MS).min(align(now_ms - DAY_MS, DAY_MS));
+                let n = delete_chunk(conn, table, &series, cutoff)?;
+                if n > 0 {
+                    return Ok(Step::Evicted(n));
                 }
             }
+            tracing::warn!(
+                max_bytes = self.max_bytes,
+                "storage.max_size_mb is smaller than one day of data; nothing more to delete"
+            );
         }
         Ok(Step::Done)
     }
@@ -121,8 +130,8 @@ fn time_column(table: &str) -> &'static str {
     }
 }
 
-/// Deletes at most `CHUNK_ROWS` rows older than `cutoff` from the first series
-/// holding any; each probe and delete is a range scan of the primary key.
+/// Deletes at most `CHUNK_ROWS` rows older than `cutoff`, series by series; each
+/// probe and delete is a range scan of the primary key.
 fn delete_chunk(
     conn: &Connection,
     table: &str,
@@ -133,9 +142,14 @@ fn delete_chunk(
     let mut nth = conn.prepare_cached(&format!(
         "SELECT {col} FROM {table} WHERE series = ?1 AND {col} < ?2 ORDER BY {col} LIMIT 1 OFFSET ?3"
     ))?;
+    let mut deleted = 0i64;
     for &s in series {
+        let budget = CHUNK_ROWS - deleted;
+        if budget <= 0 {
+            break;
+        }
         let upto: Option<i64> = nth
-            .query_row(params![s, cutoff, CHUNK_ROWS - 1], |r| r.get(0))
+            .query_row(params![s, cutoff, budget - 1], |r| r.get(0))
             .optional()?;
         let n = match upto {
             Some(t) => conn
@@ -149,25 +163,21 @@ fn delete_chunk(
                 ))?
                 .execute(params![s, cutoff])?,
         };
-        if n > 0 {
-            return Ok(n as u64);
-        }
+        deleted += n as i64;
     }
-    Ok(0)
+    Ok(deleted as u64)
 }
 
-/// The oldest time held by any table.
-fn oldest(conn: &Connection, series: &[i64]) -> rusqlite::Result<Option<i64>> {
+/// The oldest time held by `table`.
+fn oldest(conn: &Connection, table: &str, series: &[i64]) -> rusqlite::Result<Option<i64>> {
+    let col = time_column(table);
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {col} FROM {table} WHERE series = ?1 ORDER BY {col} LIMIT 1"
+    ))?;
     let mut oldest: Option<i64> = None;
-    for table in TABLES {
-        let col = time_column(table);
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {col} FROM {table} WHERE series = ?1 ORDER BY {col} LIMIT 1"
-        ))?;
-        for &s in series {
-            if let Some(t) = stmt.query_row([s], |r| r.get::<_, i64>(0)).optional()? {
-                oldest = Some(oldest.map_or(t, |o| o.min(t)));
-            }
+    for &s in series {
+        if let Some(t) = stmt.query_row([s], |r| r.get::<_, i64>(0)).optional()? {
+            oldest = Some(oldest.map_or(t, |o| o.min(t)));
         }
     }
     Ok(oldest)
