@@ -22,6 +22,17 @@ const BATCH: i64 = 50;
 const BATCH_EVERY: Duration = Duration::from_millis(2);
 const FLUSH_INTERVAL_MS: u64 = 100;
 
+/// Sample `seq` goes to one of these, so a batch holds 10 samples of each of 5
+/// series: below the direct-write threshold, so batches are staged in `recent`
+/// and compacted every minute (a kill finds both tables in use).
+const PROPERTIES: [Property; 5] = [
+    Property::ActivePower,
+    Property::ReactivePower,
+    Property::Soc,
+    Property::VoltageL1,
+    Property::Frequency,
+];
+
 /// The child: ingests sample `seq` at `ts = base + seq` forever.
 #[test]
 fn child_ingest() {
@@ -47,10 +58,13 @@ fn child_ingest() {
             let (store, sent) = (store.clone(), sent.clone());
             tokio::spawn(async move {
                 loop {
-                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    tokio::time::sleep(Duration::from_millis(150)).await;
                     let before = sent.load(Ordering::SeqCst);
                     store.flush().await.expect("flush");
                     say(&format!("ACK {before}"));
+                    // Compactions too (the writer's own come once a minute), so
+                    // the kill may land in one.
+                    store.compact().await.expect("compact");
                 }
             });
         }
@@ -60,7 +74,7 @@ fn child_ingest() {
         loop {
             tick.tick().await;
             let batch = (seq..seq + BATCH)
-                .map(|s| sample(0, Property::ActivePower, base + s, s as f64))
+                .map(|s| sample(0, PROPERTIES[(s % 5) as usize], base + s, s as f64))
                 .collect();
             tx.send(batch).await.expect("send");
             seq += BATCH;
@@ -164,9 +178,11 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
         .expect("integrity_check");
     assert_eq!(check, "ok");
     let (rows, first, last): (i64, Option<i64>, Option<i64>) = conn
-        .query_row("SELECT count(*), min(ts), max(ts) FROM raw", [], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
+        .query_row(
+            "SELECT count(*), min(ts), max(ts) FROM (SELECT ts FROM raw UNION ALL SELECT ts FROM recent)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
         .expect("count");
     // Batches commit in order: what survived is a prefix without holes.
     assert_eq!(first, Some(base));
@@ -188,7 +204,14 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
         .build()
         .expect("runtime");
     let latest = rt.block_on(store.latest()).expect("latest");
-    assert_eq!(latest.len(), 1);
-    assert_eq!(latest[0].ts_ms, base + rows - 1);
+    assert_eq!(latest.len(), 5);
+    assert_eq!(latest.iter().map(|l| l.ts_ms).max(), Some(base + rows - 1));
+    let staged: i64 = rt
+        .block_on(store.read(|c| {
+            c.query_row("SELECT count(*) FROM recent", [], |r| r.get(0))
+                .map_err(sitegate::store::StoreError::from)
+        }))
+        .expect("count");
+    assert_eq!(staged, 0, "opening compacts what was staged");
     rt.block_on(store.close()).expect("close");
 }

@@ -81,34 +81,46 @@ proptest! {
     #[test]
     fn answers_equal_the_naive_computation(
         // Dense clusters and sparse points; offsets collide now and then
-        // (duplicates: the first one sent is kept).
+        // (duplicates: the first one sent is kept). Some samples belong to
+        // another device: they must not leak into the answer.
         samples in prop::collection::vec(
-            (prop_oneof![0..SPAN, 0..(2 * MINUTE_MS), (HOUR_MS - 90_000)..(HOUR_MS + 90_000)], value_strategy()),
+            (
+                prop_oneof![0..SPAN, 0..(2 * MINUTE_MS), (HOUR_MS - 90_000)..(HOUR_MS + 90_000)],
+                value_strategy(),
+                prop::bool::weighted(0.8),
+            ),
             0..600,
         ),
-        splits in prop::collection::vec(0usize..600, 0..5),
+        splits in prop::collection::vec(0usize..600, 0..6),
+        compact_after in prop::collection::vec(any::<bool>(), 7),
         asks in prop::collection::vec(ask_strategy(), 1..12),
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = open(&config(dir.path()));
         let rt = rt();
         let tx = store.sample_sender();
-        let all: Vec<(i64, f64)> = samples.iter().map(|(off, v)| (BASE + off, *v)).collect();
-        // Random batch boundaries, each batch committed on its own, so rollup rows
-        // are merged across transactions and out of time order.
+        let all: Vec<(i64, f64, bool)> = samples.iter().map(|(off, v, pv)| (BASE + off, *v, *pv)).collect();
+        let pv: Vec<(i64, f64)> = all.iter().filter(|s| s.2).map(|s| (s.0, s.1)).collect();
+        // Random batch boundaries, each batch committed on its own: small batches
+        // are staged in `recent`, large ones go straight to `raw`, and compactions
+        // at random points move the staged ones, so rollup rows are merged across
+        // transactions and out of time order.
         let mut cuts: Vec<usize> = splits.into_iter().filter(|c| *c < all.len()).collect();
         cuts.push(all.len());
         cuts.sort_unstable();
         let mut from = 0;
-        for cut in cuts {
+        for (i, cut) in cuts.into_iter().enumerate() {
             let batch: Vec<_> = all[from..cut]
                 .iter()
-                .map(|(ts, v)| sample(0, Property::ActivePower, *ts, *v))
+                .map(|&(ts, v, is_pv)| sample(if is_pv { 0 } else { 1 }, Property::ActivePower, ts, v))
                 .collect();
             from = cut;
             rt.block_on(async {
                 tx.send(batch).await.expect("send");
                 store.flush().await.expect("flush");
+                if compact_after[i] {
+                    store.compact().await.expect("compact");
+                }
             });
         }
         for ask in asks {
@@ -120,7 +132,7 @@ proptest! {
                 aggregation: ask.aggregation,
             };
             let got = query(&store, &rt, DEVICES[0], q);
-            let expected = naive(&all, q.start_ms, q.end_ms, q.width_ms, q.aggregation);
+            let expected = naive(&pv, q.start_ms, q.end_ms, q.width_ms, q.aggregation);
             assert_same(&got, &expected, q.aggregation, &format!("{ask:?}"));
         }
         rt.block_on(store.close()).expect("close");

@@ -1,10 +1,19 @@
-//! Writing one batch of samples: raw rows plus the minute and hour rollups they
-//! touch, inside the writer's open transaction.
+//! Writing samples inside the writer's open transaction, by one of two paths:
+//!
+//! - **staged**: a small batch (fewer than [`DIRECT_PER_SERIES`] samples per
+//!   series) goes to `recent`, keyed by time, so the commit touches the end of one
+//!   b-tree instead of one `raw` page and two rollup pages per series;
+//! - **direct**: a large batch first compacts `recent`, then goes to `raw` sorted
+//!   by (series, ts) with its rollups, where each touched page holds many of its
+//!   samples.
+//!
+//! [`Ingest::compact`] moves `recent` into `raw` and the rollups. Either way a
+//! (series, ts) is stored once: the first one sent wins.
 //!
 //! Runs on the writer thread only. It must not begin or commit transactions (the
 //! writer does) and must not keep state beyond the series-id cache.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection};
 
@@ -13,6 +22,14 @@ use super::plan::{HOUR_MS, MINUTE_MS};
 use crate::model::{Property, Sample};
 
 const INSERT_RAW: &str = "INSERT OR IGNORE INTO raw (series, ts, value) VALUES (?1, ?2, ?3)";
+const IN_RAW: &str = "SELECT 1 FROM raw WHERE series = ?1 AND ts = ?2";
+const INSERT_RECENT: &str = "INSERT OR IGNORE INTO recent (ts, series, value) VALUES (?1, ?2, ?3)";
+
+/// Samples per series from which a batch goes straight to `raw`.
+pub const DIRECT_PER_SERIES: usize = 32;
+
+/// (series, ts, value).
+type Row = (i64, i64, f64);
 
 /// The upsert that folds a batch's summary of one period into a rollup row.
 /// Every right-hand side reads the old row, so the CASEs compare old offsets.
@@ -35,12 +52,14 @@ fn upsert_sql(table: &str) -> String {
 /// What one batch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IngestStats {
-    /// New raw rows.
+    /// New rows (in `raw` or `recent`).
     pub stored: usize,
     /// Samples whose (series, ts) was already stored: the first one is kept.
     pub duplicates: usize,
     /// NaN or infinite values, and samples of unknown devices: not stored.
     pub rejected: usize,
+    /// Of `stored`, the rows that went to `recent` (to be compacted).
+    pub staged: usize,
 }
 
 /// Maps samples to series ids and writes them. One per writer.
@@ -62,14 +81,14 @@ impl Ingest {
         }
     }
 
-    /// Writes `samples` inside the caller's transaction.
+    /// Writes `samples` inside the caller's transaction, staged or direct.
     pub fn write(
         &mut self,
         conn: &Connection,
         samples: &[Sample],
     ) -> rusqlite::Result<IngestStats> {
         let mut stats = IngestStats::default();
-        let mut rows: Vec<(i64, i64, f64)> = Vec::with_capacity(samples.len());
+        let mut rows: Vec<Row> = Vec::with_capacity(samples.len());
         for s in samples {
             if !s.value.is_finite() {
                 stats.rejected += 1;
@@ -80,10 +99,62 @@ impl Ingest {
                 None => stats.rejected += 1,
             }
         }
+        let series: HashSet<i64> = rows.iter().map(|r| r.0).collect();
+        if rows.len() >= DIRECT_PER_SERIES * series.len().max(1) {
+            self.compact(conn)?;
+            self.write_raw(conn, rows, &mut stats)?;
+        } else {
+            self.stage(conn, &rows, &mut stats)?;
+        }
+        Ok(stats)
+    }
+
+    /// Moves every row of `recent` into `raw` and the rollups; returns how many.
+    pub fn compact(&mut self, conn: &Connection) -> rusqlite::Result<usize> {
+        let rows: Vec<Row> = {
+            let mut stmt = conn.prepare_cached("SELECT series, ts, value FROM recent")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let mut stats = IngestStats::default();
+        self.write_raw(conn, rows, &mut stats)?;
+        conn.prepare_cached("DELETE FROM recent")?.execute([])?;
+        Ok(stats.stored)
+    }
+
+    fn stage(
+        &mut self,
+        conn: &Connection,
+        rows: &[Row],
+        stats: &mut IngestStats,
+    ) -> rusqlite::Result<()> {
+        let mut in_raw = conn.prepare_cached(IN_RAW)?;
+        let mut insert = conn.prepare_cached(INSERT_RECENT)?;
+        for &(series, ts, value) in rows {
+            if in_raw.exists(params![series, ts])?
+                || insert.execute(params![ts, series, value])? == 0
+            {
+                stats.duplicates += 1;
+            } else {
+                stats.stored += 1;
+                stats.staged += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_raw(
+        &mut self,
+        conn: &Connection,
+        mut rows: Vec<Row>,
+        stats: &mut IngestStats,
+    ) -> rusqlite::Result<()> {
         // Stable: of two samples with the same (series, ts) the one sent first is
         // inserted first and kept. Sorted rows also keep b-tree writes local.
         rows.sort_by_key(|&(series, ts, _)| (series, ts));
-
         let mut insert = conn.prepare_cached(INSERT_RAW)?;
         let mut minute = Rollup::new(conn, &self.upsert_minute, MINUTE_MS)?;
         let mut hour = Rollup::new(conn, &self.upsert_hour, HOUR_MS)?;
@@ -97,8 +168,7 @@ impl Ingest {
             hour.add(series, ts, value)?;
         }
         minute.flush()?;
-        hour.flush()?;
-        Ok(stats)
+        hour.flush()
     }
 
     fn series_id(

@@ -22,7 +22,7 @@ mod writer;
 
 pub use agg::{align, Agg, Aggregation};
 pub use error::StoreError;
-pub use ingest::IngestStats;
+pub use ingest::{IngestStats, DIRECT_PER_SERIES};
 pub use plan::{plan, Segment, Source, HOUR_MS, MINUTE_MS};
 pub use query::{LatestValue, Point, SeriesQuery};
 pub use retention::{RetentionReport, CHUNK_ROWS};
@@ -87,6 +87,7 @@ impl StoreHandle {
                 rollup_ms: i64::from(config.rollup_retention_days) * MS_PER_DAY,
                 max_bytes: config.max_size_mb.saturating_mul(1024 * 1024),
             },
+            staged: 0,
         };
         let (samples, samples_rx) = mpsc::channel(SAMPLE_QUEUE);
         let (jobs, jobs_rx) = mpsc::channel(JOB_QUEUE);
@@ -185,6 +186,17 @@ impl StoreHandle {
         let (reply, rx) = oneshot::channel();
         self.jobs
             .send(Job::Retention { now_ms, reply })
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Moves samples staged in `recent` into `raw` and the rollups now (the
+    /// writer does it every minute, at start and at close); returns how many.
+    pub async fn compact(&self) -> Result<usize, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(Job::Compact(reply))
             .await
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?

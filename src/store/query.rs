@@ -3,8 +3,11 @@
 //! blocking threads.
 //!
 //! The bucket fold follows [`plan`](super::plan): whole rollup periods come from
-//! rollup rows, partial ones from raw samples, merged with [`Agg::merge`], so the
-//! result equals a fold over the raw samples. Nothing here writes.
+//! rollup rows, partial ones from raw samples, and samples still staged in
+//! `recent` are added wherever they fall, all merged with [`Agg::merge`], so the
+//! result equals a fold over every stored sample. Each answer reads one snapshot
+//! (one read transaction), so a compaction committing meanwhile cannot count a
+//! sample twice or not at all. Nothing here writes.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -48,16 +51,19 @@ pub fn time_series(
     device: &str,
     q: &SeriesQuery,
 ) -> rusqlite::Result<Vec<Point>> {
-    let Some(series) = find_series(conn, device, q.property)? else {
+    let snapshot = conn.unchecked_transaction()?;
+    let Some(series) = find_series(&snapshot, device, q.property)? else {
         return Ok(Vec::new());
     };
-    Ok(buckets(conn, series, q.start_ms, q.end_ms, q.width_ms)?
-        .into_iter()
-        .map(|(ts_ms, agg)| Point {
-            ts_ms,
-            value: agg.value(q.aggregation),
-        })
-        .collect())
+    Ok(
+        buckets(&snapshot, series, q.start_ms, q.end_ms, q.width_ms)?
+            .into_iter()
+            .map(|(ts_ms, agg)| Point {
+                ts_ms,
+                value: agg.value(q.aggregation),
+            })
+            .collect(),
+    )
 }
 
 /// The series id of (device, property), if anything was ever stored for it.
@@ -71,7 +77,8 @@ pub fn find_series(
         .optional()
 }
 
-/// Per-bucket summaries of one series over `[start, end)`, ascending.
+/// Per-bucket summaries of one series over `[start, end)`, ascending. Call it
+/// inside a read transaction (see the module docs).
 pub fn buckets(
     conn: &Connection,
     series: i64,
@@ -127,12 +134,26 @@ pub fn buckets(
             }
         }
     }
+    let mut recent = conn.prepare_cached(
+        "SELECT ts, value FROM recent WHERE ts >= ?2 AND ts < ?3 AND series = ?1",
+    )?;
+    let mut rows = recent.query(params![series, start, end])?;
+    while let Some(row) = rows.next()? {
+        let ts: i64 = row.get(0)?;
+        let agg = Agg::one(ts, row.get(1)?);
+        let bucket = align(ts, width);
+        match out.binary_search_by_key(&bucket, |(b, _)| *b) {
+            Ok(i) => out[i].1.merge(&agg),
+            Err(i) => out.insert(i, (bucket, agg)),
+        }
+    }
     Ok(out)
 }
 
-/// The newest value of every stored series: from raw samples, or from the hour
-/// rollups when the raw ones were already deleted by retention.
+/// The newest value of every stored series: from staged or raw samples, or from
+/// the hour rollups when the raw ones were already deleted by retention.
 pub fn latest(conn: &Connection) -> rusqlite::Result<Vec<LatestValue>> {
+    let conn = &conn.unchecked_transaction()?;
     let mut series = conn.prepare("SELECT id, device, property FROM series ORDER BY id")?;
     let rows: Vec<(i64, String, String)> = series
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
@@ -142,20 +163,23 @@ pub fn latest(conn: &Connection) -> rusqlite::Result<Vec<LatestValue>> {
     let mut hour = conn.prepare(
         "SELECT bucket + last_off, last_v FROM rollup_1h WHERE series = ?1 ORDER BY bucket DESC LIMIT 1",
     )?;
+    let mut staged =
+        conn.prepare("SELECT ts, value FROM recent WHERE series = ?1 ORDER BY ts DESC LIMIT 1")?;
     let mut out = Vec::with_capacity(rows.len());
     for (id, device, property) in rows {
         // A name this binary does not know was written by a newer one: skip it.
         let Ok(property) = property.parse::<Property>() else {
             continue;
         };
-        let newest: Option<(i64, f64)> = match raw
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?
-        {
+        let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
+        let stored = match raw.query_row([id], pair).optional()? {
             Some(v) => Some(v),
-            None => hour
-                .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?,
+            None => hour.query_row([id], pair).optional()?,
+        };
+        let staged = staged.query_row([id], pair).optional()?;
+        let newest = match (stored, staged) {
+            (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+            (a, b) => a.or(b),
         };
         if let Some((ts_ms, value)) = newest {
             out.push(LatestValue {

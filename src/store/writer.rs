@@ -24,6 +24,10 @@ use super::retention::{Policy, RetentionReport, Step};
 use super::StoreError;
 use crate::model::{time::now_ms, Sample};
 
+/// How often staged rows (`recent`) are compacted into `raw` and the rollups;
+/// also whenever `batch_size` rows are staged.
+const COMPACT_EVERY: Duration = Duration::from_secs(60);
+
 /// How often a retention pass starts (the first one this long after start, so
 /// opening the store stays quick).
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
@@ -40,6 +44,7 @@ pub(crate) enum Job {
         now_ms: i64,
         reply: oneshot::Sender<Result<RetentionReport, StoreError>>,
     },
+    Compact(oneshot::Sender<Result<usize, StoreError>>),
     Close(oneshot::Sender<()>),
 }
 
@@ -49,6 +54,8 @@ pub(crate) struct Writer {
     pub flush_interval: Duration,
     pub batch_size: usize,
     pub policy: Policy,
+    /// Rows in `recent` since the last compaction (as far as this writer knows).
+    pub staged: usize,
 }
 
 impl Writer {
@@ -65,6 +72,11 @@ impl Writer {
             }
         };
         rt.block_on(async move {
+            // Rows staged before a crash or a shutdown go to `raw` first.
+            if let Err(e) = self.compact() {
+                tracing::error!(error = %e, "compacting staged samples at start failed");
+            }
+            let mut next_compaction = Instant::now() + COMPACT_EVERY;
             let mut pending: Vec<Sample> = Vec::new();
             let mut deadline: Option<Instant> = None;
             let mut samples_open = true;
@@ -81,13 +93,21 @@ impl Writer {
                                 self.commit(&mut pending, None);
                                 let _ = reply.send(self.policy.run(&self.conn, now_ms).map_err(Into::into));
                             }
+                            Some(Job::Compact(reply)) => {
+                                self.commit(&mut pending, None);
+                                let _ = reply.send(self.compact());
+                            }
                             Some(Job::Close(reply)) => {
                                 self.commit(&mut pending, None);
+                                if let Err(e) = self.compact() {
+                                    tracing::error!(error = %e, "compacting at shutdown failed");
+                                }
                                 let _ = reply.send(());
                                 break;
                             }
                             None => {
                                 self.commit(&mut pending, None);
+                                let _ = self.compact();
                                 break;
                             }
                         }
@@ -110,6 +130,12 @@ impl Writer {
                         self.commit(&mut pending, None);
                         deadline = None;
                     }
+                    _ = tokio::time::sleep_until(next_compaction) => {
+                        if let Err(e) = self.compact() {
+                            tracing::error!(error = %e, "compacting staged samples failed; retrying later");
+                        }
+                        next_compaction = Instant::now() + COMPACT_EVERY;
+                    }
                     _ = tokio::time::sleep_until(next_retention), if retention_at.is_none() => {
                         retention_at = Some(now_ms());
                         next_retention = Instant::now() + RETENTION_EVERY;
@@ -121,6 +147,22 @@ impl Writer {
             }
         });
         tracing::info!("store writer stopped");
+    }
+
+    /// Moves `recent` into `raw` and the rollups in one transaction.
+    fn compact(&mut self) -> Result<usize, StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match self.ingest.compact(&self.conn) {
+            Ok(n) => {
+                self.conn.execute_batch("COMMIT")?;
+                self.staged = 0;
+                Ok(n)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e.into())
+            }
+        }
     }
 
     /// One step of the running retention pass; `None` when the pass is over.
@@ -162,6 +204,11 @@ impl Writer {
         if let Some(reply) = reply {
             reply(result);
         }
+        if self.staged >= self.batch_size {
+            if let Err(e) = self.compact() {
+                tracing::error!(error = %e, "compacting staged samples failed; retrying later");
+            }
+        }
     }
 
     fn transaction(
@@ -173,6 +220,7 @@ impl Writer {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         if !samples.is_empty() {
             let stats = self.ingest.write(&self.conn, samples)?;
+            self.staged += stats.staged;
             if stats.duplicates + stats.rejected > 0 {
                 tracing::debug!(
                     duplicates = stats.duplicates,

@@ -20,6 +20,19 @@ CREATE TABLE raw (
     PRIMARY KEY (series, ts)
 ) WITHOUT ROWID;
 
+-- Samples committed but not yet compacted into `raw` and the rollups. Keyed by
+-- time first, so a small commit (one sample of each of hundreds of series) appends
+-- to the end of one b-tree instead of dirtying one `raw` page per series: that is
+-- what keeps a 1 s flush interval from wearing out the flash. The writer moves
+-- these rows into `raw` every minute (and at start and shutdown); readers add
+-- them to what `raw` and the rollups say. A (series, ts) is never in both.
+CREATE TABLE recent (
+    ts     INTEGER NOT NULL,
+    series INTEGER NOT NULL,
+    value  REAL    NOT NULL,
+    PRIMARY KEY (ts, series)
+) WITHOUT ROWID;
+
 -- Rollups: one row per series and whole period (minute, hour) holding at least
 -- one sample. `bucket` is the period start (epoch ms, aligned to the period);
 -- first/last keep their time as an offset (ms) from `bucket` so that later
