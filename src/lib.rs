@@ -12,4 +12,5 @@ pub mod logging;
 pub mod modbus;
 pub mod model;
 pub mod sim;
+pub mod store;
 pub mod telemetry;

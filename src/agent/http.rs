@@ -9,6 +9,7 @@ use tokio_util::task::TaskTracker;
 
 use super::StartError;
 use crate::config::Config;
+use crate::store::StoreHandle;
 use crate::telemetry::Live;
 
 pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, StartError> {
@@ -25,8 +26,8 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
     Ok(listeners)
 }
 
-pub(super) fn router(config: &Config, live: Arc<Live>) -> axum::Router {
-    crate::api::router(crate::api::ApiState::new(config, live))
+pub(super) fn router(config: &Config, live: Arc<Live>, store: StoreHandle) -> axum::Router {
+    crate::api::router(crate::api::ApiState::new(config, live).with_store(store))
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

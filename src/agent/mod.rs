@@ -15,7 +15,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::modbus::{BusHandle, BusTask, DeviceMaps};
-use crate::telemetry::{Live, Telemetry};
+use crate::store::{StoreError, StoreHandle};
+use crate::telemetry::{Live, Reading, Telemetry};
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -28,6 +29,8 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot open the measurement store {path}: {source}")]
+    Store { path: String, source: StoreError },
 }
 
 /// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].
@@ -35,6 +38,7 @@ pub struct Agent {
     config: Arc<Config>,
     live: Arc<Live>,
     telemetry: Telemetry,
+    store: StoreHandle,
     maps: Arc<DeviceMaps>,
     buses: HashMap<String, BusHandle>,
     http_addrs: Vec<SocketAddr>,
@@ -53,7 +57,8 @@ impl Agent {
         let listeners = http::bind(&config.http.listen).await?;
 
         let live = Arc::new(Live::new(&config.devices));
-        let telemetry = Telemetry::new(live.clone(), None);
+        let store = open_store(&config, &live).await?;
+        let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
 
         let mut buses = HashMap::new();
@@ -70,7 +75,7 @@ impl Agent {
             buses.insert(bus.name.clone(), handle);
         }
 
-        let router = http::router(&config, live.clone());
+        let router = http::router(&config, live.clone(), store.clone());
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
             tracing::info!(%addr, "HTTP API listening");
@@ -80,6 +85,7 @@ impl Agent {
             config,
             live,
             telemetry,
+            store,
             maps,
             buses,
             http_addrs,
@@ -103,6 +109,10 @@ impl Agent {
 
     pub fn telemetry(&self) -> &Telemetry {
         &self.telemetry
+    }
+
+    pub fn store(&self) -> &StoreHandle {
+        &self.store
     }
 
     pub fn device_maps(&self) -> &Arc<DeviceMaps> {
@@ -131,6 +141,40 @@ impl Agent {
                 "some tasks did not stop within the grace period"
             );
         }
+        // After the pollers: their last samples are committed too.
+        if let Err(e) = self.store.close().await {
+            tracing::error!(error = %e, "closing the measurement store failed");
+        }
         tracing::info!("agent stopped");
     }
+}
+
+/// Opens the store (migrations run on a blocking thread) and fills the latest
+/// values from it, so a restarted agent answers before its first poll.
+async fn open_store(config: &Config, live: &Live) -> Result<StoreHandle, StartError> {
+    let storage = config.storage.clone();
+    let path = storage.path.display().to_string();
+    let devices = config.devices.iter().map(|d| d.reference.clone()).collect();
+    let fail = |source| StartError::Store {
+        path: path.clone(),
+        source,
+    };
+    let store = tokio::task::spawn_blocking(move || StoreHandle::open(&storage, devices))
+        .await
+        .map_err(|e| fail(StoreError::Reader(e.to_string())))?
+        .map_err(fail)?;
+    let latest = store.latest().await.map_err(fail)?;
+    let mut restored = 0usize;
+    for l in latest {
+        if let Some(id) = live.find(&l.device) {
+            let reading = Reading {
+                ts_ms: l.ts_ms,
+                value: l.value,
+            };
+            live.restore(id, l.property, reading);
+            restored += 1;
+        }
+    }
+    tracing::info!(path = %path, restored, "measurement store open");
+    Ok(store)
 }

@@ -36,6 +36,7 @@ mod measurements;
 mod ops;
 mod query;
 mod readiness;
+mod timeseries;
 mod token;
 
 #[cfg(test)]
@@ -44,7 +45,7 @@ mod tests;
 use std::sync::Arc;
 
 use axum::middleware;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 pub use auth::{require_read, require_steer, Auth, Caller};
@@ -59,6 +60,7 @@ pub use readiness::{Readiness, ReadyFlag};
 pub use token::{hash_token, new_token, token_config_snippet, NewToken, TOKEN_PREFIX};
 
 use crate::config::{Config, SiteConfig};
+use crate::store::StoreHandle;
 use crate::telemetry::Live;
 
 /// Everything handlers share. Cheap to clone (a few `Arc`s); one clone per request.
@@ -72,6 +74,8 @@ pub struct ApiState {
     pub sites: Arc<[SiteConfig]>,
     /// Extra `/readyz` checks (the store registers "store open").
     pub readiness: Readiness,
+    /// The measurement store (time series); `None` until one is attached.
+    pub store: Option<StoreHandle>,
 }
 
 impl ApiState {
@@ -81,7 +85,22 @@ impl ApiState {
             auth: Arc::new(Auth::new(&config.http)),
             sites: config.sites.clone().into(),
             readiness: Readiness::new(),
+            store: None,
         }
+    }
+
+    /// Attaches the measurement store and registers its `/readyz` check.
+    pub fn with_store(mut self, store: StoreHandle) -> Self {
+        let probe = store.clone();
+        self.readiness.register("store", move || {
+            if probe.is_open() {
+                Ok(())
+            } else {
+                Err("the measurement store is closed".to_string())
+            }
+        });
+        self.store = Some(store);
+        self
     }
 }
 
@@ -100,6 +119,10 @@ pub fn router(state: ApiState) -> Router {
         .route(
             "/devices/{device_reference}/measurements/map",
             get(measurements::map),
+        )
+        .route(
+            "/devices/{device_reference}/measurements/time-series",
+            post(timeseries::time_series),
         )
         .route_layer(middleware::from_fn_with_state(
             state.auth.clone(),
