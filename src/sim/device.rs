@@ -24,6 +24,8 @@ pub enum Kind {
     Battery(Battery),
     Meter(Meter),
     Profile(ProfileDevice),
+    /// Values fixed at build time.
+    Fixed,
 }
 
 pub struct Device {
@@ -73,6 +75,10 @@ impl Device {
                 let (map, meter) = Meter::build(spec.unit_id, &serial, site_max_w);
                 (map, Kind::Meter(meter))
             }
+            SimKind::Fixed { variant, rated_w } => (
+                super::variants::build(variant, spec.unit_id, &serial, rated_w),
+                Kind::Fixed,
+            ),
             SimKind::Profile {
                 ref profile,
                 readable_gaps,
@@ -114,13 +120,13 @@ impl Device {
         match &self.kind {
             Kind::Inverter(inv) => inv.validate(&self.map, addr, values)?,
             Kind::Battery(bat) => bat.validate(&self.map, addr, values)?,
-            Kind::Meter(_) | Kind::Profile(_) => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
         }
         self.map.write(addr, values)?;
         match &mut self.kind {
             Kind::Inverter(inv) => inv.on_write(addr, count, at),
             Kind::Battery(bat) => bat.on_write(addr, count, at),
-            Kind::Meter(_) | Kind::Profile(_) => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
         }
         Ok(())
     }
@@ -130,7 +136,7 @@ impl Device {
         match &mut self.kind {
             Kind::Inverter(inv) => inv.check_revert(&mut self.map, now),
             Kind::Battery(bat) => bat.check_revert(&mut self.map, now),
-            Kind::Meter(_) | Kind::Profile(_) => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
         }
     }
 
@@ -166,6 +172,7 @@ impl Device {
                 s.ac_power_w = meter.ac_power_w();
                 (s.energy_produced_wh, s.energy_consumed_wh) = meter.energy_wh();
             }
+            Kind::Fixed => {}
             Kind::Profile(p) => {
                 let v = |x| p.value(x).unwrap_or(0.0);
                 s.ac_power_w = v(Property::ActivePower);

@@ -311,6 +311,15 @@ impl MapBuilder {
         }
     }
 
+    /// Appends a block the agent has no definition for (a vendor model, or a
+    /// model with repeating groups): ID, L and `len` zero registers, all declared.
+    pub fn raw_model(&mut self, id: u16, len: u16) {
+        let addr = self.map.base + self.map.words.len() as u16;
+        self.map.push(&[id, len]);
+        self.map.push(&vec![0; usize::from(len)]);
+        self.map.models.push(ModelEntry { id, addr, len });
+    }
+
     /// Declares the model's trailing `Pad` register (models 1 and 120 end with one;
     /// the crate generates no constant for pads). Value 0, read-only.
     pub fn pad_tail<M: Model>(&mut self, b: Block<M>) {

@@ -26,6 +26,7 @@ mod rtu;
 mod server;
 mod service;
 mod site;
+mod variants;
 
 use std::net::SocketAddr;
 
@@ -33,6 +34,7 @@ pub use device::SimDeviceHandle;
 pub use faulty::{Fault, FaultyPeer};
 pub use rtu::SimRtuLine;
 pub use site::SimSite;
+pub use variants::{expected as fixed_values, Variant};
 
 /// Everything a simulated site is made of.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,6 +141,9 @@ pub enum SimKind {
     },
     /// Three-phase grid meter at the connection point (models 1, 203).
     Meter,
+    /// A SunSpec device with fixed values (float inverter or meter, DER
+    /// storage): see [`fixed_values`] for what it shows.
+    Fixed { variant: Variant, rated_w: f64 },
     /// A non-SunSpec device laid out from a register-map profile. With
     /// `readable_gaps`, registers between the named ones read 0; without, they
     /// answer "illegal data address".
