@@ -38,7 +38,7 @@ fn minimum(spans: &[Span], gap: u16) -> usize {
         let mut end = s[i].end();
         for j in i..s.len() {
             if j > i {
-                let hole = i64::from(s[j].addr) - i64::from(end as u32);
+                let hole = i64::from(s[j].addr) - i64::from(end);
                 if s[j].table != s[i].table || hole > i64::from(gap) {
                     break;
                 }

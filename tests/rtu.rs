@@ -166,3 +166,37 @@ async fn two_devices_share_a_line_with_a_silent_third() {
     line.stop().await;
     drop(slave);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_finds_devices_on_a_serial_line() {
+    use sitegate::config::{Parity, RtuConfig, Transport};
+    use sitegate::modbus::{link::Port, scan};
+
+    let (master, slave) = tokio_serial::SerialStream::pair().expect("pty pair");
+    let path = slave.name().expect("pty slave path");
+    let line = SimRtuLine::start(
+        master,
+        &[
+            spec(2, SimKind::Meter),
+            spec(5, SimKind::Inverter { rated_w: 3000.0 }),
+        ],
+    );
+    let transport = Transport::Rtu(RtuConfig {
+        path: path.into(),
+        baud: 38_400,
+        parity: Parity::None,
+        data_bits: 8,
+        stop_bits: 1,
+    });
+    let mut port = Port::new(transport.clone(), Duration::from_millis(200));
+    let found = scan::scan(&mut port, &[1, 2, 3, 4, 5], |_| {}).await;
+    let units: Vec<u8> = found.iter().map(|f| f.unit).collect();
+    assert_eq!(units, [2, 5]);
+    assert_eq!(found[0].devices[0].models, [1, 203]);
+    assert_eq!(found[1].devices[0].info.serial.as_deref(), Some("RTU-5"));
+    let snippet = scan::snippet("rs485", &transport, 1000, &found, "ste_a");
+    assert!(snippet.contains("baud = 38400"), "{snippet}");
+    assert!(snippet.contains("unit_id = 5"), "{snippet}");
+    line.stop().await;
+    drop(slave);
+}

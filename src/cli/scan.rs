@@ -98,15 +98,14 @@ pub fn scan(args: ScanArgs) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     }
     let mut port = Port::new(transport.clone(), Duration::from_millis(args.timeout_ms));
-    let found = super::run::block_on(async {
+    super::run::block_on(async {
         let found = scan::scan(&mut port, &units, |u| {
             complain(&format!("asking unit {u} ..."));
         })
         .await;
         port.close().await;
         report(&args, &transport, &found)
-    });
-    found
+    })
 }
 
 fn report(args: &ScanArgs, transport: &Transport, found: &[scan::Found]) -> ExitCode {
