@@ -7,20 +7,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sitegate::config::{parse, DeviceConfig, ProfileRef, Transport};
-use sitegate::modbus::error::ModbusError;
-use sitegate::modbus::link::Port;
+use sitegate::modbus::link::{Port, UnitReader};
 use sitegate::modbus::plan::{Span, Table};
 use sitegate::modbus::poll::{poll_device, DeviceState};
 use sitegate::modbus::profile::{self, Profile};
-use sitegate::modbus::reader::RegisterReader;
 use sitegate::sim::{SimDeviceSpec, SimKind, SimServerSpec, SimSite, SimSiteSpec};
 
-struct Unit<'a>(&'a mut Port, u8);
-
-impl RegisterReader for Unit<'_> {
-    async fn read(&mut self, span: Span) -> Result<Vec<u16>, ModbusError> {
-        self.0.read(self.1, span).await
-    }
+fn unit(port: &mut Port) -> UnitReader<'_> {
+    UnitReader { port, unit: 1 }
 }
 
 /// Fewest requests reading `spans`: each request is a run of spans (sorted)
@@ -171,7 +165,7 @@ async fn requests_per_poll_are_the_computed_minimum() {
             let mut state = DeviceState::default();
             for round in 0..3 {
                 let before = dev.read_count();
-                let polled = poll_device(&mut Unit(&mut port, 1), &cfg, gap, &mut state)
+                let polled = poll_device(&mut unit(&mut port), &cfg, gap, &mut state)
                     .await
                     .unwrap_or_else(|e| panic!("{name} gap {gap}: {e}"));
                 let reads = (dev.read_count() - before) as usize;
@@ -196,7 +190,7 @@ async fn a_device_that_refuses_holes_gets_a_learned_gapless_plan() {
     let (sim, mut port, cfg) = setup(profile.clone(), false).await;
     let dev = sim.device("dev", 1).unwrap();
     let mut state = DeviceState::default();
-    let first = poll_device(&mut Unit(&mut port, 1), &cfg, 16, &mut state)
+    let first = poll_device(&mut unit(&mut port), &cfg, 16, &mut state)
         .await
         .unwrap();
     assert_eq!(first.values.len(), 4, "every value despite the refusals");
@@ -204,7 +198,7 @@ async fn a_device_that_refuses_holes_gets_a_learned_gapless_plan() {
     assert!(minimum(&needed, 16) < minimum(&needed, 0));
     for _ in 0..2 {
         let before = dev.read_count();
-        let polled = poll_device(&mut Unit(&mut port, 1), &cfg, 16, &mut state)
+        let polled = poll_device(&mut unit(&mut port), &cfg, 16, &mut state)
             .await
             .unwrap();
         assert_eq!(polled.values.len(), 4);

@@ -199,3 +199,15 @@ async fn tcp_call(ctx: &mut Context, pdu: &Pdu) -> tokio_modbus::Result<Reply> {
         _ => Reply::Written,
     }))
 }
+
+/// One unit id on a port, as a [`RegisterReader`] (discovery, scans, tests).
+pub struct UnitReader<'a> {
+    pub port: &'a mut Port,
+    pub unit: u8,
+}
+
+impl super::reader::RegisterReader for UnitReader<'_> {
+    async fn read(&mut self, span: Span) -> Result<Vec<u16>, ModbusError> {
+        self.port.read(self.unit, span).await
+    }
+}

@@ -8,10 +8,7 @@
 
 use std::fmt::Write as _;
 
-use super::error::ModbusError;
-use super::link::Port;
-use super::plan::Span;
-use super::reader::RegisterReader;
+use super::link::{Port, UnitReader};
 use super::sunspec::{self, ModelBlock};
 use crate::config::{Parity, Transport};
 use crate::model::DeviceType;
@@ -33,23 +30,12 @@ pub struct Found {
     pub devices: Vec<FoundDevice>,
 }
 
-struct Unit<'a> {
-    port: &'a mut Port,
-    unit: u8,
-}
-
-impl RegisterReader for Unit<'_> {
-    async fn read(&mut self, span: Span) -> Result<Vec<u16>, ModbusError> {
-        self.port.read(self.unit, span).await
-    }
-}
-
 /// Scans `units` in order; `progress` hears of each unit before it is asked.
 pub async fn scan(port: &mut Port, units: &[u8], mut progress: impl FnMut(u8)) -> Vec<Found> {
     let mut found = Vec::new();
     for &unit in units {
         progress(unit);
-        let mut r = Unit {
+        let mut r = UnitReader {
             port: &mut *port,
             unit,
         };
@@ -62,7 +48,7 @@ pub async fn scan(port: &mut Port, units: &[u8], mut progress: impl FnMut(u8)) -
     found
 }
 
-async fn probe(r: &mut Unit<'_>) -> Result<Option<Found>, String> {
+async fn probe(r: &mut UnitReader<'_>) -> Result<Option<Found>, String> {
     let base = match sunspec::find_base(r).await {
         Ok(b) => b,
         Err(sunspec::DiscoveryError::NotSunspec) => return Ok(None),

@@ -12,13 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::broadcast;
-use tokio_modbus::ExceptionCode;
+use tokio_modbus::{ExceptionCode, Request, Response, SlaveRequest};
 use tokio_util::sync::CancellationToken;
 
-use super::device::{lock, Device, DeviceCell};
+use super::device::{Device, DeviceCell};
 use super::service::ServerShared;
 use super::{SimDeviceHandle, SimDeviceSpec};
-use crate::modbus::plan::Table;
 use crate::modbus::rtu::frame::{self, Answer, Pdu, MAX_FRAME};
 
 /// A running simulated line.
@@ -122,31 +121,30 @@ async fn serve(
 }
 
 /// The answer frame to a request frame, or `None` when a slave stays silent.
+/// Requests are answered by the same code as over TCP.
 fn respond(shared: &ServerShared, req: &[u8]) -> Option<Vec<u8>> {
     let (unit, pdu) = frame::decode_request(req).ok()?;
-    let cell = shared.devices.get(&unit)?;
+    shared.devices.get(&unit)?;
     let function = req.get(1).copied()?;
-    let pdu = match pdu {
-        Ok(p) => p,
-        Err(_) => {
-            let a = Answer::Exception(ExceptionCode::IllegalFunction);
-            return Some(frame::answer(unit, function, &a, None));
+    let Ok(pdu) = pdu else {
+        let a = Answer::Exception(ExceptionCode::IllegalFunction);
+        return Some(frame::answer(unit, function, &a, None));
+    };
+    let request = match &pdu {
+        Pdu::ReadHolding { addr, count } => Request::ReadHoldingRegisters(*addr, *count),
+        Pdu::ReadInput { addr, count } => Request::ReadInputRegisters(*addr, *count),
+        Pdu::WriteSingle { addr, value } => Request::WriteSingleRegister(*addr, *value),
+        Pdu::WriteMultiple { addr, values } => {
+            Request::WriteMultipleRegisters(*addr, values.as_slice().into())
         }
     };
-    let answer = match &pdu {
-        Pdu::ReadHolding { addr, count } => lock(cell).read(Table::Holding, *addr, *count),
-        Pdu::ReadInput { addr, count } => lock(cell).read(Table::Input, *addr, *count),
-        Pdu::WriteSingle { addr, value } => shared
-            .write(unit, Some(cell), *addr, &[*value])
-            .map(|()| Vec::new()),
-        Pdu::WriteMultiple { addr, values } => shared
-            .write(unit, Some(cell), *addr, values)
-            .map(|()| Vec::new()),
-    };
-    let a = match (answer, &pdu) {
-        (Err(code), _) => Answer::Exception(code),
-        (Ok(words), Pdu::ReadHolding { .. } | Pdu::ReadInput { .. }) => Answer::Words(words),
-        (Ok(_), _) => Answer::Written,
+    let a = match shared.handle(SlaveRequest {
+        slave: unit,
+        request,
+    }) {
+        Err(code) => Answer::Exception(code),
+        Ok(Response::ReadHoldingRegisters(w) | Response::ReadInputRegisters(w)) => Answer::Words(w),
+        Ok(_) => Answer::Written,
     };
     Some(frame::answer(unit, function, &a, Some(&pdu)))
 }

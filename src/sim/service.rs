@@ -61,7 +61,7 @@ impl ServerShared {
         }
     }
 
-    pub(super) fn write(
+    fn write(
         &self,
         unit: u8,
         device: Option<&DeviceCell>,
