@@ -189,7 +189,7 @@ async fn scan_finds_devices_on_a_serial_line() {
         stop_bits: 1,
     });
     let mut port = Port::new(transport.clone(), Duration::from_millis(200));
-    let found = scan::scan(&mut port, &[1, 2, 3, 4, 5], |_| {}).await;
+    let found = scan::scan(&mut port, &[1, 2, 3, 4, 5], |_| ()).await;
     let units: Vec<u8> = found.iter().map(|f| f.unit).collect();
     assert_eq!(units, [2, 5]);
     assert_eq!(found[0].devices[0].models, [1, 203]);

@@ -99,8 +99,9 @@ pub fn scan(args: ScanArgs) -> ExitCode {
     }
     let mut port = Port::new(transport.clone(), Duration::from_millis(args.timeout_ms));
     super::run::block_on(async {
-        let found = scan::scan(&mut port, &units, |u| {
-            complain(&format!("asking unit {u} ..."));
+        let found = scan::scan(&mut port, &units, |p| match p {
+            scan::Progress::Asking(u) => complain(&format!("asking unit {u} ...")),
+            scan::Progress::Failed(u, e) => complain(&format!("  unit {u}: {e}")),
         })
         .await;
         port.close().await;

@@ -30,11 +30,24 @@ pub struct Found {
     pub devices: Vec<FoundDevice>,
 }
 
-/// Scans `units` in order; `progress` hears of each unit before it is asked.
-pub async fn scan(port: &mut Port, units: &[u8], mut progress: impl FnMut(u8)) -> Vec<Found> {
+/// What a scan reports while it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress<'a> {
+    /// About to ask this unit id.
+    Asking(u8),
+    /// The unit id could not be asked (no answer, connection refused, ...).
+    Failed(u8, &'a str),
+}
+
+/// Scans `units` in order, telling `progress` what happens.
+pub async fn scan(
+    port: &mut Port,
+    units: &[u8],
+    mut progress: impl FnMut(Progress<'_>),
+) -> Vec<Found> {
     let mut found = Vec::new();
     for &unit in units {
-        progress(unit);
+        progress(Progress::Asking(unit));
         let mut r = UnitReader {
             port: &mut *port,
             unit,
@@ -42,7 +55,7 @@ pub async fn scan(port: &mut Port, units: &[u8], mut progress: impl FnMut(u8)) -
         match probe(&mut r).await {
             Ok(Some(f)) => found.push(Found { unit, ..f }),
             Ok(None) => {}
-            Err(e) => tracing::debug!(unit, error = %e, "no SunSpec device"),
+            Err(e) => progress(Progress::Failed(unit, &e)),
         }
     }
     found
