@@ -136,9 +136,9 @@ async fn two_devices_share_a_line_with_a_silent_third() {
         }
     }
     let gaps: Vec<i64> = seen.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(seen.len() >= 6, "PV polls in 3 s: {seen:?}");
+    assert!(seen.len() >= 5, "PV polls in 3 s: {seen:?}");
     assert!(
-        gaps.iter().all(|g| *g <= 200 + 2 * 250 + 300),
+        gaps.iter().all(|g| *g <= 200 + 2 * 250 + 500),
         "a poll waits at most for the silent unit's timeout: {gaps:?}"
     );
 
