@@ -7,4 +7,5 @@ pub mod config;
 pub mod logging;
 pub mod modbus;
 pub mod model;
+pub mod steering;
 pub mod telemetry;
