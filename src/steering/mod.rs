@@ -11,6 +11,7 @@
 //! or leave a device steered after its signal's validity ended.
 
 pub mod alloc;
+pub mod decide;
 pub mod request;
 pub mod signal;
 pub mod timeline;
