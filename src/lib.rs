@@ -3,6 +3,7 @@
 //! See `ARCHITECTURE.md` for the map of modules and the invariants they keep.
 
 pub mod agent;
+pub mod api;
 pub mod config;
 pub mod logging;
 pub mod modbus;

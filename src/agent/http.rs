@@ -26,8 +26,7 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
 }
 
 pub(super) fn router(config: &Config, live: Arc<Live>) -> axum::Router {
-    let _ = (config, live);
-    axum::Router::new()
+    crate::api::router(crate::api::ApiState::new(config, live))
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

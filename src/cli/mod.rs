@@ -7,7 +7,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use sitegate::config::Config;
+use sitegate::api::{new_token, token_config_snippet};
+use sitegate::config::{Config, Scope};
 
 use super::{EXIT_CONFIG, EXIT_USAGE};
 
@@ -54,7 +55,36 @@ fn plural(n: usize) -> &'static str {
 }
 
 pub fn token_new(name: &str, scopes: &str) -> ExitCode {
-    let _ = (name, scopes, EXIT_USAGE);
+    if name.trim().is_empty() {
+        complain("--name: must not be empty");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let mut parsed = Vec::new();
+    for s in scopes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match s.parse::<Scope>() {
+            Ok(scope) if !parsed.contains(&scope) => parsed.push(scope),
+            Ok(_) => {}
+            Err(e) => {
+                complain(&format!("--scopes: {e}"));
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    if parsed.is_empty() {
+        complain("--scopes: name at least one of read, steer");
+        return ExitCode::from(EXIT_USAGE);
+    }
+    let token = match new_token() {
+        Ok(t) => t,
+        Err(e) => {
+            complain(&format!("cannot get random bytes from the OS: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    complain("The token (shown once; give it to its user):");
+    say(&token.plaintext);
+    complain("\nAdd this to the config file (only the hash is stored):");
+    say(&token_config_snippet(name, &parsed, &token));
     ExitCode::SUCCESS
 }
 

@@ -1,0 +1,161 @@
+//! The machine-readable `code` of every problem, with its default HTTP status.
+//!
+//! The list is `api.md`'s plus `not_ready`; adding a code means adding it here and
+//! nowhere else. No rendering here: `error.rs` does that.
+
+use std::fmt;
+
+use axum::http::StatusCode;
+
+/// Machine-readable error codes (`code` in the body). Each has a default status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    InvalidJson,
+    UnknownField,
+    MissingField,
+    InvalidValue,
+    UnknownUnit,
+    UnknownProperty,
+    DeviceNotFound,
+    SiteNotFound,
+    NoMeasurement,
+    RangeTooLong,
+    TooManyPoints,
+    Expired,
+    Unauthorized,
+    Forbidden,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    RateLimited,
+    NotFound,
+    MethodNotAllowed,
+    /// `/readyz` while a subsystem is not ready (not in `api.md`'s list, which says
+    /// "at least").
+    NotReady,
+    /// Keep last: [`ErrorCode::ALL`]'s length check relies on it.
+    Internal,
+}
+
+// ALL has one entry per variant (the test below checks they are distinct).
+const _: () = assert!(ErrorCode::ALL.len() == ErrorCode::Internal as usize + 1);
+
+impl ErrorCode {
+    /// Every code, in declaration order (for documents such as OpenAPI).
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::InvalidJson,
+        ErrorCode::UnknownField,
+        ErrorCode::MissingField,
+        ErrorCode::InvalidValue,
+        ErrorCode::UnknownUnit,
+        ErrorCode::UnknownProperty,
+        ErrorCode::DeviceNotFound,
+        ErrorCode::SiteNotFound,
+        ErrorCode::NoMeasurement,
+        ErrorCode::RangeTooLong,
+        ErrorCode::TooManyPoints,
+        ErrorCode::Expired,
+        ErrorCode::Unauthorized,
+        ErrorCode::Forbidden,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::RateLimited,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::NotReady,
+        ErrorCode::Internal,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidJson => "invalid_json",
+            ErrorCode::UnknownField => "unknown_field",
+            ErrorCode::MissingField => "missing_field",
+            ErrorCode::InvalidValue => "invalid_value",
+            ErrorCode::UnknownUnit => "unknown_unit",
+            ErrorCode::UnknownProperty => "unknown_property",
+            ErrorCode::DeviceNotFound => "device_not_found",
+            ErrorCode::SiteNotFound => "site_not_found",
+            ErrorCode::NoMeasurement => "no_measurement",
+            ErrorCode::RangeTooLong => "range_too_long",
+            ErrorCode::TooManyPoints => "too_many_points",
+            ErrorCode::Expired => "expired",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
+            ErrorCode::RateLimited => "rate_limited",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::NotReady => "not_ready",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// The status a problem with this code gets unless told otherwise.
+    pub const fn default_status(self) -> StatusCode {
+        match self {
+            ErrorCode::InvalidJson
+            | ErrorCode::UnknownField
+            | ErrorCode::MissingField
+            | ErrorCode::InvalidValue
+            | ErrorCode::UnknownUnit
+            | ErrorCode::UnknownProperty
+            | ErrorCode::RangeTooLong
+            | ErrorCode::TooManyPoints
+            | ErrorCode::Expired => StatusCode::BAD_REQUEST,
+            ErrorCode::DeviceNotFound
+            | ErrorCode::SiteNotFound
+            | ErrorCode::NoMeasurement
+            | ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorCode::Forbidden => StatusCode::FORBIDDEN,
+            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The code for a bare error status that did not come with one (an axum
+    /// default response caught by the safety net).
+    pub fn for_status(status: StatusCode) -> ErrorCode {
+        match status {
+            StatusCode::UNAUTHORIZED => ErrorCode::Unauthorized,
+            StatusCode::FORBIDDEN => ErrorCode::Forbidden,
+            StatusCode::NOT_FOUND => ErrorCode::NotFound,
+            StatusCode::METHOD_NOT_ALLOWED => ErrorCode::MethodNotAllowed,
+            StatusCode::PAYLOAD_TOO_LARGE => ErrorCode::PayloadTooLarge,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => ErrorCode::UnsupportedMediaType,
+            StatusCode::TOO_MANY_REQUESTS => ErrorCode::RateLimited,
+            s if s.is_server_error() => ErrorCode::Internal,
+            _ => ErrorCode::InvalidValue,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_a_distinct_name_and_an_error_status() {
+        let names: std::collections::HashSet<_> =
+            ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), ErrorCode::ALL.len());
+        assert!(ErrorCode::ALL
+            .iter()
+            .all(|c| c.default_status().as_u16() >= 400));
+        assert_eq!(
+            ErrorCode::RateLimited.default_status(),
+            StatusCode::TOO_MANY_REQUESTS
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! The latest-value reads: `GET /devices/{ref}/measurement?property=P`,
+//! `.../measurements?properties=a,b` (a list) and `.../measurements/map?properties=a,b`.
+//!
+//! Answers come from the in-memory latest values only; this file must not touch
+//! the store (time series is a separate endpoint) and holds no lock across an await.
+
+use axum::extract::{RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
+use super::error::ApiError;
+use super::extract::ApiPath;
+use super::query::QueryParams;
+use super::ApiState;
+use crate::model::{Property, Unit};
+use crate::telemetry::{DeviceSnapshot, Reading};
+
+/// A measured value as a JSON number: integral values without a fraction
+/// (`65`, not `65.0`), others as they are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Num(pub f64);
+
+impl Serialize for Num {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+        if self.0.fract() == 0.0 && self.0.abs() < EXACT {
+            // Exact: an integral f64 below 2^53 converts to i64 without loss.
+            s.serialize_i64(self.0 as i64)
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
+}
+
+/// One element of the list answer (and of the uplink's measurement messages).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MeasurementView {
+    pub timestamp: i64,
+    pub property: Property,
+    pub value: Num,
+    pub unit: Unit,
+}
+
+impl MeasurementView {
+    pub fn new(property: Property, reading: Reading) -> Self {
+        Self {
+            timestamp: reading.ts_ms,
+            property,
+            value: Num(reading.value),
+            unit: property.unit(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Single<'a> {
+    timestamp: i64,
+    property: Property,
+    value: Num,
+    unit: Unit,
+    reference: &'a str,
+}
+
+#[derive(Serialize)]
+struct List<'a> {
+    reference: &'a str,
+    measurements: Vec<MeasurementView>,
+}
+
+#[derive(Serialize)]
+struct Map<'a> {
+    reference: &'a str,
+    measurements: InOrder,
+}
+
+/// `{"<property>": {"value", "unit"}, ...}` with keys in requested order.
+struct InOrder(Vec<MeasurementView>);
+
+impl Serialize for InOrder {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Entry {
+            value: Num,
+            unit: Unit,
+        }
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for m in &self.0 {
+            map.serialize_entry(
+                m.property.name(),
+                &Entry {
+                    value: m.value,
+                    unit: m.unit,
+                },
+            )?;
+        }
+        map.end()
+    }
+}
+
+/// `GET /devices/{ref}/measurement?property=P`: the newest sample of one property.
+pub async fn single(
+    State(state): State<ApiState>,
+    ApiPath(reference): ApiPath<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = QueryParams::parse(raw.as_deref(), &["property"])?;
+    let snapshot = device(&state, &reference)?;
+    let name = query.require("property")?;
+    let property = offered(&snapshot, &reference, "property", name)?;
+    let reading =
+        latest(&snapshot, property).ok_or_else(|| ApiError::no_measurement(&reference, name))?;
+    let body = Single {
+        timestamp: reading.ts_ms,
+        property,
+        value: Num(reading.value),
+        unit: property.unit(),
+        reference: &reference,
+    };
+    Ok(Json(body).into_response())
+}
+
+/// `GET /devices/{ref}/measurements?properties=a,b`: a list in requested order.
+pub async fn list(
+    State(state): State<ApiState>,
+    ApiPath(reference): ApiPath<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let measurements = requested(&state, &reference, raw.as_deref())?;
+    let body = List {
+        reference: &reference,
+        measurements,
+    };
+    Ok(Json(body).into_response())
+}
+
+/// `GET /devices/{ref}/measurements/map?properties=a,b`: keyed by property, no
+/// timestamps.
+pub async fn map(
+    State(state): State<ApiState>,
+    ApiPath(reference): ApiPath<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let measurements = requested(&state, &reference, raw.as_deref())?;
+    let body = Map {
+        reference: &reference,
+        measurements: InOrder(measurements),
+    };
+    Ok(Json(body).into_response())
+}
+
+/// The measurements named by `?properties=` (all offered when absent), in that
+/// order, duplicates once, those without a sample left out.
+fn requested(
+    state: &ApiState,
+    reference: &str,
+    raw_query: Option<&str>,
+) -> Result<Vec<MeasurementView>, ApiError> {
+    let query = QueryParams::parse(raw_query, &["properties"])?;
+    let snapshot = device(state, reference)?;
+    let properties = match query.optional("properties")? {
+        None => snapshot.properties.clone(),
+        Some(list) => {
+            let mut properties = Vec::new();
+            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let p = offered(&snapshot, reference, "properties", name)?;
+                if !properties.contains(&p) {
+                    properties.push(p);
+                }
+            }
+            if properties.is_empty() {
+                return Err(ApiError::invalid_value(
+                    "properties",
+                    format!("the query parameter \"properties\" names no property: {list:?}"),
+                ));
+            }
+            properties
+        }
+    };
+    Ok(properties
+        .into_iter()
+        .filter_map(|p| latest(&snapshot, p).map(|r| MeasurementView::new(p, r)))
+        .collect())
+}
+
+fn device(state: &ApiState, reference: &str) -> Result<DeviceSnapshot, ApiError> {
+    let id = state
+        .live
+        .find(reference)
+        .ok_or_else(|| ApiError::device_not_found(reference))?;
+    Ok(state.live.snapshot(id))
+}
+
+/// The property `name` if the device offers it, else 400 `unknown_property`
+/// listing what it does offer.
+fn offered(
+    snapshot: &DeviceSnapshot,
+    reference: &str,
+    field: &str,
+    name: &str,
+) -> Result<Property, ApiError> {
+    name.parse::<Property>()
+        .ok()
+        .filter(|p| snapshot.offers(*p))
+        .ok_or_else(|| ApiError::unknown_property(field, name, reference, &snapshot.properties))
+}
+
+/// The newest reading; a non-finite value (which no JSON number can carry) counts
+/// as none.
+fn latest(snapshot: &DeviceSnapshot, property: Property) -> Option<Reading> {
+    snapshot.reading(property).filter(|r| r.value.is_finite())
+}

@@ -1,0 +1,116 @@
+//! The HTTP API of `spec/api.md`: one axum router, its shared state, auth and
+//! errors. The MQTT RPC bridge calls the same router, so nothing here may depend
+//! on the transport (no peer addresses, no connection state).
+//!
+//! This module must not hold business logic: handlers parse and validate the
+//! request, call the owning layer (`telemetry`, later `store` and `steering`), and
+//! render the answer. They must not block the runtime or hold a lock across an
+//! await.
+//!
+//! # Adding a route
+//!
+//! 1. Write the handler in its own file under `src/api/` (for example
+//!    `timeseries.rs`). It takes `State<ApiState>` for shared state, [`ApiPath`]
+//!    for path parameters, `RawQuery` + [`QueryParams::parse`] for the query,
+//!    [`JsonBody`] for a body (validate the `serde_json::Value` field by field),
+//!    and [`Caller`] when it needs to know who asks (steering's audit log). It
+//!    returns `Result<impl IntoResponse, ApiError>`.
+//! 2. Put what it needs into [`ApiState`] as a cheap, cloneable handle (an `Arc`
+//!    or a channel sender), set in [`ApiState::new`] or with a builder method.
+//! 3. Register it in [`router`] inside the group of its scope: `read_routes` for
+//!    `read` (device data, time series, site and steering state), a
+//!    `steer_routes` group with `auth::require_steer` for steering POST/DELETE.
+//!    The same path may appear in both groups with different methods; axum
+//!    merges them, and each method keeps its own scope layer.
+//! 4. Errors: return an [`ApiError`]; map a layer's own error enum to it with a
+//!    `From` impl next to the handler. Never return a bare status or text: the
+//!    [safety net](ops::problem_safety_net) would still turn it into problem+json,
+//!    but with a poorer detail.
+
+mod auth;
+mod code;
+mod devices;
+mod error;
+mod extract;
+mod measurements;
+mod ops;
+mod query;
+mod readiness;
+mod token;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use axum::middleware;
+use axum::routing::get;
+use axum::Router;
+
+pub use auth::{require_read, require_steer, Auth, Caller};
+pub use devices::{device_views, DeviceView, PropertyView, StatusView};
+pub use error::{ApiError, ErrorCode, PROBLEM_JSON};
+pub use extract::{
+    check_json_content_type, parse_json, read_json, ApiPath, JsonBody, DEFAULT_BODY_LIMIT,
+};
+pub use measurements::{MeasurementView, Num};
+pub use query::QueryParams;
+pub use readiness::{Readiness, ReadyFlag};
+pub use token::{hash_token, new_token, token_config_snippet, NewToken, TOKEN_PREFIX};
+
+use crate::config::{Config, SiteConfig};
+use crate::telemetry::Live;
+
+/// Everything handlers share. Cheap to clone (a few `Arc`s); one clone per request.
+#[derive(Clone)]
+pub struct ApiState {
+    /// Latest values and device status.
+    pub live: Arc<Live>,
+    /// Tokens and auth mode; `Auth::reload` swaps them on SIGHUP.
+    pub auth: Arc<Auth>,
+    /// The configured sites, in config order.
+    pub sites: Arc<[SiteConfig]>,
+    /// Extra `/readyz` checks (the store registers "store open").
+    pub readiness: Readiness,
+}
+
+impl ApiState {
+    pub fn new(config: &Config, live: Arc<Live>) -> Self {
+        Self {
+            live,
+            auth: Arc::new(Auth::new(&config.http)),
+            sites: config.sites.clone().into(),
+            readiness: Readiness::new(),
+        }
+    }
+}
+
+/// The whole API. Serve it with `axum::serve(listener, router(state))`.
+pub fn router(state: ApiState) -> Router {
+    let read_routes = Router::new()
+        .route("/devices", get(devices::list))
+        .route(
+            "/devices/{device_reference}/measurement",
+            get(measurements::single),
+        )
+        .route(
+            "/devices/{device_reference}/measurements",
+            get(measurements::list),
+        )
+        .route(
+            "/devices/{device_reference}/measurements/map",
+            get(measurements::map),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            state.auth.clone(),
+            require_read,
+        ));
+
+    Router::new()
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .merge(read_routes)
+        .fallback(ops::not_found)
+        .layer(middleware::from_fn(ops::problem_safety_net))
+        .with_state(state)
+}
