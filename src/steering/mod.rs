@@ -16,6 +16,7 @@ pub mod request;
 pub mod signal;
 pub mod timeline;
 pub mod value;
+pub mod writer;
 
 pub use request::{Endpoint, RejectCode, Rejection, SteeringRequest};
 pub use signal::{Active, SiteSignal, StoredEntry};
