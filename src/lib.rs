@@ -8,5 +8,6 @@ pub mod config;
 pub mod logging;
 pub mod modbus;
 pub mod model;
+pub mod sim;
 pub mod steering;
 pub mod telemetry;

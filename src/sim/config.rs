@@ -1,0 +1,169 @@
+//! A simulated site from the agent's config: every TCP bus on a loopback IP
+//! becomes a server on that address, with one simulated device per configured
+//! device. Pure: reads the config, starts nothing.
+
+use std::net::{IpAddr, SocketAddr};
+
+use super::{SimDeviceSpec, SimKind, SimServerSpec, SimSiteSpec};
+use crate::config::{Config, DeviceConfig, Transport};
+use crate::model::DeviceType;
+
+/// Defaults for ratings the config leaves out.
+pub const DEFAULT_RATED_W: f64 = 10_000.0;
+pub const DEFAULT_CAPACITY_WH: f64 = 10_000.0;
+pub const DEFAULT_SOC_MIN: f64 = 5.0;
+pub const DEFAULT_SOC_MAX: f64 = 95.0;
+pub const DEFAULT_INITIAL_SOC: f64 = 50.0;
+pub const DEFAULT_BASE_LOAD_W: f64 = 600.0;
+
+impl SimSiteSpec {
+    /// One server per TCP bus whose host is a loopback IP (`127.x`, `::1`),
+    /// listening on that host and port (0 allowed). Buses elsewhere are real
+    /// devices and are left alone. Starts at the current time with the default
+    /// base load.
+    pub fn from_config(cfg: &Config, time_factor: f64) -> SimSiteSpec {
+        let servers = cfg
+            .buses
+            .iter()
+            .filter_map(|bus| {
+                let Transport::Tcp { host, port } = &bus.transport else {
+                    return None;
+                };
+                let ip: IpAddr = host.parse().ok()?;
+                ip.is_loopback().then(|| SimServerSpec {
+                    name: bus.name.clone(),
+                    listen: SocketAddr::new(ip, *port),
+                    devices: cfg.devices_on_bus(&bus.name).map(device_spec).collect(),
+                })
+            })
+            .collect();
+        SimSiteSpec {
+            servers,
+            time_factor,
+            start: None,
+            base_load_w: DEFAULT_BASE_LOAD_W,
+        }
+    }
+}
+
+fn device_spec(d: &DeviceConfig) -> SimDeviceSpec {
+    let kind = match d.device_type {
+        DeviceType::Inverter => SimKind::Inverter {
+            rated_w: d.rated_power_w.unwrap_or(DEFAULT_RATED_W),
+        },
+        DeviceType::Battery => {
+            let soc_min = d.soc_min.unwrap_or(DEFAULT_SOC_MIN);
+            let soc_max = d.soc_max.unwrap_or(DEFAULT_SOC_MAX);
+            let rated_w = d
+                .rated_power_w
+                .or(match (d.max_charge_power_w, d.max_discharge_power_w) {
+                    (Some(c), Some(dc)) => Some(c.max(dc)),
+                    (c, dc) => c.or(dc),
+                })
+                .unwrap_or(DEFAULT_RATED_W);
+            SimKind::Battery {
+                rated_w,
+                capacity_wh: d.capacity_wh.unwrap_or(DEFAULT_CAPACITY_WH),
+                initial_soc: DEFAULT_INITIAL_SOC.clamp(soc_min.min(soc_max), soc_max.max(soc_min)),
+                soc_min,
+                soc_max,
+            }
+        }
+        DeviceType::Meter => SimKind::Meter,
+    };
+    SimDeviceSpec {
+        unit_id: d.unit_id,
+        kind,
+        serial: serial(&d.reference),
+        refuse_writes: false,
+    }
+}
+
+/// A serial number derived from the device reference (unique per reference),
+/// at most the 32 characters of the Common model's `SN`.
+fn serial(reference: &str) -> String {
+    let s = format!("SIM-{}", reference.to_ascii_uppercase());
+    s.chars().take(32).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CFG: &str = r#"
+[http]
+listen = ["127.0.0.1:8080"]
+auth = "none"
+
+[[sites]]
+reference = "ste_home"
+name = "Home"
+
+[[buses]]
+name = "sim"
+tcp = "127.0.0.1:0"
+
+[[buses]]
+name = "lan"
+tcp = "192.168.1.50:502"
+
+[[devices]]
+name = "Roof PV"
+type = "inverter"
+site = "ste_home"
+bus = "sim"
+unit_id = 1
+rated_power = "8 kW"
+
+[[devices]]
+reference = "dvc_bat1"
+name = "Battery"
+type = "battery"
+site = "ste_home"
+bus = "sim"
+unit_id = 2
+capacity = "12 kWh"
+soc_min = 10
+
+[[devices]]
+name = "Grid"
+type = "meter"
+site = "ste_home"
+bus = "sim"
+unit_id = 3
+
+[[devices]]
+name = "Real PV"
+type = "inverter"
+site = "ste_home"
+bus = "lan"
+unit_id = 1
+"#;
+
+    #[test]
+    fn loopback_buses_become_servers_with_defaults() {
+        let cfg = crate::config::parse(CFG).unwrap();
+        let spec = SimSiteSpec::from_config(&cfg, 60.0);
+        assert_eq!(spec.time_factor, 60.0);
+        assert_eq!(spec.servers.len(), 1, "the LAN bus is not simulated");
+        let s = &spec.servers[0];
+        assert_eq!(s.name, "sim");
+        assert_eq!(s.listen, "127.0.0.1:0".parse().unwrap());
+        assert_eq!(s.devices.len(), 3);
+        assert_eq!(s.devices[0].kind, SimKind::Inverter { rated_w: 8000.0 });
+        assert_eq!(
+            s.devices[1].kind,
+            SimKind::Battery {
+                rated_w: DEFAULT_RATED_W,
+                capacity_wh: 12_000.0,
+                initial_soc: 50.0,
+                soc_min: 10.0,
+                soc_max: DEFAULT_SOC_MAX,
+            }
+        );
+        assert_eq!(s.devices[1].serial, "SIM-DVC_BAT1");
+        assert_eq!(s.devices[2].kind, SimKind::Meter);
+        assert_eq!(s.devices[2].unit_id, 3);
+        assert_ne!(s.devices[0].serial, s.devices[2].serial);
+    }
+}

@@ -1,0 +1,179 @@
+//! One simulated device: its register map and its kind's state behind one
+//! `std::sync::Mutex`, the Modbus read/write path, and the public handle.
+//!
+//! The lock is only ever held for short, synchronous sections (one request or one
+//! physics step); never across an `.await`.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use tokio_modbus::ExceptionCode;
+
+use super::battery::{Battery, BatteryRating};
+use super::inverter::Inverter;
+use super::map::RegisterMap;
+use super::meter::Meter;
+use super::{SimDeviceSpec, SimDeviceState, SimKind, StorageControl};
+
+/// Behaviour by device kind.
+pub enum Kind {
+    Inverter(Inverter),
+    Battery(Battery),
+    Meter(Meter),
+}
+
+pub struct Device {
+    pub map: RegisterMap,
+    pub kind: Kind,
+    pub refuse_writes: bool,
+}
+
+/// A device shared between its server's connections, the physics task and handles.
+pub type DeviceCell = Arc<Mutex<Device>>;
+
+/// Locks a device; a panic elsewhere while holding the lock leaves plain data
+/// behind, so the poison flag is ignored.
+pub fn lock(cell: &DeviceCell) -> MutexGuard<'_, Device> {
+    cell.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Device {
+    /// Builds a device; `site_max_w` bounds what a meter may show.
+    pub fn new(spec: &SimDeviceSpec, site_max_w: f64) -> Device {
+        let serial: String = spec.serial.chars().take(32).collect();
+        let (map, kind) = match spec.kind {
+            SimKind::Inverter { rated_w } => {
+                let (map, inv) = Inverter::build(spec.unit_id, &serial, rated_w);
+                (map, Kind::Inverter(inv))
+            }
+            SimKind::Battery {
+                rated_w,
+                capacity_wh,
+                initial_soc,
+                soc_min,
+                soc_max,
+            } => {
+                let rating = BatteryRating {
+                    rated_w,
+                    capacity_wh,
+                    initial_soc,
+                    soc_min,
+                    soc_max,
+                };
+                let (map, bat) = Battery::build(spec.unit_id, &serial, rating);
+                (map, Kind::Battery(bat))
+            }
+            SimKind::Meter => {
+                let (map, meter) = Meter::build(spec.unit_id, &serial, site_max_w);
+                (map, Kind::Meter(meter))
+            }
+        };
+        Device {
+            map,
+            kind,
+            refuse_writes: spec.refuse_writes,
+        }
+    }
+
+    /// A Modbus write (function 6 or 16): refused as a whole when the device
+    /// refuses writes (exception 4), when a register is unmapped or read-only
+    /// (2), or when a setpoint is out of range (3); else applied at once.
+    pub fn write(&mut self, addr: u16, values: &[u16], at: Instant) -> Result<(), ExceptionCode> {
+        if self.refuse_writes {
+            return Err(ExceptionCode::ServerDeviceFailure);
+        }
+        let count = u16::try_from(values.len()).map_err(|_| ExceptionCode::IllegalDataValue)?;
+        self.map.check_write(addr, count)?;
+        match &self.kind {
+            Kind::Inverter(inv) => inv.validate(&self.map, addr, values)?,
+            Kind::Battery(bat) => bat.validate(&self.map, addr, values)?,
+            Kind::Meter(_) => {}
+        }
+        self.map.write(addr, values)?;
+        match &mut self.kind {
+            Kind::Inverter(inv) => inv.on_write(addr, count, at),
+            Kind::Battery(bat) => bat.on_write(addr, count, at),
+            Kind::Meter(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Applies the revert timers of the control models (real time).
+    pub fn check_revert(&mut self, now: Instant) {
+        match &mut self.kind {
+            Kind::Inverter(inv) => inv.check_revert(&mut self.map, now),
+            Kind::Battery(bat) => bat.check_revert(&mut self.map, now),
+            Kind::Meter(_) => {}
+        }
+    }
+
+    pub fn state(&self) -> SimDeviceState {
+        let mut s = SimDeviceState {
+            ac_power_w: 0.0,
+            available_w: None,
+            soc: None,
+            limit_pct: None,
+            storage_control: None,
+            energy_produced_wh: 0.0,
+            energy_consumed_wh: 0.0,
+        };
+        match &self.kind {
+            Kind::Inverter(inv) => {
+                s.ac_power_w = inv.ac_power_w();
+                s.available_w = Some(inv.available_w());
+                s.limit_pct = inv.limit_pct(&self.map);
+                s.energy_produced_wh = inv.energy_wh();
+            }
+            Kind::Battery(bat) => {
+                s.ac_power_w = bat.ac_power_w();
+                s.soc = Some(bat.soc());
+                let c = bat.controls(&self.map);
+                s.storage_control = (c.mode != 0).then_some(StorageControl {
+                    mode: c.mode,
+                    in_pct: c.in_pct,
+                    out_pct: c.out_pct,
+                });
+                (s.energy_produced_wh, s.energy_consumed_wh) = bat.energy_wh();
+            }
+            Kind::Meter(meter) => {
+                s.ac_power_w = meter.ac_power_w();
+                (s.energy_produced_wh, s.energy_consumed_wh) = meter.energy_wh();
+            }
+        }
+        s
+    }
+}
+
+/// A cheap handle on one simulated device, for tests and the demo.
+#[derive(Clone)]
+pub struct SimDeviceHandle {
+    cell: DeviceCell,
+}
+
+impl std::fmt::Debug for SimDeviceHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimDeviceHandle").finish_non_exhaustive()
+    }
+}
+
+impl SimDeviceHandle {
+    pub(crate) fn new(cell: DeviceCell) -> SimDeviceHandle {
+        SimDeviceHandle { cell }
+    }
+
+    /// Raw registers `addr..addr+count`, as a client would read them; addresses
+    /// outside the map are left out (the result is then shorter).
+    pub fn registers(&self, addr: u16, count: u16) -> Vec<u16> {
+        lock(&self.cell).map.peek(addr, count)
+    }
+
+    /// The device's physical state now.
+    pub fn state(&self) -> SimDeviceState {
+        lock(&self.cell).state()
+    }
+
+    /// Makes every later write answer exception 4 (ServerDeviceFailure), or not.
+    pub fn set_refuse_writes(&self, on: bool) {
+        lock(&self.cell).refuse_writes = on;
+    }
+}

@@ -1,0 +1,190 @@
+//! A simulated three-phase PV inverter: models 1, 103, 120, 121, 123.
+//!
+//! Output follows the sun curve, capped by `WMax` and, while `WMaxLim_Ena` = 1,
+//! by `WMaxLimPct` % of `WMax`. Owns its register addresses and its energy
+//! counter; it must not know about sockets, other devices or the site balance.
+
+use std::time::Instant;
+
+use sunspec::models::model103::Model103;
+use sunspec::models::model120::Model120;
+use sunspec::models::model121::Model121;
+use sunspec::models::model123::Model123;
+use tokio_modbus::ExceptionCode;
+
+use super::common::{self, check_range, RevertTimer, GRID_V};
+use super::map::{Block, RegisterMap};
+use super::physics::{self, sun_fraction};
+use crate::modbus::codec::ValueType::{I16, U16, U32};
+
+/// SunSpec `St` (model 103) values used here.
+mod layout;
+
+const ST_OFF: f64 = 1.0;
+const ST_SLEEPING: f64 = 2.0;
+const ST_MPPT: f64 = 4.0;
+const ST_THROTTLED: f64 = 5.0;
+
+pub struct Inverter {
+    rated_w: f64,
+    m103: Block<Model103>,
+    m121: Block<Model121>,
+    m123: Block<Model123>,
+    /// Lifetime yield, Wh (starts non-zero: an acc32 of 0 reads "not implemented").
+    wh: f64,
+    ac_w: f64,
+    available_w: f64,
+    revert: RevertTimer,
+}
+
+impl Inverter {
+    pub fn build(unit_id: u8, serial: &str, rated_w: f64) -> (RegisterMap, Inverter) {
+        let mut b = RegisterMap::sunspec(40000);
+        let model = format!("SIM-INV-{}", (rated_w / 1000.0).round());
+        common::common(&mut b, &model, serial, unit_id);
+
+        let m = layout::measurement(&mut b, rated_w);
+        let n = common::nameplate(&mut b, rated_w, None);
+        let w_rtg_sf = b.get(n, &Model120::W_RTG_SF, I16);
+        let s = layout::settings(&mut b, rated_w, w_rtg_sf);
+        let c = layout::controls(&mut b);
+
+        let inv = Inverter {
+            rated_w,
+            m103: m,
+            m121: s,
+            m123: c,
+            wh: (rated_w * 1000.0).max(1.0),
+            ac_w: 0.0,
+            available_w: 0.0,
+            revert: RevertTimer::default(),
+        };
+        let mut map = b.finish();
+        inv.publish(&mut map, 0, ST_SLEEPING);
+        (map, inv)
+    }
+
+    /// Production now, W (+ produced).
+    pub fn ac_power_w(&self) -> f64 {
+        self.ac_w
+    }
+
+    /// What the sun offers now, W, before any limit.
+    pub fn available_w(&self) -> f64 {
+        self.available_w
+    }
+
+    pub fn energy_wh(&self) -> f64 {
+        self.wh
+    }
+
+    /// The model-123 limit in % of `WMax` while `WMaxLim_Ena` = 1.
+    pub fn limit_pct(&self, map: &RegisterMap) -> Option<f64> {
+        let c = self.m123;
+        (map.get(c, &Model123::W_MAX_LIM_ENA, U16) == 1.0).then(|| {
+            map.get_scaled(
+                c,
+                &Model123::W_MAX_LIM_PCT,
+                U16,
+                &Model123::W_MAX_LIM_PCT_SF,
+            )
+        })
+    }
+
+    /// Range checks a device would make on its setpoints.
+    pub fn validate(
+        &self,
+        map: &RegisterMap,
+        addr: u16,
+        values: &[u16],
+    ) -> Result<(), ExceptionCode> {
+        let c = self.m123;
+        let pct_max = 100.0 / 10f64.powf(map.get(c, &Model123::W_MAX_LIM_PCT_SF, I16));
+        check_range(
+            c.addr(&Model123::W_MAX_LIM_PCT),
+            addr,
+            values,
+            U16,
+            0.0,
+            pct_max,
+        )?;
+        let switches = [
+            c.addr(&Model123::CONN),
+            c.addr(&Model123::W_MAX_LIM_ENA),
+            c.addr(&Model123::OUT_PF_SET_ENA),
+            c.addr(&Model123::V_AR_PCT_ENA),
+        ];
+        for point in switches {
+            check_range(point, addr, values, U16, 0.0, 1.0)?;
+        }
+        Ok(())
+    }
+
+    /// An accepted write arrived: restart the model-123 revert timer if it touched it.
+    pub fn on_write(&mut self, addr: u16, count: u16, at: Instant) {
+        if self.m123.overlaps(addr, count) {
+            self.revert.touch(at);
+        }
+    }
+
+    /// `WMaxLimPct_RvrtTms` expired without a write to model 123: disable the limit.
+    pub fn check_revert(&mut self, map: &mut RegisterMap, now: Instant) {
+        let c = self.m123;
+        let timeout = map.get(c, &Model123::W_MAX_LIM_PCT_RVRT_TMS, U16);
+        if self.revert.fire(now, timeout) {
+            tracing::debug!(timeout, "model 123 revert timer fired: limit disabled");
+            map.set(c, &Model123::W_MAX_LIM_ENA, U16, 0.0);
+        }
+    }
+
+    /// Advances by one step; returns the AC output, W.
+    pub fn step(&mut self, map: &mut RegisterMap, sim_ms: i64, dt_s: f64) -> f64 {
+        self.available_w = self.rated_w * sun_fraction(sim_ms);
+        let w_max = map
+            .get_scaled(self.m121, &Model121::W_MAX, U16, &Model121::W_MAX_SF)
+            .min(self.rated_w);
+        let cap = match self.limit_pct(map) {
+            Some(pct) => w_max * pct / 100.0,
+            None => w_max,
+        };
+        let connected = map.get(self.m123, &Model123::CONN, U16) == 1.0;
+        let (w, st) = if !connected {
+            (0.0, ST_OFF)
+        } else if self.available_w <= 0.0 {
+            (0.0, ST_SLEEPING)
+        } else if self.available_w > cap {
+            (cap.max(0.0), ST_THROTTLED)
+        } else {
+            (self.available_w, ST_MPPT)
+        };
+        self.ac_w = w;
+        self.wh += w * dt_s / 3600.0;
+        self.publish(map, sim_ms, st);
+        w
+    }
+
+    fn publish(&self, map: &mut RegisterMap, sim_ms: i64, st: f64) {
+        let m = self.m103;
+        let v = physics::wobble(sim_ms, GRID_V, 1.5, 300.0);
+        let phase_a = self.ac_w / (3.0 * v);
+        map.set_scaled(m, &Model103::A, U16, 3.0 * phase_a, &Model103::A_SF);
+        for p in [&Model103::APH_A, &Model103::APH_B, &Model103::APH_C] {
+            map.set_scaled(m, p, U16, phase_a, &Model103::A_SF);
+        }
+        for (p, skew) in [
+            (&Model103::PH_VPH_A, 0.0),
+            (&Model103::PH_VPH_B, 0.4),
+            (&Model103::PH_VPH_C, -0.3),
+        ] {
+            map.set_scaled(m, p, U16, v + skew, &Model103::V_SF);
+        }
+        map.set_scaled(m, &Model103::W, I16, self.ac_w, &Model103::W_SF);
+        let hz = physics::wobble(sim_ms, 50.0, 0.02, 97.0);
+        map.set_scaled(m, &Model103::HZ, U16, hz, &Model103::HZ_SF);
+        map.set_scaled(m, &Model103::V_AR, I16, 0.0, &Model103::V_AR_SF);
+        map.set_scaled(m, &Model103::WH, U32, self.wh.floor(), &Model103::WH_SF);
+        let tmp = 25.0 + 20.0 * self.ac_w / self.rated_w.max(1.0);
+        map.set_scaled(m, &Model103::TMP_CAB, I16, tmp, &Model103::TMP_SF);
+        map.set(m, &Model103::ST, U16, st);
+    }
+}

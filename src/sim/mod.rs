@@ -1,0 +1,183 @@
+//! The simulated site: Modbus TCP servers on loopback that speak SunSpec like real
+//! devices (a PV inverter, a battery, a grid meter), with simple physics on a
+//! simulated clock. Used by `sitegate demo` and by the tests, so it is a faithful
+//! Modbus peer: real sockets, real exception codes, real revert timers.
+//!
+//! Layout: `map` (register image and Modbus access rules), `common` (Common and
+//! Nameplate models, shared helpers), `inverter`, `battery`, `meter` (one device
+//! kind each: layout and behaviour), `physics` (pure: clock, sun, load, battery
+//! decision), `device` (one device behind a mutex, the write path), `service`
+//! (Modbus requests to devices), `server` (listeners and connections), `site`
+//! (start, physics task, stop), `config` (a site from the agent's config).
+//!
+//! The simulator must never reach into the agent: it only answers Modbus.
+
+mod battery;
+mod common;
+mod config;
+mod device;
+mod inverter;
+mod map;
+mod meter;
+mod physics;
+mod server;
+mod service;
+mod site;
+
+use std::net::SocketAddr;
+
+pub use device::SimDeviceHandle;
+pub use site::SimSite;
+
+/// Everything a simulated site is made of.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimSiteSpec {
+    pub servers: Vec<SimServerSpec>,
+    /// Simulated seconds per real second (1.0 = real time).
+    pub time_factor: f64,
+    /// Simulated epoch ms at start; `None` = now.
+    pub start: Option<i64>,
+    /// Household base load, W; the daily profile adds morning and evening bumps.
+    pub base_load_w: f64,
+}
+
+impl SimSiteSpec {
+    /// Refuses what the simulator cannot run: a non-positive time factor or
+    /// rating, SoC limits out of order, a server name or a unit id used twice.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        if !positive(self.time_factor) {
+            return Err(format!(
+                "time_factor must be positive, found {}",
+                self.time_factor
+            ));
+        }
+        if !(self.base_load_w.is_finite() && self.base_load_w >= 0.0) {
+            return Err(format!(
+                "base_load_w must not be negative, found {}",
+                self.base_load_w
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for s in &self.servers {
+            if !names.insert(&s.name) {
+                return Err(format!("server name {:?} used twice", s.name));
+            }
+            let mut units = std::collections::BTreeSet::new();
+            for d in &s.devices {
+                let at = format!("server {:?} unit {}", s.name, d.unit_id);
+                if !units.insert(d.unit_id) {
+                    return Err(format!("{at}: unit id used twice"));
+                }
+                match d.kind {
+                    SimKind::Inverter { rated_w } if !positive(rated_w) => {
+                        return Err(format!("{at}: rated_w must be positive, found {rated_w}"));
+                    }
+                    SimKind::Battery {
+                        rated_w,
+                        capacity_wh,
+                        initial_soc,
+                        soc_min,
+                        soc_max,
+                    } => {
+                        if !positive(rated_w) || !positive(capacity_wh) {
+                            return Err(format!("{at}: rated_w and capacity_wh must be positive"));
+                        }
+                        let ordered = 0.0 <= soc_min && soc_min < soc_max && soc_max <= 100.0;
+                        if !(ordered && initial_soc.is_finite()) {
+                            return Err(format!(
+                                "{at}: need 0 <= soc_min < soc_max <= 100 and a finite initial_soc, \
+                                 found {soc_min}, {soc_max}, {initial_soc}"
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One Modbus TCP server (one listening socket) hosting devices by unit id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimServerSpec {
+    pub name: String,
+    /// Port 0 picks an ephemeral port; [`SimSite::addr`] tells which.
+    pub listen: SocketAddr,
+    pub devices: Vec<SimDeviceSpec>,
+}
+
+/// One simulated device behind a unit id.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimDeviceSpec {
+    pub unit_id: u8,
+    pub kind: SimKind,
+    /// Common model `SN`; at most 32 characters are kept.
+    pub serial: String,
+    /// Answer every write with exception 4 (ServerDeviceFailure).
+    pub refuse_writes: bool,
+}
+
+/// What a simulated device is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SimKind {
+    /// Three-phase PV inverter (models 1, 103, 120, 121, 123).
+    Inverter { rated_w: f64 },
+    /// Battery inverter (models 1, 701, 120, 124, 802); SoC values in %.
+    Battery {
+        rated_w: f64,
+        capacity_wh: f64,
+        initial_soc: f64,
+        soc_min: f64,
+        soc_max: f64,
+    },
+    /// Three-phase grid meter at the connection point (models 1, 203).
+    Meter,
+}
+
+/// A device's physical state, in the agent's vocabulary and signs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimDeviceState {
+    /// Inverter + produced; battery + discharging, − charging; meter + import.
+    pub ac_power_w: f64,
+    /// Inverter only: what the sun offers now, before limits.
+    pub available_w: Option<f64>,
+    /// Batteries: state of charge, %.
+    pub soc: Option<f64>,
+    /// Inverters: the model-123 limit in % of `WMax`, while `WMaxLim_Ena` = 1.
+    pub limit_pct: Option<f64>,
+    /// Batteries: the model-124 controls, while `StorCtl_Mod` != 0.
+    pub storage_control: Option<StorageControl>,
+    /// Inverter: lifetime yield; battery: discharged; meter: exported. Wh.
+    pub energy_produced_wh: f64,
+    /// Battery: charged; meter: imported; inverter: 0. Wh.
+    pub energy_consumed_wh: f64,
+}
+
+/// Model-124 storage control as written by a client.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StorageControl {
+    /// `StorCtl_Mod`: bit 0 = charge limit active, bit 1 = discharge limit active.
+    pub mode: u16,
+    /// `InWRte`, % of `WChaMax`.
+    pub in_pct: f64,
+    /// `OutWRte`, % of `WChaMax`.
+    pub out_pct: f64,
+}
+
+/// A write request that reached a simulated server, accepted or refused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WriteEvent {
+    pub server: String,
+    pub unit_id: u8,
+    pub address: u16,
+    pub values: Vec<u16>,
+    /// When it arrived (real time).
+    pub at: std::time::Instant,
+    /// `None` when accepted, else the exception it was answered with.
+    pub exception: Option<tokio_modbus::ExceptionCode>,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,240 @@
+//! The running simulated site: its servers, its devices, the simulated clock and
+//! the physics task that moves the devices every ~100 ms of real time.
+//!
+//! Owns every task it starts (a `TaskTracker` under a `CancellationToken`):
+//! `shutdown` leaves nothing running, and dropping a `SimSite` cancels it all.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::device::{lock, Device, DeviceCell, Kind};
+use super::physics::{self, SimClock};
+use super::server::SimServer;
+use super::service::ServerShared;
+use super::{SimDeviceHandle, SimKind, SimSiteSpec, WriteEvent};
+
+/// Physics step period, real time.
+const TICK: Duration = Duration::from_millis(100);
+/// Write events kept for slow subscribers before they see `Lagged`.
+const EVENT_BUFFER: usize = 1024;
+
+/// A running simulated site. See [`SimSiteSpec`] for what it is made of.
+pub struct SimSite {
+    servers: BTreeMap<String, SimServer>,
+    physics: Arc<Physics>,
+    events: broadcast::Sender<WriteEvent>,
+    cancel: CancellationToken,
+    tasks: TaskTracker,
+}
+
+/// What the physics task steps, in a fixed order: inverters, then batteries
+/// (they need the PV), then meters (they need everything).
+struct Physics {
+    clock: SimClock,
+    base_load_w: f64,
+    devices: Vec<DeviceCell>,
+    last_ms: Mutex<i64>,
+}
+
+impl SimSite {
+    /// Builds the devices, binds every server and starts the physics task.
+    /// Fails on a bind error, a duplicate server name or a duplicate unit id.
+    pub async fn start(spec: SimSiteSpec) -> io::Result<SimSite> {
+        spec.check()
+            .map_err(|msg| io::Error::new(io::ErrorKind::InvalidInput, msg))?;
+        let site_max_w = site_max_w(&spec);
+        let start_ms = spec.start.unwrap_or_else(crate::model::time::now_ms);
+        let (events, _) = broadcast::channel(EVENT_BUFFER);
+        let cancel = CancellationToken::new();
+        let tasks = TaskTracker::new();
+        let mut all = Vec::new();
+        let mut servers = BTreeMap::new();
+        for s in &spec.servers {
+            let mut devices = BTreeMap::new();
+            for d in &s.devices {
+                let cell: DeviceCell = Arc::new(Mutex::new(Device::new(d, site_max_w)));
+                devices.insert(d.unit_id, Arc::clone(&cell));
+                all.push(cell);
+            }
+            let shared = Arc::new(ServerShared {
+                name: s.name.clone(),
+                devices,
+                events: events.clone(),
+            });
+            match SimServer::start(shared, s.listen, &cancel, &tasks).await {
+                Ok(server) => {
+                    servers.insert(s.name.clone(), server);
+                }
+                Err(e) => {
+                    cancel.cancel();
+                    let msg = format!("simulated server {:?} on {}: {e}", s.name, s.listen);
+                    return Err(io::Error::new(e.kind(), msg));
+                }
+            }
+        }
+        // Batteries step after inverters, meters last.
+        all.sort_by_key(|cell| match lock(cell).kind {
+            Kind::Inverter(_) => 0,
+            Kind::Battery(_) => 1,
+            Kind::Meter(_) => 2,
+        });
+        let physics = Arc::new(Physics {
+            clock: SimClock::new(start_ms, spec.time_factor),
+            base_load_w: spec.base_load_w,
+            devices: all,
+            last_ms: Mutex::new(start_ms),
+        });
+        tasks.spawn(run_physics(Arc::clone(&physics), cancel.child_token()));
+        tracing::info!(
+            servers = servers.len(),
+            time_factor = spec.time_factor,
+            "simulated site started"
+        );
+        Ok(SimSite {
+            servers,
+            physics,
+            events,
+            cancel,
+            tasks,
+        })
+    }
+
+    /// The address a server is bound to (the real port when 0 was asked for).
+    pub fn addr(&self, server: &str) -> Option<SocketAddr> {
+        self.servers.get(server).map(|s| s.addr)
+    }
+
+    /// Like the device losing power: closes the listener and drops every open
+    /// connection; returns once they are closed.
+    pub async fn stop_server(&self, server: &str) {
+        if let Some(s) = self.servers.get(server) {
+            s.stop().await;
+        }
+    }
+
+    /// Serves again on the same address after [`SimSite::stop_server`].
+    pub async fn start_server(&self, server: &str) -> io::Result<()> {
+        let s = self.servers.get(server).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no simulated server {server:?}"),
+            )
+        })?;
+        s.resume(&self.cancel, &self.tasks).await
+    }
+
+    /// A handle on the device with `unit_id` on `server`.
+    pub fn device(&self, server: &str, unit_id: u8) -> Option<SimDeviceHandle> {
+        let s = self.servers.get(server)?;
+        s.shared
+            .devices
+            .get(&unit_id)
+            .cloned()
+            .map(SimDeviceHandle::new)
+    }
+
+    /// Every write that reaches a server from now on, accepted or refused.
+    pub fn subscribe_writes(&self) -> broadcast::Receiver<WriteEvent> {
+        self.events.subscribe()
+    }
+
+    /// The simulated clock, epoch ms.
+    pub fn now_ms(&self) -> i64 {
+        self.physics.clock.now_ms()
+    }
+
+    /// Stops every server and the physics task and waits for all of them.
+    pub async fn shutdown(self) {
+        for s in self.servers.values() {
+            s.stop().await;
+        }
+        self.cancel.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
+        tracing::info!("simulated site stopped");
+    }
+}
+
+impl Drop for SimSite {
+    fn drop(&mut self) {
+        // Without `shutdown`, tasks still end promptly (not awaited).
+        self.cancel.cancel();
+    }
+}
+
+/// The largest power the meter may have to show: all generation and storage
+/// plus a generous load.
+fn site_max_w(spec: &SimSiteSpec) -> f64 {
+    let devices = spec.servers.iter().flat_map(|s| &s.devices);
+    let rated: f64 = devices
+        .map(|d| match d.kind {
+            SimKind::Inverter { rated_w } | SimKind::Battery { rated_w, .. } => rated_w,
+            SimKind::Meter => 0.0,
+        })
+        .sum();
+    rated + 4.0 * spec.base_load_w.max(1000.0)
+}
+
+async fn run_physics(physics: Arc<Physics>, cancel: CancellationToken) {
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            _ = tick.tick() => physics.step(Instant::now()),
+        }
+    }
+}
+
+impl Physics {
+    /// One step: revert timers (real time), then the devices over the simulated
+    /// time since the last step.
+    fn step(&self, now: Instant) {
+        let sim_ms = self.clock.at(now);
+        let dt_s = {
+            let mut last = self
+                .last_ms
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let dt = (sim_ms - *last).max(0) as f64 / 1000.0;
+            *last = sim_ms;
+            dt
+        };
+        let real_s = self.clock.real_elapsed().as_secs_f64();
+        let load = physics::load_w(sim_ms, self.base_load_w);
+        let mut pv = 0.0;
+        let mut battery_rated = 0.0;
+        for cell in &self.devices {
+            let mut d = lock(cell);
+            d.check_revert(now);
+            let d = &mut *d;
+            match &mut d.kind {
+                Kind::Inverter(inv) => pv += inv.step(&mut d.map, sim_ms, dt_s),
+                Kind::Battery(bat) => battery_rated += bat.rated_w(),
+                Kind::Meter(_) => {}
+            }
+        }
+        let surplus = pv - load;
+        let mut battery = 0.0;
+        for cell in &self.devices {
+            let mut d = lock(cell);
+            let d = &mut *d;
+            match &mut d.kind {
+                Kind::Battery(bat) => {
+                    let share = bat.rated_w() / battery_rated.max(1.0);
+                    let own = surplus * share;
+                    battery += bat.step(&mut d.map, own, own.max(0.0), sim_ms, dt_s, real_s);
+                }
+                Kind::Meter(meter) => meter.step(&mut d.map, load - pv - battery, sim_ms, dt_s),
+                Kind::Inverter(_) => {}
+            }
+        }
+    }
+}
