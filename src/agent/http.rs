@@ -25,8 +25,12 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
     Ok(listeners)
 }
 
-pub(super) fn router(config: &Config, live: Arc<Live>) -> axum::Router {
-    crate::api::router(crate::api::ApiState::new(config, live))
+pub(super) fn router(
+    config: &Config,
+    live: Arc<Live>,
+    steering: crate::steering::SteeringService,
+) -> axum::Router {
+    crate::api::router(crate::api::ApiState::new(config, live).with_steering(steering))
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

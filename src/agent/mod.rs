@@ -28,6 +28,8 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot restore the steering signals: {0}")]
+    Steering(#[from] crate::steering::PersistError),
 }
 
 /// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].
@@ -37,6 +39,7 @@ pub struct Agent {
     telemetry: Telemetry,
     maps: Arc<DeviceMaps>,
     buses: HashMap<String, BusHandle>,
+    steering: crate::steering::SteeringService,
     http_addrs: Vec<SocketAddr>,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -70,7 +73,21 @@ impl Agent {
             buses.insert(bus.name.clone(), handle);
         }
 
-        let router = http::router(&config, live.clone());
+        // Until the SQLite store is wired in, steering keeps its timelines in memory.
+        let steering_store: Arc<dyn crate::steering::SteeringStore> =
+            Arc::new(crate::steering::MemoryStore::default());
+        let steering = crate::steering::start(
+            &config,
+            live.clone(),
+            maps.clone(),
+            &buses,
+            steering_store,
+            &tracker,
+            cancel.child_token(),
+        )
+        .await?;
+
+        let router = http::router(&config, live.clone(), steering.clone());
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
             tracing::info!(%addr, "HTTP API listening");
@@ -82,6 +99,7 @@ impl Agent {
             telemetry,
             maps,
             buses,
+            steering,
             http_addrs,
             cancel,
             tracker,
@@ -111,6 +129,10 @@ impl Agent {
 
     pub fn bus(&self, name: &str) -> Option<&BusHandle> {
         self.buses.get(name)
+    }
+
+    pub fn steering(&self) -> &crate::steering::SteeringService {
+        &self.steering
     }
 
     /// Resolves when shutdown was asked for by anyone holding the token.

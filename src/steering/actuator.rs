@@ -101,6 +101,7 @@ impl Actuator {
         };
         match due(&plan, d.command, last.as_ref(), refresh_ms) {
             Due::Now => {}
+            Due::At(t) if t <= now => {}
             other => {
                 self.report(|r| r.update(d, Ok(&plan), last.as_ref()));
                 return other;
