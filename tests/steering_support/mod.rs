@@ -121,6 +121,17 @@ impl Rig {
             async move { (0..n).all(|i| maps.get(sitegate::model::DeviceId(i as u16)).is_some()) }
         })
         .await;
+        eventually(
+            "devices at their fallback",
+            Duration::from_secs(10),
+            || async {
+                let st = rig.state().await;
+                st["devices"]
+                    .as_array()
+                    .is_some_and(|d| d.iter().all(|x| x["state"] == "fallback"))
+            },
+        )
+        .await;
         rig
     }
 
