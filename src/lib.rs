@@ -2,6 +2,9 @@
 //!
 //! See `ARCHITECTURE.md` for the map of modules and the invariants they keep.
 
+// No unwrap outside tests, except on true invariants, with a comment saying why.
+#![warn(clippy::unwrap_used)]
+
 pub mod agent;
 pub mod api;
 pub mod config;

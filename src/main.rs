@@ -1,6 +1,8 @@
 //! The `sitegate` command line: parses arguments, loads config, starts logging,
 //! runs the library, and maps failures to exit codes (78 bad config, 64 bad usage).
 
+#![warn(clippy::unwrap_used)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

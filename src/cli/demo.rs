@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use sitegate::config::parse;
+use sitegate::sim::{SimSite, SimSiteSpec};
 
 use super::complain;
 
@@ -44,6 +45,42 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         .data
         .unwrap_or_else(|| std::env::temp_dir().join("sitegate-demo"));
     config.storage.path = data.join("sitegate-demo.db");
-    let _ = args.speed;
-    super::run::run_agent(config)
+    if let Err(e) = std::fs::create_dir_all(&data) {
+        complain(&format!("--data {}: {e}", data.display()));
+        return ExitCode::FAILURE;
+    }
+    if !(args.speed > 0.0 && args.speed <= 3600.0) {
+        complain(&format!(
+            "--speed {}: must be above 0 and at most 3600",
+            args.speed
+        ));
+        return ExitCode::from(super::EXIT_USAGE);
+    }
+    if let Err(e) = sitegate::logging::init(&config.logging) {
+        complain(&e);
+        return ExitCode::FAILURE;
+    }
+    super::run::block_on(async move {
+        let mut spec = SimSiteSpec::from_config(&config, args.speed);
+        spec.start = Some(morning_today());
+        let sim = match SimSite::start(spec).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "the simulated site did not start");
+                return ExitCode::FAILURE;
+            }
+        };
+        sim.point_config_at_servers(&mut config);
+        tracing::info!(speed = args.speed, data = %data.display(), "simulated site running");
+        let code = super::run::serve(config).await;
+        sim.shutdown().await;
+        code
+    })
+}
+
+/// 07:00 UTC today in epoch ms: the simulated day starts with the sun rising.
+fn morning_today() -> i64 {
+    const DAY_MS: i64 = 86_400_000;
+    let now = sitegate::model::time::now_ms();
+    now - now.rem_euclid(DAY_MS) + 7 * 3_600_000
 }

@@ -22,28 +22,35 @@ pub fn run(file: &Path) -> ExitCode {
 
 /// Starts a runtime, runs the agent until a signal, and shuts it down.
 pub fn run_agent(config: Config) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    block_on(serve(config))
+}
+
+/// Runs a future on a fresh multi-threaded runtime.
+pub fn block_on<F: std::future::Future<Output = ExitCode>>(f: F) -> ExitCode {
+    match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
-        Ok(r) => r,
+        Ok(r) => r.block_on(f),
         Err(e) => {
             complain(&format!("cannot start the async runtime: {e}"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the agent until a signal, then shuts it down.
+pub async fn serve(config: Config) -> ExitCode {
+    let agent = match Agent::start(config).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %e, "agent did not start");
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
-        let agent = match Agent::start(config).await {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::error!(error = %e, "agent did not start");
-                return ExitCode::FAILURE;
-            }
-        };
-        wait_for_signal(agent.cancellation()).await;
-        agent.shutdown().await;
-        ExitCode::SUCCESS
-    })
+    wait_for_signal(agent.cancellation()).await;
+    agent.shutdown().await;
+    ExitCode::SUCCESS
 }
 
 /// Resolves on SIGINT, SIGTERM, or when something inside cancels the agent.

@@ -149,7 +149,6 @@ impl BusTask {
     }
 
     async fn poll(&mut self, i: usize) {
-        let gap = self.polling.coalesce_gap;
         let slot = &mut self.slots[i];
         let mut reader = PollReader {
             port: &mut self.port,
@@ -157,7 +156,7 @@ impl BusTask {
             unit: slot.cfg.unit_id,
         };
         let started = Instant::now();
-        let result = poll_device(&mut reader, &slot.cfg, &mut slot.map, gap).await;
+        let result = poll_device(&mut reader, &slot.cfg, &mut slot.map).await;
         let id = slot.cfg.id;
         match result {
             Ok((values, fresh_map)) => {
@@ -243,13 +242,12 @@ async fn poll_device(
     reader: &mut PollReader<'_>,
     cfg: &DeviceConfig,
     map: &mut Option<Arc<DeviceMap>>,
-    gap: u16,
 ) -> Result<(Vec<(Property, f64)>, Option<Arc<DeviceMap>>), String> {
     let mut fresh = None;
     let current = match map {
         Some(m) => m.clone(),
         None => {
-            let m = Arc::new(discover(reader, cfg, gap).await?);
+            let m = Arc::new(discover(reader, cfg).await?);
             tracing::info!(
                 device = %cfg.reference,
                 manufacturer = m.info.manufacturer.as_deref().unwrap_or("?"),
@@ -271,18 +269,14 @@ async fn poll_device(
     Ok((point::decode_points(&current.points, &img), fresh))
 }
 
-async fn discover(
-    reader: &mut PollReader<'_>,
-    cfg: &DeviceConfig,
-    gap: u16,
-) -> Result<DeviceMap, String> {
+async fn discover(reader: &mut PollReader<'_>, cfg: &DeviceConfig) -> Result<DeviceMap, String> {
     match &cfg.profile {
         ProfileRef::Sunspec => {
             let chain = sunspec::discover(reader).await.map_err(|e| e.to_string())?;
-            let info = sunspec::read_info(reader, &chain, gap)
+            let info = sunspec::read_info(reader, &chain)
                 .await
                 .map_err(|e| e.to_string())?;
-            Ok(DeviceMap::from_sunspec(chain, info, cfg, gap))
+            Ok(DeviceMap::from_sunspec(chain, info, cfg))
         }
         ProfileRef::Named(name) => Err(format!(
             "register-map profile {name:?} is not available yet"

@@ -19,14 +19,12 @@ pub struct DeviceMap {
 }
 
 impl DeviceMap {
-    pub fn from_sunspec(
-        chain: Vec<ModelBlock>,
-        info: DeviceInfo,
-        device: &DeviceConfig,
-        max_gap: u16,
-    ) -> Self {
+    /// Every register from the first model to the end marker of a SunSpec map is
+    /// readable, so reads span any gap: the plan is the fewest requests the
+    /// 125-register limit allows.
+    pub fn from_sunspec(chain: Vec<ModelBlock>, info: DeviceInfo, device: &DeviceConfig) -> Self {
         let points = sunspec::points_for(&chain, device.device_type, device.invert_power);
-        let requests = plan::plan(&point::spans(&points), max_gap);
+        let requests = plan::plan(&point::spans(&points), u16::MAX);
         Self {
             points,
             requests,

@@ -86,6 +86,21 @@ fn serial(reference: &str) -> String {
     s.chars().take(32).collect()
 }
 
+impl super::SimSite {
+    /// Points every simulated bus of `cfg` at the address its server actually
+    /// bound (port 0 resolved), so an agent built from `cfg` polls the simulator.
+    pub fn point_config_at_servers(&self, cfg: &mut Config) {
+        for bus in &mut cfg.buses {
+            if let Some(addr) = self.addr(&bus.name) {
+                bus.transport = Transport::Tcp {
+                    host: addr.ip().to_string(),
+                    port: addr.port(),
+                };
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,11 +38,11 @@ fn text<G: Group, T: Value>(img: &Image, b: &ModelBlock, p: &Point<G, T>) -> Opt
 }
 
 /// Reads identity (Common model) and ratings (120, 121, 702, 713, 802) in as few
-/// requests as the planner allows.
+/// requests as the planner allows (a SunSpec map is readable end to end, so
+/// reads span any gap).
 pub async fn read_info<R: RegisterReader>(
     r: &mut R,
     chain: &[ModelBlock],
-    max_gap: u16,
 ) -> Result<DeviceInfo, ModbusError> {
     let mut spans = Vec::new();
     for b in chain {
@@ -70,7 +70,7 @@ pub async fn read_info<R: RegisterReader>(
         };
         spans.extend(s.into_iter().flatten());
     }
-    let img = read_spans(r, &spans, max_gap).await?;
+    let img = read_spans(r, &spans, u16::MAX).await?;
     let mut info = DeviceInfo {
         sunspec_models: chain.iter().map(|b| b.id).collect(),
         ..DeviceInfo::default()

@@ -1,0 +1,26 @@
+//! Shared helpers for the integration tests: a simulated site with the agent on
+//! it, an HTTP client, and waiting for conditions instead of sleeping.
+#![allow(dead_code)]
+
+pub mod site;
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Polls `check` until it returns `Some`, or panics after `timeout` naming `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
