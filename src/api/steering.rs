@@ -5,9 +5,9 @@
 //! Handlers only translate: HTTP in, a [`SteeringService`] call, JSON or a problem
 //! out. Validation and every decision belong to `crate::steering`.
 
-use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, Method, Uri};
-use axum::{Extension, Json};
+use axum::extract::{FromRequestParts, RawQuery, State};
+use axum::http::request::Parts;
+use axum::Json;
 use serde_json::Value;
 
 use super::error::{ApiError, ErrorCode};
@@ -59,32 +59,35 @@ fn service(state: &ApiState) -> Result<&SteeringService, ApiError> {
         .ok_or_else(|| ApiError::internal("site steering is not running"))
 }
 
-fn origin(
-    caller: &Caller,
-    transport: Option<Extension<Transport>>,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-) -> Result<Origin, ApiError> {
-    let key = match headers.get("idempotency-key") {
-        None => None,
-        Some(v) => {
-            let k = v.to_str().map(str::trim).unwrap_or("");
-            if k.is_empty() || k.len() > MAX_KEY_LEN {
-                return Err(ApiError::invalid_value(
-                    "Idempotency-Key",
-                    format!("the Idempotency-Key header must be 1 to {MAX_KEY_LEN} visible ASCII characters"),
-                ));
+/// The caller and transport of a steering change, with its `Idempotency-Key`.
+pub struct SteerOrigin(Origin);
+
+impl<S: Send + Sync> FromRequestParts<S> for SteerOrigin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        let key = match parts.headers.get("idempotency-key") {
+            None => None,
+            Some(v) => {
+                let k = v.to_str().map(str::trim).unwrap_or("");
+                if k.is_empty() || k.len() > MAX_KEY_LEN {
+                    return Err(ApiError::invalid_value(
+                        "Idempotency-Key",
+                        format!("the Idempotency-Key header must be 1 to {MAX_KEY_LEN} visible ASCII characters"),
+                    ));
+                }
+                Some(k.to_string())
             }
-            Some(k.to_string())
-        }
-    };
-    Ok(Origin {
-        caller: caller.name().to_string(),
-        source: transport.map_or("http", |Extension(t)| t.0).to_string(),
-        action: format!("{method} {}", uri.path()),
-        idempotency_key: key,
-    })
+        };
+        let source = parts.extensions.get::<Transport>().map_or("http", |t| t.0);
+        Ok(SteerOrigin(Origin {
+            caller: caller.name().to_string(),
+            source: source.to_string(),
+            action: format!("{} {}", parts.method, parts.uri.path()),
+            idempotency_key: key,
+        }))
+    }
 }
 
 fn dry_run(raw: Option<&str>) -> Result<bool, ApiError> {
@@ -99,22 +102,16 @@ fn dry_run(raw: Option<&str>) -> Result<bool, ApiError> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn submit(
     state: ApiState,
     endpoint: Endpoint,
     site: String,
     query: Option<String>,
-    caller: Caller,
-    transport: Option<Extension<Transport>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
+    origin: Origin,
     body: Value,
 ) -> Result<Json<Value>, ApiError> {
     let svc = service(&state)?;
     let dry = dry_run(query.as_deref())?;
-    let origin = origin(&caller, transport, &method, &uri, &headers)?;
     Ok(Json(
         svc.submit(&site, endpoint, &body, &origin, dry).await?,
     ))
@@ -122,22 +119,14 @@ async fn submit(
 
 macro_rules! post_handler {
     ($name:ident, $endpoint:expr) => {
-        #[allow(clippy::too_many_arguments)]
         pub async fn $name(
             State(state): State<ApiState>,
             ApiPath(site): ApiPath<String>,
             RawQuery(query): RawQuery,
-            caller: Caller,
-            transport: Option<Extension<Transport>>,
-            method: Method,
-            uri: Uri,
-            headers: HeaderMap,
+            SteerOrigin(origin): SteerOrigin,
             JsonBody(body): JsonBody,
         ) -> Result<Json<Value>, ApiError> {
-            submit(
-                state, $endpoint, site, query, caller, transport, method, uri, headers, body,
-            )
-            .await
+            submit(state, $endpoint, site, query, origin, body).await
         }
     };
 }
@@ -151,11 +140,7 @@ pub async fn delete(
     State(state): State<ApiState>,
     ApiPath(site): ApiPath<String>,
     RawQuery(query): RawQuery,
-    caller: Caller,
-    transport: Option<Extension<Transport>>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
+    SteerOrigin(origin): SteerOrigin,
 ) -> Result<Json<Value>, ApiError> {
     let svc = service(&state)?;
     let q = QueryParams::parse(query.as_deref(), &["component"])?;
@@ -168,7 +153,6 @@ pub async fn delete(
             )
         })?),
     };
-    let origin = origin(&caller, transport, &method, &uri, &headers)?;
     Ok(Json(svc.end(&site, component, &origin).await?))
 }
 
