@@ -213,3 +213,45 @@ async fn a_device_that_refuses_writes_fails_alone() {
         .any(|e| e["deviceReference"] == "dvc_bat_b" && e["result"] == "error"));
     rig.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn maximize_grid_import_charges_within_max_import() {
+    let text =
+        config_text(INTERVAL_MS, 30).replace("max_import = \"10 MW\"", "max_import = \"300 kW\"");
+    let rig = Rig::start(&text).await;
+    let body = json!({"energyStorageSetting": {"value": 100, "unit": "kW"}, "maximizeGridImport": true,
+                      "validUntil": now_ms() + 60_000});
+    let (s, v) = rig
+        .post(&format!("/sites/{SITE}/steering"), STEER, &body)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    // Production held back, storage charging hard, import at most 300 kW.
+    eventually(
+        "charging near the import limit",
+        Duration::from_secs(8),
+        || async {
+            let grid = rig.device("grid").state().ac_power_w;
+            let charging = |bus: &str| {
+                rig.storage(bus)
+                    .is_some_and(|c| c.out_pct < -60.0 && c.in_pct > 60.0)
+            };
+            rig.limit("pv-a") == Some(0.0)
+                && charging("bat-a")
+                && charging("bat-b")
+                && grid > 250_000.0
+        },
+    )
+    .await;
+    for _ in 0..10 {
+        let grid = rig.device("grid").state().ac_power_w;
+        assert!(grid <= 300_000.0, "import {grid} W over maxImport");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let st = rig.state().await;
+    assert_eq!(st["maximizeGridImport"]["value"], true);
+    assert_eq!(
+        rig.device_state("dvc_bat_a").await["component"],
+        "maximizeGridImport"
+    );
+    rig.shutdown().await;
+}

@@ -260,7 +260,13 @@ fn steering_keys_have_defaults_and_bounds() {
         "ess_fulfilment = \"priority\"\nrevert_timeout_s = 1",
     );
     let p = problems(&text);
-    assert!(has(&p, "sites[0].revert_timeout_s: must be 2 to 65535"), "{p:#?}");
-    let text = GOOD.replace("capacity = \"10 kWh\"", "capacity = \"10 kWh\"\npriority = 1");
+    assert!(
+        has(&p, "sites[0].revert_timeout_s: must be 2 to 65535"),
+        "{p:#?}"
+    );
+    let text = GOOD.replace(
+        "capacity = \"10 kWh\"",
+        "capacity = \"10 kWh\"\npriority = 1",
+    );
     assert_eq!(parse(&text).unwrap().devices[1].priority, Some(1));
 }
