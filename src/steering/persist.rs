@@ -13,8 +13,9 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::audit::AuditEvent;
+use super::request;
 use super::signal::StoredEntry;
-use super::value::Component;
+use super::value::{Component, ComponentValue};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -56,12 +57,13 @@ pub trait SteeringStore: Send + Sync + 'static {
     /// Appends device-write records.
     fn record(&self, events: Vec<AuditEvent>) -> BoxFuture<'_, Result<(), PersistError>>;
 
-    /// The newest `limit` records of a site, newest first.
+    /// The newest `limit` records of a site as their JSON (`AuditEvent::to_json`),
+    /// newest first.
     fn history(
         &self,
         site: String,
         limit: usize,
-    ) -> BoxFuture<'_, Result<Vec<AuditEvent>, PersistError>>;
+    ) -> BoxFuture<'_, Result<Vec<Value>, PersistError>>;
 }
 
 /// Keeps everything in memory: for tests and for running without a database.
@@ -141,7 +143,7 @@ impl SteeringStore for MemoryStore {
         &self,
         site: String,
         limit: usize,
-    ) -> BoxFuture<'_, Result<Vec<AuditEvent>, PersistError>> {
+    ) -> BoxFuture<'_, Result<Vec<Value>, PersistError>> {
         Box::pin(async move {
             Ok(self
                 .lock()
@@ -150,8 +152,46 @@ impl SteeringStore for MemoryStore {
                 .rev()
                 .filter(|e| e.site == site)
                 .take(limit)
-                .cloned()
+                .map(AuditEvent::to_json)
                 .collect())
         })
+    }
+}
+
+/// Reads a stored component value back (the shapes of `ComponentValue::to_json`).
+pub fn decode_value(component: Component, v: &Value) -> Option<ComponentValue> {
+    Some(match component {
+        Component::Ess => ComponentValue::Ess(request::ess_setting(v, "", None).ok()?),
+        Component::Curtailment => ComponentValue::Curtailment(request::curtailment(v, "").ok()?),
+        Component::MaximizeGridImport => ComponentValue::MaximizeGridImport(v.as_bool()?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{PowerUnit, PowerValue};
+    use crate::steering::value::{CurtailmentValue, EssSetting};
+
+    #[test]
+    fn stored_values_read_back() {
+        let kw = PowerValue {
+            value: -2.5,
+            unit: PowerUnit::KW,
+        };
+        for v in [
+            ComponentValue::Ess(EssSetting::Power(kw)),
+            ComponentValue::Ess(EssSetting::UntilSoc {
+                power: kw,
+                until_soc: 80.0,
+            }),
+            ComponentValue::Ess(EssSetting::Idle),
+            ComponentValue::Curtailment(CurtailmentValue::Percent(40.0)),
+            ComponentValue::Curtailment(CurtailmentValue::Power(PowerValue::watts(3.0))),
+            ComponentValue::MaximizeGridImport(true),
+        ] {
+            assert_eq!(decode_value(v.component(), &v.to_json()), Some(v.clone()));
+        }
+        assert_eq!(decode_value(Component::Ess, &serde_json::json!(true)), None);
     }
 }

@@ -206,14 +206,12 @@ impl SteeringService {
     /// `GET /sites/{s}/steering/history?limit=N`, newest first.
     pub async fn history(&self, site_ref: &str, limit: usize) -> Result<Value, SteeringError> {
         self.site(site_ref)?;
-        let events = self
+        let records = self
             .inner
             .store
             .history(site_ref.to_string(), limit)
             .await?;
-        Ok(Value::Array(
-            events.iter().map(AuditEvent::to_json).collect(),
-        ))
+        Ok(Value::Array(records))
     }
 
     /// `GET /sites`.
