@@ -99,28 +99,62 @@ pub struct Rig {
     pub agent: Agent,
     pub base: String,
     pub http: reqwest::Client,
+    pub config: Config,
+    /// Holds the database.
+    pub dir: tempfile::TempDir,
 }
 
 impl Rig {
     pub async fn start(text: &str) -> Rig {
         let mut config = parse(text).expect("test config is valid");
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        config.storage.path = dir.path().join("sitegate.db");
         let sim = start_sim(&mut config).await;
-        let agent = Agent::start(config).await.expect("agent starts");
+        let agent = Agent::start(config.clone()).await.expect("agent starts");
         let base = format!("http://{}", agent.http_addrs()[0]);
         let rig = Rig {
             sim,
             agent,
             base,
             http: reqwest::Client::new(),
+            config,
+            dir,
         };
-        // Every device discovered and every steered device at its fallback.
-        let maps = rig.agent.device_maps().clone();
-        let n = rig.agent.live().devices().len();
-        eventually("devices discovered", Duration::from_secs(10), || {
-            let maps = maps.clone();
-            async move { (0..n).all(|i| maps.get(sitegate::model::DeviceId(i as u16)).is_some()) }
-        })
-        .await;
+        rig.settle().await;
+        rig
+    }
+
+    /// Stops the agent (gracefully) and starts it again on the same config and
+    /// database; the simulated site keeps running.
+    pub async fn restart(self) -> Rig {
+        let Rig {
+            sim,
+            agent,
+            http,
+            config,
+            dir,
+            ..
+        } = self;
+        agent.shutdown().await;
+        let agent = Agent::start(config.clone())
+            .await
+            .expect("agent starts again");
+        let base = format!("http://{}", agent.http_addrs()[0]);
+        let rig = Rig {
+            sim,
+            agent,
+            base,
+            http,
+            config,
+            dir,
+        };
+        rig.wait_discovered().await;
+        rig
+    }
+
+    async fn settle(&self) {
+        self.wait_discovered().await;
+        let rig = self;
         eventually(
             "devices at their fallback",
             Duration::from_secs(10),
@@ -132,7 +166,17 @@ impl Rig {
             },
         )
         .await;
-        rig
+    }
+
+    async fn wait_discovered(&self) {
+        let rig = self;
+        let maps = rig.agent.device_maps().clone();
+        let n = rig.agent.live().devices().len();
+        eventually("devices discovered", Duration::from_secs(10), || {
+            let maps = maps.clone();
+            async move { (0..n).all(|i| maps.get(sitegate::model::DeviceId(i as u16)).is_some()) }
+        })
+        .await;
     }
 
     pub fn device(&self, bus: &str) -> SimDeviceHandle {
