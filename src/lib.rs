@@ -13,4 +13,5 @@ pub mod modbus;
 pub mod model;
 pub mod sim;
 pub mod steering;
+pub mod store;
 pub mod telemetry;

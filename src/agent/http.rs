@@ -9,6 +9,7 @@ use tokio_util::task::TaskTracker;
 
 use super::StartError;
 use crate::config::Config;
+use crate::store::StoreHandle;
 use crate::telemetry::Live;
 
 pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, StartError> {
@@ -28,9 +29,14 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
 pub(super) fn router(
     config: &Config,
     live: Arc<Live>,
+    store: StoreHandle,
     steering: crate::steering::SteeringService,
 ) -> axum::Router {
-    crate::api::router(crate::api::ApiState::new(config, live).with_steering(steering))
+    crate::api::router(
+        crate::api::ApiState::new(config, live)
+            .with_store(store)
+            .with_steering(steering),
+    )
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

@@ -15,7 +15,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::modbus::{BusHandle, BusTask, DeviceMaps};
-use crate::telemetry::{Live, Telemetry};
+use crate::store::{StoreError, StoreHandle};
+use crate::telemetry::{Live, Reading, Telemetry};
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -28,6 +29,8 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot open the measurement store {path}: {source}")]
+    Store { path: String, source: StoreError },
     #[error("cannot restore the steering signals: {0}")]
     Steering(#[from] crate::steering::PersistError),
 }
@@ -37,6 +40,7 @@ pub struct Agent {
     config: Arc<Config>,
     live: Arc<Live>,
     telemetry: Telemetry,
+    store: StoreHandle,
     maps: Arc<DeviceMaps>,
     buses: HashMap<String, BusHandle>,
     steering: crate::steering::SteeringService,
@@ -56,7 +60,8 @@ impl Agent {
         let listeners = http::bind(&config.http.listen).await?;
 
         let live = Arc::new(Live::new(&config.devices));
-        let telemetry = Telemetry::new(live.clone(), None);
+        let store = open_store(&config, &live).await?;
+        let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
 
         let mut buses = HashMap::new();
@@ -73,9 +78,8 @@ impl Agent {
             buses.insert(bus.name.clone(), handle);
         }
 
-        // Until the SQLite store is wired in, steering keeps its timelines in memory.
         let steering_store: Arc<dyn crate::steering::SteeringStore> =
-            Arc::new(crate::steering::MemoryStore::default());
+            Arc::new(crate::steering::SqliteSteeringStore::new(store.clone()));
         let steering = crate::steering::start(
             &config,
             live.clone(),
@@ -87,7 +91,7 @@ impl Agent {
         )
         .await?;
 
-        let router = http::router(&config, live.clone(), steering.clone());
+        let router = http::router(&config, live.clone(), store.clone(), steering.clone());
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
             tracing::info!(%addr, "HTTP API listening");
@@ -97,6 +101,7 @@ impl Agent {
             config,
             live,
             telemetry,
+            store,
             maps,
             buses,
             steering,
@@ -121,6 +126,10 @@ impl Agent {
 
     pub fn telemetry(&self) -> &Telemetry {
         &self.telemetry
+    }
+
+    pub fn store(&self) -> &StoreHandle {
+        &self.store
     }
 
     pub fn device_maps(&self) -> &Arc<DeviceMaps> {
@@ -153,6 +162,40 @@ impl Agent {
                 "some tasks did not stop within the grace period"
             );
         }
+        // After the pollers: their last samples are committed too.
+        if let Err(e) = self.store.close().await {
+            tracing::error!(error = %e, "closing the measurement store failed");
+        }
         tracing::info!("agent stopped");
     }
+}
+
+/// Opens the store (migrations run on a blocking thread) and fills the latest
+/// values from it, so a restarted agent answers before its first poll.
+async fn open_store(config: &Config, live: &Live) -> Result<StoreHandle, StartError> {
+    let storage = config.storage.clone();
+    let path = storage.path.display().to_string();
+    let devices = config.devices.iter().map(|d| d.reference.clone()).collect();
+    let fail = |source| StartError::Store {
+        path: path.clone(),
+        source,
+    };
+    let store = tokio::task::spawn_blocking(move || StoreHandle::open(&storage, devices))
+        .await
+        .map_err(|e| fail(StoreError::Reader(e.to_string())))?
+        .map_err(fail)?;
+    let latest = store.latest().await.map_err(fail)?;
+    let mut restored = 0usize;
+    for l in latest {
+        if let Some(id) = live.find(&l.device) {
+            let reading = Reading {
+                ts_ms: l.ts_ms,
+                value: l.value,
+            };
+            live.restore(id, l.property, reading);
+            restored += 1;
+        }
+    }
+    tracing::info!(path = %path, restored, "measurement store open");
+    Ok(store)
 }

@@ -37,6 +37,7 @@ mod ops;
 mod query;
 mod readiness;
 mod steering;
+mod timeseries;
 mod token;
 
 #[cfg(test)]
@@ -61,6 +62,7 @@ pub use steering::Transport;
 pub use token::{hash_token, new_token, token_config_snippet, NewToken, TOKEN_PREFIX};
 
 use crate::config::{Config, SiteConfig};
+use crate::store::StoreHandle;
 use crate::telemetry::Live;
 
 /// Everything handlers share. Cheap to clone (a few `Arc`s); one clone per request.
@@ -74,6 +76,8 @@ pub struct ApiState {
     pub sites: Arc<[SiteConfig]>,
     /// Extra `/readyz` checks (the store registers "store open").
     pub readiness: Readiness,
+    /// The measurement store (time series); `None` until one is attached.
+    pub store: Option<StoreHandle>,
     /// Site steering; `None` until the agent starts it (steering routes answer 500).
     pub steering: Option<crate::steering::SteeringService>,
 }
@@ -85,8 +89,23 @@ impl ApiState {
             auth: Arc::new(Auth::new(&config.http)),
             sites: config.sites.clone().into(),
             readiness: Readiness::new(),
+            store: None,
             steering: None,
         }
+    }
+
+    /// Attaches the measurement store and registers its `/readyz` check.
+    pub fn with_store(mut self, store: StoreHandle) -> Self {
+        let probe = store.clone();
+        self.readiness.register("store", move || {
+            if probe.is_open() {
+                Ok(())
+            } else {
+                Err("the measurement store is closed".to_string())
+            }
+        });
+        self.store = Some(store);
+        self
     }
 
     /// Serves the steering endpoints with `service`.
@@ -111,6 +130,10 @@ pub fn router(state: ApiState) -> Router {
         .route(
             "/devices/{device_reference}/measurements/map",
             get(measurements::map),
+        )
+        .route(
+            "/devices/{device_reference}/measurements/time-series",
+            post(timeseries::time_series),
         )
         .route("/sites", get(steering::list_sites))
         .route("/sites/{site_reference}", get(steering::get_site))

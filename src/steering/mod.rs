@@ -22,6 +22,7 @@ pub mod report;
 pub mod request;
 pub mod service;
 pub mod signal;
+pub mod sqlite;
 pub mod timeline;
 pub mod value;
 mod view;
@@ -31,6 +32,7 @@ pub use persist::{MemoryStore, PersistError, SteeringStore};
 pub use request::{Endpoint, RejectCode, Rejection, SteeringRequest};
 pub use service::{Origin, SteeringError, SteeringService};
 pub use signal::{Active, SiteSignal, StoredEntry};
+pub use sqlite::SqliteSteeringStore;
 pub use timeline::{Entry, Timeline};
 pub use value::{Component, ComponentValue, CurtailmentValue, EssSetting};
 
