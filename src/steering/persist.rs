@@ -145,12 +145,13 @@ impl SteeringStore for MemoryStore {
         limit: usize,
     ) -> BoxFuture<'_, Result<Vec<Value>, PersistError>> {
         Box::pin(async move {
-            Ok(self
-                .lock()
-                .audit
-                .iter()
-                .rev()
-                .filter(|e| e.site == site)
+            let m = self.lock();
+            let mut of_site: Vec<&AuditEvent> = m.audit.iter().filter(|e| e.site == site).collect();
+            // Newest first by time; among equal times, the later recorded first.
+            of_site.reverse();
+            of_site.sort_by_key(|e| std::cmp::Reverse(e.at_ms));
+            Ok(of_site
+                .into_iter()
                 .take(limit)
                 .map(AuditEvent::to_json)
                 .collect())

@@ -195,9 +195,11 @@ impl SteeringStore for SqliteSteeringStore {
                 .store
                 .read(move |conn: &Connection| {
                     let mut stmt = conn.prepare(
-                        "SELECT record FROM steering_audit WHERE site = ?1 ORDER BY id DESC LIMIT ?2",
+                        "SELECT record FROM steering_audit WHERE site = ?1
+                         ORDER BY at_ms DESC, id DESC LIMIT ?2",
                     )?;
-                    let rows = stmt.query_map(params![site, limit as i64], |r| r.get::<_, String>(0))?;
+                    let rows =
+                        stmt.query_map(params![site, limit as i64], |r| r.get::<_, String>(0))?;
                     Ok::<_, StoreError>(rows.collect::<Result<Vec<_>, _>>()?)
                 })
                 .await

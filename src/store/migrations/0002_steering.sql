@@ -18,7 +18,7 @@ CREATE TABLE steering_audit (
     kind   TEXT    NOT NULL,      -- request | write
     record TEXT    NOT NULL       -- the history entry as JSON
 );
-CREATE INDEX steering_audit_by_site ON steering_audit (site, id);
+CREATE INDEX steering_audit_by_site ON steering_audit (site, at_ms, id);
 CREATE INDEX steering_audit_by_time ON steering_audit (at_ms);
 
 CREATE TABLE steering_idempotency (
