@@ -173,7 +173,7 @@ impl Actuator {
         };
         let stale = cal.as_ref().is_none_or(|c| !Arc::ptr_eq(&c.map, &map));
         if stale {
-            let controls = DeviceControls::for_sunspec(self.device.device_type, &map)
+            let controls = DeviceControls::for_device(self.device.device_type, &map)
                 .map_err(|e| (e.to_string(), super::report::MAX_BACKOFF_MS))?;
             let words = match controls.span() {
                 Some(span) => match self

@@ -58,6 +58,18 @@ pub enum DeviceControls {
 }
 
 impl DeviceControls {
+    /// The controls of a discovered device: SunSpec models when the device has a
+    /// SunSpec chain. A register-map profile's controls plug in here once
+    /// `DeviceMap` carries them (as [`ProfileControls`]).
+    pub fn for_device(device_type: DeviceType, map: &DeviceMap) -> Result<Self, WriteError> {
+        if map.chain.is_empty() {
+            return Err(WriteError::NoControl(
+                "controls known to steering (its register-map profile names none)",
+            ));
+        }
+        Self::for_sunspec(device_type, map)
+    }
+
     /// The controls of a discovered SunSpec device of this type.
     pub fn for_sunspec(device_type: DeviceType, map: &DeviceMap) -> Result<Self, WriteError> {
         match device_type {
