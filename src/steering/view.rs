@@ -4,10 +4,10 @@
 use serde_json::{json, Value};
 
 use super::control::SiteRuntime;
+use super::inputs::gather;
 use super::signal::SiteSignal;
 use super::timeline::Entry;
 use crate::config::Power;
-use crate::model::DeviceType;
 use crate::telemetry::Live;
 
 fn power(p: Option<Power>) -> Value {
@@ -26,20 +26,7 @@ pub fn site_json(site: &SiteRuntime, live: &Live) -> Value {
         .filter(|d| d.site == c.reference)
         .map(|d| d.reference.as_str())
         .collect();
-    let rated = c
-        .rated_production_power
-        .map(|p| p.watts())
-        .unwrap_or_else(|| {
-            live.devices()
-                .iter()
-                .filter(|d| d.site == c.reference && d.device_type == DeviceType::Inverter)
-                .map(|d| {
-                    d.rated_power_w
-                        .or(live.snapshot(d.id).info.rated_power_w)
-                        .unwrap_or(0.0)
-                })
-                .sum()
-        });
+    let rated = gather(live, c, &site.devices).rules.rated_production_w;
     json!({
         "siteReference": c.reference,
         "name": c.name,
