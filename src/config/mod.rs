@@ -116,6 +116,8 @@ pub struct DeviceConfig {
     pub soc_max: Option<f64>,
     pub max_charge_power_w: Option<f64>,
     pub max_discharge_power_w: Option<f64>,
+    /// Order for `priority` fulfilment (lower first; ties keep config order).
+    pub priority: Option<u32>,
 }
 
 impl Config {

@@ -66,6 +66,15 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
                 format!("must be at least 100, found {}", site.control_interval_ms),
             ));
         }
+        if site.revert_timeout_s < 2 {
+            problems.push(Problem::new(
+                format!("{path}.revert_timeout_s"),
+                format!(
+                    "must be 2 to 65535 seconds (setpoints are refreshed at half of it), found {}",
+                    site.revert_timeout_s
+                ),
+            ));
+        }
         sites.push(site);
     }
 
@@ -506,6 +515,7 @@ fn resolve_device(
         soc_max: d.soc_max,
         max_charge_power_w: d.max_charge_power.map(|p| p.watts()),
         max_discharge_power_w: d.max_discharge_power.map(|p| p.watts()),
+        priority: d.priority,
     }
 }
 

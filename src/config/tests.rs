@@ -285,3 +285,24 @@ fn profiles_resolve_from_the_profiles_dir_or_the_binary() {
         "{got:?}"
     );
 }
+
+#[test]
+fn steering_keys_have_defaults_and_bounds() {
+    let c = parse(GOOD).unwrap();
+    assert_eq!(c.sites[0].revert_timeout_s, 60);
+    assert_eq!(c.devices[0].priority, None);
+    let text = GOOD.replace(
+        "ess_fulfilment = \"soc_balance\"",
+        "ess_fulfilment = \"priority\"\nrevert_timeout_s = 1",
+    );
+    let p = problems(&text);
+    assert!(
+        has(&p, "sites[0].revert_timeout_s: must be 2 to 65535"),
+        "{p:#?}"
+    );
+    let text = GOOD.replace(
+        "capacity = \"10 kWh\"",
+        "capacity = \"10 kWh\"\npriority = 1",
+    );
+    assert_eq!(parse(&text).unwrap().devices[1].priority, Some(1));
+}
