@@ -1,12 +1,16 @@
 //! Binding the HTTP listeners and serving the API router on them.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::StartError;
+use crate::config::Config;
+use crate::store::StoreHandle;
+use crate::telemetry::Live;
 
 pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, StartError> {
     let mut listeners = Vec::with_capacity(addrs.len());
@@ -20,6 +24,21 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
         listeners.push(l);
     }
     Ok(listeners)
+}
+
+/// The API router over every subsystem, and its token table (the MQTT RPC
+/// bridge checks payload tokens against it).
+pub(super) fn router(
+    config: &Config,
+    live: Arc<Live>,
+    store: StoreHandle,
+    steering: crate::steering::SteeringService,
+) -> (axum::Router, Arc<crate::api::Auth>) {
+    let state = crate::api::ApiState::new(config, live)
+        .with_store(store)
+        .with_steering(steering);
+    let auth = state.auth.clone();
+    (crate::api::router(state), auth)
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

@@ -15,11 +15,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::modbus::{BusHandle, BusTask, DeviceMaps};
-use crate::telemetry::{Live, Telemetry};
+use crate::store::{StoreError, StoreHandle};
+use crate::telemetry::{Live, Reading, Telemetry};
 use crate::uplink::{Cap, Db, DbError, Outbox, SteeringFeed, TlsError, Uplink, UplinkParts};
-
-/// Measurement batches queued between the pollers and the outbox writer.
-const SAMPLE_QUEUE: usize = 1024;
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -32,6 +30,10 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("cannot open the measurement store {path}: {source}")]
+    Store { path: String, source: StoreError },
+    #[error("cannot restore the steering signals: {0}")]
+    Steering(#[from] crate::steering::PersistError),
     #[error(transparent)]
     Outbox(#[from] DbError),
     #[error(transparent)]
@@ -43,8 +45,10 @@ pub struct Agent {
     config: Arc<Config>,
     live: Arc<Live>,
     telemetry: Telemetry,
+    store: StoreHandle,
     maps: Arc<DeviceMaps>,
     buses: HashMap<String, BusHandle>,
+    steering: crate::steering::SteeringService,
     http_addrs: Vec<SocketAddr>,
     uplink: Option<Uplink>,
     steering_feed: SteeringFeed,
@@ -63,23 +67,8 @@ impl Agent {
         let listeners = http::bind(&config.http.listen).await?;
 
         let live = Arc::new(Live::new(&config.devices));
-        // Until the store lands, the uplink's outbox is the only consumer of samples.
-        let (outbox, samples) = match &config.mqtt {
-            Some(mqtt) => {
-                let db = Db::open(&config.storage.path)?;
-                let outbox = Outbox::open(db, Cap::from_config(mqtt)).await?;
-                let (tx, rx) = tokio::sync::mpsc::channel(SAMPLE_QUEUE);
-                tracker.spawn(crate::uplink::outbox::spool(
-                    outbox.clone(),
-                    live.clone(),
-                    rx,
-                    cancel.child_token(),
-                ));
-                (Some(outbox), Some(tx))
-            }
-            None => (None, None),
-        };
-        let telemetry = Telemetry::new(live.clone(), samples);
+        let store = open_store(&config, &live).await?;
+        let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
 
         let mut buses = HashMap::new();
@@ -96,26 +85,43 @@ impl Agent {
             buses.insert(bus.name.clone(), handle);
         }
 
-        let api = crate::api::ApiState::new(&config, live.clone());
-        let auth = api.auth.clone();
-        let router = crate::api::router(api);
+        let steering_store: Arc<dyn crate::steering::SteeringStore> =
+            Arc::new(crate::steering::SqliteSteeringStore::new(store.clone()));
+        let steering = crate::steering::start(
+            &config,
+            live.clone(),
+            maps.clone(),
+            &buses,
+            steering_store,
+            &tracker,
+            cancel.child_token(),
+        )
+        .await?;
+
+        let (router, auth) = http::router(&config, live.clone(), store.clone(), steering.clone());
         let steering_feed = SteeringFeed::new();
-        let uplink = match (&config.mqtt, outbox) {
-            (Some(mqtt), Some(outbox)) => Some(Uplink::start(
-                UplinkParts {
-                    config: mqtt.clone(),
-                    gateway_id: config.gateway_id.clone(),
-                    router: router.clone(),
-                    auth,
-                    live: live.clone(),
-                    catalog: telemetry.catalog_changes(),
-                    outbox,
-                    steering: steering_feed.clone(),
-                },
-                &tracker,
-                cancel.child_token(),
-            )?),
-            _ => None,
+        // Interim after the merge: the outbox still has its own database thread
+        // and nothing feeds it yet; the next commits move it into the store.
+        let uplink = match &config.mqtt {
+            Some(mqtt) => {
+                let db = Db::open(&config.storage.path)?;
+                let outbox = Outbox::open(db, Cap::from_config(mqtt)).await?;
+                Some(Uplink::start(
+                    UplinkParts {
+                        config: mqtt.clone(),
+                        gateway_id: config.gateway_id.clone(),
+                        router: router.clone(),
+                        auth,
+                        live: live.clone(),
+                        catalog: telemetry.catalog_changes(),
+                        outbox,
+                        steering: steering_feed.clone(),
+                    },
+                    &tracker,
+                    cancel.child_token(),
+                )?)
+            }
+            None => None,
         };
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
@@ -126,8 +132,10 @@ impl Agent {
             config,
             live,
             telemetry,
+            store,
             maps,
             buses,
+            steering,
             http_addrs,
             uplink,
             steering_feed,
@@ -153,12 +161,20 @@ impl Agent {
         &self.telemetry
     }
 
+    pub fn store(&self) -> &StoreHandle {
+        &self.store
+    }
+
     pub fn device_maps(&self) -> &Arc<DeviceMaps> {
         &self.maps
     }
 
     pub fn bus(&self, name: &str) -> Option<&BusHandle> {
         self.buses.get(name)
+    }
+
+    pub fn steering(&self) -> &crate::steering::SteeringService {
+        &self.steering
     }
 
     /// The MQTT uplink, when `[mqtt]` is configured.
@@ -190,6 +206,40 @@ impl Agent {
                 "some tasks did not stop within the grace period"
             );
         }
+        // After the pollers: their last samples are committed too.
+        if let Err(e) = self.store.close().await {
+            tracing::error!(error = %e, "closing the measurement store failed");
+        }
         tracing::info!("agent stopped");
     }
+}
+
+/// Opens the store (migrations run on a blocking thread) and fills the latest
+/// values from it, so a restarted agent answers before its first poll.
+async fn open_store(config: &Config, live: &Live) -> Result<StoreHandle, StartError> {
+    let storage = config.storage.clone();
+    let path = storage.path.display().to_string();
+    let devices = config.devices.iter().map(|d| d.reference.clone()).collect();
+    let fail = |source| StartError::Store {
+        path: path.clone(),
+        source,
+    };
+    let store = tokio::task::spawn_blocking(move || StoreHandle::open(&storage, devices))
+        .await
+        .map_err(|e| fail(StoreError::Reader(e.to_string())))?
+        .map_err(fail)?;
+    let latest = store.latest().await.map_err(fail)?;
+    let mut restored = 0usize;
+    for l in latest {
+        if let Some(id) = live.find(&l.device) {
+            let reading = Reading {
+                ts_ms: l.ts_ms,
+                value: l.value,
+            };
+            live.restore(id, l.property, reading);
+            restored += 1;
+        }
+    }
+    tracing::info!(path = %path, restored, "measurement store open");
+    Ok(store)
 }

@@ -36,6 +36,8 @@ mod measurements;
 mod ops;
 mod query;
 mod readiness;
+mod steering;
+mod timeseries;
 mod token;
 
 #[cfg(test)]
@@ -44,7 +46,7 @@ mod tests;
 use std::sync::Arc;
 
 use axum::middleware;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 
 pub use auth::{require_read, require_steer, Auth, Caller};
@@ -56,9 +58,11 @@ pub use extract::{
 pub use measurements::{MeasurementView, Num};
 pub use query::QueryParams;
 pub use readiness::{Readiness, ReadyFlag};
+pub use steering::Transport;
 pub use token::{hash_token, new_token, token_config_snippet, NewToken, TOKEN_PREFIX};
 
 use crate::config::{Config, SiteConfig};
+use crate::store::StoreHandle;
 use crate::telemetry::Live;
 
 /// Everything handlers share. Cheap to clone (a few `Arc`s); one clone per request.
@@ -72,6 +76,10 @@ pub struct ApiState {
     pub sites: Arc<[SiteConfig]>,
     /// Extra `/readyz` checks (the store registers "store open").
     pub readiness: Readiness,
+    /// The measurement store (time series); `None` until one is attached.
+    pub store: Option<StoreHandle>,
+    /// Site steering; `None` until the agent starts it (steering routes answer 500).
+    pub steering: Option<crate::steering::SteeringService>,
 }
 
 impl ApiState {
@@ -81,7 +89,29 @@ impl ApiState {
             auth: Arc::new(Auth::new(&config.http)),
             sites: config.sites.clone().into(),
             readiness: Readiness::new(),
+            store: None,
+            steering: None,
         }
+    }
+
+    /// Attaches the measurement store and registers its `/readyz` check.
+    pub fn with_store(mut self, store: StoreHandle) -> Self {
+        let probe = store.clone();
+        self.readiness.register("store", move || {
+            if probe.is_open() {
+                Ok(())
+            } else {
+                Err("the measurement store is closed".to_string())
+            }
+        });
+        self.store = Some(store);
+        self
+    }
+
+    /// Serves the steering endpoints with `service`.
+    pub fn with_steering(mut self, service: crate::steering::SteeringService) -> Self {
+        self.steering = Some(service);
+        self
     }
 }
 
@@ -101,15 +131,44 @@ pub fn router(state: ApiState) -> Router {
             "/devices/{device_reference}/measurements/map",
             get(measurements::map),
         )
+        .route(
+            "/devices/{device_reference}/measurements/time-series",
+            post(timeseries::time_series),
+        )
+        .route("/sites", get(steering::list_sites))
+        .route("/sites/{site_reference}", get(steering::get_site))
+        .route("/sites/{site_reference}/steering", get(steering::get_state))
+        .route(
+            "/sites/{site_reference}/steering/history",
+            get(steering::history),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.auth.clone(),
             require_read,
+        ));
+    let steer_routes = Router::new()
+        .route(
+            "/sites/{site_reference}/steering",
+            post(steering::post_site).delete(steering::delete),
+        )
+        .route(
+            "/sites/{site_reference}/steering/ess",
+            post(steering::post_ess),
+        )
+        .route(
+            "/sites/{site_reference}/steering/curtailment",
+            post(steering::post_curtailment),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            state.auth.clone(),
+            require_steer,
         ));
 
     Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .merge(read_routes)
+        .merge(steer_routes)
         .fallback(ops::not_found)
         .layer(middleware::from_fn(ops::problem_safety_net))
         .with_state(state)

@@ -6,6 +6,7 @@ mod devices;
 mod errors;
 mod measurements;
 mod ops;
+mod timeseries;
 mod wire;
 
 use std::sync::Arc;

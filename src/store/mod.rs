@@ -1,0 +1,251 @@
+//! The measurement store: every polled sample in SQLite on the controller's flash,
+//! minute and hour rollups kept as data arrives, retention, and the reads behind
+//! the time-series endpoint and the restart of the latest-value cache.
+//!
+//! **Only this module touches SQLite.** One writer thread owns the write
+//! connection ([`writer`]); async code holds a cheap [`StoreHandle`] that sends
+//! sample batches and jobs over bounded channels and awaits oneshot replies.
+//! Reads run on their own connections on tokio's blocking threads, never on the
+//! runtime threads. Schema changes are migrations ([`migrate`] says how to add
+//! one). See `docs/store.md` for the layout, the durability bound and the figures.
+
+mod agg;
+mod error;
+mod ingest;
+mod migrate;
+mod plan;
+mod query;
+mod reader;
+mod retention;
+pub mod timeseries;
+mod writer;
+
+pub use agg::{align, Agg, Aggregation};
+pub use error::StoreError;
+pub use ingest::{IngestStats, DIRECT_PER_SERIES};
+pub use plan::{plan, Segment, Source, HOUR_MS, MINUTE_MS};
+pub use query::{LatestValue, Point, SeriesQuery};
+pub use retention::{RetentionReport, CHUNK_ROWS};
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::config::StorageConfig;
+use crate::model::time::now_ms;
+use crate::telemetry::SampleTx;
+use reader::Readers;
+use writer::{Job, Reply, Work, Writer};
+
+/// Sample batches queued for the writer at most; publishers wait beyond that
+/// (backpressure, nothing dropped). A batch is one poll of one device.
+pub const SAMPLE_QUEUE: usize = 1024;
+/// Jobs queued at most; `execute` callers wait beyond that.
+pub const JOB_QUEUE: usize = 64;
+
+const MS_PER_DAY: i64 = 86_400_000;
+
+/// Cheap, cloneable handle to the store. Dropping every clone stops the writer
+/// after a last commit; [`StoreHandle::close`] does it explicitly and waits.
+#[derive(Clone)]
+pub struct StoreHandle {
+    samples: SampleTx,
+    jobs: mpsc::Sender<Job>,
+    readers: Readers,
+    writer: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl StoreHandle {
+    /// Opens (or creates) the database, applies migrations and starts the writer
+    /// thread. `devices` are the device references by `DeviceId` index (config
+    /// order): samples name devices by id, the store keeps the stable reference.
+    ///
+    /// Blocking (migrations may take a while): call it from `spawn_blocking` or
+    /// before the runtime serves anything.
+    pub fn open(config: &StorageConfig, devices: Vec<String>) -> Result<StoreHandle, StoreError> {
+        let path = config.path.clone();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let mut conn = open_writer(&path)?;
+        migrate::migrate(&mut conn, now_ms())?;
+
+        let writer = Writer {
+            conn,
+            ingest: ingest::Ingest::new(devices),
+            flush_interval: Duration::from_millis(config.flush_interval_ms.max(1)),
+            batch_size: config.batch_size.max(1),
+            policy: retention::Policy {
+                raw_ms: i64::from(config.retention_days) * MS_PER_DAY,
+                rollup_ms: i64::from(config.rollup_retention_days) * MS_PER_DAY,
+                max_bytes: config.max_size_mb.saturating_mul(1024 * 1024),
+            },
+            staged: 0,
+        };
+        let (samples, samples_rx) = mpsc::channel(SAMPLE_QUEUE);
+        let (jobs, jobs_rx) = mpsc::channel(JOB_QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || writer.run(samples_rx, jobs_rx))
+            .map_err(|e| StoreError::Reader(format!("cannot start the writer thread: {e}")))?;
+        Ok(StoreHandle {
+            samples,
+            jobs,
+            readers: Readers::new(path),
+            writer: Arc::new(Mutex::new(Some(thread))),
+        })
+    }
+
+    /// False once the writer stopped (after [`close`](Self::close)).
+    pub fn is_open(&self) -> bool {
+        !self.jobs.is_closed()
+    }
+
+    /// The sender that [`Telemetry`](crate::telemetry::Telemetry) hands every
+    /// published batch to.
+    pub fn sample_sender(&self) -> SampleTx {
+        self.samples.clone()
+    }
+
+    /// Runs `f` on the writer inside a transaction and answers after COMMIT
+    /// (durable on disk). Sample batches whose `send` completed before this call
+    /// are committed in the same transaction or an earlier one.
+    ///
+    /// `f` gets the writer connection inside an open transaction (it must not
+    /// BEGIN/COMMIT itself) and runs on the writer thread, so keep it short: every
+    /// sample batch waits for it. When `f` returns `Err`, its writes are rolled back
+    /// (the samples of the same transaction are kept) and the error is returned.
+    pub async fn execute<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel::<Result<T, E>>();
+        let work: Work = Box::new(move |conn: &Connection| {
+            let result = f(conn);
+            let ok = result.is_ok();
+            let reply: Reply = Box::new(move |committed: Result<(), StoreError>| {
+                let answer = match committed {
+                    Ok(()) => result,
+                    Err(e) => Err(E::from(e)),
+                };
+                let _ = tx.send(answer);
+            });
+            (ok, reply)
+        });
+        self.jobs
+            .send(Job::Execute(work))
+            .await
+            .map_err(|_| E::from(StoreError::Closed))?;
+        rx.await.map_err(|_| E::from(StoreError::Closed))?
+    }
+
+    /// Commits every sample sent so far; returns once they are on disk.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.execute(|_| Ok::<(), StoreError>(())).await
+    }
+
+    /// Runs `f` on a read connection on a blocking thread.
+    pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        self.readers.run(f).await
+    }
+
+    /// The non-empty buckets of a time-series query for one device, ascending.
+    pub async fn time_series(
+        &self,
+        device: &str,
+        q: SeriesQuery,
+    ) -> Result<Vec<Point>, StoreError> {
+        let device = device.to_string();
+        self.read(move |conn| Ok(query::time_series(conn, &device, &q)?))
+            .await
+    }
+
+    /// The newest stored value of every series (to fill the latest-value cache at
+    /// start).
+    pub async fn latest(&self) -> Result<Vec<LatestValue>, StoreError> {
+        self.read(|conn| Ok(query::latest(conn)?)).await
+    }
+
+    /// Runs retention (expiry and size cap) to completion as of `now_ms`, in
+    /// small transactions. The writer also does this by itself every minute.
+    pub async fn enforce_retention(&self, now_ms: i64) -> Result<RetentionReport, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(Job::Retention { now_ms, reply })
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Moves samples staged in `recent` into `raw` and the rollups now (the
+    /// writer does it every minute, at start and at close); returns how many.
+    pub async fn compact(&self) -> Result<usize, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(Job::Compact(reply))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Bytes in database pages holding data (the file minus its free pages).
+    pub async fn used_bytes(&self) -> Result<u64, StoreError> {
+        self.read(|conn| Ok(retention::used_bytes(conn)?)).await
+    }
+
+    /// Commits what is pending, stops the writer and waits for its thread.
+    /// Later `execute` calls fail with [`StoreError::Closed`]; later sample sends
+    /// are dropped by the publisher (the channel is closed).
+    pub async fn close(&self) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        if self.jobs.send(Job::Close(reply)).await.is_ok() {
+            let _ = rx.await;
+        }
+        let thread = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(thread) = thread {
+            tokio::task::spawn_blocking(move || thread.join())
+                .await
+                .map_err(|e| StoreError::Reader(e.to_string()))?
+                .map_err(|_| StoreError::Reader("the writer thread panicked".into()))?;
+        }
+        Ok(())
+    }
+}
+
+/// The write connection: WAL, fsync at every commit (`synchronous = FULL`: a
+/// commit that returned survives a power cut), a bounded WAL file, checkpoints
+/// every 8192 pages (32 MiB) so a page rewritten by many commits is copied into
+/// the database file once per checkpoint, not once per 4 MiB.
+fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Pragma {
+            expected: "journal_mode wal".into(),
+            found: format!("journal_mode {mode}"),
+        });
+    }
+    conn.execute_batch(
+        "PRAGMA synchronous = FULL;
+         PRAGMA journal_size_limit = 67108864;
+         PRAGMA wal_autocheckpoint = 8192;
+         PRAGMA cache_size = -8000;
+         PRAGMA temp_store = MEMORY;",
+    )?;
+    Ok(conn)
+}

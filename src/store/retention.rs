@@ -1,0 +1,184 @@
+//! Deleting old data: raw samples past `retention_days`, rollups past
+//! `rollup_retention_days`, and, while the database holds more than
+//! `max_size_mb`, the oldest day of the bulkiest tier first: raw samples, then
+//! minute rollups, then hour rollups, each down to its newest day. So a cap that
+//! is too small for the configured retention shortens the raw history before it
+//! touches the long, cheap rollup history.
+//!
+//! Work is cut into steps of at most [`CHUNK_ROWS`] rows, each its own short
+//! transaction on the writer thread, so sample batches and steering writes wait
+//! for one small delete at most, never for a whole pass. Deleted pages go to
+//! SQLite's free list and are reused; the file does not shrink (no VACUUM: it
+//! would rewrite the whole file on flash).
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::agg::align;
+
+/// Most rows one step deletes.
+pub const CHUNK_ROWS: i64 = 5_000;
+const DAY_MS: i64 = 86_400_000;
+const TABLES: [&str; 3] = ["raw", "rollup_1m", "rollup_1h"];
+
+/// How long data is kept and how big the database may grow.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Policy {
+    pub raw_ms: i64,
+    pub rollup_ms: i64,
+    pub max_bytes: u64,
+}
+
+/// What a retention run deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetentionReport {
+    /// Rows deleted because they were past their table's retention.
+    pub expired_rows: u64,
+    /// Rows deleted to bring the database under its size cap.
+    pub evicted_rows: u64,
+    /// Transactions used.
+    pub steps: u64,
+}
+
+/// Outcome of one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    Expired(u64),
+    Evicted(u64),
+    Done,
+}
+
+impl Policy {
+    /// Runs one step at `now_ms` inside its own transaction.
+    pub fn step(&self, conn: &Connection, now_ms: i64) -> rusqlite::Result<Step> {
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let result = self.step_in_tx(conn, now_ms);
+        match result {
+            Ok(_) => conn.execute_batch("COMMIT")?,
+            Err(_) => {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+        }
+        result
+    }
+
+    fn step_in_tx(&self, conn: &Connection, now_ms: i64) -> rusqlite::Result<Step> {
+        let series = series_ids(conn)?;
+        for table in TABLES {
+            let keep = if table == "raw" {
+                self.raw_ms
+            } else {
+                self.rollup_ms
+            };
+            let n = delete_chunk(conn, table, &series, now_ms.saturating_sub(keep))?;
+            if n > 0 {
+                return Ok(Step::Expired(n));
+            }
+        }
+        if used_bytes(conn)? > self.max_bytes {
+            for table in TABLES {
+                let Some(oldest) = oldest(conn, table, &series)? else {
+                    continue;
+                };
+                // Whole days, and never the newest day of a tier.
+                let cutoff = (align(oldest, DAY_MS) + DAY_MS).min(align(now_ms - DAY_MS, DAY_MS));
+                let n = delete_chunk(conn, table, &series, cutoff)?;
+                if n > 0 {
+                    return Ok(Step::Evicted(n));
+                }
+            }
+            tracing::warn!(
+                max_bytes = self.max_bytes,
+                "storage.max_size_mb is smaller than one day of data; nothing more to delete"
+            );
+        }
+        Ok(Step::Done)
+    }
+
+    /// Runs steps until nothing is left to do.
+    pub fn run(&self, conn: &Connection, now_ms: i64) -> rusqlite::Result<RetentionReport> {
+        let mut report = RetentionReport::default();
+        loop {
+            report.steps += 1;
+            match self.step(conn, now_ms)? {
+                Step::Expired(n) => report.expired_rows += n,
+                Step::Evicted(n) => report.evicted_rows += n,
+                Step::Done => return Ok(report),
+            }
+        }
+    }
+}
+
+/// Bytes in pages that hold data (the file minus its free list).
+pub(crate) fn used_bytes(conn: &Connection) -> rusqlite::Result<u64> {
+    let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+    let free: i64 = conn.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+    let size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+    Ok(((pages - free).max(0) * size) as u64)
+}
+
+fn series_ids(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM series ORDER BY id")?;
+    let rows = stmt.query_map([], |r| r.get(0))?;
+    rows.collect()
+}
+
+fn time_column(table: &str) -> &'static str {
+    if table == "raw" {
+        "ts"
+    } else {
+        "bucket"
+    }
+}
+
+/// Deletes at most `CHUNK_ROWS` rows older than `cutoff`, series by series; each
+/// probe and delete is a range scan of the primary key.
+fn delete_chunk(
+    conn: &Connection,
+    table: &str,
+    series: &[i64],
+    cutoff: i64,
+) -> rusqlite::Result<u64> {
+    let col = time_column(table);
+    let mut nth = conn.prepare_cached(&format!(
+        "SELECT {col} FROM {table} WHERE series = ?1 AND {col} < ?2 ORDER BY {col} LIMIT 1 OFFSET ?3"
+    ))?;
+    let mut deleted = 0i64;
+    for &s in series {
+        let budget = CHUNK_ROWS - deleted;
+        if budget <= 0 {
+            break;
+        }
+        let upto: Option<i64> = nth
+            .query_row(params![s, cutoff, budget - 1], |r| r.get(0))
+            .optional()?;
+        let n = match upto {
+            Some(t) => conn
+                .prepare_cached(&format!(
+                    "DELETE FROM {table} WHERE series = ?1 AND {col} <= ?2"
+                ))?
+                .execute(params![s, t])?,
+            None => conn
+                .prepare_cached(&format!(
+                    "DELETE FROM {table} WHERE series = ?1 AND {col} < ?2"
+                ))?
+                .execute(params![s, cutoff])?,
+        };
+        deleted += n as i64;
+    }
+    Ok(deleted as u64)
+}
+
+/// The oldest time held by `table`.
+fn oldest(conn: &Connection, table: &str, series: &[i64]) -> rusqlite::Result<Option<i64>> {
+    let col = time_column(table);
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {col} FROM {table} WHERE series = ?1 ORDER BY {col} LIMIT 1"
+    ))?;
+    let mut oldest: Option<i64> = None;
+    for &s in series {
+        if let Some(t) = stmt.query_row([s], |r| r.get::<_, i64>(0)).optional()? {
+            oldest = Some(oldest.map_or(t, |o| o.min(t)));
+        }
+    }
+    Ok(oldest)
+}

@@ -1,0 +1,268 @@
+//! The writer thread: the only code that writes to SQLite.
+//!
+//! It owns the write connection and serves two bounded channels: sample batches
+//! (from [`Telemetry`](crate::telemetry::Telemetry)) and jobs (closures run in a
+//! transaction, retention, close). Samples wait in memory until the oldest of
+//! them is `flush_interval` old or `batch_size` are pending, then one
+//! transaction writes them with their rollups. **A power cut loses at most the
+//! samples of the last `flush_interval`**; a job's reply is sent only after the
+//! COMMIT that holds it (with `synchronous = FULL`, after the fsync).
+//!
+//! It runs a current-thread tokio runtime of its own to wait on channels and
+//! timers, so blocking SQLite calls never stall the agent's runtime. It must not
+//! hold a transaction open between commits.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+use rusqlite::Connection;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use super::ingest::Ingest;
+use super::retention::{Policy, RetentionReport, Step};
+use super::StoreError;
+use crate::model::{time::now_ms, Sample};
+
+/// How often staged rows (`recent`) are compacted into `raw` and the rollups;
+/// also whenever `batch_size` rows are staged.
+const COMPACT_EVERY: Duration = Duration::from_secs(60);
+
+/// How often a retention pass starts (the first one this long after start, so
+/// opening the store stays quick).
+const RETENTION_EVERY: Duration = Duration::from_secs(60);
+
+/// Called once the transaction holding a job committed (or failed).
+pub(crate) type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// A job's work: runs inside the transaction, says whether it succeeded (else its
+/// savepoint is rolled back) and how to answer after the commit.
+pub(crate) type Work = Box<dyn FnOnce(&Connection) -> (bool, Reply) + Send>;
+
+pub(crate) enum Job {
+    Execute(Work),
+    Retention {
+        now_ms: i64,
+        reply: oneshot::Sender<Result<RetentionReport, StoreError>>,
+    },
+    Compact(oneshot::Sender<Result<usize, StoreError>>),
+    Close(oneshot::Sender<()>),
+}
+
+pub(crate) struct Writer {
+    pub conn: Connection,
+    pub ingest: Ingest,
+    pub flush_interval: Duration,
+    pub batch_size: usize,
+    pub policy: Policy,
+    /// Rows in `recent` since the last compaction (as far as this writer knows).
+    pub staged: usize,
+}
+
+impl Writer {
+    /// Runs until a `Close` job or until every job sender is gone.
+    pub fn run(mut self, mut samples: mpsc::Receiver<Vec<Sample>>, mut jobs: mpsc::Receiver<Job>) {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::error!(error = %e, "store writer cannot start its runtime");
+                return;
+            }
+        };
+        rt.block_on(async move {
+            // Rows staged before a crash or a shutdown go to `raw` first.
+            if let Err(e) = self.compact() {
+                tracing::error!(error = %e, "compacting staged samples at start failed");
+            }
+            let mut next_compaction = Instant::now() + COMPACT_EVERY;
+            let mut pending: Vec<Sample> = Vec::new();
+            let mut deadline: Option<Instant> = None;
+            let mut samples_open = true;
+            let mut next_retention = Instant::now() + RETENTION_EVERY;
+            let mut retention_at: Option<i64> = None;
+            loop {
+                tokio::select! {
+                    biased;
+                    job = jobs.recv() => {
+                        drain(&mut samples, &mut pending);
+                        match job {
+                            Some(Job::Execute(work)) => self.commit(&mut pending, Some(work)),
+                            Some(Job::Retention { now_ms, reply }) => {
+                                self.commit(&mut pending, None);
+                                let _ = reply.send(self.policy.run(&self.conn, now_ms).map_err(Into::into));
+                            }
+                            Some(Job::Compact(reply)) => {
+                                self.commit(&mut pending, None);
+                                let _ = reply.send(self.compact());
+                            }
+                            Some(Job::Close(reply)) => {
+                                self.commit(&mut pending, None);
+                                if let Err(e) = self.compact() {
+                                    tracing::error!(error = %e, "compacting at shutdown failed");
+                                }
+                                let _ = reply.send(());
+                                break;
+                            }
+                            None => {
+                                self.commit(&mut pending, None);
+                                let _ = self.compact();
+                                break;
+                            }
+                        }
+                        deadline = None;
+                    }
+                    batch = samples.recv(), if samples_open => match batch {
+                        Some(batch) => {
+                            if pending.is_empty() {
+                                deadline = Some(Instant::now() + self.flush_interval);
+                            }
+                            pending.extend(batch);
+                            if pending.len() >= self.batch_size {
+                                self.commit(&mut pending, None);
+                                deadline = None;
+                            }
+                        }
+                        None => samples_open = false,
+                    },
+                    _ = sleep_until(deadline), if deadline.is_some() => {
+                        self.commit(&mut pending, None);
+                        deadline = None;
+                    }
+                    _ = tokio::time::sleep_until(next_compaction) => {
+                        let result = if self.staged > 0 { self.compact() } else { Ok(0) };
+                        if let Err(e) = result {
+                            tracing::error!(error = %e, "compacting staged samples failed; retrying later");
+                        }
+                        next_compaction = Instant::now() + COMPACT_EVERY;
+                    }
+                    _ = tokio::time::sleep_until(next_retention), if retention_at.is_none() => {
+                        retention_at = Some(now_ms());
+                        next_retention = Instant::now() + RETENTION_EVERY;
+                    }
+                    _ = std::future::ready(()), if retention_at.is_some() => {
+                        retention_at = self.retention_step(retention_at.unwrap_or_default());
+                    }
+                }
+            }
+        });
+        tracing::info!("store writer stopped");
+    }
+
+    /// Moves `recent` into `raw` and the rollups in one transaction.
+    fn compact(&mut self) -> Result<usize, StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match self.ingest.compact(&self.conn) {
+            Ok(n) => {
+                self.conn.execute_batch("COMMIT")?;
+                self.staged = 0;
+                Ok(n)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e.into())
+            }
+        }
+    }
+
+    /// One step of the running retention pass; `None` when the pass is over.
+    fn retention_step(&self, at: i64) -> Option<i64> {
+        match self.policy.step(&self.conn, at) {
+            Ok(Step::Expired(n)) => {
+                tracing::debug!(rows = n, "deleted expired rows");
+                Some(at)
+            }
+            Ok(Step::Evicted(n)) => {
+                tracing::info!(
+                    rows = n,
+                    "deleted oldest rows to stay under storage.max_size_mb"
+                );
+                Some(at)
+            }
+            Ok(Step::Done) => None,
+            Err(e) => {
+                tracing::error!(error = %e, "retention step failed; retrying at the next pass");
+                None
+            }
+        }
+    }
+
+    /// Writes `pending` and runs `work` in one transaction, then answers the job.
+    /// On failure the transaction is rolled back: its samples are dropped (and
+    /// logged with their count) and the job is told why.
+    fn commit(&mut self, pending: &mut Vec<Sample>, work: Option<Work>) {
+        if pending.is_empty() && work.is_none() {
+            return;
+        }
+        let samples = std::mem::take(pending);
+        let mut reply: Option<Reply> = None;
+        let result = self.transaction(&samples, work, &mut reply);
+        if let Err(e) = &result {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            tracing::error!(error = %e, samples = samples.len(), "store commit failed; batch dropped");
+        }
+        if let Some(reply) = reply {
+            reply(result);
+        }
+        if self.staged >= self.batch_size {
+            if let Err(e) = self.compact() {
+                tracing::error!(error = %e, "compacting staged samples failed; retrying later");
+            }
+        }
+    }
+
+    fn transaction(
+        &mut self,
+        samples: &[Sample],
+        work: Option<Work>,
+        reply: &mut Option<Reply>,
+    ) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        if !samples.is_empty() {
+            let stats = self.ingest.write(&self.conn, samples)?;
+            self.staged += stats.staged;
+            if stats.duplicates + stats.rejected > 0 {
+                tracing::debug!(
+                    duplicates = stats.duplicates,
+                    rejected = stats.rejected,
+                    "samples not stored"
+                );
+            }
+        }
+        if let Some(work) = work {
+            self.conn.execute_batch("SAVEPOINT job")?;
+            let conn = &self.conn;
+            let (ok, answer) = match catch_unwind(AssertUnwindSafe(|| work(conn))) {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    tracing::error!("a store job panicked; its writes are rolled back");
+                    let answer: Reply = Box::new(|_| {});
+                    (false, answer)
+                }
+            };
+            *reply = Some(answer);
+            if !ok {
+                self.conn.execute_batch("ROLLBACK TO job")?;
+            }
+            self.conn.execute_batch("RELEASE job")?;
+        }
+        self.conn.execute_batch("COMMIT")?;
+        Ok(())
+    }
+}
+
+/// Moves every batch already queued into `pending`, so a job submitted after a
+/// send completed is committed together with (or after) those samples.
+fn drain(samples: &mut mpsc::Receiver<Vec<Sample>>, pending: &mut Vec<Sample>) {
+    while let Ok(batch) = samples.try_recv() {
+        pending.extend(batch);
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
