@@ -15,9 +15,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::modbus::{BusHandle, BusTask, DeviceMaps};
-use crate::store::{StoreError, StoreHandle};
+use crate::store::{CommitHook, StoreError, StoreHandle};
 use crate::telemetry::{Live, Reading, Telemetry};
-use crate::uplink::{Cap, Db, DbError, Outbox, SteeringFeed, TlsError, Uplink, UplinkParts};
+use crate::uplink::outbox::{self, Cap, Outbox};
+use crate::uplink::{SteeringFeed, TlsError, Uplink, UplinkParts};
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -34,8 +35,6 @@ pub enum StartError {
     Store { path: String, source: StoreError },
     #[error("cannot restore the steering signals: {0}")]
     Steering(#[from] crate::steering::PersistError),
-    #[error(transparent)]
-    Outbox(#[from] DbError),
     #[error(transparent)]
     MqttTls(#[from] TlsError),
 }
@@ -67,7 +66,16 @@ impl Agent {
         let listeners = http::bind(&config.http.listen).await?;
 
         let live = Arc::new(Live::new(&config.devices));
-        let store = open_store(&config, &live).await?;
+        // With `[mqtt]`, the store writes the telemetry outbox in its sample commits.
+        let (store, outbox) = match &config.mqtt {
+            Some(mqtt) => {
+                let (sink, state) = outbox::sink(Cap::from_config(mqtt));
+                let store = open_store(&config, &live, Some(Box::new(sink))).await?;
+                let outbox = Outbox::new(store.clone(), state);
+                (store, Some(outbox))
+            }
+            None => (open_store(&config, &live, None).await?, None),
+        };
         let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
 
@@ -100,12 +108,15 @@ impl Agent {
 
         let (router, auth) = http::router(&config, live.clone(), store.clone(), steering.clone());
         let steering_feed = SteeringFeed::new();
-        // Interim after the merge: the outbox still has its own database thread
-        // and nothing feeds it yet; the next commits move it into the store.
-        let uplink = match &config.mqtt {
-            Some(mqtt) => {
-                let db = Db::open(&config.storage.path)?;
-                let outbox = Outbox::open(db, Cap::from_config(mqtt)).await?;
+        let uplink = match (&config.mqtt, outbox) {
+            (Some(mqtt), Some(outbox)) => {
+                let feed = steering_feed.clone();
+                crate::steering::follow_states(
+                    &steering,
+                    Arc::new(move |site: &str, body| feed.publish_steering_state(site, body)),
+                    &tracker,
+                    cancel.child_token(),
+                );
                 Some(Uplink::start(
                     UplinkParts {
                         config: mqtt.clone(),
@@ -121,7 +132,7 @@ impl Agent {
                     cancel.child_token(),
                 )?)
             }
-            None => None,
+            _ => None,
         };
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
@@ -214,9 +225,14 @@ impl Agent {
     }
 }
 
-/// Opens the store (migrations run on a blocking thread) and fills the latest
-/// values from it, so a restarted agent answers before its first poll.
-async fn open_store(config: &Config, live: &Live) -> Result<StoreHandle, StartError> {
+/// Opens the store (migrations run on a blocking thread) with the commit hook,
+/// if any, and fills the latest values from it, so a restarted agent answers
+/// before its first poll.
+async fn open_store(
+    config: &Config,
+    live: &Live,
+    hook: Option<Box<dyn CommitHook>>,
+) -> Result<StoreHandle, StartError> {
     let storage = config.storage.clone();
     let path = storage.path.display().to_string();
     let devices = config.devices.iter().map(|d| d.reference.clone()).collect();
@@ -224,7 +240,7 @@ async fn open_store(config: &Config, live: &Live) -> Result<StoreHandle, StartEr
         path: path.clone(),
         source,
     };
-    let store = tokio::task::spawn_blocking(move || StoreHandle::open(&storage, devices))
+    let store = tokio::task::spawn_blocking(move || StoreHandle::open_with_hook(&storage, devices, hook))
         .await
         .map_err(|e| fail(StoreError::Reader(e.to_string())))?
         .map_err(fail)?;

@@ -1,6 +1,8 @@
 //! RPC duplicate suppression: the first answer to an id is kept for 24 h in
-//! SQLite, so a redelivery (even after a restart) gets the same answer and the
-//! request is applied once. Concurrent duplicates wait for the first one.
+//! the store (`uplink_rpc_seen`), so a redelivery (even after a restart) gets the
+//! same answer and the request is applied once. Concurrent duplicates wait for
+//! the first one. Look-ups run on the store's read connections, records through
+//! its writer.
 //!
 //! Knows nothing of MQTT or HTTP: ids in, answer bytes out.
 
@@ -9,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::outbox::{sql, Db, DbError};
+use super::outbox::sql;
+use crate::store::{StoreError, StoreHandle};
 
 /// How long an id is remembered.
 pub const WINDOW_MS: i64 = 24 * 3_600_000;
@@ -19,7 +22,7 @@ type Waiters = HashMap<String, Vec<oneshot::Sender<Vec<u8>>>>;
 /// Cheap, cloneable handle.
 #[derive(Clone)]
 pub struct Dedup {
-    db: Db,
+    store: StoreHandle,
     running: Arc<Mutex<Waiters>>,
 }
 
@@ -51,16 +54,16 @@ fn lock(m: &Mutex<Waiters>) -> std::sync::MutexGuard<'_, Waiters> {
 }
 
 impl Dedup {
-    pub fn new(db: Db) -> Self {
+    pub fn new(store: StoreHandle) -> Self {
         Self {
-            db,
+            store,
             running: Arc::default(),
         }
     }
 
     /// Whether `id` was answered in the last 24 h; waits while another copy of
     /// it is being answered.
-    pub async fn claim(&self, id: &str, now_ms: i64) -> Result<Seen, DbError> {
+    pub async fn claim(&self, id: &str, now_ms: i64) -> Result<Seen, StoreError> {
         loop {
             let wait = {
                 let mut running = lock(&self.running);
@@ -91,8 +94,8 @@ impl Dedup {
         let key = id.to_string();
         let since = now_ms - WINDOW_MS;
         match self
-            .db
-            .execute(move |c| sql::rpc_seen(c, &key, since))
+            .store
+            .read(move |c| Ok::<_, StoreError>(sql::rpc_seen(c, &key, since)?))
             .await?
         {
             Some(answer) => {
@@ -104,11 +107,16 @@ impl Dedup {
     }
 
     /// Stores the first answer (durably) and hands it to waiting duplicates.
-    pub async fn record(&self, claim: Claim, answer: Vec<u8>, now_ms: i64) -> Result<(), DbError> {
+    pub async fn record(
+        &self,
+        claim: Claim,
+        answer: Vec<u8>,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
         let (id, bytes) = (claim.id.clone(), answer.clone());
         let stored = self
-            .db
-            .execute(move |c| sql::rpc_record(c, &id, now_ms, &bytes))
+            .store
+            .execute(move |c| Ok::<_, StoreError>(sql::rpc_record(c, &id, now_ms, &bytes)?))
             .await;
         self.wake(&claim.id, &answer);
         stored
@@ -123,9 +131,9 @@ impl Dedup {
     }
 
     /// Forgets ids older than the window.
-    pub async fn prune(&self, now_ms: i64) -> Result<usize, DbError> {
-        self.db
-            .execute(move |c| sql::rpc_prune(c, now_ms - WINDOW_MS))
+    pub async fn prune(&self, now_ms: i64) -> Result<usize, StoreError> {
+        self.store
+            .execute(move |c| Ok::<_, StoreError>(sql::rpc_prune(c, now_ms - WINDOW_MS)?))
             .await
     }
 }
@@ -134,9 +142,21 @@ impl Dedup {
 mod tests {
     use super::*;
 
+    /// A store in a temp folder; keep the folder alive as long as the store.
+    fn store() -> (tempfile::TempDir, StoreHandle) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = crate::config::StorageConfig {
+            path: dir.path().join("d.db"),
+            ..crate::config::StorageConfig::default()
+        };
+        let store = StoreHandle::open(&config, Vec::new()).expect("store");
+        (dir, store)
+    }
+
     #[tokio::test]
     async fn first_answer_is_returned_to_duplicates_within_the_window() {
-        let d = Dedup::new(Db::in_memory().unwrap());
+        let (_dir, store) = store();
+        let d = Dedup::new(store);
         let Seen::New(claim) = d.claim("a", 1000).await.unwrap() else {
             panic!("first sighting")
         };
@@ -161,7 +181,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_abandoned_claim_lets_the_duplicate_answer() {
-        let d = Dedup::new(Db::in_memory().unwrap());
+        let (_dir, store) = store();
+        let d = Dedup::new(store);
         let Seen::New(claim) = d.claim("b", 0).await.unwrap() else {
             panic!("first sighting")
         };

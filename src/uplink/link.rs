@@ -158,6 +158,9 @@ impl Link {
             }
         }
         self.outbox.remove(std::mem::take(&mut s.acked));
+        if let Err(e) = self.outbox.commit_removals().await {
+            tracing::warn!(error = %e, "cannot delete acknowledged outbox rows at shutdown");
+        }
         tracing::info!("MQTT uplink stopped");
     }
 
@@ -180,6 +183,10 @@ impl Link {
                 self.send(s, self.topics.status(), true, status, None, Tag::Other);
                 self.publish_listing(s);
                 self.publish_steering(s, true);
+                // Rows acknowledged on the last connection must not count as backlog.
+                if let Err(e) = self.outbox.commit_removals().await {
+                    tracing::warn!(error = %e, "acknowledged outbox rows not deleted; they are sent again");
+                }
                 s.boundary = *self.outbox.appended().borrow();
                 s.backlog_cursor = 0;
                 s.live_cursor = s.boundary;
@@ -386,14 +393,9 @@ impl Link {
     }
 
     fn housekeeping(&self) {
-        let outbox = self.outbox.clone();
         let dedup = self.dedup.clone();
         tokio::spawn(async move {
-            let now = now_ms();
-            if let Err(e) = outbox.enforce_cap(now).await {
-                tracing::warn!(error = %e, "outbox cap check failed");
-            }
-            if let Err(e) = dedup.prune(now).await {
+            if let Err(e) = dedup.prune(now_ms()).await {
                 tracing::warn!(error = %e, "RPC dedup prune failed");
             }
         });

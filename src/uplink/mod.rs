@@ -9,8 +9,8 @@
 //! # Wiring
 //!
 //! ```text
-//! Telemetry::publish ─► SampleTx ─► outbox::spool ─► Outbox (SQLite) ─► link ─► broker
-//! steering service ─► SteeringFeed::publish_steering_state ─► link (retained)
+//! Telemetry::publish ─► store writer ─► OutboxSink (same transaction) ─► Outbox ─► link ─► broker
+//! steering::follow_states ─► SteeringFeed::publish_steering_state ─► link (retained)
 //! broker ─► link ─► rpc::Bridge ─► api::router (oneshot) ─► link ─► broker
 //! ```
 
@@ -28,9 +28,9 @@ mod topics;
 
 pub use backoff::{Backoff, Jitter};
 pub use dedup::{Dedup, WINDOW_MS as DEDUP_WINDOW_MS};
-pub use outbox::{Cap, Db, DbError, Outbox, OutboxStats};
+pub use outbox::{Cap, Outbox, OutboxSink, OutboxState, OutboxStats};
 pub use payload::{measurements as measurements_payload, parse_rpc_request, RpcMethod, RpcRequest};
-pub use rpc::{Answer, Bridge, MQTT_CALLER};
+pub use rpc::{idempotency_key, Answer, Bridge, MQTT_CALLER, MQTT_TRANSPORT};
 pub use steering::SteeringFeed;
 pub use tls::TlsError;
 pub use topics::Topics;
@@ -58,6 +58,7 @@ pub struct UplinkParts {
     pub live: Arc<Live>,
     /// `Telemetry::catalog_changes()`: republishes the device listing.
     pub catalog: watch::Receiver<u64>,
+    /// On the agent's store, which was opened with the outbox's sink.
     pub outbox: Outbox,
     pub steering: SteeringFeed,
 }
@@ -73,9 +74,10 @@ pub struct Uplink {
 }
 
 impl Uplink {
-    /// Starts the link task on `tracker`; it runs until `cancel`, then publishes
-    /// `{"online": false}` and disconnects cleanly. Fails only on unusable TLS
-    /// settings; an unreachable broker is retried forever.
+    /// Starts the link task and the outbox's upkeep on `tracker`; they run until
+    /// `cancel`, then the link publishes `{"online": false}` and disconnects
+    /// cleanly. Fails only on unusable TLS settings; an unreachable broker is
+    /// retried forever.
     pub fn start(
         parts: UplinkParts,
         tracker: &TaskTracker,
@@ -83,7 +85,7 @@ impl Uplink {
     ) -> Result<Uplink, TlsError> {
         let topics = Topics::new(&parts.config.prefix, &parts.gateway_id);
         let (client, eventloop) = client::build(&parts.config, &parts.gateway_id, &topics)?;
-        let dedup = Dedup::new(parts.outbox.db().clone());
+        let dedup = Dedup::new(parts.outbox.store().clone());
         let bridge = Bridge::new(
             parts.router,
             parts.auth,
@@ -105,6 +107,7 @@ impl Uplink {
             connected: connected_tx,
         };
         tracing::info!(url = %parts.config.url, root = topics.root(), "MQTT uplink starting");
+        tracker.spawn(parts.outbox.clone().run_upkeep(cancel.child_token()));
         let task = tracker.spawn(link.run(eventloop, cancel)).abort_handle();
         Ok(Uplink {
             connected,

@@ -4,8 +4,10 @@
 //!
 //! Who may publish requests is the broker's ACL; with `require_token` the payload
 //! must also carry an API token, checked like a bearer token. Each id is answered
-//! once ([`Dedup`]); state-changing requests also carry it as `Idempotency-Key`.
-//! This file must not interpret endpoints or bodies.
+//! once ([`Dedup`]); state-changing requests also carry it as `Idempotency-Key`
+//! (steering scopes keys per caller, so an id is "once" per token). Requests are
+//! marked `api::Transport("mqtt")` for steering's audit log. This file must not
+//! interpret endpoints or bodies.
 
 use std::sync::Arc;
 
@@ -20,12 +22,15 @@ use tower::ServiceExt;
 
 use super::dedup::{Dedup, Seen};
 use super::payload::{self, RpcRequest};
-use crate::api::{ApiError, Auth, Caller};
+use crate::api::{ApiError, Auth, Caller, Transport};
 use crate::config::Scope;
 use crate::model::time::now_ms;
 
 /// The name steering's audit log records for requests without a token.
 pub const MQTT_CALLER: &str = "mqtt";
+
+/// What the audit log records as the transport of RPC requests.
+pub const MQTT_TRANSPORT: Transport = Transport("mqtt");
 
 /// Answers RPC payloads.
 pub struct Bridge {
@@ -125,7 +130,7 @@ impl Bridge {
             .method(request.method.as_http())
             .uri(&request.path);
         if request.method.changes_state() {
-            builder = builder.header("idempotency-key", &request.id);
+            builder = builder.header("idempotency-key", idempotency_key(&request.id));
         }
         let body = match &request.body {
             Some(b) => {
@@ -145,10 +150,24 @@ impl Bridge {
             }
         };
         http.extensions_mut().insert(caller);
+        http.extensions_mut().insert(MQTT_TRANSPORT);
         match self.router.clone().oneshot(http).await {
             Ok(r) => r,
             Err(never) => match never {},
         }
+    }
+}
+
+/// The `Idempotency-Key` for an RPC id: the id itself when it is a valid key
+/// (visible ASCII, which steering takes as is), else `sha256:` and the hex digest
+/// of its bytes, so every id (any UTF-8, spaces, control characters) gets a
+/// distinct key that fits the header.
+pub fn idempotency_key(id: &str) -> String {
+    if id.bytes().all(|b| b.is_ascii_graphic()) {
+        id.to_string()
+    } else {
+        use sha2::Digest;
+        format!("sha256:{}", hex::encode(sha2::Sha256::digest(id.as_bytes())))
     }
 }
 
@@ -169,4 +188,22 @@ async fn render(id: Option<&str>, response: Response) -> Vec<u8> {
         Err(e) => Value::String(format!("cannot read the answer: {e}")),
     };
     payload::rpc_response(id, status, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::idempotency_key;
+
+    #[test]
+    fn every_id_becomes_a_valid_distinct_key() {
+        assert_eq!(idempotency_key("r-1"), "r-1");
+        let spaced = idempotency_key(" r-1");
+        assert_ne!(spaced, idempotency_key("r-1"));
+        assert_ne!(spaced, idempotency_key("r-1 "));
+        for id in [" r-1", "läuft", "a\nb", "tab\there"] {
+            let key = idempotency_key(id);
+            assert!(key.starts_with("sha256:") && key.len() == 71, "{id:?}: {key}");
+            assert!(axum::http::HeaderValue::from_str(&key).is_ok());
+        }
+    }
 }

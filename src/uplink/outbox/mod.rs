@@ -1,27 +1,36 @@
 //! The durable telemetry outbox of `spec/mqtt.md`: every measurement batch is a
-//! row with a gap-free `seq`, deleted only after the broker's PUBACK, capped by age
-//! and size with oldest-first eviction.
+//! row with a gap-free `seq`, written in the store's transaction with its samples,
+//! deleted only after the broker's PUBACK, capped by age and size with
+//! oldest-first eviction.
 //!
-//! [`Outbox`] is the handle the uplink and the sample path share. It owns no
-//! connection: its statements (`sql.rs`) run on [`Db`]'s thread. It must not know
-//! about MQTT or topics; it only stores, hands out in order, and forgets.
+//! The outbox owns no connection and no thread: its table lives in the store
+//! (migration `0003_uplink_outbox`). [`OutboxSink`] is the store writer's commit
+//! hook and does every write; [`Outbox`] is the cheap handle the uplink holds: it
+//! reads on the store's read connections and asks for deletes and evictions,
+//! which ride on the writer's next transaction. It must not know about MQTT or
+//! topics; it only stores, hands out in order, and forgets.
+//!
+//! ```text
+//! let (sink, state) = outbox::sink(cap);
+//! let store = StoreHandle::open_with_hook(&storage, devices, Some(Box::new(sink)))?;
+//! let outbox = Outbox::new(store.clone(), state);
+//! ```
 
 mod codec;
-mod db;
-mod spool;
+mod sink;
 pub mod sql;
+mod upkeep;
 
 pub use codec::{decode, encode};
-pub use db::{Db, DbError};
-pub use spool::spool;
+pub use sink::{OutboxSink, EVICT_CHUNK};
 pub use sql::Row;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 
-use crate::model::Sample;
+use crate::store::{StoreError, StoreHandle};
 
 /// The outbox's limits (`mqtt.outbox_max_age_h`, `mqtt.outbox_max_mb`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +51,7 @@ impl Cap {
 /// A snapshot of the outbox's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OutboxStats {
-    /// Rows waiting for a PUBACK.
+    /// Rows stored (waiting for a PUBACK, or acknowledged and not deleted yet).
     pub rows: u64,
     /// What they count against the size cap.
     pub bytes: u64,
@@ -52,142 +61,143 @@ pub struct OutboxStats {
     pub last_seq: u64,
 }
 
-#[derive(Default)]
-struct Meter {
+/// What the sink and the handles share. Counters change only on the writer
+/// thread, after a commit.
+struct Shared {
+    cap: Cap,
     rows: AtomicU64,
     bytes: AtomicU64,
     evicted: AtomicU64,
+    last_seq: watch::Sender<u64>,
+    /// Acknowledged seqs for the next transaction to delete.
+    removals: Mutex<Vec<u64>>,
+    /// When non-zero, the next transaction checks the age cap as of this time
+    /// instead of now.
+    age_at: AtomicI64,
+    /// The last transaction stopped evicting at its chunk limit.
+    more_to_evict: AtomicBool,
+    /// Wakes the upkeep task: removals waiting, or more to evict.
+    wake: Notify,
+}
+
+impl Shared {
+    fn removals(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
+        // A Vec of plain numbers stays usable after a panic elsewhere.
+        self.removals.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take_removals(&self) -> Vec<u64> {
+        std::mem::take(&mut *self.removals())
+    }
+
+    fn give_back_removals(&self, seqs: Vec<u64>) {
+        if !seqs.is_empty() {
+            self.removals().extend(seqs);
+            self.wake.notify_one();
+        }
+    }
+}
+
+/// The other half of [`sink`]: turns into an [`Outbox`] once the store is open.
+pub struct OutboxState(Arc<Shared>);
+
+/// A new outbox: the commit hook for the store, and the state for [`Outbox::new`].
+pub fn sink(cap: Cap) -> (OutboxSink, OutboxState) {
+    let shared = Arc::new(Shared {
+        cap,
+        rows: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        evicted: AtomicU64::new(0),
+        last_seq: watch::channel(0).0,
+        removals: Mutex::new(Vec::new()),
+        age_at: AtomicI64::new(0),
+        more_to_evict: AtomicBool::new(false),
+        wake: Notify::new(),
+    });
+    (OutboxSink::new(shared.clone()), OutboxState(shared))
 }
 
 /// Cheap, cloneable handle to the outbox.
 #[derive(Clone)]
 pub struct Outbox {
-    db: Db,
-    cap: Cap,
-    meter: Arc<Meter>,
-    last_seq: Arc<watch::Sender<u64>>,
+    store: StoreHandle,
+    shared: Arc<Shared>,
 }
 
 impl Outbox {
-    /// Reads the current totals and applies the cap once.
-    pub async fn open(db: Db, cap: Cap) -> Result<Outbox, DbError> {
-        let (rows, bytes, last) = db.execute(|c| sql::totals(c)).await?;
-        let meter = Meter::default();
-        meter.rows.store(rows, Ordering::Relaxed);
-        meter.bytes.store(bytes, Ordering::Relaxed);
-        let outbox = Outbox {
-            db,
-            cap,
-            meter: Arc::new(meter),
-            last_seq: Arc::new(watch::channel(last).0),
-        };
-        outbox.enforce_cap(crate::model::time::now_ms()).await?;
-        Ok(outbox)
+    /// `store` must have been opened with the sink that came with `state`.
+    pub fn new(store: StoreHandle, state: OutboxState) -> Outbox {
+        Outbox {
+            store,
+            shared: state.0,
+        }
     }
 
-    pub fn db(&self) -> &Db {
-        &self.db
+    pub fn store(&self) -> &StoreHandle {
+        &self.store
     }
 
-    /// Stores one message per `(device reference, samples)` in one transaction;
-    /// returns after COMMIT. Evicts right away when that crossed the size cap.
-    pub async fn append(
+    pub fn cap(&self) -> Cap {
+        self.shared.cap
+    }
+
+    /// Rows with `after < seq <= upto` in seq order, at most `limit`, as
+    /// committed (a read snapshot).
+    pub async fn fetch(
         &self,
-        batches: Vec<(String, Vec<Sample>)>,
-        now_ms: i64,
-    ) -> Result<(), DbError> {
-        let this = self.clone();
-        self.db
-            .execute(move |conn| {
-                let tx = conn.transaction()?;
-                let (mut last, mut bytes) = (0, 0);
-                for (device, samples) in &batches {
-                    let body = encode(samples);
-                    last = sql::append(&tx, now_ms, device, &body)?;
-                    bytes += sql::cost(device, &body);
-                }
-                tx.commit()?;
-                this.meter
-                    .rows
-                    .fetch_add(batches.len() as u64, Ordering::Relaxed);
-                let total = this.meter.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
-                if last > 0 {
-                    this.last_seq.send_replace(last);
-                }
-                if total > this.cap.max_bytes {
-                    this.evict_now(conn, now_ms)?;
-                }
-                Ok(())
-            })
+        after: u64,
+        upto: u64,
+        limit: usize,
+    ) -> Result<Vec<Row>, StoreError> {
+        self.store
+            .read(move |c| Ok(sql::fetch(c, after, upto, limit)?))
             .await
     }
 
-    /// Rows with `after < seq <= upto` in seq order, at most `limit`.
-    pub async fn fetch(&self, after: u64, upto: u64, limit: usize) -> Result<Vec<Row>, DbError> {
-        self.db
-            .execute(move |c| sql::fetch(c, after, upto, limit))
-            .await
-    }
-
-    /// Forgets acknowledged rows. Does not wait: jobs run in order, so a later
-    /// [`fetch`](Self::fetch) never sees them.
+    /// Forgets acknowledged rows. Does not wait: the writer's next transaction
+    /// deletes them (the upkeep task makes sure one comes soon).
     pub fn remove(&self, seqs: Vec<u64>) {
-        if seqs.is_empty() {
-            return;
+        if !seqs.is_empty() {
+            self.shared.removals().extend(seqs);
+            self.shared.wake.notify_one();
         }
-        let meter = self.meter.clone();
-        let submitted = self.db.submit(move |conn| match sql::remove(conn, &seqs) {
-            Ok((rows, bytes)) => {
-                meter.rows.fetch_sub(rows, Ordering::Relaxed);
-                meter.bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// Deletes the rows given to [`remove`](Self::remove) now; returns after
+    /// the commit.
+    pub async fn commit_removals(&self) -> Result<(), StoreError> {
+        if self.shared.removals().is_empty() {
+            return Ok(());
+        }
+        self.store.flush().await
+    }
+
+    /// Applies the age cap as of `now_ms` and the size cap, a chunk per
+    /// transaction, until nothing is over; returns the rows evicted meanwhile.
+    pub async fn enforce_cap(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let before = self.shared.evicted.load(Ordering::Relaxed);
+        loop {
+            self.shared.age_at.store(now_ms, Ordering::Relaxed);
+            self.store.flush().await?;
+            if !self.shared.more_to_evict.load(Ordering::Relaxed) {
+                break;
             }
-            // The rows stay and are sent again: the cloud drops duplicates by seq.
-            Err(e) => tracing::warn!(error = %e, "cannot delete acknowledged outbox rows"),
-        });
-        if submitted.is_err() {
-            tracing::warn!("outbox database stopped; acknowledged rows stay");
         }
+        Ok(self.shared.evicted.load(Ordering::Relaxed) - before)
     }
 
-    /// Applies the age and size cap now; returns the rows evicted.
-    pub async fn enforce_cap(&self, now_ms: i64) -> Result<u64, DbError> {
-        let this = self.clone();
-        self.db
-            .execute(move |conn| this.evict_now(conn, now_ms))
-            .await
-    }
-
-    fn evict_now(&self, conn: &rusqlite::Connection, now_ms: i64) -> rusqlite::Result<u64> {
-        let bytes = self.meter.bytes.load(Ordering::Relaxed);
-        let min_created = now_ms.saturating_sub(self.cap.max_age_ms);
-        let (rows, freed) = sql::evict(conn, min_created, bytes, self.cap.max_bytes)?;
-        if rows > 0 {
-            self.meter.rows.fetch_sub(rows, Ordering::Relaxed);
-            self.meter.bytes.fetch_sub(freed, Ordering::Relaxed);
-            let total = self.meter.evicted.fetch_add(rows, Ordering::Relaxed) + rows;
-            tracing::warn!(
-                evicted = rows,
-                evicted_bytes = freed,
-                evicted_total = total,
-                max_age_h = self.cap.max_age_ms / 3_600_000,
-                max_bytes = self.cap.max_bytes,
-                "outbox over its cap: dropped the oldest telemetry"
-            );
-        }
-        Ok(rows)
-    }
-
-    /// Changes after every append; holds the highest seq assigned.
+    /// Changes after every commit that appended; holds the highest seq.
     pub fn appended(&self) -> watch::Receiver<u64> {
-        self.last_seq.subscribe()
+        self.shared.last_seq.subscribe()
     }
 
     pub fn stats(&self) -> OutboxStats {
+        let s = &self.shared;
         OutboxStats {
-            rows: self.meter.rows.load(Ordering::Relaxed),
-            bytes: self.meter.bytes.load(Ordering::Relaxed),
-            evicted: self.meter.evicted.load(Ordering::Relaxed),
-            last_seq: *self.last_seq.borrow(),
+            rows: s.rows.load(Ordering::Relaxed),
+            bytes: s.bytes.load(Ordering::Relaxed),
+            evicted: s.evicted.load(Ordering::Relaxed),
+            last_seq: *s.last_seq.borrow(),
         }
     }
 }

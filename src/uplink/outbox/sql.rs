@@ -1,27 +1,12 @@
-//! The outbox and RPC-dedup tables and every statement on them.
+//! Every statement on the outbox and RPC-dedup tables (created by the store
+//! migration `0003_uplink_outbox.sql`).
 //!
-//! Functions over a `rusqlite::Connection` (a `Transaction` derefs to one), so
-//! they run inside whichever transaction the caller holds: today the uplink's own
-//! database thread, once the store lands its writer, in the same transaction as
-//! the measurements. Nothing here opens files or spawns threads.
+//! Functions over a `rusqlite::Connection`, so they run inside whichever
+//! transaction the caller is in: the store writer's (through the outbox's commit
+//! hook or `StoreHandle::execute`) or a read snapshot (`StoreHandle::read`).
+//! Nothing here opens files, begins transactions or spawns threads.
 
 use rusqlite::{params, Connection, OptionalExtension};
-
-/// The schema; idempotent. Becomes a store migration file once the store lands.
-pub const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS uplink_outbox (
-    seq        INTEGER PRIMARY KEY AUTOINCREMENT, -- the message's gap-free `seq`
-    created_ms INTEGER NOT NULL,                  -- when written: the age cap's clock
-    device     TEXT    NOT NULL,                  -- device reference
-    body       BLOB    NOT NULL                   -- codec.rs encoding of the samples
-);
-CREATE TABLE IF NOT EXISTS uplink_rpc_seen (
-    id       TEXT PRIMARY KEY,
-    at_ms    INTEGER NOT NULL,
-    response BLOB    NOT NULL                     -- the first answer's exact payload
-);
-CREATE INDEX IF NOT EXISTS uplink_rpc_seen_at ON uplink_rpc_seen (at_ms);
-";
 
 /// What a row counts against the size cap beyond its device and body bytes (key,
 /// timestamp, record header, b-tree cell).
@@ -117,18 +102,28 @@ pub fn totals(conn: &Connection) -> rusqlite::Result<(u64, u64, u64)> {
     ))
 }
 
+/// What one eviction step did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Evicted {
+    pub rows: u64,
+    pub bytes: u64,
+    /// It stopped at its row limit with more to evict.
+    pub more: bool,
+}
+
 /// Evicts oldest first until no row is older than `min_created_ms` and the rows
-/// count at most `max_bytes`, given that they count `bytes` now. Returns the rows
-/// and bytes evicted.
+/// count at most `max_bytes`, given that they count `bytes` now, but at most
+/// `limit` rows.
 pub fn evict(
     conn: &Connection,
     min_created_ms: i64,
     bytes: u64,
     max_bytes: u64,
-) -> rusqlite::Result<(u64, u64)> {
+    limit: u64,
+) -> rusqlite::Result<Evicted> {
     let mut over = bytes.saturating_sub(max_bytes);
     let mut last = None;
-    let (mut rows, mut freed) = (0u64, 0u64);
+    let (mut rows, mut freed, mut more) = (0u64, 0u64, false);
     {
         let mut stmt = conn.prepare_cached(
             "SELECT seq, created_ms, length(device) + length(body) FROM uplink_outbox ORDER BY seq",
@@ -139,6 +134,10 @@ pub fn evict(
             if over == 0 && created >= min_created_ms {
                 break;
             }
+            if rows == limit {
+                more = true;
+                break;
+            }
             let cost = r.get::<_, i64>(2)? as u64 + ROW_OVERHEAD;
             over = over.saturating_sub(cost);
             freed += cost;
@@ -147,9 +146,14 @@ pub fn evict(
         }
     }
     if let Some(last) = last {
-        conn.execute("DELETE FROM uplink_outbox WHERE seq <= ?1", [last])?;
+        conn.prepare_cached("DELETE FROM uplink_outbox WHERE seq <= ?1")?
+            .execute([last])?;
     }
-    Ok((rows, freed))
+    Ok(Evicted {
+        rows,
+        bytes: freed,
+        more,
+    })
 }
 
 /// The first answer to RPC `id` if it was recorded at or after `since_ms`.
@@ -184,8 +188,15 @@ mod tests {
 
     fn db() -> Connection {
         let conn = Connection::open_in_memory().expect("in-memory db");
-        conn.execute_batch(SCHEMA).expect("schema");
+        conn.execute_batch(include_str!(
+            "../../store/migrations/0003_uplink_outbox.sql"
+        ))
+        .expect("schema");
         conn
+    }
+
+    fn evicted(rows: u64, bytes: u64, more: bool) -> Evicted {
+        Evicted { rows, bytes, more }
     }
 
     #[test]
@@ -223,17 +234,24 @@ mod tests {
         }
         let (_, bytes, _) = totals(&conn).unwrap();
         assert_eq!(bytes, 1000);
-        // Age: rows created before 3000 go.
-        assert_eq!(evict(&conn, 3000, bytes, u64::MAX).unwrap(), (3, 300));
+        // Age: rows created before 3000 go, two at a time.
+        assert_eq!(
+            evict(&conn, 3000, bytes, u64::MAX, 2).unwrap(),
+            evicted(2, 200, true)
+        );
+        assert_eq!(
+            evict(&conn, 3000, 800, u64::MAX, 2).unwrap(),
+            evicted(1, 100, false)
+        );
         // Size: 700 left, cap 450: three more rows.
-        assert_eq!(evict(&conn, 0, 700, 450).unwrap(), (3, 300));
+        assert_eq!(evict(&conn, 0, 700, 450, 100).unwrap(), evicted(3, 300, false));
         let seqs: Vec<_> = fetch(&conn, 0, u64::MAX, 100)
             .unwrap()
             .iter()
             .map(|r| r.seq)
             .collect();
         assert_eq!(seqs, [7, 8, 9, 10]);
-        assert_eq!(evict(&conn, 0, 400, 450).unwrap(), (0, 0));
+        assert_eq!(evict(&conn, 0, 400, 450, 100).unwrap(), Evicted::default());
     }
 
     #[test]
