@@ -125,7 +125,11 @@ async fn the_age_cap_evicts_what_is_too_old_in_chunks() {
     let old = EVICT_CHUNK as i64 + 10;
     append(&outbox, (0..old).map(|i| i * 1000)).await;
     // The newest old row; the next rows must be committed at a later millisecond.
-    let old_created = outbox.fetch(old as u64 - 1, u64::MAX, 1).await.expect("fetch")[0].created_ms;
+    let old_created = outbox
+        .fetch(old as u64 - 1, u64::MAX, 1)
+        .await
+        .expect("fetch")[0]
+        .created_ms;
     wait_for_clock(|| now_ms() > old_created + 1).await;
     append(&outbox, [old * 1000, old * 1000 + 1000]).await;
     let new_created = outbox.fetch(old as u64, u64::MAX, 1).await.expect("fetch")[0].created_ms;

@@ -7,28 +7,14 @@ mod common;
 use std::time::Duration;
 
 use common::broker::{kinds, Broker, Kind, Subscriber};
-use common::mqtt::{self, mqtt_section, plain_url, site_config};
+use common::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
 use common::site::{READ_TOKEN, STEER_TOKEN};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 
 const T: Duration = Duration::from_secs(20);
-const ROOT: &str = "sitegate/test";
 /// Polled once, then not for an hour: answers stay the same between the two transports.
 const ONCE: u64 = 3_600_000;
-
-async fn rpc(sub: &mut Subscriber, request: Value) -> Value {
-    let id = request["id"].as_str().expect("id").to_string();
-    let topic = format!("{ROOT}/rpc/response/{id}");
-    sub.request(&format!("{ROOT}/rpc/request"), &request, None)
-        .await;
-    let m = sub
-        .expect(&format!("answer to {id}"), T, |m| m.topic == topic)
-        .await;
-    let v = m.json();
-    assert_eq!(v["id"], id.as_str());
-    v
-}
 
 async fn equality(kind: Kind) {
     let broker = Broker::start(kind).await;

@@ -91,13 +91,18 @@ async fn the_hook_writes_each_batch_in_the_samples_transaction() {
     assert_eq!(log.lock().unwrap().opened, 1);
     let tx = store.sample_sender();
     let p = Property::ActivePower;
-    tx.send(vec![sample(0, p, T0, 1.0), sample(0, Property::Soc, T0, 50.0)])
-        .await
-        .expect("send");
+    tx.send(vec![
+        sample(0, p, T0, 1.0),
+        sample(0, Property::Soc, T0, 50.0),
+    ])
+    .await
+    .expect("send");
     tx.send(vec![sample(1, p, T0, 2.0)]).await.expect("send");
     // An unknown device: stored nowhere, not shown to the hook.
     tx.send(vec![sample(9, p, T0, 3.0)]).await.expect("send");
-    tx.send(vec![sample(0, p, T0 + 1000, 4.0)]).await.expect("send");
+    tx.send(vec![sample(0, p, T0 + 1000, 4.0)])
+        .await
+        .expect("send");
     store.flush().await.expect("flush");
     {
         let log = log.lock().unwrap();

@@ -240,10 +240,11 @@ async fn open_store(
         path: path.clone(),
         source,
     };
-    let store = tokio::task::spawn_blocking(move || StoreHandle::open_with_hook(&storage, devices, hook))
-        .await
-        .map_err(|e| fail(StoreError::Reader(e.to_string())))?
-        .map_err(fail)?;
+    let store =
+        tokio::task::spawn_blocking(move || StoreHandle::open_with_hook(&storage, devices, hook))
+            .await
+            .map_err(|e| fail(StoreError::Reader(e.to_string())))?
+            .map_err(fail)?;
     let latest = store.latest().await.map_err(fail)?;
     let mut restored = 0usize;
     for l in latest {

@@ -33,7 +33,9 @@ pub enum LinkEvent {
     Acked(u16),
     /// A message arrived on a subscribed topic.
     Message(Incoming),
-    /// Anything else (pings, suback, our own DISCONNECT, ...).
+    /// SUBACK: the RPC subscription is in place.
+    Subscribed,
+    /// Anything else (pings, our own DISCONNECT, ...).
     Other,
     /// We sent DISCONNECT.
     Disconnecting,
@@ -213,6 +215,7 @@ fn v4_event(e: rumqttc::Event) -> LinkEvent {
             session_present: a.session_present,
         },
         Event::Incoming(Packet::PubAck(a)) => LinkEvent::Acked(a.pkid),
+        Event::Incoming(Packet::SubAck(_)) => LinkEvent::Subscribed,
         Event::Incoming(Packet::Publish(p)) => LinkEvent::Message(Incoming {
             topic: String::from_utf8_lossy(p.topic.as_bytes()).into_owned(),
             payload: p.payload,
@@ -240,6 +243,15 @@ fn v5_event(e: v5::Event) -> LinkEvent {
                 tracing::warn!(pkid = a.pkid, reason = ?a.reason, "broker refused a publish");
             }
             LinkEvent::Acked(a.pkid)
+        }
+        Event::Incoming(Packet::SubAck(a)) => {
+            if a.return_codes
+                .iter()
+                .any(|c| !matches!(c, m5::SubscribeReasonCode::Success(_)))
+            {
+                tracing::warn!(reasons = ?a.return_codes, "broker refused the RPC subscription");
+            }
+            LinkEvent::Subscribed
         }
         Event::Incoming(Packet::Publish(p)) => {
             let (response_topic, correlation) = p

@@ -174,7 +174,6 @@ impl Link {
             LinkEvent::Connected { session_present } => {
                 s.connected = true;
                 s.flight.reset();
-                self.connected.send_replace(true);
                 tracing::info!(session_present, "MQTT connected");
                 if self.client.subscribe(self.topics.rpc_request()).is_err() {
                     tracing::warn!("cannot queue the RPC subscription");
@@ -201,6 +200,10 @@ impl Link {
                 }
             }
             LinkEvent::Message(m) => self.on_message(m, answers),
+            // Connected for the outside once RPC requests reach us too.
+            LinkEvent::Subscribed => {
+                self.connected.send_replace(true);
+            }
             LinkEvent::Other | LinkEvent::Disconnecting => {}
         }
     }

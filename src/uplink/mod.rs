@@ -118,7 +118,8 @@ impl Uplink {
         })
     }
 
-    /// True while a session with the broker is up.
+    /// True while a session with the broker is up and the RPC subscription was
+    /// acknowledged.
     pub fn is_connected(&self) -> bool {
         *self.connected.borrow()
     }

@@ -167,7 +167,10 @@ pub fn idempotency_key(id: &str) -> String {
         id.to_string()
     } else {
         use sha2::Digest;
-        format!("sha256:{}", hex::encode(sha2::Sha256::digest(id.as_bytes())))
+        format!(
+            "sha256:{}",
+            hex::encode(sha2::Sha256::digest(id.as_bytes()))
+        )
     }
 }
 
@@ -202,7 +205,10 @@ mod tests {
         assert_ne!(spaced, idempotency_key("r-1 "));
         for id in [" r-1", "läuft", "a\nb", "tab\there"] {
             let key = idempotency_key(id);
-            assert!(key.starts_with("sha256:") && key.len() == 71, "{id:?}: {key}");
+            assert!(
+                key.starts_with("sha256:") && key.len() == 71,
+                "{id:?}: {key}"
+            );
             assert!(axum::http::HeaderValue::from_str(&key).is_ok());
         }
     }

@@ -4,11 +4,34 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use serde_json::Value;
 use sitegate::agent::Agent;
 use sitegate::config::{parse, Config};
 use sitegate::uplink::Uplink;
 
+use super::broker::Subscriber;
 use super::site::{self, TestSite, SUMMER_MORNING_MS};
+
+/// The root topic of the test configs (`gateway_id = "test"`).
+pub const ROOT: &str = "sitegate/test";
+const RPC_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Publishes an RPC request and waits for the answer on
+/// `{ROOT}/rpc/response/{id}` (`sub` must subscribe to those topics).
+pub async fn rpc(sub: &mut Subscriber, request: Value) -> Value {
+    let id = request["id"].as_str().expect("id").to_string();
+    let topic = format!("{ROOT}/rpc/response/{id}");
+    sub.request(&format!("{ROOT}/rpc/request"), &request, None)
+        .await;
+    let m = sub
+        .expect(&format!("answer to {id}"), RPC_TIMEOUT, |m| {
+            m.topic == topic
+        })
+        .await;
+    let v = m.json();
+    assert_eq!(v["id"], id.as_str());
+    v
+}
 
 /// The `[mqtt]` section for a broker at `addr`; `extra` lines go inside it.
 pub fn mqtt_section(url: &str, protocol: &str, extra: &str) -> String {

@@ -143,12 +143,7 @@ impl Outbox {
 
     /// Rows with `after < seq <= upto` in seq order, at most `limit`, as
     /// committed (a read snapshot).
-    pub async fn fetch(
-        &self,
-        after: u64,
-        upto: u64,
-        limit: usize,
-    ) -> Result<Vec<Row>, StoreError> {
+    pub async fn fetch(&self, after: u64, upto: u64, limit: usize) -> Result<Vec<Row>, StoreError> {
         self.store
             .read(move |c| Ok(sql::fetch(c, after, upto, limit)?))
             .await

@@ -122,7 +122,8 @@ impl CommitHook for OutboxSink {
         let added = t.appended_bytes;
         let gone = t.removed_bytes + t.evicted.bytes;
         s.rows.fetch_add(t.appended, Ordering::Relaxed);
-        s.rows.fetch_sub(t.removed + t.evicted.rows, Ordering::Relaxed);
+        s.rows
+            .fetch_sub(t.removed + t.evicted.rows, Ordering::Relaxed);
         s.bytes.fetch_add(added, Ordering::Relaxed);
         s.bytes.fetch_sub(gone, Ordering::Relaxed);
         s.evicted.fetch_add(t.evicted.rows, Ordering::Relaxed);

@@ -244,7 +244,10 @@ mod tests {
             evicted(1, 100, false)
         );
         // Size: 700 left, cap 450: three more rows.
-        assert_eq!(evict(&conn, 0, 700, 450, 100).unwrap(), evicted(3, 300, false));
+        assert_eq!(
+            evict(&conn, 0, 700, 450, 100).unwrap(),
+            evicted(3, 300, false)
+        );
         let seqs: Vec<_> = fetch(&conn, 0, u64::MAX, 100)
             .unwrap()
             .iter()
