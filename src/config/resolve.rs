@@ -34,7 +34,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
     check_storage(&s.storage, problems);
     check_polling(&s.polling, problems);
     if let Some(mqtt) = &s.mqtt {
-        check_mqtt(mqtt, problems);
+        check_mqtt(mqtt, &s.storage, problems);
     }
 
     let mut site_refs = HashSet::new();
@@ -334,7 +334,7 @@ fn check_polling(p: &PollingConfig, problems: &mut Vec<Problem>) {
     }
 }
 
-fn check_mqtt(m: &MqttConfig, problems: &mut Vec<Problem>) {
+fn check_mqtt(m: &MqttConfig, storage: &StorageConfig, problems: &mut Vec<Problem>) {
     let mut bad =
         |key: &str, message: String| problems.push(Problem::new(format!("mqtt.{key}"), message));
     let tls = match m.broker() {
@@ -397,6 +397,17 @@ fn check_mqtt(m: &MqttConfig, problems: &mut Vec<Problem>) {
     }
     if m.outbox_max_mb == 0 {
         bad("outbox_max_mb", "must be at least 1".to_string());
+    }
+    // The outbox is a table of the store: past its size cap the store would
+    // delete measurement history to make room for telemetry waiting to be sent.
+    if m.outbox_max_mb >= storage.max_size_mb {
+        bad(
+            "outbox_max_mb",
+            format!(
+                "{} must be below storage.max_size_mb ({}): the outbox is part of the same database",
+                m.outbox_max_mb, storage.max_size_mb
+            ),
+        );
     }
     if m.drain_rate == 0 {
         bad(
