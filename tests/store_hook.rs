@@ -8,6 +8,7 @@ mod store_support;
 use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
+use sitegate::config::StorageConfig;
 use sitegate::model::Property;
 use sitegate::store::{Batch, CommitHook, StoreHandle};
 use store_support::*;
@@ -56,14 +57,20 @@ impl CommitHook for Recorder {
     }
 }
 
+/// Samples wait for a job (or a minute) before they are committed, so each test
+/// decides which transaction holds them.
 fn open_hooked(dir: &std::path::Path, fail: bool) -> (StoreHandle, Arc<Mutex<Log>>) {
     let log = Arc::new(Mutex::new(Log::default()));
     let hook = Recorder {
         log: log.clone(),
         fail,
     };
+    let config = StorageConfig {
+        flush_interval_ms: 60_000,
+        ..config(dir)
+    };
     let store = StoreHandle::open_with_hook(
-        &config(dir),
+        &config,
         DEVICES.iter().map(|d| d.to_string()).collect(),
         Some(Box::new(hook)),
     )
@@ -131,8 +138,12 @@ async fn a_failing_hook_rolls_back_its_samples() {
         .send(vec![sample(0, Property::ActivePower, T0, 1.0)])
         .await
         .expect("send");
-    // The job of the failed transaction hears of the failure.
-    assert!(store.flush().await.is_err());
+    // The job of the failed transaction hears why it failed.
+    let err = store.flush().await.expect_err("the hook fails");
+    assert!(
+        matches!(err, sitegate::store::StoreError::Sqlite(_)),
+        "{err:?}"
+    );
     assert_eq!(log.lock().unwrap().finished, [false]);
     assert!(store.latest().await.expect("latest").is_empty());
     assert_eq!(hooked_rows(&store).await, 0);

@@ -31,7 +31,7 @@ pub trait CommitHook: Send + 'static {
     fn open(&mut self, conn: &Connection) -> rusqlite::Result<()>;
 
     /// Inside each transaction of samples and/or jobs, after its samples were
-    /// written and before any job runs. `batches` are the transaction's device
+    /// written and its jobs ran (outside their savepoints). `batches` are the transaction's device
     /// batches in arrival order (none for a transaction of jobs only), including
     /// samples the measurement tables refused (duplicates, non-finite values).
     /// An error rolls the whole transaction back, samples included.

@@ -236,10 +236,6 @@ impl Writer {
                 );
             }
         }
-        if let Some(hook) = &mut self.hook {
-            let ingest = &self.ingest;
-            hook.write(&self.conn, &pending.batches(|s| ingest.reference(s.device)))?;
-        }
         if let Some(work) = work {
             self.conn.execute_batch("SAVEPOINT job")?;
             let conn = &self.conn;
@@ -256,6 +252,11 @@ impl Writer {
                 self.conn.execute_batch("ROLLBACK TO job")?;
             }
             self.conn.execute_batch("RELEASE job")?;
+        }
+        // After the job, so that a hook error reaches the job's caller as such.
+        if let Some(hook) = &mut self.hook {
+            let ingest = &self.ingest;
+            hook.write(&self.conn, &pending.batches(|s| ingest.reference(s.device)))?;
         }
         self.conn.execute_batch("COMMIT")?;
         Ok(())
