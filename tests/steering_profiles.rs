@@ -2,7 +2,8 @@
 //! simulated devices' registers: two register-map profile batteries (Sungrow SH:
 //! mode + direction + one power register, no timer; Huawei LUNA2000: split power
 //! registers, a direction register and a revert timer in minutes), a SunSpec
-//! inverter (model 123) and a SunSpec device with model 704 only.
+//! inverter (model 123), and SunSpec DER devices with model 704 but neither 123
+//! nor 124: one as an inverter (`WMaxLimPct`), one as a battery (`WSet`).
 
 mod steering_support;
 
@@ -31,6 +32,12 @@ fn config() -> String {
             "battery",
             "profile = \"huawei-luna2000\"\nrated_power = \"5 kW\"\ncapacity = \"10 kWh\"",
         ),
+        (
+            "bat-d",
+            "dvc_bat_d",
+            "battery",
+            "rated_power = \"10 kW\"\ncapacity = \"10 kWh\"",
+        ),
         ("pv-a", "dvc_pv_a", "inverter", "rated_power = \"10 kW\""),
         ("pv-d", "dvc_pv_d", "inverter", "rated_power = \"10 kW\""),
     ] {
@@ -39,29 +46,52 @@ fn config() -> String {
     t
 }
 
-/// `pv-d` is a SunSpec DER device (701, 702, 704, 713): no model 123.
-fn der_inverter(spec: &mut SimSiteSpec) {
-    let server = spec.servers.iter_mut().find(|s| s.name == "pv-d").unwrap();
-    server.devices[0].kind = SimKind::Fixed {
-        variant: Variant::DerStorage,
-        rated_w: 10_000.0,
-    };
+/// `pv-d` and `bat-d` are SunSpec DER devices (701, 702, 704, 713): no model
+/// 123 or 124.
+fn der_devices(spec: &mut SimSiteSpec) {
+    for s in spec
+        .servers
+        .iter_mut()
+        .filter(|s| s.name == "pv-d" || s.name == "bat-d")
+    {
+        s.devices[0].kind = SimKind::Fixed {
+            variant: Variant::DerStorage,
+            rated_w: 10_000.0,
+        };
+    }
 }
 
-/// `(WMaxLimPctEna, WMaxLimPct, WMaxLimPctRvrtTms)` of `pv-d`'s model 704.
-async fn der_limit(rig: &Rig) -> (u16, u16, u32) {
-    let id = rig.agent.live().find("dvc_pv_d").unwrap();
+/// Reads registers of the model 704 block of the device on `bus`: one word
+/// at each of `words`, then two words (high first) at each of `longs`.
+fn der(rig: &Rig, bus: &str, words: &[u16], longs: &[u16]) -> Vec<u32> {
+    let reference = format!("dvc_{}", bus.replace('-', "_"));
+    let id = rig.agent.live().find(&reference).unwrap();
     let map = rig.agent.device_maps().get(id).unwrap();
     let b = *map.model(704).expect("model 704");
-    let reg = |offset: u16| rig.device("pv-d").registers(b.point(offset), 1)[0];
-    let tms = rig
-        .device("pv-d")
-        .registers(b.point(M704::W_MAX_LIM_PCT_RVRT_TMS.offset), 2);
-    (
-        reg(M704::W_MAX_LIM_PCT_ENA.offset),
-        reg(M704::W_MAX_LIM_PCT.offset),
-        (u32::from(tms[0]) << 16) | u32::from(tms[1]),
-    )
+    let d = rig.device(bus);
+    let one = words
+        .iter()
+        .map(|o| u32::from(d.registers(b.point(*o), 1)[0]));
+    let two = longs.iter().map(|o| {
+        let w = d.registers(b.point(*o), 2);
+        (u32::from(w[0]) << 16) | u32::from(w[1])
+    });
+    one.chain(two).collect()
+}
+
+/// `[WMaxLimPctEna, WMaxLimPct, WMaxLimPctRvrtTms]` of `pv-d`.
+fn der_limit(rig: &Rig) -> Vec<u32> {
+    use M704 as M;
+    let words = [M::W_MAX_LIM_PCT_ENA.offset, M::W_MAX_LIM_PCT.offset];
+    der(rig, "pv-d", &words, &[M::W_MAX_LIM_PCT_RVRT_TMS.offset])
+}
+
+/// `[WSetEna, WSetMod, WSet (i32 as u32), WSetRvrtTms]` of `bat-d`.
+fn der_power(rig: &Rig) -> Vec<u32> {
+    use M704 as M;
+    let words = [M::W_SET_ENA.offset, M::W_SET_MOD.offset];
+    let longs = [M::W_SET.offset, M::W_SET_RVRT_TMS.offset];
+    der(rig, "bat-d", &words, &longs)
 }
 
 /// Sungrow: EMS mode 13049, forced command 13050, power 13051.
@@ -109,16 +139,17 @@ fn to(events: &[(String, u16, Vec<u16>)], server: &str) -> Vec<(u16, Vec<u16>)> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
-    let rig = Rig::start_with(&config(), der_inverter).await;
+    let rig = Rig::start_with(&config(), der_devices).await;
     // At fallback: the profiles' release writes, and 704's limit disabled (the
     // simulated device starts with an 80 % limit enabled).
     assert_eq!(sungrow(&rig)[..2], [0, 0xCC]);
     assert_eq!(huawei(&rig).0, 0);
-    assert_eq!(der_limit(&rig).await.0, 0);
+    assert_eq!(der_limit(&rig)[0], 0);
+    assert_eq!(der_power(&rig)[0], 0);
 
-    // 6 kW discharge, by rating 4 kW + 2 kW; 10 kW curtailment, 5 kW each.
+    // 10 kW discharge, by rating 4 + 2 + 4 kW; 10 kW curtailment, 5 kW each.
     let until = now_ms() + 60_000;
-    let body = json!({"energyStorageSetting": {"value": 6, "unit": "kW"},
+    let body = json!({"energyStorageSetting": {"value": 10, "unit": "kW"},
                       "productionCurtailment": {"value": 10, "unit": "kW"}, "validUntil": until});
     let (s, v) = rig
         .post(&format!("/sites/{SITE}/steering"), STEER, &body)
@@ -131,7 +162,8 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
             sungrow(&rig) == [2, 0xBB, 4000]
                 && huawei(&rig) == (2, 0, 2000)
                 && rig.limit("pv-a") == Some(50.0)
-                && der_limit(&rig).await == (1, 50, u32::from(REVERT_S))
+                && der_limit(&rig) == [1, 50, u32::from(REVERT_S)]
+                && der_power(&rig) == [1, 1, 4000, u32::from(REVERT_S)]
         },
     )
     .await;
@@ -150,17 +182,19 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
         json!({"value": 5000.0, "unit": "W"})
     );
 
-    // Charging 3 kW: direction and the other power register.
+    // Charging 5 kW: direction and the other power register; 704 goes negative.
     let (s, _) = rig
         .post(
             &format!("/sites/{SITE}/steering/ess"),
             STEER,
-            &json!({"setting": {"value": -3000, "unit": "W"}, "validUntil": until}),
+            &json!({"setting": {"value": -5000, "unit": "W"}, "validUntil": until}),
         )
         .await;
     assert_eq!(s, 200);
-    eventually("3 kW charge", Duration::from_secs(3), || async {
-        sungrow(&rig) == [2, 0xAA, 2000] && huawei(&rig) == (1, 1000, 0)
+    eventually("5 kW charge", Duration::from_secs(3), || async {
+        sungrow(&rig) == [2, 0xAA, 2000]
+            && huawei(&rig) == (1, 1000, 0)
+            && der_power(&rig)[2] == (-2000i32) as u32
     })
     .await;
 
@@ -178,7 +212,9 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
     eventually(
         "released after validUntil",
         Duration::from_secs(4),
-        || async { sungrow(&rig)[..2] == [0, 0xCC] && huawei(&rig).0 == 0 },
+        || async {
+            sungrow(&rig)[..2] == [0, 0xCC] && huawei(&rig).0 == 0 && der_power(&rig)[0] == 0
+        },
     )
     .await;
     let late = now_ms() - end;
@@ -197,14 +233,15 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
     eventually("batteries at fallback", Duration::from_secs(3), || async {
         rig.device_state("dvc_bat_s").await["state"] == "fallback"
             && rig.device_state("dvc_bat_h").await["state"] == "fallback"
+            && rig.device_state("dvc_bat_d").await["state"] == "fallback"
     })
     .await;
     // The curtailment holds meanwhile; DELETE releases 704's limit too.
-    assert_eq!(der_limit(&rig).await.0, 1);
+    assert_eq!(der_limit(&rig)[0], 1);
     let (s, _) = rig.delete(&format!("/sites/{SITE}/steering"), STEER).await;
     assert_eq!(s, 200);
     eventually("limits released", Duration::from_secs(3), || async {
-        der_limit(&rig).await.0 == 0 && rig.limit("pv-a").is_none()
+        der_limit(&rig)[0] == 0 && rig.limit("pv-a").is_none()
     })
     .await;
     rig.shutdown().await;
