@@ -170,3 +170,33 @@ fn echo_expects_the_last_word_per_register_and_verify_finds_each() {
     let e = verify(&plan, &[vec![1, 4]]).unwrap_err();
     assert!(e.contains("register 20 shows nothing"), "{e}");
 }
+
+#[test]
+fn shipped_revert_timers_never_fire_before_the_refresh() {
+    // The actuator refreshes every revert_s / 2: the device's timer must be at
+    // least revert_s, whatever its unit.
+    for (name, text) in BUILTIN {
+        let p = parse(name, "built-in", text).unwrap();
+        let ess = p.controls.ess_power.unwrap();
+        let Some(timer) = ess.revert_timeout else {
+            continue;
+        };
+        let c = ProfileEss { control: ess };
+        for revert_s in [2u16, 30, 59, 60, 61, 3599, u16::MAX] {
+            let plan = c.plan(Command::EssPower(100.0), revert_s).unwrap();
+            let w = plan.writes.iter().find(|w| w.addr == timer.addr).unwrap();
+            let units = crate::modbus::codec::decode(
+                &w.values,
+                timer.ty,
+                timer.order,
+                crate::modbus::codec::Absent::Never,
+            )
+            .unwrap();
+            let seconds = units * f64::from(timer.seconds_per_unit);
+            assert!(
+                seconds >= f64::from(revert_s),
+                "{name}: {revert_s} s → {seconds} s"
+            );
+        }
+    }
+}
