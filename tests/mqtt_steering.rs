@@ -5,95 +5,12 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::broker::{kinds, Broker, Kind, Message, Subscriber};
-use common::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
-use common::site::{TestSite, READ_TOKEN, STEER_TOKEN};
+use common::mqtt::{rpc, ROOT};
+use common::site::STEER_TOKEN;
+use common::steer::{audited, same_answer, settled, start, until, without, SITE, T};
 use reqwest::Method;
 use serde_json::{json, Value};
-
-const T: Duration = Duration::from_secs(20);
-/// Polled once, then not for an hour.
-const ONCE: u64 = 3_600_000;
-const SITE: &str = "ste_test";
-
-/// The small site, evaluated only on changes and refreshed hourly, so its state
-/// stays put between an HTTP and an RPC call.
-fn config(broker: &Broker) -> String {
-    site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), ONCE).replace(
-        "max_export = \"20 kW\"",
-        "max_export = \"20 kW\"\ncontrol_interval_ms = 3600000\nrevert_timeout_s = 7200",
-    )
-}
-
-async fn start(broker: &Broker) -> (TestSite, Subscriber) {
-    let sub = Subscriber::connect(
-        broker.addr("5"),
-        "steer-client",
-        &format!("{ROOT}/rpc/response/#"),
-    )
-    .await;
-    let site = mqtt::start(&config(broker)).await;
-    site.ready().await;
-    mqtt::wait_connected(&site, true, T).await;
-    (site, sub)
-}
-
-fn until(minutes: i64) -> i64 {
-    sitegate::model::time::now_ms() + minutes * 60_000
-}
-
-fn token_for(method: &str) -> &'static str {
-    if method == "GET" {
-        READ_TOKEN
-    } else {
-        STEER_TOKEN
-    }
-}
-
-fn without(v: &Value, key: &str) -> Value {
-    let mut v = v.clone();
-    if let Some(o) = v.as_object_mut() {
-        o.remove(key);
-    }
-    v
-}
-
-/// Asks over HTTP, RPC, HTTP; the RPC answer must equal the HTTP one whenever
-/// the two HTTP answers agree (else the state moved: ask again).
-async fn same_answer(
-    site: &TestSite,
-    sub: &mut Subscriber,
-    id: &str,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) {
-    let m = Method::from_bytes(method.as_bytes()).expect("method");
-    for attempt in 0..5 {
-        let before = site
-            .call(m.clone(), path, Some(token_for(method)), body.as_ref())
-            .await;
-        let request =
-            json!({"id": format!("{id}-{attempt}"), "method": method, "path": path, "body": body});
-        let answer = rpc(sub, request).await;
-        let after = site
-            .call(m.clone(), path, Some(token_for(method)), body.as_ref())
-            .await;
-        if before != after {
-            continue;
-        }
-        assert_eq!(
-            answer["status"],
-            before.0.as_u16(),
-            "{method} {path}: {answer}"
-        );
-        assert_eq!(answer["body"], before.1, "{method} {path}");
-        return;
-    }
-    panic!("{method} {path}: the answer kept changing");
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_steering_endpoint_answers_over_rpc_as_over_http() {
@@ -262,33 +179,6 @@ async fn every_steering_endpoint_answers_over_rpc_as_over_http() {
         );
     }
     site.stop().await;
-}
-
-/// Waits until no device of the site waits for a write; returns the state.
-async fn settled(site: &TestSite) -> Value {
-    common::wait_for("settled devices", T, || async {
-        let s = site.get_ok(&format!("/sites/{SITE}/steering")).await;
-        let settled = s["devices"]
-            .as_array()?
-            .iter()
-            .all(|d| d["state"] != "pending");
-        settled.then_some(s)
-    })
-    .await
-}
-
-/// Request entries of the history with this request id.
-async fn audited(site: &TestSite, request_id: &Value) -> Vec<Value> {
-    let history = site
-        .get_ok(&format!("/sites/{SITE}/steering/history"))
-        .await;
-    history
-        .as_array()
-        .expect("array")
-        .iter()
-        .filter(|e| e["type"] == "request" && &e["requestId"] == request_id)
-        .cloned()
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

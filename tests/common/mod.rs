@@ -5,6 +5,7 @@
 pub mod broker;
 pub mod mqtt;
 pub mod site;
+pub mod steer;
 
 use std::future::Future;
 use std::time::Duration;
