@@ -34,6 +34,7 @@ mod error;
 mod extract;
 mod measurements;
 mod ops;
+mod page;
 mod query;
 mod readiness;
 mod timeseries;
@@ -132,6 +133,7 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
+        .merge(page::routes())
         .merge(read_routes)
         .fallback(ops::not_found)
         .layer(middleware::from_fn(ops::problem_safety_net))
