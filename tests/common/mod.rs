@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod site;
+pub mod webdriver;
 
 use std::future::Future;
 use std::time::Duration;
