@@ -157,6 +157,8 @@ fn main() {
         );
     }
 
+    steady_state_writes(&rt);
+
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5))
@@ -184,5 +186,77 @@ fn main() {
     });
     group.finish();
     c.final_summary();
+    rt.block_on(store.close()).unwrap();
+}
+
+/// Bytes this process has caused to be written to storage so far.
+fn write_bytes() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A site of 20 devices with 12 properties each, polled at 1 Hz, one commit a
+/// second (the default flush interval), compactions once a minute: what reaches
+/// the flash per sample.
+fn steady_state_writes(rt: &tokio::runtime::Runtime) {
+    const DEVICES: u16 = 20;
+    const PROPS: usize = 12;
+    const SECONDS: i64 = 600;
+    let dir = tempfile::tempdir().unwrap();
+    let config = StorageConfig {
+        path: dir.path().join("steady.db"),
+        max_size_mb: 1 << 20,
+        retention_days: 10_000,
+        rollup_retention_days: 10_000,
+        ..StorageConfig::default()
+    };
+    let refs = (0..DEVICES).map(|d| format!("dvc_{d}")).collect();
+    let store = StoreHandle::open(&config, refs).unwrap();
+    let tx = store.sample_sender();
+    let second = |s: i64| -> Vec<Sample> {
+        let mut out = Vec::with_capacity(usize::from(DEVICES) * PROPS);
+        for d in 0..DEVICES {
+            for (i, p) in Property::ALL[..PROPS].iter().enumerate() {
+                out.push(Sample {
+                    device: DeviceId(d),
+                    property: *p,
+                    ts_ms: T0 + s * 1000 + i64::from(d),
+                    value: ((s * 13 + i as i64 * 7 + i64::from(d)) % 5000) as f64 / 10.0,
+                });
+            }
+        }
+        out
+    };
+    // An hour of history first, so pages are not all new.
+    rt.block_on(async {
+        for s in 0..3_600 {
+            tx.send(second(s)).await.unwrap();
+        }
+        store.flush().await.unwrap();
+        store.compact().await.unwrap();
+    });
+    let Some(before) = write_bytes() else {
+        println!("steady state: /proc/self/io not available, skipped");
+        return;
+    };
+    rt.block_on(async {
+        for s in 3_600..3_600 + SECONDS {
+            tx.send(second(s)).await.unwrap();
+            store.flush().await.unwrap();
+            if s % 60 == 59 {
+                store.compact().await.unwrap();
+            }
+        }
+    });
+    let written = write_bytes().unwrap_or(before) - before;
+    let samples = SECONDS as u64 * u64::from(DEVICES) * PROPS as u64;
+    println!(
+        "steady state: {} series at 1 Hz, a commit a second, compaction a minute: {:.0} bytes written per sample = {:.2} GiB/day",
+        usize::from(DEVICES) * PROPS,
+        written as f64 / samples as f64,
+        written as f64 * 86_400.0 / SECONDS as f64 / (1u64 << 30) as f64
+    );
     rt.block_on(store.close()).unwrap();
 }

@@ -12,5 +12,6 @@ pub mod logging;
 pub mod modbus;
 pub mod model;
 pub mod sim;
+pub mod steering;
 pub mod store;
 pub mod telemetry;

@@ -29,6 +29,9 @@ enum Command {
     Demo(cli::demo::DemoArgs),
     /// Check a config file and report every problem with its path.
     CheckConfig { file: PathBuf },
+    /// Find SunSpec devices on a Modbus TCP address or serial line and print
+    /// config blocks for them.
+    Scan(cli::scan::ScanArgs),
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
@@ -69,5 +72,6 @@ fn main() -> ExitCode {
         } => cli::token_new(&name, &scopes),
         Command::Run { config } => cli::run::run(&config),
         Command::Demo(args) => cli::demo::demo(args),
+        Command::Scan(args) => cli::scan::scan(args),
     }
 }

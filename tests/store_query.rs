@@ -76,7 +76,7 @@ fn ask_strategy() -> impl Strategy<Value = Ask> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn answers_equal_the_naive_computation(

@@ -209,3 +209,83 @@ fn the_flush_interval_commits_without_being_asked() {
         store.close().await.expect("close");
     });
 }
+
+#[test]
+fn small_batches_are_staged_and_compaction_changes_no_answer() {
+    use sitegate::store::{Aggregation, SeriesQuery, DIRECT_PER_SERIES};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(dir.path());
+    let rt = rt();
+    rt.block_on(async {
+        let store = open(&cfg);
+        let count = |table: &'static str| {
+            let store = store.clone();
+            async move {
+                store
+                    .read(move |c| {
+                        Ok::<i64, JobError>(c.query_row(
+                            &format!("SELECT count(*) FROM {table}"),
+                            [],
+                            |r| r.get(0),
+                        )?)
+                    })
+                    .await
+                    .expect("count")
+            }
+        };
+        // One sample each of two series: staged.
+        let tx = store.sample_sender();
+        tx.send(vec![
+            sample(0, Property::ActivePower, T0 + 5_000, 10.0),
+            sample(1, Property::ActivePower, T0 + 5_000, 20.0),
+        ])
+        .await
+        .expect("send");
+        store.flush().await.expect("flush");
+        assert_eq!((count("recent").await, count("raw").await), (2, 0));
+
+        let q = SeriesQuery {
+            property: Property::ActivePower,
+            start_ms: T0,
+            end_ms: T0 + 3_600_000,
+            width_ms: 60_000,
+            aggregation: Aggregation::Mean,
+        };
+        let staged = store.time_series("dvc_pv1", q).await.expect("query");
+        assert_eq!(staged.len(), 1);
+        assert_eq!(store.compact().await.expect("compact"), 2);
+        assert_eq!((count("recent").await, count("raw").await), (0, 2));
+        assert_eq!(
+            store.time_series("dvc_pv1", q).await.expect("query"),
+            staged
+        );
+
+        // A batch with enough samples per series goes straight to raw, and the
+        // same (series, ts) sent again is ignored wherever the first one lives.
+        let big: Vec<_> = (0..DIRECT_PER_SERIES as i64)
+            .map(|i| sample(0, Property::ActivePower, T0 + 10_000 + i, 1.0))
+            .chain([sample(0, Property::ActivePower, T0 + 5_000, 99.0)])
+            .collect();
+        tx.send(big).await.expect("send");
+        store.flush().await.expect("flush");
+        assert_eq!(count("recent").await, 0);
+        assert_eq!(count("raw").await, 2 + DIRECT_PER_SERIES as i64);
+        tx.send(vec![sample(0, Property::ActivePower, T0 + 10_000, 99.0)])
+            .await
+            .expect("send");
+        store.flush().await.expect("flush");
+        assert_eq!(
+            count("recent").await,
+            0,
+            "a duplicate of a raw row is not staged"
+        );
+        let minute = store.time_series("dvc_pv1", q).await.expect("query");
+        // 10 at T0+5 s and DIRECT_PER_SERIES ones; both 99s were ignored.
+        let n = DIRECT_PER_SERIES as f64;
+        assert!(
+            (minute[0].value - (10.0 + n) / (1.0 + n)).abs() < 1e-12,
+            "{minute:?}"
+        );
+        store.close().await.expect("close");
+    });
+}

@@ -26,8 +26,17 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
     Ok(listeners)
 }
 
-pub(super) fn router(config: &Config, live: Arc<Live>, store: StoreHandle) -> axum::Router {
-    crate::api::router(crate::api::ApiState::new(config, live).with_store(store))
+pub(super) fn router(
+    config: &Config,
+    live: Arc<Live>,
+    store: StoreHandle,
+    steering: crate::steering::SteeringService,
+) -> axum::Router {
+    crate::api::router(
+        crate::api::ApiState::new(config, live)
+            .with_store(store)
+            .with_steering(steering),
+    )
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

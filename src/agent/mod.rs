@@ -31,6 +31,8 @@ pub enum StartError {
     },
     #[error("cannot open the measurement store {path}: {source}")]
     Store { path: String, source: StoreError },
+    #[error("cannot restore the steering signals: {0}")]
+    Steering(#[from] crate::steering::PersistError),
 }
 
 /// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].
@@ -41,6 +43,7 @@ pub struct Agent {
     store: StoreHandle,
     maps: Arc<DeviceMaps>,
     buses: HashMap<String, BusHandle>,
+    steering: crate::steering::SteeringService,
     http_addrs: Vec<SocketAddr>,
     cancel: CancellationToken,
     tracker: TaskTracker,
@@ -75,7 +78,20 @@ impl Agent {
             buses.insert(bus.name.clone(), handle);
         }
 
-        let router = http::router(&config, live.clone(), store.clone());
+        let steering_store: Arc<dyn crate::steering::SteeringStore> =
+            Arc::new(crate::steering::SqliteSteeringStore::new(store.clone()));
+        let steering = crate::steering::start(
+            &config,
+            live.clone(),
+            maps.clone(),
+            &buses,
+            steering_store,
+            &tracker,
+            cancel.child_token(),
+        )
+        .await?;
+
+        let router = http::router(&config, live.clone(), store.clone(), steering.clone());
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
             tracing::info!(%addr, "HTTP API listening");
@@ -88,6 +104,7 @@ impl Agent {
             store,
             maps,
             buses,
+            steering,
             http_addrs,
             cancel,
             tracker,
@@ -121,6 +138,10 @@ impl Agent {
 
     pub fn bus(&self, name: &str) -> Option<&BusHandle> {
         self.buses.get(name)
+    }
+
+    pub fn steering(&self) -> &crate::steering::SteeringService {
+        &self.steering
     }
 
     /// Resolves when shutdown was asked for by anyone holding the token.

@@ -37,6 +37,7 @@ mod ops;
 mod page;
 mod query;
 mod readiness;
+mod steering;
 mod timeseries;
 mod token;
 
@@ -58,6 +59,7 @@ pub use extract::{
 pub use measurements::{MeasurementView, Num};
 pub use query::QueryParams;
 pub use readiness::{Readiness, ReadyFlag};
+pub use steering::Transport;
 pub use token::{hash_token, new_token, token_config_snippet, NewToken, TOKEN_PREFIX};
 
 use crate::config::{Config, SiteConfig};
@@ -77,6 +79,8 @@ pub struct ApiState {
     pub readiness: Readiness,
     /// The measurement store (time series); `None` until one is attached.
     pub store: Option<StoreHandle>,
+    /// Site steering; `None` until the agent starts it (steering routes answer 500).
+    pub steering: Option<crate::steering::SteeringService>,
 }
 
 impl ApiState {
@@ -87,6 +91,7 @@ impl ApiState {
             sites: config.sites.clone().into(),
             readiness: Readiness::new(),
             store: None,
+            steering: None,
         }
     }
 
@@ -101,6 +106,12 @@ impl ApiState {
             }
         });
         self.store = Some(store);
+        self
+    }
+
+    /// Serves the steering endpoints with `service`.
+    pub fn with_steering(mut self, service: crate::steering::SteeringService) -> Self {
+        self.steering = Some(service);
         self
     }
 }
@@ -125,9 +136,33 @@ pub fn router(state: ApiState) -> Router {
             "/devices/{device_reference}/measurements/time-series",
             post(timeseries::time_series),
         )
+        .route("/sites", get(steering::list_sites))
+        .route("/sites/{site_reference}", get(steering::get_site))
+        .route("/sites/{site_reference}/steering", get(steering::get_state))
+        .route(
+            "/sites/{site_reference}/steering/history",
+            get(steering::history),
+        )
         .route_layer(middleware::from_fn_with_state(
             state.auth.clone(),
             require_read,
+        ));
+    let steer_routes = Router::new()
+        .route(
+            "/sites/{site_reference}/steering",
+            post(steering::post_site).delete(steering::delete),
+        )
+        .route(
+            "/sites/{site_reference}/steering/ess",
+            post(steering::post_ess),
+        )
+        .route(
+            "/sites/{site_reference}/steering/curtailment",
+            post(steering::post_curtailment),
+        )
+        .route_layer(middleware::from_fn_with_state(
+            state.auth.clone(),
+            require_steer,
         ));
 
     Router::new()
@@ -135,6 +170,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/readyz", get(ops::readyz))
         .merge(page::routes())
         .merge(read_routes)
+        .merge(steer_routes)
         .fallback(ops::not_found)
         .layer(middleware::from_fn(ops::problem_safety_net))
         .with_state(state)

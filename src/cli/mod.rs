@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod run;
+pub mod scan;
 
 use std::io::Write;
 use std::path::Path;

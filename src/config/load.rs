@@ -74,10 +74,18 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "buses",
     "devices",
     "mqtt",
+    "profiles_dir",
 ];
 
-/// Parses and validates config text.
+/// Parses and validates config text; relative profile paths are taken from the
+/// current directory.
 pub fn parse(text: &str) -> Result<Config, ConfigError> {
+    parse_in(text, std::path::Path::new("."))
+}
+
+/// Parses and validates config text read from a file in `dir`: relative
+/// profile paths are taken from there.
+pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError> {
     let mut table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| ConfigError::single("", format!("not valid TOML: {e}")))?;
@@ -106,6 +114,17 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
             String::new()
         }
     };
+    let profiles_dir = match table.remove("profiles_dir") {
+        None => std::path::PathBuf::from(crate::modbus::profile::DEFAULT_PROFILES_DIR),
+        Some(toml::Value::String(s)) => dir.join(s),
+        Some(other) => {
+            problems.push(Problem::new(
+                "profiles_dir",
+                format!("expected a directory path, found {}", other.type_str()),
+            ));
+            std::path::PathBuf::from(crate::modbus::profile::DEFAULT_PROFILES_DIR)
+        }
+    };
     let http: Option<RawHttp> = optional_section(&mut table, "http", &mut problems);
     let storage: Option<StorageConfig> = optional_section(&mut table, "storage", &mut problems);
     let polling: Option<PollingConfig> = optional_section(&mut table, "polling", &mut problems);
@@ -126,6 +145,8 @@ pub fn parse(text: &str) -> Result<Config, ConfigError> {
             sites,
             buses,
             devices,
+            profiles: crate::modbus::profile::Resolver::new(&profiles_dir, dir),
+            profiles_dir,
         },
         &mut problems,
     );

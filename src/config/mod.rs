@@ -12,14 +12,16 @@ mod values;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-pub use load::{parse, ConfigError, Problem};
+pub use load::{parse, parse_in, ConfigError, Problem};
 pub use raw::{
     CurtailmentFulfilment, EssFallback, EssFulfilment, LogFormat, LoggingConfig, MqttConfig,
     PollingConfig, SiteConfig, StorageConfig,
 };
 pub use values::{AuthMode, Parity, Power, Scope};
 
+use crate::modbus::profile::Profile;
 use crate::model::{DeviceId, DeviceType};
 
 /// The whole, validated configuration.
@@ -35,6 +37,8 @@ pub struct Config {
     pub buses: Vec<BusConfig>,
     pub devices: Vec<DeviceConfig>,
     pub mqtt: Option<MqttConfig>,
+    /// Where named register-map profiles are looked for before the built-in ones.
+    pub profiles_dir: PathBuf,
 }
 
 /// The local HTTP API.
@@ -84,8 +88,9 @@ pub struct RtuConfig {
 pub enum ProfileRef {
     /// Discover the SunSpec model chain.
     Sunspec,
-    /// A named register-map profile from `config/profiles/`, or a path to one.
-    Named(String),
+    /// A register-map profile, found and validated while the config was loaded
+    /// (by name in `profiles_dir`, built in, or by path).
+    Registers(Arc<Profile>),
 }
 
 /// One device, fully resolved: its reference is explicit or derived, its site and
@@ -111,6 +116,8 @@ pub struct DeviceConfig {
     pub soc_max: Option<f64>,
     pub max_charge_power_w: Option<f64>,
     pub max_discharge_power_w: Option<f64>,
+    /// Order for `priority` fulfilment (lower first; ties keep config order).
+    pub priority: Option<u32>,
 }
 
 impl Config {
@@ -118,7 +125,8 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::single("", format!("cannot read {}: {e}", path.display())))?;
-        parse(&text)
+        let dir = path.parent().unwrap_or(Path::new("."));
+        parse_in(&text, dir)
     }
 
     pub fn site(&self, reference: &str) -> Option<&SiteConfig> {

@@ -97,6 +97,8 @@ pub(super) struct RawDevice {
     pub soc_max: Option<f64>,
     pub max_charge_power: Option<Power>,
     pub max_discharge_power: Option<Power>,
+    /// Order for `priority` fulfilment: lower goes first; ties keep config order.
+    pub priority: Option<u32>,
 }
 
 fn default_profile() -> String {
@@ -126,10 +128,18 @@ pub struct SiteConfig {
     /// How often the control loop re-evaluates the site's signal.
     #[serde(default = "default_control_interval_ms")]
     pub control_interval_ms: u64,
+    /// Revert timeout written with every setpoint (SunSpec `*_RvrtTms`): a device
+    /// that hears nothing for this long goes back to its own defaults. The agent
+    /// refreshes its setpoints at half this time.
+    #[serde(default = "default_revert_timeout_s")]
+    pub revert_timeout_s: u16,
 }
 
 fn default_control_interval_ms() -> u64 {
     1000
+}
+fn default_revert_timeout_s() -> u16 {
+    60
 }
 
 /// How a site-level storage target is spread over batteries.

@@ -23,10 +23,12 @@ pub(super) struct Sections {
     pub sites: Vec<Option<SiteConfig>>,
     pub buses: Vec<Option<RawBus>>,
     pub devices: Vec<Option<RawDevice>>,
+    pub profiles_dir: std::path::PathBuf,
+    pub profiles: crate::modbus::profile::Resolver,
 }
 
 /// Returns the config; `problems` says whether it may be used.
-pub(super) fn resolve(s: Sections, problems: &mut Vec<Problem>) -> Config {
+pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
     check_identifier("gateway_id", &s.gateway_id, problems);
     let http = resolve_http(s.http, problems);
     check_storage(&s.storage, problems);
@@ -62,6 +64,15 @@ pub(super) fn resolve(s: Sections, problems: &mut Vec<Problem>) -> Config {
             problems.push(Problem::new(
                 format!("{path}.control_interval_ms"),
                 format!("must be at least 100, found {}", site.control_interval_ms),
+            ));
+        }
+        if site.revert_timeout_s < 2 {
+            problems.push(Problem::new(
+                format!("{path}.revert_timeout_s"),
+                format!(
+                    "must be 2 to 65535 seconds (setpoints are refreshed at half of it), found {}",
+                    site.revert_timeout_s
+                ),
             ));
         }
         sites.push(site);
@@ -143,7 +154,14 @@ pub(super) fn resolve(s: Sections, problems: &mut Vec<Problem>) -> Config {
                 }
             }
         }
-        let device = resolve_device(&path, devices.len(), reference, dev, problems);
+        let device = resolve_device(
+            &path,
+            devices.len(),
+            reference,
+            dev,
+            &mut s.profiles,
+            problems,
+        );
         devices.push(device);
     }
 
@@ -157,6 +175,7 @@ pub(super) fn resolve(s: Sections, problems: &mut Vec<Problem>) -> Config {
         buses,
         devices,
         mqtt: s.mqtt,
+        profiles_dir: s.profiles_dir,
     }
 }
 
@@ -420,6 +439,7 @@ fn resolve_device(
     index: usize,
     reference: String,
     d: RawDevice,
+    profiles: &mut crate::modbus::profile::Resolver,
     problems: &mut Vec<Problem>,
 ) -> DeviceConfig {
     if d.poll_interval_ms < 100 || d.poll_interval_ms > 3_600_000 {
@@ -434,7 +454,13 @@ fn resolve_device(
             problems.push(Problem::new(format!("{path}.profile"), "must not be empty"));
             ProfileRef::Sunspec
         }
-        other => ProfileRef::Named(other.to_string()),
+        name => resolve_profile(
+            &format!("{path}.profile"),
+            name,
+            d.device_type,
+            profiles,
+            problems,
+        ),
     };
     for (key, v) in [("soc_min", d.soc_min), ("soc_max", d.soc_max)] {
         if let Some(v) = v {
@@ -489,5 +515,48 @@ fn resolve_device(
         soc_max: d.soc_max,
         max_charge_power_w: d.max_charge_power.map(|p| p.watts()),
         max_discharge_power_w: d.max_discharge_power.map(|p| p.watts()),
+        priority: d.priority,
+    }
+}
+
+/// A named or path profile, or the problems that make it unusable (each with the
+/// profile file's own path inside it). On failure the device falls back to
+/// SunSpec so that checking goes on; the config is refused anyway.
+fn resolve_profile(
+    path: &str,
+    name: &str,
+    device_type: crate::model::DeviceType,
+    profiles: &mut crate::modbus::profile::Resolver,
+    problems: &mut Vec<Problem>,
+) -> ProfileRef {
+    use crate::modbus::profile::ProfileError;
+    match profiles.resolve(name) {
+        Ok(p) => {
+            if !p.device_types.is_empty() && !p.device_types.contains(&device_type) {
+                let types: Vec<&str> = p.device_types.iter().map(|t| t.as_str()).collect();
+                problems.push(Problem::new(
+                    path,
+                    format!(
+                        "profile {name:?} is written for {} devices, not {}",
+                        types.join(", "),
+                        device_type.as_str()
+                    ),
+                ));
+            }
+            ProfileRef::Registers(p)
+        }
+        Err(ProfileError::Invalid {
+            origin,
+            problems: found,
+        }) => {
+            for f in found {
+                problems.push(Problem::new(path, format!("profile {origin}: {f}")));
+            }
+            ProfileRef::Sunspec
+        }
+        Err(e) => {
+            problems.push(Problem::new(path, e.to_string()));
+            ProfileRef::Sunspec
+        }
     }
 }

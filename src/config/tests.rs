@@ -249,3 +249,60 @@ fn shipped_configs_parse() {
     let example = Config::load(&dir.join("sitegate.toml")).unwrap();
     assert_eq!(example.sites[0].ess_fulfilment, EssFulfilment::SocBalance);
 }
+
+#[test]
+fn profiles_resolve_from_the_profiles_dir_or_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.toml"),
+        "[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"u16\"\nunit = \"W\"\n",
+    )
+    .unwrap();
+    let profile_dev = |profile: &str, ty: &str| {
+        format!(
+            "profiles_dir = {:?}\n{GOOD}\n[[devices]]\nname = \"Hybrid\"\ntype = \"{ty}\"\nsite = \"ste_home\"\nbus = \"lan\"\nunit_id = 3\nprofile = \"{profile}\"\n",
+            dir.path().display().to_string()
+        )
+    };
+    let cfg = parse(&profile_dev("huawei-luna2000", "battery")).unwrap();
+    match &cfg.devices[2].profile {
+        ProfileRef::Registers(p) => assert_eq!(p.manufacturer.as_deref(), Some("Huawei")),
+        other => panic!("{other:?}"),
+    }
+    let got = problems(&profile_dev("nope", "battery"));
+    assert!(
+        has(&got, "devices[2].profile: profile \"nope\" not found"),
+        "{got:?}"
+    );
+    let got = problems(&profile_dev("bad", "battery"));
+    assert!(
+        has(&got, "devices[2].profile: profile ") && has(&got, "bad.toml: points[0].unit: \"W\""),
+        "{got:?}"
+    );
+    let got = problems(&profile_dev("sungrow-sh", "meter"));
+    assert!(
+        has(&got, "written for battery devices, not meter"),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn steering_keys_have_defaults_and_bounds() {
+    let c = parse(GOOD).unwrap();
+    assert_eq!(c.sites[0].revert_timeout_s, 60);
+    assert_eq!(c.devices[0].priority, None);
+    let text = GOOD.replace(
+        "ess_fulfilment = \"soc_balance\"",
+        "ess_fulfilment = \"priority\"\nrevert_timeout_s = 1",
+    );
+    let p = problems(&text);
+    assert!(
+        has(&p, "sites[0].revert_timeout_s: must be 2 to 65535"),
+        "{p:#?}"
+    );
+    let text = GOOD.replace(
+        "capacity = \"10 kWh\"",
+        "capacity = \"10 kWh\"\npriority = 1",
+    );
+    assert_eq!(parse(&text).unwrap().devices[1].priority, Some(1));
+}

@@ -12,14 +12,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::device::DeviceMap;
 use super::error::ModbusError;
 use super::link::Port;
 use super::maps::DeviceMaps;
 use super::plan::Span;
+use super::poll::{poll_device, DeviceState, Polled};
 use super::reader::RegisterReader;
-use super::{point, sunspec};
-use crate::config::{BusConfig, DeviceConfig, PollingConfig, ProfileRef};
+use crate::config::{BusConfig, DeviceConfig, PollingConfig};
 use crate::model::{time::now_ms, Property, Sample};
 use crate::telemetry::Telemetry;
 
@@ -75,7 +74,7 @@ struct Slot {
     cfg: DeviceConfig,
     next_due: Instant,
     failures: u32,
-    map: Option<Arc<DeviceMap>>,
+    state: DeviceState,
 }
 
 /// Builds the task's state; call [`BusTask::run`] on a spawned task.
@@ -106,7 +105,7 @@ impl BusTask {
                 cfg,
                 next_due: now,
                 failures: 0,
-                map: None,
+                state: DeviceState::default(),
             })
             .collect();
         let task = BusTask {
@@ -156,10 +155,14 @@ impl BusTask {
             unit: slot.cfg.unit_id,
         };
         let started = Instant::now();
-        let result = poll_device(&mut reader, &slot.cfg, &mut slot.map).await;
+        let gap = self.polling.coalesce_gap;
+        let result = poll_device(&mut reader, &slot.cfg, gap, &mut slot.state).await;
         let id = slot.cfg.id;
         match result {
-            Ok((values, fresh_map)) => {
+            Ok(Polled {
+                values,
+                fresh: fresh_map,
+            }) => {
                 if slot.failures > 0 {
                     tracing::info!(device = %slot.cfg.reference, "device answers again");
                 }
@@ -171,7 +174,7 @@ impl BusTask {
                     let offered: Vec<Property> = values.iter().map(|(p, _)| *p).collect();
                     self.telemetry.set_catalog(id, offered, map.info.clone());
                     self.maps.set(id, Some(map));
-                } else if let Some(map) = &slot.map {
+                } else if let Some(map) = &slot.state.map {
                     let snapshot = self.telemetry.live().snapshot(id);
                     if values.iter().any(|(p, _)| !snapshot.offers(*p)) {
                         let mut offered = snapshot.properties;
@@ -200,8 +203,8 @@ impl BusTask {
                 slot.failures += 1;
                 let backoff = backoff(&self.polling, slot.failures);
                 slot.next_due = Instant::now() + backoff;
-                if slot.failures >= REDISCOVER_AFTER && slot.map.is_some() {
-                    slot.map = None;
+                if slot.failures >= REDISCOVER_AFTER && slot.state.map.is_some() {
+                    slot.state.forget();
                     self.maps.set(id, None);
                 }
                 if slot.failures == 1 {
@@ -233,54 +236,6 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
-    }
-}
-
-/// Discovers when needed, then reads every planned request. Returns the values
-/// and, after a discovery, the new map.
-async fn poll_device(
-    reader: &mut PollReader<'_>,
-    cfg: &DeviceConfig,
-    map: &mut Option<Arc<DeviceMap>>,
-) -> Result<(Vec<(Property, f64)>, Option<Arc<DeviceMap>>), String> {
-    let mut fresh = None;
-    let current = match map {
-        Some(m) => m.clone(),
-        None => {
-            let m = Arc::new(discover(reader, cfg).await?);
-            tracing::info!(
-                device = %cfg.reference,
-                manufacturer = m.info.manufacturer.as_deref().unwrap_or("?"),
-                model = m.info.model.as_deref().unwrap_or("?"),
-                models = ?m.info.sunspec_models,
-                requests = m.requests.len(),
-                "device discovered"
-            );
-            *map = Some(m.clone());
-            fresh = Some(m.clone());
-            m
-        }
-    };
-    let mut img = super::plan::Image::new();
-    for req in &current.requests {
-        let words = reader.read(*req).await.map_err(|e| e.to_string())?;
-        img.insert(*req, words);
-    }
-    Ok((point::decode_points(&current.points, &img), fresh))
-}
-
-async fn discover(reader: &mut PollReader<'_>, cfg: &DeviceConfig) -> Result<DeviceMap, String> {
-    match &cfg.profile {
-        ProfileRef::Sunspec => {
-            let chain = sunspec::discover(reader).await.map_err(|e| e.to_string())?;
-            let info = sunspec::read_info(reader, &chain)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(DeviceMap::from_sunspec(chain, info, cfg))
-        }
-        ProfileRef::Named(name) => Err(format!(
-            "register-map profile {name:?} is not available yet"
-        )),
     }
 }
 

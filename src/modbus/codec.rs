@@ -50,6 +50,9 @@ pub enum Absent {
     SunspecNumber,
     /// SunSpec accumulators (acc16/32/64): 0.
     SunspecAccumulator,
+    /// One raw bit pattern (register-map profiles: a vendor's "not available",
+    /// such as 0x7FFF), compared before any sign interpretation.
+    Raw(u64),
 }
 
 /// Assembles registers into one unsigned integer per the word order.
@@ -68,6 +71,9 @@ pub fn decode(words: &[u16], ty: ValueType, order: WordOrder, absent: Absent) ->
     let words = words.get(..n)?;
     let bits = assemble(words, order);
     if absent == Absent::SunspecAccumulator && bits == 0 {
+        return None;
+    }
+    if absent == Absent::Raw(bits) {
         return None;
     }
     let sunspec = absent == Absent::SunspecNumber;

@@ -1,27 +1,37 @@
 //! A connection to one bus, wrapped so every call has a timeout and every
 //! failure is classified (see [`ModbusError`]).
 //!
-//! `Port` connects lazily and drops the connection after any failure that
-//! breaks it; the next call reconnects. It never retries on its own: the bus task
-//! decides when to try again.
+//! `Port` connects lazily: Modbus TCP through tokio-modbus, Modbus RTU through
+//! our own line (`rtu`). It drops a TCP connection after any failure that
+//! breaks it (a late answer could be taken for the next request's); an RTU line
+//! stays open after a timeout or a bad frame (the line drops stale bytes before
+//! each request) and is reopened only after an I/O error. It never retries on
+//! its own: the bus task decides when to try again.
 
 use std::time::Duration;
 
 use tokio::net::TcpStream;
 use tokio::time::timeout;
-use tokio_modbus::client::{Context, Reader, Writer};
+use tokio_modbus::client::Context;
 use tokio_modbus::prelude::SlaveContext;
 use tokio_modbus::Slave;
 
 use super::error::ModbusError;
 use super::plan::{Span, Table};
+use super::rtu::frame::{Answer, FrameError, Pdu};
+use super::rtu::{LineError, RtuLine};
 use crate::config::Transport;
+
+enum Conn {
+    Tcp(Context),
+    Rtu(RtuLine),
+}
 
 /// Owns one bus connection.
 pub struct Port {
     transport: Transport,
     timeout: Duration,
-    ctx: Option<Context>,
+    conn: Option<Conn>,
 }
 
 fn transport_error(e: tokio_modbus::Error) -> ModbusError {
@@ -31,26 +41,32 @@ fn transport_error(e: tokio_modbus::Error) -> ModbusError {
     }
 }
 
+/// What one call returns before classification.
+enum Reply {
+    Words(Vec<u16>),
+    Written,
+}
+
 impl Port {
     pub fn new(transport: Transport, timeout: Duration) -> Self {
         Self {
             transport,
             timeout,
-            ctx: None,
+            conn: None,
         }
     }
 
     pub fn is_connected(&self) -> bool {
-        self.ctx.is_some()
+        self.conn.is_some()
     }
 
     fn timeout_ms(&self) -> u64 {
         self.timeout.as_millis() as u64
     }
 
-    async fn connect(&mut self) -> Result<&mut Context, ModbusError> {
-        if self.ctx.is_none() {
-            let ctx = match &self.transport {
+    async fn connect(&mut self) -> Result<&mut Conn, ModbusError> {
+        if self.conn.is_none() {
+            let conn = match &self.transport {
                 Transport::Tcp { host, port } => {
                     let stream = timeout(self.timeout, TcpStream::connect((host.as_str(), *port)))
                         .await
@@ -58,67 +74,73 @@ impl Port {
                         .map_err(|e| ModbusError::Io(format!("connect to {host}:{port}: {e}")))?;
                     // Requests are small and latency matters more than throughput.
                     let _ = stream.set_nodelay(true);
-                    tokio_modbus::client::tcp::attach(stream)
+                    Conn::Tcp(tokio_modbus::client::tcp::attach(stream))
                 }
                 Transport::Rtu(rtu) => {
-                    return Err(ModbusError::Io(format!(
-                        "serial line {}: Modbus RTU is not available yet",
-                        rtu.path.display()
-                    )))
+                    Conn::Rtu(RtuLine::open(rtu).map_err(|e| ModbusError::Io(e.to_string()))?)
                 }
             };
-            self.ctx = Some(ctx);
+            self.conn = Some(conn);
         }
         // Set just above; a `None` here is impossible.
-        self.ctx
+        self.conn
             .as_mut()
             .ok_or_else(|| ModbusError::Io("not connected".into()))
     }
 
-    /// Runs one request with the timeout; drops the link when the failure breaks it.
-    async fn call<T, F>(&mut self, unit: u8, f: F) -> Result<T, ModbusError>
-    where
-        F: for<'c> FnOnce(
-            &'c mut Context,
-        ) -> std::pin::Pin<
-            Box<dyn std::future::Future<Output = tokio_modbus::Result<T>> + Send + 'c>,
-        >,
-    {
+    /// Runs one request with the timeout; drops the connection when the failure
+    /// requires it.
+    async fn call(&mut self, unit: u8, pdu: Pdu) -> Result<Reply, ModbusError> {
         let limit = self.timeout;
         let ms = self.timeout_ms();
-        let ctx = self.connect().await?;
-        ctx.set_slave(Slave(unit));
-        let result = match timeout(limit, f(ctx)).await {
-            Err(_) => Err(ModbusError::Timeout(ms)),
-            Ok(Err(e)) => Err(transport_error(e)),
-            Ok(Ok(Err(code))) => Err(ModbusError::Exception(code)),
-            Ok(Ok(Ok(v))) => Ok(v),
+        let result = match self.connect().await? {
+            Conn::Tcp(ctx) => {
+                ctx.set_slave(Slave(unit));
+                match timeout(limit, tcp_call(ctx, &pdu)).await {
+                    Err(_) => Err(ModbusError::Timeout(ms)),
+                    Ok(Err(e)) => Err(transport_error(e)),
+                    Ok(Ok(Err(code))) => Err(ModbusError::Exception(code)),
+                    Ok(Ok(Ok(r))) => Ok(r),
+                }
+            }
+            Conn::Rtu(line) => match timeout(limit, line.call(unit, &pdu)).await {
+                Err(_) => Err(ModbusError::Timeout(ms)),
+                Ok(Err(LineError::Io(e))) => Err(ModbusError::Io(e.to_string())),
+                Ok(Err(LineError::Frame(e))) => Err(frame_error(e)),
+                Ok(Ok(Answer::Exception(code))) => Err(ModbusError::Exception(code)),
+                Ok(Ok(Answer::Words(w))) => Ok(Reply::Words(w)),
+                Ok(Ok(Answer::Written)) => Ok(Reply::Written),
+            },
         };
         if let Err(e) = &result {
-            if e.breaks_link() {
-                self.ctx = None;
+            let keep = matches!(self.conn, Some(Conn::Rtu(_)))
+                && matches!(e, ModbusError::Timeout(_) | ModbusError::Protocol(_));
+            if e.breaks_link() && !keep {
+                self.conn = None;
             }
         }
         result
     }
 
     pub async fn read(&mut self, unit: u8, span: Span) -> Result<Vec<u16>, ModbusError> {
-        let words = match span.table {
-            Table::Holding => {
-                self.call(unit, |c| {
-                    Box::pin(c.read_holding_registers(span.addr, span.len))
-                })
-                .await?
-            }
-            Table::Input => {
-                self.call(unit, |c| {
-                    Box::pin(c.read_input_registers(span.addr, span.len))
-                })
-                .await?
-            }
+        let pdu = match span.table {
+            Table::Holding => Pdu::ReadHolding {
+                addr: span.addr,
+                count: span.len,
+            },
+            Table::Input => Pdu::ReadInput {
+                addr: span.addr,
+                count: span.len,
+            },
+        };
+        let words = match self.call(unit, pdu).await? {
+            Reply::Words(w) => w,
+            Reply::Written => Vec::new(),
         };
         if words.len() != usize::from(span.len) {
-            self.ctx = None;
+            if matches!(self.conn, Some(Conn::Tcp(_))) {
+                self.conn = None;
+            }
             return Err(ModbusError::Protocol(format!(
                 "asked for {} registers at {}, got {}",
                 span.len,
@@ -131,31 +153,61 @@ impl Port {
 
     /// Function 6 for one register, 16 for several.
     pub async fn write(&mut self, unit: u8, addr: u16, values: &[u16]) -> Result<(), ModbusError> {
-        match values {
-            [] => Ok(()),
-            [one] => {
-                let one = *one;
-                self.call(unit, move |c| Box::pin(c.write_single_register(addr, one)))
-                    .await
-            }
-            many => {
-                let many = many.to_vec();
-                self.call(unit, move |c| {
-                    Box::pin(async move { c.write_multiple_registers(addr, &many).await })
-                })
-                .await
-            }
-        }
+        let pdu = match values {
+            [] => return Ok(()),
+            [one] => Pdu::WriteSingle { addr, value: *one },
+            many => Pdu::WriteMultiple {
+                addr,
+                values: many.to_vec(),
+            },
+        };
+        self.call(unit, pdu).await.map(|_| ())
     }
 
     /// Closes the connection (on shutdown).
     pub async fn close(&mut self) {
-        if let Some(mut ctx) = self.ctx.take() {
+        if let Some(Conn::Tcp(mut ctx)) = self.conn.take() {
             let _ = timeout(
                 self.timeout,
                 tokio_modbus::client::Client::disconnect(&mut ctx),
             )
             .await;
         }
+    }
+}
+
+fn frame_error(e: FrameError) -> ModbusError {
+    ModbusError::Protocol(e.to_string())
+}
+
+/// Through `Client::call` rather than the typed helpers: those assert on the
+/// answer's length (a panic in debug builds when a device answers short), and
+/// the length is checked in [`Port::read`] anyway.
+async fn tcp_call(ctx: &mut Context, pdu: &Pdu) -> tokio_modbus::Result<Reply> {
+    use tokio_modbus::client::Client;
+    use tokio_modbus::{Request, Response};
+    let req = match pdu {
+        Pdu::ReadHolding { addr, count } => Request::ReadHoldingRegisters(*addr, *count),
+        Pdu::ReadInput { addr, count } => Request::ReadInputRegisters(*addr, *count),
+        Pdu::WriteSingle { addr, value } => Request::WriteSingleRegister(*addr, *value),
+        Pdu::WriteMultiple { addr, values } => {
+            Request::WriteMultipleRegisters(*addr, values.as_slice().into())
+        }
+    };
+    Ok(Client::call(ctx, req).await?.map(|r| match r {
+        Response::ReadHoldingRegisters(w) | Response::ReadInputRegisters(w) => Reply::Words(w),
+        _ => Reply::Written,
+    }))
+}
+
+/// One unit id on a port, as a [`RegisterReader`] (discovery, scans, tests).
+pub struct UnitReader<'a> {
+    pub port: &'a mut Port,
+    pub unit: u8,
+}
+
+impl super::reader::RegisterReader for UnitReader<'_> {
+    async fn read(&mut self, span: Span) -> Result<Vec<u16>, ModbusError> {
+        self.port.read(self.unit, span).await
     }
 }

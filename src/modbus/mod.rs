@@ -10,10 +10,14 @@ pub mod link;
 pub mod maps;
 pub mod plan;
 pub mod point;
+pub mod poll;
+pub mod profile;
 pub mod reader;
+pub mod rtu;
+pub mod scan;
 pub mod sunspec;
 
 pub use bus::{BusHandle, BusTask, Op, OpOutput};
-pub use device::DeviceMap;
+pub use device::{Controls, DeviceMap};
 pub use error::ModbusError;
 pub use maps::DeviceMaps;

@@ -107,3 +107,30 @@ impl Image {
 
 #[cfg(test)]
 mod tests;
+
+/// The requests that replace `refused` after the device answered it with
+/// "illegal data address": first the `needed` spans inside it without the gaps
+/// it read through; if it had no gaps, each needed span on its own; a single
+/// needed span that is refused is dropped (its points stay without values).
+/// Every returned request is strictly smaller than `refused`, so repeated
+/// refusals end.
+pub fn split_refused(refused: Request, needed: &[Span]) -> Vec<Request> {
+    let mut inside: Vec<Span> = needed
+        .iter()
+        .filter(|s| {
+            s.len > 0
+                && s.table == refused.table
+                && s.addr >= refused.addr
+                && s.end() <= refused.end()
+        })
+        .copied()
+        .collect();
+    let gapless = plan(&inside, 0);
+    if gapless.as_slice() != [refused] {
+        return gapless;
+    }
+    inside.sort();
+    inside.dedup();
+    inside.retain(|s| *s != refused);
+    inside
+}

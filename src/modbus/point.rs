@@ -29,6 +29,16 @@ pub struct Gate {
     pub otherwise: f64,
 }
 
+/// A register bit that gives the sign of an unsigned magnitude (a vendor that
+/// reports battery power as a magnitude plus "charging" and "discharging" flags).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SignFlag {
+    pub table: Table,
+    pub addr: u16,
+    /// The value is negated while `register & mask != 0`.
+    pub mask: u16,
+}
+
 /// One property's location and decoding.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PointSpec {
@@ -42,6 +52,8 @@ pub struct PointSpec {
     /// Flip the sign after scaling (vendor sign conventions, `invert_power`).
     pub negate: bool,
     pub gate: Option<Gate>,
+    /// Negates the value while a flag register says so (applied before `negate`).
+    pub sign: Option<SignFlag>,
 }
 
 impl PointSpec {
@@ -63,6 +75,7 @@ impl PointSpec {
             scale,
             negate: false,
             gate: None,
+            sign: None,
         }
     }
 
@@ -84,7 +97,8 @@ impl PointSpec {
             _ => None,
         };
         let gate = self.gate.map(|g| Span::new(g.table, g.addr, 1));
-        std::iter::once(value).chain(sf).chain(gate)
+        let sign = self.sign.map(|s| Span::new(s.table, s.addr, 1));
+        std::iter::once(value).chain(sf).chain(gate).chain(sign)
     }
 
     /// The value in the vocabulary's unit and sign, or `None` when the registers
@@ -106,7 +120,11 @@ impl PointSpec {
                 codec::apply_sf(raw, sf)
             }
         };
-        let v = if self.negate { -v } else { v };
+        let flagged = match self.sign {
+            Some(s) => img.get(s.table, s.addr, 1)?[0] & s.mask != 0,
+            None => false,
+        };
+        let v = if self.negate ^ flagged { -v } else { v };
         // -0.0 reads oddly in JSON.
         Some(if v == 0.0 { 0.0 } else { v })
     }

@@ -47,7 +47,23 @@ impl SimSiteSpec {
 }
 
 fn device_spec(d: &DeviceConfig) -> SimDeviceSpec {
-    let kind = match d.device_type {
+    let kind = match (&d.profile, d.device_type) {
+        (crate::config::ProfileRef::Registers(p), _) => SimKind::Profile {
+            profile: p.clone(),
+            readable_gaps: true,
+        },
+        (_, t) => sunspec_kind(d, t),
+    };
+    SimDeviceSpec {
+        unit_id: d.unit_id,
+        kind,
+        serial: serial(&d.reference),
+        refuse_writes: false,
+    }
+}
+
+fn sunspec_kind(d: &DeviceConfig, t: DeviceType) -> SimKind {
+    match t {
         DeviceType::Inverter => SimKind::Inverter {
             rated_w: d.rated_power_w.unwrap_or(DEFAULT_RATED_W),
         },
@@ -70,12 +86,6 @@ fn device_spec(d: &DeviceConfig) -> SimDeviceSpec {
             }
         }
         DeviceType::Meter => SimKind::Meter,
-    };
-    SimDeviceSpec {
-        unit_id: d.unit_id,
-        kind,
-        serial: serial(&d.reference),
-        refuse_writes: false,
     }
 }
 

@@ -13,19 +13,27 @@ use super::battery::{Battery, BatteryRating};
 use super::inverter::Inverter;
 use super::map::RegisterMap;
 use super::meter::Meter;
+use super::profile::ProfileDevice;
 use super::{SimDeviceSpec, SimDeviceState, SimKind, StorageControl};
+use crate::modbus::plan::Table;
+use crate::model::Property;
 
 /// Behaviour by device kind.
 pub enum Kind {
     Inverter(Inverter),
     Battery(Battery),
     Meter(Meter),
+    Profile(ProfileDevice),
+    /// Values fixed at build time.
+    Fixed,
 }
 
 pub struct Device {
     pub map: RegisterMap,
     pub kind: Kind,
     pub refuse_writes: bool,
+    /// Read requests answered (with data or an exception).
+    pub reads: u64,
 }
 
 /// A device shared between its server's connections, the physics task and handles.
@@ -67,11 +75,33 @@ impl Device {
                 let (map, meter) = Meter::build(spec.unit_id, &serial, site_max_w);
                 (map, Kind::Meter(meter))
             }
+            SimKind::Fixed { variant, rated_w } => (
+                super::variants::build(variant, spec.unit_id, &serial, rated_w),
+                Kind::Fixed,
+            ),
+            SimKind::Profile {
+                ref profile,
+                readable_gaps,
+            } => (
+                RegisterMap::empty(),
+                Kind::Profile(ProfileDevice::build(profile.clone(), readable_gaps)),
+            ),
         };
         Device {
             map,
             kind,
             refuse_writes: spec.refuse_writes,
+            reads: 0,
+        }
+    }
+
+    /// A Modbus read (function 3 for holding, 4 for input registers; SunSpec
+    /// devices answer both from one image).
+    pub fn read(&mut self, table: Table, addr: u16, count: u16) -> Result<Vec<u16>, ExceptionCode> {
+        self.reads += 1;
+        match &self.kind {
+            Kind::Profile(p) => p.read(table, addr, count),
+            _ => self.map.read(addr, count),
         }
     }
 
@@ -82,18 +112,21 @@ impl Device {
         if self.refuse_writes {
             return Err(ExceptionCode::ServerDeviceFailure);
         }
+        if let Kind::Profile(p) = &mut self.kind {
+            return p.write(addr, values);
+        }
         let count = u16::try_from(values.len()).map_err(|_| ExceptionCode::IllegalDataValue)?;
         self.map.check_write(addr, count)?;
         match &self.kind {
             Kind::Inverter(inv) => inv.validate(&self.map, addr, values)?,
             Kind::Battery(bat) => bat.validate(&self.map, addr, values)?,
-            Kind::Meter(_) => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
         }
         self.map.write(addr, values)?;
         match &mut self.kind {
             Kind::Inverter(inv) => inv.on_write(addr, count, at),
             Kind::Battery(bat) => bat.on_write(addr, count, at),
-            Kind::Meter(_) => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
         }
         Ok(())
     }
@@ -103,7 +136,7 @@ impl Device {
         match &mut self.kind {
             Kind::Inverter(inv) => inv.check_revert(&mut self.map, now),
             Kind::Battery(bat) => bat.check_revert(&mut self.map, now),
-            Kind::Meter(_) => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
         }
     }
 
@@ -139,6 +172,14 @@ impl Device {
                 s.ac_power_w = meter.ac_power_w();
                 (s.energy_produced_wh, s.energy_consumed_wh) = meter.energy_wh();
             }
+            Kind::Fixed => {}
+            Kind::Profile(p) => {
+                let v = |x| p.value(x).unwrap_or(0.0);
+                s.ac_power_w = v(Property::ActivePower);
+                s.soc = p.value(Property::Soc);
+                s.energy_produced_wh = v(Property::TotalEnergyProduced);
+                s.energy_consumed_wh = v(Property::TotalEnergyConsumed);
+            }
         }
         s
     }
@@ -170,6 +211,23 @@ impl SimDeviceHandle {
     /// The device's physical state now.
     pub fn state(&self) -> SimDeviceState {
         lock(&self.cell).state()
+    }
+
+    /// Read requests the device has answered so far.
+    pub fn read_count(&self) -> u64 {
+        lock(&self.cell).reads
+    }
+
+    /// Profile devices: shows `value` for `property` (vocabulary unit and sign).
+    /// Returns false for SunSpec devices, whose values come from physics.
+    pub fn set_value(&self, property: Property, value: f64) -> bool {
+        match &mut lock(&self.cell).kind {
+            Kind::Profile(p) => {
+                p.set(property, value);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Makes every later write answer exception 4 (ServerDeviceFailure), or not.

@@ -18,7 +18,7 @@ use super::physics::{self, sun_fraction};
 use crate::modbus::codec::ValueType::{I16, U16, U32};
 
 /// SunSpec `St` (model 103) values used here.
-mod layout;
+pub(super) mod layout;
 
 const ST_OFF: f64 = 1.0;
 const ST_SLEEPING: f64 = 2.0;

@@ -91,6 +91,17 @@ impl RegisterMap {
         MapBuilder { map }
     }
 
+    /// A map with no registers (devices that keep their own, e.g. profiles).
+    pub fn empty() -> RegisterMap {
+        RegisterMap {
+            base: 0,
+            words: Vec::new(),
+            writable: Vec::new(),
+            declared: Vec::new(),
+            models: Vec::new(),
+        }
+    }
+
     fn push(&mut self, words: &[u16]) {
         self.words.extend_from_slice(words);
         self.writable.extend(words.iter().map(|_| false));
@@ -298,6 +309,15 @@ impl MapBuilder {
             data: addr + 2,
             model: PhantomData,
         }
+    }
+
+    /// Appends a block the agent has no definition for (a vendor model, or a
+    /// model with repeating groups): ID, L and `len` zero registers, all declared.
+    pub fn raw_model(&mut self, id: u16, len: u16) {
+        let addr = self.map.base + self.map.words.len() as u16;
+        self.map.push(&[id, len]);
+        self.map.push(&vec![0; usize::from(len)]);
+        self.map.models.push(ModelEntry { id, addr, len });
     }
 
     /// Declares the model's trailing `Pad` register (models 1 and 120 end with one;

@@ -16,18 +16,25 @@ mod battery;
 mod common;
 mod config;
 mod device;
+mod faulty;
 mod inverter;
 mod map;
 mod meter;
 mod physics;
+mod profile;
+mod rtu;
 mod server;
 mod service;
 mod site;
+mod variants;
 
 use std::net::SocketAddr;
 
 pub use device::SimDeviceHandle;
+pub use faulty::{Fault, FaultyPeer};
+pub use rtu::SimRtuLine;
 pub use site::SimSite;
+pub use variants::{expected as fixed_values, Variant};
 
 /// Everything a simulated site is made of.
 #[derive(Clone, Debug, PartialEq)]
@@ -134,6 +141,16 @@ pub enum SimKind {
     },
     /// Three-phase grid meter at the connection point (models 1, 203).
     Meter,
+    /// A SunSpec device with fixed values (float inverter or meter, DER
+    /// storage): see [`fixed_values`] for what it shows.
+    Fixed { variant: Variant, rated_w: f64 },
+    /// A non-SunSpec device laid out from a register-map profile. With
+    /// `readable_gaps`, registers between the named ones read 0; without, they
+    /// answer "illegal data address".
+    Profile {
+        profile: std::sync::Arc<crate::modbus::profile::Profile>,
+        readable_gaps: bool,
+    },
 }
 
 /// A device's physical state, in the agent's vocabulary and signs.

@@ -16,6 +16,7 @@ use tokio_modbus::{ExceptionCode, Request, Response, SlaveRequest};
 
 use super::device::{lock, DeviceCell};
 use super::WriteEvent;
+use crate::modbus::plan::Table;
 
 /// What all connections of one server share.
 pub struct ServerShared {
@@ -31,15 +32,19 @@ impl ServerShared {
         let device = self.devices.get(&unit);
         match req.request {
             Request::ReadHoldingRegisters(addr, count) => {
-                let words = lock(device.ok_or(ExceptionCode::GatewayTargetDevice)?)
-                    .map
-                    .read(addr, count)?;
+                let words = lock(device.ok_or(ExceptionCode::GatewayTargetDevice)?).read(
+                    Table::Holding,
+                    addr,
+                    count,
+                )?;
                 Ok(Response::ReadHoldingRegisters(words))
             }
             Request::ReadInputRegisters(addr, count) => {
-                let words = lock(device.ok_or(ExceptionCode::GatewayTargetDevice)?)
-                    .map
-                    .read(addr, count)?;
+                let words = lock(device.ok_or(ExceptionCode::GatewayTargetDevice)?).read(
+                    Table::Input,
+                    addr,
+                    count,
+                )?;
                 Ok(Response::ReadInputRegisters(words))
             }
             Request::WriteSingleRegister(addr, value) => {

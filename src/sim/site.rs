@@ -84,6 +84,7 @@ impl SimSite {
             Kind::Inverter(_) => 0,
             Kind::Battery(_) => 1,
             Kind::Meter(_) => 2,
+            Kind::Profile(_) | Kind::Fixed => 3,
         });
         let physics = Arc::new(Physics {
             clock: SimClock::new(start_ms, spec.time_factor),
@@ -176,7 +177,8 @@ fn site_max_w(spec: &SimSiteSpec) -> f64 {
     let rated: f64 = devices
         .map(|d| match d.kind {
             SimKind::Inverter { rated_w } | SimKind::Battery { rated_w, .. } => rated_w,
-            SimKind::Meter => 0.0,
+            SimKind::Meter | SimKind::Profile { .. } => 0.0,
+            SimKind::Fixed { rated_w, .. } => rated_w,
         })
         .sum();
     rated + 4.0 * spec.base_load_w.max(1000.0)
@@ -218,7 +220,7 @@ impl Physics {
             match &mut d.kind {
                 Kind::Inverter(inv) => pv += inv.step(&mut d.map, sim_ms, dt_s),
                 Kind::Battery(bat) => battery_rated += bat.rated_w(),
-                Kind::Meter(_) => {}
+                Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
             }
         }
         let surplus = pv - load;
@@ -233,7 +235,7 @@ impl Physics {
                     battery += bat.step(&mut d.map, own, own.max(0.0), sim_ms, dt_s, real_s);
                 }
                 Kind::Meter(meter) => meter.step(&mut d.map, load - pv - battery, sim_ms, dt_s),
-                Kind::Inverter(_) => {}
+                Kind::Inverter(_) | Kind::Profile(_) | Kind::Fixed => {}
             }
         }
     }

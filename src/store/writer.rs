@@ -131,7 +131,8 @@ impl Writer {
                         deadline = None;
                     }
                     _ = tokio::time::sleep_until(next_compaction) => {
-                        if let Err(e) = self.compact() {
+                        let result = if self.staged > 0 { self.compact() } else { Ok(0) };
+                        if let Err(e) = result {
                             tracing::error!(error = %e, "compacting staged samples failed; retrying later");
                         }
                         next_compaction = Instant::now() + COMPACT_EVERY;

@@ -298,3 +298,31 @@ async fn transport_errors_auth_and_unknown_devices() {
     send(&app, req).await.problem(404, "device_not_found");
     store.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn readiness_reports_a_closed_store() {
+    let (app, _dir, store) = app().await;
+    let readyz = || {
+        Request::builder()
+            .uri("/readyz")
+            .body(Body::empty())
+            .expect("request")
+    };
+    // Devices not polled yet are reasons of their own; the store is not one.
+    let a = send(&app, readyz()).await;
+    let reasons = a.body["reasons"].to_string();
+    assert!(!reasons.contains("store"), "{reasons}");
+    store.close().await.expect("close");
+    let a = send(&app, readyz()).await;
+    let reasons = a.problem(503, "not_ready")["reasons"].to_string();
+    assert!(
+        reasons.contains("store: the measurement store is closed"),
+        "{reasons}"
+    );
+    // Reads use their own connections: what was committed is still answered.
+    let b = body("2024-06-01T00:00:00Z", "2024-06-02T00:00:00Z", 1, "h");
+    assert_eq!(
+        ask(&app, b).await.ok()["data"].as_array().map(Vec::len),
+        Some(24)
+    );
+}

@@ -100,3 +100,15 @@ proptest! {
         prop_assert_eq!(p.len(), minimum(&spans, gap));
     }
 }
+
+#[test]
+fn refused_requests_split_down_to_nothing() {
+    let needed = [h(0, 2), h(10, 1), h(11, 1), h(40, 3)];
+    let coalesced = h(0, 43);
+    let step1 = split_refused(coalesced, &needed);
+    assert_eq!(step1, [h(0, 2), h(10, 2), h(40, 3)], "the gaps go first");
+    assert_eq!(split_refused(h(10, 2), &needed), [h(10, 1), h(11, 1)]);
+    assert_eq!(split_refused(h(10, 1), &needed), []);
+    // A request that is itself needed but overlaps others still shrinks.
+    assert_eq!(split_refused(h(0, 4), &[h(0, 4), h(1, 1)]), [h(1, 1)]);
+}

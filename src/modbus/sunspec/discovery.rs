@@ -89,3 +89,47 @@ pub async fn discover<R: RegisterReader>(r: &mut R) -> Result<Vec<ModelBlock>, D
     let base = find_base(r).await?;
     walk_chain(r, base).await
 }
+
+/// Splits a chain into logical devices: every Common model (1) starts one
+/// (SunSpec allows aggregating devices behind one map, e.g. an inverter and its
+/// meter).
+pub fn logical_devices(chain: &[ModelBlock]) -> Vec<Vec<ModelBlock>> {
+    let mut out: Vec<Vec<ModelBlock>> = Vec::new();
+    for b in chain {
+        match out.last_mut() {
+            Some(dev) if b.id != 1 => dev.push(*b),
+            _ => out.push(vec![*b]),
+        }
+    }
+    out
+}
+
+/// Model ids that say what a logical device is.
+pub fn kind_of(models: &[u16]) -> Option<crate::model::DeviceType> {
+    use crate::model::DeviceType;
+    let has = |f: fn(u16) -> bool| models.iter().any(|&m| f(m));
+    if has(|m| matches!(m, 124 | 802 | 713)) {
+        Some(DeviceType::Battery)
+    } else if has(|m| matches!(m, 101..=103 | 111..=113 | 701)) {
+        Some(DeviceType::Inverter)
+    } else if has(|m| matches!(m, 201..=204 | 211..=214)) {
+        Some(DeviceType::Meter)
+    } else {
+        None
+    }
+}
+
+/// The logical device of `chain` a device of type `t` is read from: the first
+/// whose models say it is one, else the first.
+pub fn select(chain: Vec<ModelBlock>, t: crate::model::DeviceType) -> Vec<ModelBlock> {
+    let mut devices = logical_devices(&chain);
+    if devices.len() <= 1 {
+        return chain;
+    }
+    let ids = |d: &Vec<ModelBlock>| d.iter().map(|b| b.id).collect::<Vec<_>>();
+    let at = devices
+        .iter()
+        .position(|d| kind_of(&ids(d)) == Some(t))
+        .unwrap_or(0);
+    devices.swap_remove(at)
+}

@@ -10,7 +10,9 @@ mod discovery;
 mod info;
 mod map;
 
-pub use discovery::{discover, find_base, walk_chain, BASES};
+pub use discovery::{
+    discover, find_base, kind_of, logical_devices, select, walk_chain, DiscoveryError, BASES,
+};
 pub use info::read_info;
 pub use map::points_for;
 

@@ -1,0 +1,127 @@
+//! One poll of one device: discover it when its map is missing, read its planned
+//! requests, decode its points. A request the device refuses with "illegal data
+//! address" is split (see [`plan::split_refused`]) and retried at once; the
+//! split plan is kept for the life of the map, so the device is asked the
+//! smaller requests from then on.
+//!
+//! Generic over [`RegisterReader`], so it never owns a connection and never
+//! sleeps; the bus task decides when to poll and what a failure costs.
+
+use std::sync::Arc;
+
+use super::device::DeviceMap;
+use super::plan::{self, Image, Span};
+use super::point;
+use super::reader::RegisterReader;
+use super::sunspec;
+use crate::config::{DeviceConfig, ProfileRef};
+use crate::model::Property;
+
+/// A device's map and the plan learned for it.
+#[derive(Debug, Default)]
+pub struct DeviceState {
+    pub map: Option<Arc<DeviceMap>>,
+    /// The requests a poll makes; starts as `map.requests`, shrinks on refusals.
+    pub plan: Vec<Span>,
+}
+
+impl DeviceState {
+    pub fn forget(&mut self) {
+        self.map = None;
+        self.plan.clear();
+    }
+}
+
+/// What a successful poll returns.
+pub struct Polled {
+    pub values: Vec<(Property, f64)>,
+    /// Set after a discovery: the new map.
+    pub fresh: Option<Arc<DeviceMap>>,
+}
+
+/// Discovers when needed, then reads every planned request.
+pub async fn poll_device<R: RegisterReader>(
+    reader: &mut R,
+    cfg: &DeviceConfig,
+    max_gap: u16,
+    state: &mut DeviceState,
+) -> Result<Polled, String> {
+    let mut fresh = None;
+    let map = match &state.map {
+        Some(m) => m.clone(),
+        None => {
+            let m = Arc::new(discover(reader, cfg, max_gap).await?);
+            tracing::info!(
+                device = %cfg.reference,
+                manufacturer = m.info.manufacturer.as_deref().unwrap_or("?"),
+                model = m.info.model.as_deref().unwrap_or("?"),
+                models = ?m.info.sunspec_models,
+                requests = m.requests.len(),
+                "device discovered"
+            );
+            state.map = Some(m.clone());
+            state.plan = m.requests.clone();
+            fresh = Some(m.clone());
+            m
+        }
+    };
+    let img = read_plan(reader, &cfg.reference, &map, &mut state.plan).await?;
+    Ok(Polled {
+        values: point::decode_points(&map.points, &img),
+        fresh,
+    })
+}
+
+/// Reads every request of `plan`, splitting refused ones in place.
+async fn read_plan<R: RegisterReader>(
+    reader: &mut R,
+    device: &str,
+    map: &DeviceMap,
+    plan: &mut Vec<Span>,
+) -> Result<Image, String> {
+    let mut img = Image::new();
+    let mut i = 0;
+    while i < plan.len() {
+        let req = plan[i];
+        match reader.read(req).await {
+            Ok(words) => {
+                img.insert(req, words);
+                i += 1;
+            }
+            Err(e) if e.is_illegal_address() => {
+                let parts = plan::split_refused(req, &map.needed());
+                tracing::warn!(
+                    device,
+                    table = ?req.table,
+                    addr = req.addr,
+                    len = req.len,
+                    replaced_by = ?parts,
+                    "device refused a read (illegal data address); splitting it"
+                );
+                plan.splice(i..=i, parts);
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(img)
+}
+
+async fn discover<R: RegisterReader>(
+    reader: &mut R,
+    cfg: &DeviceConfig,
+    max_gap: u16,
+) -> Result<DeviceMap, String> {
+    match &cfg.profile {
+        ProfileRef::Sunspec => {
+            let chain = sunspec::discover(reader).await.map_err(|e| e.to_string())?;
+            let chain = sunspec::select(chain, cfg.device_type);
+            let info = sunspec::read_info(reader, &chain)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(DeviceMap::from_sunspec(chain, info, cfg))
+        }
+        ProfileRef::Registers(profile) => {
+            Ok(DeviceMap::from_profile(profile.clone(), cfg, max_gap))
+        }
+    }
+}

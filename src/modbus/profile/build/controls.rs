@@ -1,0 +1,184 @@
+//! Validation of a profile's `[controls]`: complete setpoint forms, direction
+//! registers for magnitudes, release writes, time units. Problems are collected
+//! with their paths, like the points' in the parent module.
+
+use super::{check_scale, check_span, Problems};
+use crate::modbus::codec::ValueType;
+use crate::modbus::profile::controls::{
+    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, RevertTimeout,
+    ValueRegister,
+};
+use crate::modbus::profile::raw::{RawEss, RawFixed, RawLimit, RawRevert, RawValueRegister};
+
+fn value_register(path: &str, r: &RawValueRegister, p: &mut Problems) -> Option<ValueRegister> {
+    let ok = check_scale(&format!("{path}.scale"), r.scale, p)
+        & check_span(&format!("{path}.register"), r.register, r.ty, p);
+    ok.then_some(ValueRegister {
+        addr: r.register,
+        ty: r.ty,
+        order: r.word_order,
+        scale: r.scale,
+    })
+}
+
+fn fixed(list: &[RawFixed]) -> Vec<FixedWrite> {
+    list.iter()
+        .map(|f| FixedWrite {
+            addr: f.register,
+            value: f.value,
+        })
+        .collect()
+}
+
+fn revert(path: &str, r: &RawRevert, p: &mut Problems) -> Option<RevertTimeout> {
+    let seconds_per_unit = match r.unit.as_str() {
+        "s" => 1,
+        "min" => 60,
+        other => {
+            p.push(
+                format!("{path}.unit"),
+                format!("{other:?} is not a time unit (\"s\" or \"min\")"),
+            );
+            return None;
+        }
+    };
+    if r.ty == ValueType::F32 {
+        p.push(
+            format!("{path}.type"),
+            "a timer register must be an integer type",
+        );
+        return None;
+    }
+    check_span(&format!("{path}.register"), r.register, r.ty, p).then_some(RevertTimeout {
+        addr: r.register,
+        ty: r.ty,
+        order: r.word_order,
+        seconds_per_unit,
+    })
+}
+
+pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl> {
+    let before = p.0.len();
+    let sub = |k: &str| format!("{path}.{k}");
+    let setpoint = match (&e.signed, &e.power, &e.charge_power, &e.discharge_power) {
+        (Some(s), None, None, None) => {
+            let discharge_positive = match s.positive.as_str() {
+                "discharge" => Some(true),
+                "charge" => Some(false),
+                other => {
+                    p.push(
+                        sub("signed.positive"),
+                        format!("{other:?} must be \"discharge\" or \"charge\""),
+                    );
+                    None
+                }
+            };
+            let reg = RawValueRegister {
+                register: s.register,
+                ty: s.ty,
+                word_order: s.word_order,
+                scale: s.scale,
+            };
+            let register = value_register(&sub("signed"), &reg, p);
+            match (register, discharge_positive) {
+                (Some(register), Some(discharge_positive)) => Some(EssSetpoint::Signed {
+                    register,
+                    discharge_positive,
+                }),
+                _ => None,
+            }
+        }
+        (None, Some(m), None, None) => {
+            value_register(&sub("power"), m, p).map(|register| EssSetpoint::Magnitude { register })
+        }
+        (None, None, Some(c), Some(d)) => {
+            let c = value_register(&sub("charge_power"), c, p);
+            let d = value_register(&sub("discharge_power"), d, p);
+            c.zip(d)
+                .map(|(charge, discharge)| EssSetpoint::Split { charge, discharge })
+        }
+        _ => {
+            p.push(
+                path,
+                "give exactly one of: signed, power, or charge_power with discharge_power",
+            );
+            None
+        }
+    };
+    let direction = e.direction.as_ref().map(|d| Direction {
+        addr: d.register,
+        charge: d.charge,
+        discharge: d.discharge,
+        idle: d.idle,
+    });
+    let unsigned = matches!(
+        setpoint,
+        Some(EssSetpoint::Magnitude { .. } | EssSetpoint::Split { .. })
+    );
+    if unsigned && direction.is_none() {
+        p.push(
+            sub("direction"),
+            "a magnitude setpoint needs a direction register ({ register, charge, discharge, idle })",
+        );
+    }
+    if e.release.is_empty() {
+        p.push(
+            sub("release"),
+            "needs at least one write that hands control back to the device",
+        );
+    }
+    let revert_timeout = e
+        .revert_timeout
+        .as_ref()
+        .and_then(|r| revert(&sub("revert_timeout"), r, p));
+    if p.0.len() > before {
+        return None;
+    }
+    Some(EssControl {
+        setpoint: setpoint?,
+        direction,
+        enable: fixed(&e.enable),
+        release: fixed(&e.release),
+        revert_timeout,
+    })
+}
+
+pub(super) fn limit(path: &str, l: &RawLimit, p: &mut Problems) -> Option<LimitControl> {
+    let before = p.0.len();
+    let (unit, factor) = match l.unit.as_str() {
+        "%" => (LimitUnit::Percent, 1.0),
+        "W" => (LimitUnit::Watts, 1.0),
+        "kW" => (LimitUnit::Watts, 1e3),
+        other => {
+            p.push(
+                format!("{path}.unit"),
+                format!("{other:?} must be \"%\", \"W\" or \"kW\""),
+            );
+            (LimitUnit::Percent, 1.0)
+        }
+    };
+    let reg = RawValueRegister {
+        register: l.register,
+        ty: l.ty,
+        word_order: l.word_order,
+        scale: l.scale * factor,
+    };
+    let register = value_register(path, &reg, p);
+    let revert_timeout = l
+        .revert_timeout
+        .as_ref()
+        .and_then(|r| revert(&format!("{path}.revert_timeout"), r, p));
+    if l.release.is_empty() {
+        p.push(
+            format!("{path}.release"),
+            "needs at least one write that lifts the limit",
+        );
+    }
+    (p.0.len() == before).then_some(LimitControl {
+        register: register?,
+        unit,
+        enable: fixed(&l.enable),
+        release: fixed(&l.release),
+        revert_timeout,
+    })
+}

@@ -1,0 +1,91 @@
+//! Register-map profiles: how to read and steer a device that does not speak
+//! SunSpec, from a TOML file (`config/profiles/*.toml`, documented in
+//! `docs/devices.md`).
+//!
+//! A [`Profile`] is parsed and validated once, when the config is checked; the
+//! poller turns its points into a read plan, the steering layer asks its
+//! [`ProfileControls`] for the writes of a setpoint. Layout: `raw` (the TOML
+//! shapes), `build` (validation into typed points and controls, every problem
+//! with its path), `controls` (the pure write recipes), `resolve` (finding a
+//! profile by name or path: the profiles directory, then the built-in ones).
+//! Nothing here does Modbus I/O.
+
+mod build;
+mod controls;
+mod raw;
+mod resolve;
+
+use std::fmt;
+
+pub use build::parse;
+pub use controls::{
+    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, ProfileControls,
+    RegisterWrite, RevertTimeout, ValueRegister,
+};
+pub use resolve::{builtin_names, Resolver, BUILTIN, DEFAULT_PROFILES_DIR};
+
+use super::point::PointSpec;
+use crate::model::DeviceType;
+
+/// A validated register-map profile.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The name it was asked for by (`huawei-luna2000`) or its path.
+    pub name: String,
+    /// Where it came from: a file path or `built-in`.
+    pub origin: String,
+    pub manufacturer: Option<String>,
+    pub model: Option<String>,
+    /// Device types the profile is written for; empty = any.
+    pub device_types: Vec<DeviceType>,
+    /// Points in order of preference (the first with a value wins per property).
+    pub points: Vec<PointSpec>,
+    pub controls: ProfileControls,
+}
+
+/// One thing wrong with a profile file: the TOML path inside it and the message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileProblem {
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for ProfileProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Why a profile cannot be used: not found, unreadable, or invalid (every
+/// problem, each with its path inside the file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    #[error("profile {name:?} not found (looked for {looked}; built-in profiles: {builtin})")]
+    NotFound {
+        name: String,
+        looked: String,
+        builtin: String,
+    },
+    #[error("cannot read profile {path}: {message}")]
+    Unreadable { path: String, message: String },
+    #[error("profile {origin} is invalid: {}", list(.problems))]
+    Invalid {
+        origin: String,
+        problems: Vec<ProfileProblem>,
+    },
+}
+
+fn list(problems: &[ProfileProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests;

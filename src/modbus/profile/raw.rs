@@ -1,0 +1,169 @@
+//! The TOML shapes of a profile file, as written. Strict: unknown keys are
+//! errors. Meaning and cross-checks live in `build`.
+
+use serde::Deserialize;
+
+use crate::modbus::codec::{ValueType, WordOrder};
+use crate::modbus::plan::Table;
+use crate::model::DeviceType;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawProfile {
+    pub manufacturer: Option<String>,
+    pub model: Option<String>,
+    #[serde(default)]
+    pub device_types: Vec<DeviceType>,
+    #[serde(default)]
+    pub points: Vec<RawPoint>,
+    #[serde(default)]
+    pub controls: RawControls,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPoint {
+    pub property: String,
+    pub register: u16,
+    #[serde(default)]
+    pub table: Table,
+    #[serde(rename = "type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    /// Engineering value = raw × scale (in `unit`).
+    pub scale: Option<f64>,
+    /// A holding register with a SunSpec-style power-of-ten exponent.
+    pub scale_factor: Option<u16>,
+    /// Unit of raw × scale; converted to the property's unit.
+    pub unit: Option<String>,
+    /// Must match the property's kind when given (a check, not a setting).
+    pub kind: Option<String>,
+    /// Raw bit pattern meaning "not available".
+    pub absent: Option<u64>,
+    /// Flip the sign (vendor sign convention).
+    #[serde(default)]
+    pub negate: bool,
+    /// Negative while a flag register has any bit of `mask` set.
+    pub negative_when: Option<RawFlag>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFlag {
+    pub register: u16,
+    #[serde(default)]
+    pub table: Table,
+    pub mask: u16,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawControls {
+    pub ess_power: Option<RawEss>,
+    pub production_limit: Option<RawLimit>,
+}
+
+/// A register written with a value: engineering value = raw × scale.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawValueRegister {
+    pub register: u16,
+    #[serde(rename = "type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    #[serde(default = "one")]
+    pub scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSigned {
+    pub register: u16,
+    #[serde(rename = "type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// Which direction the register counts positive: "discharge" or "charge".
+    pub positive: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDirection {
+    pub register: u16,
+    pub charge: u16,
+    pub discharge: u16,
+    pub idle: u16,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFixed {
+    pub register: u16,
+    pub value: u16,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRevert {
+    pub register: u16,
+    #[serde(rename = "type", default = "u16_type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    /// "s" or "min".
+    #[serde(default = "seconds")]
+    pub unit: String,
+}
+
+fn u16_type() -> ValueType {
+    ValueType::U16
+}
+fn seconds() -> String {
+    "s".to_string()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawEss {
+    /// A signed register.
+    pub signed: Option<RawSigned>,
+    /// One magnitude register for both directions (needs `direction`).
+    pub power: Option<RawValueRegister>,
+    /// Separate magnitude registers (need `direction`).
+    pub charge_power: Option<RawValueRegister>,
+    pub discharge_power: Option<RawValueRegister>,
+    pub direction: Option<RawDirection>,
+    #[serde(default)]
+    pub enable: Vec<RawFixed>,
+    #[serde(default)]
+    pub release: Vec<RawFixed>,
+    pub revert_timeout: Option<RawRevert>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimit {
+    pub register: u16,
+    #[serde(rename = "type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    #[serde(default = "one")]
+    pub scale: f64,
+    /// "%" (of rated power) or "W" / "kW".
+    pub unit: String,
+    #[serde(default)]
+    pub enable: Vec<RawFixed>,
+    #[serde(default)]
+    pub release: Vec<RawFixed>,
+    pub revert_timeout: Option<RawRevert>,
+}

@@ -1,0 +1,239 @@
+use super::*;
+use crate::modbus::codec::{ValueType, WordOrder};
+use crate::modbus::plan::Table;
+use crate::modbus::point::Scale;
+use crate::model::Property;
+
+fn problems(text: &str) -> Vec<String> {
+    match parse("t", "t.toml", text) {
+        Err(ProfileError::Invalid { problems, .. }) => {
+            problems.iter().map(ToString::to_string).collect()
+        }
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+#[test]
+fn every_builtin_profile_is_valid_and_steerable() {
+    for (name, text) in BUILTIN {
+        let p = parse(name, "built-in", text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(p.manufacturer.is_some(), "{name}");
+        assert!(p.controls.ess_power.is_some(), "{name}");
+        for prop in [Property::ActivePower, Property::Soc] {
+            assert!(
+                p.points.iter().any(|x| x.property == prop),
+                "{name} maps {prop:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_point_with_units_and_word_order() {
+    let p = parse(
+        "t",
+        "t.toml",
+        r#"
+[[points]]
+property = "totalEnergyProduced"
+register = 100
+table = "input"
+type = "u32"
+word_order = "low_first"
+scale = 0.1
+unit = "kWh"
+kind = "counter"
+absent = 0xFFFFFFFF
+"#,
+    )
+    .unwrap();
+    let x = &p.points[0];
+    assert_eq!(x.table, Table::Input);
+    assert_eq!(x.order, WordOrder::LowFirst);
+    assert_eq!(x.scale, Scale::Factor(100.0));
+    assert_eq!(x.ty, ValueType::U32);
+}
+
+#[test]
+fn problems_name_their_path_and_value() {
+    let got = problems(
+        r#"
+[[points]]
+property = "power"
+register = 65535
+type = "u32"
+scale = 0
+unit = "kWh"
+
+[[points]]
+property = "soc"
+register = 1
+type = "u16"
+unit = "W"
+kind = "counter"
+"#,
+    );
+    let joined = got.join("\n");
+    for want in [
+        "points[0].property: \"power\" is not a property",
+        "points[0].register: 65535 + 2 registers runs past 65535",
+        "points[0].scale: must be a finite number other than 0, found 0",
+        "points[1].unit: \"W\" cannot be converted to soc",
+        "points[1].kind: \"counter\" does not match soc, which is a gauge",
+    ] {
+        assert!(joined.contains(want), "missing {want:?} in:\n{joined}");
+    }
+}
+
+#[test]
+fn shape_errors_name_their_path() {
+    let got = problems("[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"u17\"\n");
+    assert!(
+        got[0].starts_with("points[0].type: unknown variant `u17`"),
+        "{got:?}"
+    );
+    let got =
+        problems("[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"u16\"\ncolour = 1\n");
+    assert!(got[0].contains("colour"), "{got:?}");
+    let got = problems("manufacturer = \"x\"\n");
+    assert_eq!(
+        got,
+        ["points: a profile needs at least one [[points]] entry"]
+    );
+}
+
+const SOC: &str = "[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"u16\"\n";
+
+#[test]
+fn incomplete_controls_are_refused() {
+    let got = problems(&format!(
+        "{SOC}[controls.ess_power]\npower = {{ register = 5, type = \"u16\" }}\n"
+    ));
+    assert!(
+        got.iter()
+            .any(|g| g.starts_with("controls.ess_power.direction:")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|g| g.starts_with("controls.ess_power.release:")),
+        "{got:?}"
+    );
+    let got = problems(&format!(
+        "{SOC}[controls.ess_power]\nrelease = [{{ register = 1, value = 0 }}]\n"
+    ));
+    assert!(
+        got[0].starts_with("controls.ess_power: give exactly one of"),
+        "{got:?}"
+    );
+    let got = problems(&format!(
+        "{SOC}[controls.production_limit]\nregister = 3\ntype = \"u16\"\nunit = \"VA\"\nrelease = []\n"
+    ));
+    assert!(
+        got.iter()
+            .any(|g| g.contains("production_limit.unit: \"VA\"")),
+        "{got:?}"
+    );
+}
+
+fn w(addr: u16, values: &[u16]) -> RegisterWrite {
+    RegisterWrite {
+        addr,
+        values: values.to_vec(),
+    }
+}
+
+#[test]
+fn split_ess_writes_in_device_order() {
+    let (_, text) = BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "huawei-luna2000")
+        .unwrap();
+    let p = parse("h", "h", text).unwrap();
+    let ess = p.controls.ess_power.unwrap();
+    // 2.5 kW charge for 90 s: 2 minutes, duration mode, charge power, charge.
+    assert_eq!(
+        ess.writes(-2500.0, 90).unwrap(),
+        [
+            w(47083, &[2]),
+            w(47246, &[0]),
+            w(47247, &[0, 2500]),
+            w(47249, &[0, 0]),
+            w(47100, &[1]),
+        ]
+    );
+    let discharge = ess.writes(70_000.0, 60).unwrap();
+    assert_eq!(
+        discharge[2..],
+        [w(47247, &[0, 0]), w(47249, &[1, 4464]), w(47100, &[2])]
+    );
+    assert_eq!(ess.writes(0.0, 60).unwrap()[4], w(47100, &[2]));
+    assert_eq!(ess.release_writes(), [w(47100, &[0])]);
+}
+
+#[test]
+fn signed_ess_and_limits() {
+    let p = parse(
+        "t",
+        "t",
+        &format!(
+            r#"{SOC}
+[controls.ess_power]
+signed = {{ register = 10, type = "i16", scale = 10, positive = "charge" }}
+release = [{{ register = 11, value = 0 }}]
+revert_timeout = {{ register = 12, type = "u32", unit = "s" }}
+
+[controls.production_limit]
+register = 20
+type = "u16"
+scale = 0.1
+unit = "%"
+enable = [{{ register = 21, value = 1 }}]
+release = [{{ register = 21, value = 0 }}]
+"#
+        ),
+    )
+    .unwrap();
+    let ess = p.controls.ess_power.unwrap();
+    assert_eq!(
+        ess.writes(1500.0, 30).unwrap(),
+        [w(12, &[0, 30]), w(10, &[(-150i16) as u16])]
+    );
+    let lim = p.controls.production_limit.unwrap();
+    assert_eq!(
+        lim.writes(2500.0, Some(10_000.0), 30).unwrap(),
+        [w(21, &[1]), w(20, &[250])]
+    );
+    assert!(lim.writes(2500.0, None, 30).is_err());
+    assert_eq!(lim.release_writes(), [w(21, &[0])]);
+}
+
+#[test]
+fn names_resolve_to_files_first_then_builtins() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mine.toml"), SOC).unwrap();
+    std::fs::write(dir.path().join("sungrow-sh.toml"), SOC).unwrap();
+    let mut r = Resolver::new(dir.path(), dir.path());
+    assert_eq!(r.resolve("mine").unwrap().points.len(), 1);
+    assert_eq!(
+        r.resolve("sungrow-sh").unwrap().points.len(),
+        1,
+        "a file overrides the built-in"
+    );
+    assert!(r.resolve("goodwe-et").unwrap().origin.contains("built-in"));
+    assert_eq!(r.resolve("./mine.toml").unwrap().points.len(), 1);
+    match r.resolve("nope") {
+        Err(e @ ProfileError::NotFound { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("nope.toml") && msg.contains("goodwe-et"),
+                "{msg}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        r.resolve("missing.toml"),
+        Err(ProfileError::Unreadable { .. })
+    ));
+}

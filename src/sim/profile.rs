@@ -1,0 +1,215 @@
+//! A simulated non-SunSpec device built from a register-map profile: every
+//! point's registers hold a plausible value encoded the way the profile says it
+//! is decoded (scale, unit, word order, sign flag, negation), and every control
+//! register accepts writes.
+//!
+//! Registers the profile does not name answer "illegal data address" unless
+//! `readable_gaps` is set (then holes between named registers read 0, as on
+//! devices whose whole map is readable). Holding and input registers are two
+//! separate tables. No physics: values change only through [`ProfileDevice::set`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use tokio_modbus::ExceptionCode;
+
+use super::map::{MAX_READ, MAX_WRITE};
+use crate::modbus::codec;
+use crate::modbus::plan::Table;
+use crate::modbus::point::{PointSpec, Scale};
+use crate::modbus::profile::{EssSetpoint, Profile, RegisterWrite};
+use crate::model::Property;
+
+/// The scale factor a `scale_factor` register holds in the simulation.
+const SIM_SF: i16 = -1;
+
+pub struct ProfileDevice {
+    profile: Arc<Profile>,
+    holding: BTreeMap<u16, u16>,
+    input: BTreeMap<u16, u16>,
+    writable: BTreeSet<u16>,
+    readable_gaps: bool,
+    values: BTreeMap<Property, f64>,
+}
+
+/// What the simulated device shows before anyone sets a value.
+pub fn default_value(p: Property) -> f64 {
+    use Property as P;
+    match p {
+        P::ActivePower => 1500.0,
+        P::ReactivePower => 0.0,
+        P::Soc => 55.5,
+        P::StateOfHealth => 98.0,
+        P::TotalEnergyProduced => 1_234_500.0,
+        P::TotalEnergyConsumed => 1_345_600.0,
+        P::MaxChargePower | P::MaxDischargePower => 5000.0,
+        P::ActivePowerLimit => 100.0,
+        P::Frequency => 50.0,
+        P::VoltageL1 | P::VoltageL2 | P::VoltageL3 => 230.0,
+        P::CurrentL1 | P::CurrentL2 | P::CurrentL3 => 6.5,
+        P::Temperature => 24.5,
+        P::OperatingState => 2.0,
+    }
+}
+
+impl ProfileDevice {
+    pub fn build(profile: Arc<Profile>, readable_gaps: bool) -> ProfileDevice {
+        let mut d = ProfileDevice {
+            profile,
+            holding: BTreeMap::new(),
+            input: BTreeMap::new(),
+            writable: BTreeSet::new(),
+            readable_gaps,
+            values: BTreeMap::new(),
+        };
+        for w in control_registers(&d.profile) {
+            for (i, _) in w.values.iter().enumerate() {
+                let addr = w.addr.wrapping_add(i as u16);
+                d.writable.insert(addr);
+                d.holding.entry(addr).or_insert(0);
+            }
+        }
+        let props: BTreeSet<Property> = d.profile.points.iter().map(|p| p.property).collect();
+        for p in props {
+            d.set(p, default_value(p));
+        }
+        d
+    }
+
+    /// The value a property shows (in the vocabulary's unit and sign).
+    pub fn value(&self, p: Property) -> Option<f64> {
+        self.values.get(&p).copied()
+    }
+
+    /// Shows `value` for `property` in every point that maps it.
+    pub fn set(&mut self, property: Property, value: f64) {
+        self.values.insert(property, value);
+        let points: Vec<PointSpec> = self
+            .profile
+            .points
+            .iter()
+            .filter(|p| p.property == property)
+            .copied()
+            .collect();
+        for p in points {
+            self.encode(&p, value);
+        }
+    }
+
+    fn table(&mut self, t: Table) -> &mut BTreeMap<u16, u16> {
+        match t {
+            Table::Holding => &mut self.holding,
+            Table::Input => &mut self.input,
+        }
+    }
+
+    fn encode(&mut self, p: &PointSpec, value: f64) {
+        let mut v = if p.negate { -value } else { value };
+        if let Some(flag) = p.sign {
+            let reg = self.table(flag.table).entry(flag.addr).or_insert(0);
+            if v < 0.0 {
+                *reg |= flag.mask;
+                v = -v;
+            } else {
+                *reg &= !flag.mask;
+            }
+        }
+        let raw = match p.scale {
+            Scale::One => v,
+            Scale::Factor(f) => v / f,
+            Scale::SunspecSf(addr) => {
+                self.holding.insert(addr, SIM_SF as u16);
+                codec::unapply_sf(v, i32::from(SIM_SF))
+            }
+        };
+        match codec::encode(raw, p.ty, p.order) {
+            Ok(words) => {
+                let table = self.table(p.table);
+                for (i, w) in words.into_iter().enumerate() {
+                    table.insert(p.addr.wrapping_add(i as u16), w);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(addr = p.addr, error = %e, "simulated profile value does not fit")
+            }
+        }
+    }
+
+    /// A Modbus read of `count` registers of one table.
+    pub fn read(&self, t: Table, addr: u16, count: u16) -> Result<Vec<u16>, ExceptionCode> {
+        if count == 0 || count > MAX_READ {
+            return Err(ExceptionCode::IllegalDataValue);
+        }
+        let table = match t {
+            Table::Holding => &self.holding,
+            Table::Input => &self.input,
+        };
+        let lo = table.keys().next().copied();
+        let hi = table.keys().next_back().copied();
+        (0..count)
+            .map(|i| {
+                let a = addr
+                    .checked_add(i)
+                    .ok_or(ExceptionCode::IllegalDataAddress)?;
+                match table.get(&a) {
+                    Some(w) => Ok(*w),
+                    None if self.readable_gaps && lo <= Some(a) && Some(a) <= hi => Ok(0),
+                    None => Err(ExceptionCode::IllegalDataAddress),
+                }
+            })
+            .collect()
+    }
+
+    /// A Modbus write: every register must be a control register.
+    pub fn write(&mut self, addr: u16, values: &[u16]) -> Result<(), ExceptionCode> {
+        if values.is_empty() || values.len() > usize::from(MAX_WRITE) {
+            return Err(ExceptionCode::IllegalDataValue);
+        }
+        let addrs: Vec<u16> = (0..values.len())
+            .map(|i| addr.checked_add(i as u16))
+            .collect::<Option<_>>()
+            .ok_or(ExceptionCode::IllegalDataAddress)?;
+        if !addrs.iter().all(|a| self.writable.contains(a)) {
+            return Err(ExceptionCode::IllegalDataAddress);
+        }
+        for (a, v) in addrs.into_iter().zip(values) {
+            self.holding.insert(a, *v);
+        }
+        Ok(())
+    }
+}
+
+/// Every register a profile's controls may write, as writes of zeros.
+fn control_registers(p: &Profile) -> Vec<RegisterWrite> {
+    let zeros = |addr: u16, n: u16| RegisterWrite {
+        addr,
+        values: vec![0; usize::from(n)],
+    };
+    let mut out = Vec::new();
+    if let Some(e) = &p.controls.ess_power {
+        match e.setpoint {
+            EssSetpoint::Signed { register, .. } | EssSetpoint::Magnitude { register } => {
+                out.push(zeros(register.addr, register.ty.words()));
+            }
+            EssSetpoint::Split { charge, discharge } => {
+                out.push(zeros(charge.addr, charge.ty.words()));
+                out.push(zeros(discharge.addr, discharge.ty.words()));
+            }
+        }
+        if let Some(d) = e.direction {
+            out.push(zeros(d.addr, 1));
+        }
+        if let Some(r) = e.revert_timeout {
+            out.push(zeros(r.addr, r.ty.words()));
+        }
+        out.extend(e.enable.iter().chain(&e.release).map(|f| zeros(f.addr, 1)));
+    }
+    if let Some(l) = &p.controls.production_limit {
+        out.push(zeros(l.register.addr, l.register.ty.words()));
+        if let Some(r) = l.revert_timeout {
+            out.push(zeros(r.addr, r.ty.words()));
+        }
+        out.extend(l.enable.iter().chain(&l.release).map(|f| zeros(f.addr, 1)));
+    }
+    out
+}

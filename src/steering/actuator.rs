@@ -1,0 +1,236 @@
+//! The actuator: one task per steered device, sole writer of its setpoints. It
+//! watches what the control loop wants for the device, writes through the
+//! device's bus task (ahead of polls), reads back, retries with backoff, refreshes
+//! before the device's revert timer fires, and reports the device's state.
+//!
+//! Decisions (what to write, when) are the pure functions of `report.rs` and
+//! `writer`; this file only runs them. It never decides setpoints.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::audit::{AuditEvent, AuditKind};
+use super::report::{due, Desired, DeviceReport, Due, Last};
+use super::writer::{verify, DeviceControls, WritePlan};
+use crate::config::DeviceConfig;
+use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, Op, OpOutput};
+use crate::model::time::now_ms;
+
+/// How often to look again for a device that is not discovered yet.
+const UNDISCOVERED_RETRY_MS: i64 = 1000;
+
+/// Everything one actuator needs.
+pub struct Actuator {
+    pub site: String,
+    pub device: DeviceConfig,
+    pub bus: BusHandle,
+    pub maps: Arc<DeviceMaps>,
+    pub desired: watch::Receiver<Option<Desired>>,
+    pub revert_s: u16,
+    pub reports: Arc<Mutex<Vec<DeviceReport>>>,
+    /// This device's slot in `reports`.
+    pub slot: usize,
+    pub audit: mpsc::Sender<AuditEvent>,
+}
+
+/// The device's controls and the last read of their registers.
+struct Calibrated {
+    map: Arc<DeviceMap>,
+    controls: DeviceControls,
+    words: Vec<u16>,
+}
+
+impl Actuator {
+    pub async fn run(mut self, cancel: CancellationToken) {
+        let refresh_ms = i64::from(self.revert_s) * 1000 / 2;
+        let mut cal: Option<Calibrated> = None;
+        let mut last: Option<Last> = None;
+        loop {
+            let desired = self.desired.borrow_and_update().clone();
+            let wake_at = match desired {
+                None => None,
+                Some(d) => match self.step(&d, &mut cal, &mut last, refresh_ms).await {
+                    Due::Now => continue,
+                    Due::At(t) => Some(t),
+                    Due::Never => None,
+                },
+            };
+            let sleep = async {
+                match wake_at {
+                    Some(t) => {
+                        let ms = (t - now_ms()).max(0) as u64;
+                        tokio::time::sleep(Duration::from_millis(ms)).await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                changed = self.desired.changed() => if changed.is_err() { break },
+                () = sleep => {}
+            }
+        }
+    }
+
+    /// Writes if due; returns when to look again (`Now` after a write).
+    async fn step(
+        &mut self,
+        d: &Desired,
+        cal: &mut Option<Calibrated>,
+        last: &mut Option<Last>,
+        refresh_ms: i64,
+    ) -> Due {
+        let now = now_ms();
+        let c = match self.calibrate(cal).await {
+            Ok(c) => c,
+            Err((why, retry)) => {
+                self.report(|r| r.waiting(d, why));
+                return Due::At(now + retry);
+            }
+        };
+        let plan = match c.controls.plan(d.command, self.revert_s, &c.words) {
+            Ok(p) => p,
+            Err(e) => {
+                let e = e.to_string();
+                self.report(|r| r.update(d, Err(&e), last.as_ref()));
+                return Due::At(now + super::report::MAX_BACKOFF_MS);
+            }
+        };
+        match due(&plan, d.command, last.as_ref(), refresh_ms) {
+            Due::Now => {}
+            Due::At(t) if t <= now => {}
+            other => {
+                self.report(|r| r.update(d, Ok(&plan), last.as_ref()));
+                return other;
+            }
+        }
+        let changed = last.as_ref().is_none_or(|l| l.writes != plan.writes);
+        let span = c.controls.span();
+        let result = self.write(&plan, span).await;
+        let at = now_ms();
+        let failures = match last.as_ref() {
+            Some(l) if !changed && !l.ok => l.failures,
+            _ => 0,
+        };
+        let (ok, error, words) = match result {
+            Ok(words) => match verify(&plan, span, &words) {
+                Ok(()) => (true, None, Some(words)),
+                Err(e) => (false, Some(e), Some(words)),
+            },
+            Err(e) => (false, Some(e), None),
+        };
+        if let (Some(words), Some(c)) = (words, cal.as_mut()) {
+            c.words = words;
+        }
+        if !ok {
+            tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""), "steering write failed");
+        }
+        let prev_written = last.as_ref().and_then(|l| l.written_at_ms);
+        *last = Some(Last {
+            writes: plan.writes.clone(),
+            command: d.command,
+            at_ms: at,
+            ok,
+            failures: if ok { 0 } else { failures + 1 },
+            written_at_ms: if ok { Some(at) } else { prev_written },
+            error: error.clone(),
+        });
+        self.report(|r| r.update(d, Ok(&plan), last.as_ref()));
+        // Refreshes that succeed are not worth a record; changes and failures are.
+        if changed || !ok {
+            let event = AuditEvent {
+                site: self.site.clone(),
+                at_ms: at,
+                kind: AuditKind::Write {
+                    device: self.device.reference.clone(),
+                    component: d.component,
+                    command: d.command,
+                    error,
+                    confirmed: ok,
+                },
+            };
+            if self.audit.try_send(event).is_err() {
+                tracing::warn!(device = %self.device.reference, "audit queue full: a write record was dropped");
+            }
+        }
+        due(&plan, d.command, last.as_ref(), refresh_ms)
+    }
+
+    /// The device's controls and a fresh enough read of their registers.
+    async fn calibrate<'a>(
+        &self,
+        cal: &'a mut Option<Calibrated>,
+    ) -> Result<&'a Calibrated, (String, i64)> {
+        let Some(map) = self.maps.get(self.device.id) else {
+            *cal = None;
+            return Err((
+                "device not discovered yet (no answer to polls)".to_string(),
+                UNDISCOVERED_RETRY_MS,
+            ));
+        };
+        let stale = cal.as_ref().is_none_or(|c| !Arc::ptr_eq(&c.map, &map));
+        if stale {
+            let controls = DeviceControls::for_device(self.device.device_type, &map)
+                .map_err(|e| (e.to_string(), super::report::MAX_BACKOFF_MS))?;
+            let words = match controls.span() {
+                Some(span) => match self
+                    .bus
+                    .transact(self.device.unit_id, vec![Op::Read(span)])
+                    .await
+                {
+                    Ok(mut out) => match out.pop() {
+                        Some(OpOutput::Words(w)) => w,
+                        _ => return Err(("control registers: no answer".into(), 1000)),
+                    },
+                    Err(e) => return Err((format!("reading the control registers: {e}"), 1000)),
+                },
+                None => Vec::new(),
+            };
+            *cal = Some(Calibrated {
+                map,
+                controls,
+                words,
+            });
+        }
+        cal.as_ref().ok_or(("no controls".to_string(), 1000))
+    }
+
+    /// Runs the writes, then reads the controls back, in one bus transaction.
+    async fn write(
+        &self,
+        plan: &WritePlan,
+        span: Option<crate::modbus::plan::Span>,
+    ) -> Result<Vec<u16>, String> {
+        let mut ops: Vec<Op> = plan
+            .writes
+            .iter()
+            .map(|w| Op::Write {
+                addr: w.addr,
+                values: w.values.clone(),
+            })
+            .collect();
+        if let Some(span) = span {
+            ops.push(Op::Read(span));
+        }
+        let out = self
+            .bus
+            .transact(self.device.unit_id, ops)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(match out.into_iter().last() {
+            Some(OpOutput::Words(w)) => w,
+            _ => Vec::new(),
+        })
+    }
+
+    fn report(&self, f: impl FnOnce(&mut DeviceReport)) {
+        // Plain data; keep serving it after a panic elsewhere.
+        let mut reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = reports.get_mut(self.slot) {
+            f(r);
+        }
+    }
+}

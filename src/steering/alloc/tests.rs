@@ -1,0 +1,222 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::config::{CurtailmentFulfilment, EssFulfilment};
+
+fn bat(rated: f64, soc: f64) -> BatteryView {
+    BatteryView {
+        rated_w: rated,
+        max_charge_w: rated,
+        max_discharge_w: rated,
+        soc: Some(soc),
+        soc_min: 10.0,
+        soc_max: 90.0,
+        capacity_wh: Some(rated * 2.0),
+        priority: 0,
+    }
+}
+
+fn inv(rated: f64, measured: Option<f64>) -> InverterView {
+    InverterView {
+        rated_w: rated,
+        measured_w: measured,
+        priority: 0,
+    }
+}
+
+fn close(a: &[f64], b: &[f64]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() < 1e-6, "{a:?} != {b:?}");
+    }
+}
+
+#[test]
+fn proportional_spreads_by_rating_and_respreads_when_one_saturates() {
+    let b = [bat(200_000.0, 50.0), bat(200_000.0, 50.0)];
+    let a = allocate_ess(EssFulfilment::Proportional, &b, 300_000.0);
+    close(&a.setpoints, &[150_000.0, 150_000.0]);
+    let b = [bat(20_000.0, 50.0), bat(10_000.0, 50.0)];
+    close(
+        &allocate_ess(EssFulfilment::Proportional, &b, 15_000.0).setpoints,
+        &[10_000.0, 5_000.0],
+    );
+    let mut small = bat(10_000.0, 50.0);
+    small.max_discharge_w = 2_000.0;
+    let b = [bat(10_000.0, 50.0), small];
+    close(
+        &allocate_ess(EssFulfilment::Proportional, &b, 10_000.0).setpoints,
+        &[8_000.0, 2_000.0],
+    );
+    let a = allocate_ess(EssFulfilment::Proportional, &b, -50_000.0);
+    close(&a.setpoints, &[-10_000.0, -10_000.0]);
+    assert_eq!(a.target_w, -20_000.0);
+}
+
+#[test]
+fn soc_bounds_and_priority_and_balance() {
+    let b = [bat(10_000.0, 10.0), bat(10_000.0, 90.0)];
+    close(
+        &allocate_ess(EssFulfilment::Proportional, &b, 5_000.0).setpoints,
+        &[0.0, 5_000.0],
+    );
+    close(
+        &allocate_ess(EssFulfilment::Proportional, &b, -5_000.0).setpoints,
+        &[-5_000.0, 0.0],
+    );
+    let mut first = bat(10_000.0, 50.0);
+    first.priority = 2;
+    let b = [first, bat(10_000.0, 50.0)];
+    close(
+        &allocate_ess(EssFulfilment::Priority, &b, 12_000.0).setpoints,
+        &[2_000.0, 10_000.0],
+    );
+    // Energy above min SoC: 40 % vs 20 % of the same capacity: 2:1.
+    let b = [bat(10_000.0, 50.0), bat(10_000.0, 30.0)];
+    close(
+        &allocate_ess(EssFulfilment::SocBalance, &b, 3_000.0).setpoints,
+        &[2_000.0, 1_000.0],
+    );
+    // Room below max SoC: 40 % vs 60 %: 2:3.
+    close(
+        &allocate_ess(EssFulfilment::SocBalance, &b, -5_000.0).setpoints,
+        &[-2_000.0, -3_000.0],
+    );
+    assert_eq!(site_soc(&b), Some(40.0));
+}
+
+#[test]
+fn production_rules() {
+    let i = [inv(200_000.0, None), inv(200_000.0, None)];
+    close(
+        &allocate_production(CurtailmentFulfilment::Proportional, &i, 300_000.0),
+        &[150_000.0, 150_000.0],
+    );
+    close(
+        &allocate_production(CurtailmentFulfilment::Priority, &i, 300_000.0),
+        &[200_000.0, 100_000.0],
+    );
+    close(
+        &allocate_production(CurtailmentFulfilment::Proportional, &i, 900_000.0),
+        &[200_000.0, 200_000.0],
+    );
+    // The first produces 20 kW of its 150 kW share: the second gets the rest.
+    let i = [
+        inv(200_000.0, Some(20_000.0)),
+        inv(200_000.0, Some(150_000.0)),
+    ];
+    // Demand 30 kW and 160 kW; the 110 kW left go by rating, the second capped at 200 kW.
+    close(
+        &allocate_production(CurtailmentFulfilment::Dynamic, &i, 300_000.0),
+        &[100_000.0, 200_000.0],
+    );
+}
+
+fn batteries() -> impl Strategy<Value = Vec<BatteryView>> {
+    prop::collection::vec(
+        (
+            0.0..300_000.0f64,
+            0.0..300_000.0f64,
+            0.0..300_000.0f64,
+            prop::option::of(0.0..100.0f64),
+            0.0..50.0f64,
+            50.0..100.0f64,
+            prop::option::of(1.0..500_000.0f64),
+            0u32..3,
+        ),
+        1..6,
+    )
+    .prop_map(|v| {
+        v.into_iter()
+            .map(|(rated, ch, dis, soc, lo, hi, cap, priority)| BatteryView {
+                rated_w: rated,
+                max_charge_w: ch,
+                max_discharge_w: dis,
+                soc,
+                soc_min: lo,
+                soc_max: hi,
+                capacity_wh: cap,
+                priority,
+            })
+            .collect()
+    })
+}
+
+fn rules() -> impl Strategy<Value = EssFulfilment> {
+    prop_oneof![
+        Just(EssFulfilment::Proportional),
+        Just(EssFulfilment::Priority),
+        Just(EssFulfilment::SocBalance)
+    ]
+}
+
+fn inverters() -> impl Strategy<Value = Vec<InverterView>> {
+    prop::collection::vec(
+        (
+            0.0..300_000.0f64,
+            prop::option::of(0.0..320_000.0f64),
+            0u32..3,
+        ),
+        1..6,
+    )
+    .prop_map(|v| {
+        v.into_iter()
+            .map(|(rated_w, measured_w, priority)| InverterView {
+                rated_w,
+                measured_w,
+                priority,
+            })
+            .collect()
+    })
+}
+
+fn curtail_rules() -> impl Strategy<Value = CurtailmentFulfilment> {
+    prop_oneof![
+        Just(CurtailmentFulfilment::Proportional),
+        Just(CurtailmentFulfilment::Priority),
+        Just(CurtailmentFulfilment::Dynamic)
+    ]
+}
+
+const EPS: f64 = 1e-6;
+
+proptest! {
+    #[test]
+    fn ess_invariants(b in batteries(), rule in rules(), target in -2_000_000.0..2_000_000.0f64, more in 0.0..500_000.0f64) {
+        let a = allocate_ess(rule, &b, target);
+        let dis: f64 = b.iter().map(BatteryView::discharge_cap).sum();
+        let ch: f64 = b.iter().map(BatteryView::charge_cap).sum();
+        let clamped = target.clamp(-ch, dis);
+        let sum: f64 = a.setpoints.iter().sum();
+        prop_assert!((sum - clamped).abs() <= EPS * (1.0 + clamped.abs()), "sum {sum} vs {clamped}");
+        prop_assert!((a.target_w - clamped).abs() <= EPS * (1.0 + clamped.abs()));
+        for (x, bv) in a.setpoints.iter().zip(&b) {
+            prop_assert!(*x <= bv.max_discharge_w + EPS && -*x <= bv.max_charge_w + EPS);
+            if let Some(soc) = bv.soc {
+                if soc >= bv.soc_max { prop_assert!(*x >= 0.0, "charging at max SoC"); }
+                if soc <= bv.soc_min { prop_assert!(*x <= 0.0, "discharging at min SoC"); }
+            }
+        }
+        // Monotonic: a larger target never lowers a device's setpoint.
+        let bigger = allocate_ess(rule, &b, target + more);
+        for (x, y) in a.setpoints.iter().zip(&bigger.setpoints) {
+            prop_assert!(*y >= *x - EPS * (1.0 + x.abs()), "{x} -> {y}");
+        }
+    }
+
+    #[test]
+    fn production_invariants(i in inverters(), rule in curtail_rules(), limit in -10_000.0..2_000_000.0f64, more in 0.0..500_000.0f64) {
+        let l = allocate_production(rule, &i, limit);
+        let rated: f64 = i.iter().map(|x| x.rated_w).sum();
+        let clamped = limit.max(0.0).min(rated);
+        let sum: f64 = l.iter().sum();
+        prop_assert!((sum - clamped).abs() <= EPS * (1.0 + clamped), "sum {sum} vs {clamped}");
+        for (x, iv) in l.iter().zip(&i) {
+            prop_assert!(*x >= -EPS && *x <= iv.rated_w + EPS);
+        }
+        let bigger = allocate_production(rule, &i, limit + more);
+        for (x, y) in l.iter().zip(&bigger) {
+            prop_assert!(*y >= *x - EPS * (1.0 + x.abs()), "{x} -> {y}");
+        }
+    }
+}

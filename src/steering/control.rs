@@ -1,0 +1,190 @@
+//! A site's runtime state and its control loop: the task that re-evaluates the
+//! combined signal at once on every change and then every control interval (and
+//! exactly at the next start or end of an entry), and hands each device's desired
+//! setpoint to its actuator.
+//!
+//! The loop decides through the pure `decide`; it never writes to a device itself.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+use super::audit::setpoint_json;
+use super::decide::{decide, Decision, Note};
+use super::inputs::{gather, SiteDevices};
+use super::report::{Desired, DeviceReport};
+use super::signal::SiteSignal;
+use super::value::Component;
+use crate::config::SiteConfig;
+use crate::model::time::now_ms;
+use crate::model::DeviceId;
+use crate::telemetry::Live;
+
+/// What the last evaluation found, for the steering state.
+#[derive(Clone, Debug, Default)]
+pub struct LoopStatus {
+    pub notes: Vec<Note>,
+    /// `untilSoc` requests whose target was reached (idle for the rest of them).
+    pub reached: BTreeSet<String>,
+    pub evaluated_at_ms: Option<i64>,
+}
+
+/// One site: config, devices, signal, and the channels to its actuators.
+pub struct SiteRuntime {
+    pub config: SiteConfig,
+    pub devices: SiteDevices,
+    /// Locked across the store commit of a change, so that changes reach memory in
+    /// the order they reached the disk.
+    pub signal: tokio::sync::Mutex<SiteSignal>,
+    pub wake: Notify,
+    /// Batteries, then inverters, in config order (the order of `steered`).
+    pub reports: Arc<Mutex<Vec<DeviceReport>>>,
+    pub status: Mutex<LoopStatus>,
+    desired: Vec<watch::Sender<Option<Desired>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data; keep serving it after a panic elsewhere.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SiteRuntime {
+    pub fn new(config: SiteConfig, devices: SiteDevices, signal: SiteSignal, live: &Live) -> Self {
+        let steered = devices.batteries.iter().chain(&devices.inverters);
+        let reports = steered
+            .clone()
+            .map(|id| DeviceReport::new(&live.config(*id).reference))
+            .collect();
+        let desired = steered.map(|_| watch::channel(None).0).collect();
+        Self {
+            config,
+            devices,
+            signal: tokio::sync::Mutex::new(signal),
+            wake: Notify::new(),
+            reports: Arc::new(Mutex::new(reports)),
+            status: Mutex::new(LoopStatus::default()),
+            desired,
+        }
+    }
+
+    /// Steered devices (batteries, then inverters) with their report slot.
+    pub fn steered(&self) -> impl Iterator<Item = (usize, DeviceId)> + '_ {
+        self.devices
+            .batteries
+            .iter()
+            .chain(&self.devices.inverters)
+            .copied()
+            .enumerate()
+    }
+
+    /// A receiver of the desired setpoint of the device in `slot`.
+    pub fn subscribe(&self, slot: usize) -> Option<watch::Receiver<Option<Desired>>> {
+        self.desired.get(slot).map(watch::Sender::subscribe)
+    }
+
+    pub fn reports(&self) -> Vec<DeviceReport> {
+        lock(&self.reports).clone()
+    }
+
+    pub fn status(&self) -> LoopStatus {
+        lock(&self.status).clone()
+    }
+
+    /// What `signal` would make of the site now.
+    pub fn evaluate(&self, signal: &SiteSignal, now: i64, live: &Live) -> Decision {
+        let inputs = gather(live, &self.config, &self.devices);
+        let reached = lock(&self.status).reached.clone();
+        decide(
+            &inputs.rules,
+            &signal.active(now),
+            &inputs.batteries,
+            &inputs.inverters,
+            &inputs.measurements,
+            &reached,
+        )
+    }
+
+    /// The per-device setpoints of a decision, as `dryRun` shows them.
+    pub fn allocation_json(&self, d: &Decision, live: &Live) -> Value {
+        let desired = self.desired_of(d);
+        let out: Vec<Value> = self
+            .steered()
+            .zip(desired)
+            .map(|((_, id), want)| {
+                json!({
+                    "deviceReference": live.config(id).reference,
+                    "component": want.shown.wire_name(),
+                    "setpoint": setpoint_json(want.command),
+                    "fallback": want.component.is_none(),
+                })
+            })
+            .collect();
+        Value::Array(out)
+    }
+
+    fn desired_of(&self, d: &Decision) -> Vec<Desired> {
+        let bat = d.batteries.iter().map(|c| Desired {
+            command: *c,
+            component: d.storage_by,
+            shown: d.storage_by.unwrap_or(Component::Ess),
+        });
+        let inv = d.inverters.iter().map(|c| Desired {
+            command: *c,
+            component: d.production_by,
+            shown: d.production_by.unwrap_or(Component::Curtailment),
+        });
+        bat.chain(inv).collect()
+    }
+
+    fn publish(&self, d: &Decision) {
+        for (tx, want) in self.desired.iter().zip(self.desired_of(d)) {
+            tx.send_if_modified(|cur| {
+                if cur.as_ref() == Some(&want) {
+                    false
+                } else {
+                    *cur = Some(want);
+                    true
+                }
+            });
+        }
+    }
+}
+
+/// The control loop of one site. Runs until `cancel`.
+pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationToken) {
+    let interval = site.config.control_interval_ms as i64;
+    loop {
+        let now = now_ms();
+        let signal = {
+            let mut s = site.signal.lock().await;
+            s.prune(now);
+            s.clone()
+        };
+        let d = site.evaluate(&signal, now, &live);
+        site.publish(&d);
+        {
+            let mut st = lock(&site.status);
+            if let Some(r) = &d.reached {
+                tracing::info!(site = %site.config.reference, request = %r, "untilSoc target reached: storage idle for the rest of the request");
+                st.reached.insert(r.clone());
+            }
+            let active_ess = signal.active(now).ess.map(|e| e.request_id);
+            st.reached.retain(|r| Some(r) == active_ess.as_ref());
+            st.notes = d.notes;
+            st.evaluated_at_ms = Some(now);
+        }
+        let next = signal
+            .next_change_after(now)
+            .map_or(now + interval, |t| t.min(now + interval));
+        let sleep = Duration::from_millis((next - now_ms()).max(1) as u64);
+        tokio::select! {
+            () = cancel.cancelled() => break,
+            () = site.wake.notified() => {}
+            () = tokio::time::sleep(sleep) => {}
+        }
+    }
+}

@@ -1,0 +1,230 @@
+use super::*;
+use crate::model::PowerValue;
+use crate::steering::timeline::Entry;
+use crate::steering::value::CurtailmentValue;
+
+fn rules() -> SiteRules {
+    SiteRules {
+        ess: EssFulfilment::Proportional,
+        curtailment: CurtailmentFulfilment::Proportional,
+        ess_fallback: EssFallback::Auto,
+        max_import_w: Some(100_000.0),
+        max_export_w: Some(50_000.0),
+        rated_production_w: 400_000.0,
+    }
+}
+
+fn bat(soc: f64) -> BatteryView {
+    BatteryView {
+        rated_w: 200_000.0,
+        max_charge_w: 200_000.0,
+        max_discharge_w: 200_000.0,
+        soc: Some(soc),
+        soc_min: 5.0,
+        soc_max: 95.0,
+        capacity_wh: Some(400_000.0),
+        priority: 0,
+    }
+}
+
+fn inv() -> InverterView {
+    InverterView {
+        rated_w: 200_000.0,
+        measured_w: None,
+        priority: 0,
+    }
+}
+
+fn entry<T>(value: T, id: &str) -> Option<Entry<T>> {
+    Some(Entry {
+        from: 0,
+        until: 1000,
+        value,
+        request_id: id.to_string(),
+    })
+}
+
+fn run(r: &SiteRules, a: &Active, m: Measurements) -> Decision {
+    decide(
+        r,
+        a,
+        &[bat(50.0), bat(50.0)],
+        &[inv(), inv()],
+        &m,
+        &BTreeSet::new(),
+    )
+}
+
+#[test]
+fn fallback_releases_or_idles() {
+    let d = run(&rules(), &Active::default(), Measurements::default());
+    assert_eq!(d.batteries, [Command::EssRelease; 2]);
+    assert_eq!(d.inverters, [Command::ProductionRelease; 2]);
+    assert_eq!((d.storage_by, d.production_by), (None, None));
+    let idle = SiteRules {
+        ess_fallback: EssFallback::Idle,
+        ..rules()
+    };
+    assert_eq!(
+        run(&idle, &Active::default(), Measurements::default()).batteries,
+        [Command::EssPower(0.0); 2]
+    );
+}
+
+#[test]
+fn worked_scenario_spreads_discharge_and_curtailment() {
+    let r = SiteRules {
+        max_export_w: None,
+        ..rules()
+    };
+    let a = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(300_000.0)), "req_2"),
+        curtailment: entry(
+            CurtailmentValue::Power(PowerValue::watts(300_000.0)),
+            "req_1",
+        ),
+        maximize_grid_import: entry(false, "req_1"),
+    };
+    let d = run(&r, &a, Measurements::default());
+    assert_eq!(d.batteries, [Command::EssPower(150_000.0); 2]);
+    assert_eq!(d.inverters, [Command::ProductionLimit(150_000.0); 2]);
+    assert!(d.notes.is_empty());
+    assert_eq!(d.storage_by, Some(Component::Ess));
+}
+
+#[test]
+fn grid_limits_clamp_the_storage_and_say_so() {
+    let a = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(300_000.0)), "r"),
+        ..Active::default()
+    };
+    // No measurements: the storage alone may export 50 kW.
+    let d = run(&rules(), &a, Measurements::default());
+    assert_eq!(d.batteries, [Command::EssPower(25_000.0); 2]);
+    assert_eq!(d.notes[0].applied_w, 50_000.0);
+    // The site imports 30 kW without the storage: 80 kW of discharge stay within.
+    let m = Measurements {
+        grid_w: Some(30_000.0),
+        battery_w: Some(0.0),
+        production_w: None,
+    };
+    assert_eq!(
+        run(&rules(), &a, m).batteries,
+        [Command::EssPower(40_000.0); 2]
+    );
+    // Charging: import limit 100 kW, site already imports 30 kW.
+    let a = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(-300_000.0)), "r"),
+        ..Active::default()
+    };
+    assert_eq!(
+        run(&rules(), &a, m).batteries,
+        [Command::EssPower(-35_000.0); 2]
+    );
+    // Idle never becomes action, even when the grid is over a limit.
+    let a = Active {
+        ess: entry(EssSetting::Idle, "r"),
+        ..Active::default()
+    };
+    let over = Measurements {
+        grid_w: Some(150_000.0),
+        battery_w: Some(0.0),
+        production_w: None,
+    };
+    assert_eq!(
+        run(&rules(), &a, over).batteries,
+        [Command::EssPower(0.0); 2]
+    );
+}
+
+#[test]
+fn until_soc_turns_idle_when_reached() {
+    let a = Active {
+        ess: entry(
+            EssSetting::UntilSoc {
+                power: PowerValue::watts(20_000.0),
+                until_soc: 50.0,
+            },
+            "req_u",
+        ),
+        ..Active::default()
+    };
+    let d = run(&rules(), &a, Measurements::default());
+    assert_eq!(d.batteries, [Command::EssPower(0.0); 2]);
+    assert_eq!(d.reached.as_deref(), Some("req_u"));
+    let d = decide(
+        &rules(),
+        &a,
+        &[bat(60.0), bat(60.0)],
+        &[],
+        &Measurements::default(),
+        &BTreeSet::new(),
+    );
+    assert_eq!(d.batteries, [Command::EssPower(10_000.0); 2]);
+    // Once reached, it stays idle for the rest of its validity.
+    let reached: BTreeSet<String> = ["req_u".to_string()].into();
+    let d = decide(
+        &rules(),
+        &a,
+        &[bat(60.0), bat(60.0)],
+        &[],
+        &Measurements::default(),
+        &reached,
+    );
+    assert_eq!(d.batteries, [Command::EssPower(0.0); 2]);
+    assert_eq!(d.reached, None);
+}
+
+#[test]
+fn percent_curtailment_uses_the_rated_production() {
+    let a = Active {
+        curtailment: entry(CurtailmentValue::Percent(25.0), "r"),
+        ..Active::default()
+    };
+    assert_eq!(
+        run(&rules(), &a, Measurements::default()).inverters,
+        [Command::ProductionLimit(50_000.0); 2]
+    );
+}
+
+#[test]
+fn maximize_import_charges_within_max_import() {
+    let a = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(300_000.0)), "r"),
+        maximize_grid_import: entry(true, "m"),
+        ..Active::default()
+    };
+    // Load 18 kW (import 10 + PV 8, storage idle): charge 98 - 18 = 80 kW, PV off.
+    let m = Measurements {
+        grid_w: Some(10_000.0),
+        battery_w: Some(0.0),
+        production_w: Some(8_000.0),
+    };
+    let d = run(&rules(), &a, m);
+    assert_eq!(d.batteries, [Command::EssPower(-40_000.0); 2]);
+    assert_eq!(d.inverters, [Command::ProductionLimit(0.0); 2]);
+    assert_eq!(d.storage_by, Some(Component::MaximizeGridImport));
+    // Steady state: the storage charges 80 kW, PV 0: same load, same answer.
+    let m = Measurements {
+        grid_w: Some(98_000.0),
+        battery_w: Some(-80_000.0),
+        production_w: Some(0.0),
+    };
+    assert_eq!(
+        run(&rules(), &a, m).batteries,
+        [Command::EssPower(-40_000.0); 2]
+    );
+    // Load alone over the limit: no charging, production runs.
+    let m = Measurements {
+        grid_w: Some(120_000.0),
+        battery_w: Some(0.0),
+        production_w: Some(0.0),
+    };
+    let d = run(&rules(), &a, m);
+    assert_eq!(d.batteries, [Command::EssPower(0.0); 2]);
+    assert_eq!(d.inverters, [Command::ProductionRelease; 2]);
+    // Without a meter: charging held to maxImport.
+    let d = run(&rules(), &a, Measurements::default());
+    assert_eq!(d.batteries, [Command::EssPower(-49_000.0); 2]);
+    assert_eq!(d.notes.len(), 1);
+}

@@ -1,0 +1,198 @@
+//! Where steering keeps what must survive a restart: the component timelines, the
+//! audit log and the idempotency keys. A trait, so the service does not care
+//! whether it is SQLite (`sqlite.rs`, through the store's writer) or memory (tests).
+//!
+//! A [`Commit`] is atomic: timelines, audit record and idempotency answer are
+//! written together or not at all, and `commit` returns only once they are durable.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::audit::AuditEvent;
+use super::request;
+use super::signal::StoredEntry;
+use super::value::{Component, ComponentValue};
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How long an `Idempotency-Key` is remembered.
+pub const IDEMPOTENCY_MS: i64 = 24 * 3600 * 1000;
+
+/// A failure to persist; the change was not applied.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("steering store: {0}")]
+pub struct PersistError(pub String);
+
+/// One accepted change of a site.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Commit {
+    pub site: String,
+    /// These components' stored entries are replaced by `entries`.
+    pub components: Vec<Component>,
+    pub entries: Vec<StoredEntry>,
+    pub audit: AuditEvent,
+    /// `(caller, key, answer)` to replay for the same key.
+    pub idempotency: Option<(String, String, Value)>,
+}
+
+pub trait SteeringStore: Send + Sync + 'static {
+    /// Makes a change durable.
+    fn commit(&self, c: Commit) -> BoxFuture<'_, Result<(), PersistError>>;
+
+    /// Every stored entry, by site reference.
+    fn load(&self) -> BoxFuture<'_, Result<Vec<(String, StoredEntry)>, PersistError>>;
+
+    /// The answer first given to `(caller, key)` at or after `since_ms`.
+    fn replay(
+        &self,
+        caller: String,
+        key: String,
+        since_ms: i64,
+    ) -> BoxFuture<'_, Result<Option<Value>, PersistError>>;
+
+    /// Appends device-write records.
+    fn record(&self, events: Vec<AuditEvent>) -> BoxFuture<'_, Result<(), PersistError>>;
+
+    /// The newest `limit` records of a site as their JSON (`AuditEvent::to_json`),
+    /// newest first.
+    fn history(
+        &self,
+        site: String,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Value>, PersistError>>;
+}
+
+/// Keeps everything in memory: for tests and for running without a database.
+#[derive(Default)]
+pub struct MemoryStore {
+    inner: Mutex<Memory>,
+}
+
+#[derive(Default)]
+struct Memory {
+    entries: Vec<(String, StoredEntry)>,
+    audit: Vec<AuditEvent>,
+    keys: HashMap<(String, String), (i64, Value)>,
+    /// Makes every commit fail (tests of "no partial state").
+    fail: bool,
+}
+
+impl MemoryStore {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Memory> {
+        // Plain data; a panic elsewhere cannot leave it half-changed.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes every later commit fail.
+    pub fn fail_commits(&self, fail: bool) {
+        self.lock().fail = fail;
+    }
+}
+
+impl SteeringStore for MemoryStore {
+    fn commit(&self, c: Commit) -> BoxFuture<'_, Result<(), PersistError>> {
+        Box::pin(async move {
+            let mut m = self.lock();
+            if m.fail {
+                return Err(PersistError("commits are set to fail".into()));
+            }
+            m.entries
+                .retain(|(s, e)| !(s == &c.site && c.components.contains(&e.component)));
+            m.entries
+                .extend(c.entries.into_iter().map(|e| (c.site.clone(), e)));
+            if let Some((caller, key, answer)) = c.idempotency {
+                m.keys.insert((caller, key), (c.audit.at_ms, answer));
+            }
+            m.audit.push(c.audit);
+            Ok(())
+        })
+    }
+
+    fn load(&self) -> BoxFuture<'_, Result<Vec<(String, StoredEntry)>, PersistError>> {
+        Box::pin(async move { Ok(self.lock().entries.clone()) })
+    }
+
+    fn replay(
+        &self,
+        caller: String,
+        key: String,
+        since_ms: i64,
+    ) -> BoxFuture<'_, Result<Option<Value>, PersistError>> {
+        Box::pin(async move {
+            Ok(self
+                .lock()
+                .keys
+                .get(&(caller, key))
+                .filter(|(at, _)| *at >= since_ms)
+                .map(|(_, v)| v.clone()))
+        })
+    }
+
+    fn record(&self, events: Vec<AuditEvent>) -> BoxFuture<'_, Result<(), PersistError>> {
+        Box::pin(async move {
+            self.lock().audit.extend(events);
+            Ok(())
+        })
+    }
+
+    fn history(
+        &self,
+        site: String,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Vec<Value>, PersistError>> {
+        Box::pin(async move {
+            let m = self.lock();
+            let mut of_site: Vec<&AuditEvent> = m.audit.iter().filter(|e| e.site == site).collect();
+            // Newest first by time; among equal times, the later recorded first.
+            of_site.reverse();
+            of_site.sort_by_key(|e| std::cmp::Reverse(e.at_ms));
+            Ok(of_site
+                .into_iter()
+                .take(limit)
+                .map(AuditEvent::to_json)
+                .collect())
+        })
+    }
+}
+
+/// Reads a stored component value back (the shapes of `ComponentValue::to_json`).
+pub fn decode_value(component: Component, v: &Value) -> Option<ComponentValue> {
+    Some(match component {
+        Component::Ess => ComponentValue::Ess(request::ess_setting(v, "", None).ok()?),
+        Component::Curtailment => ComponentValue::Curtailment(request::curtailment(v, "").ok()?),
+        Component::MaximizeGridImport => ComponentValue::MaximizeGridImport(v.as_bool()?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{PowerUnit, PowerValue};
+    use crate::steering::value::{CurtailmentValue, EssSetting};
+
+    #[test]
+    fn stored_values_read_back() {
+        let kw = PowerValue {
+            value: -2.5,
+            unit: PowerUnit::KW,
+        };
+        for v in [
+            ComponentValue::Ess(EssSetting::Power(kw)),
+            ComponentValue::Ess(EssSetting::UntilSoc {
+                power: kw,
+                until_soc: 80.0,
+            }),
+            ComponentValue::Ess(EssSetting::Idle),
+            ComponentValue::Curtailment(CurtailmentValue::Percent(40.0)),
+            ComponentValue::Curtailment(CurtailmentValue::Power(PowerValue::watts(3.0))),
+            ComponentValue::MaximizeGridImport(true),
+        ] {
+            assert_eq!(decode_value(v.component(), &v.to_json()), Some(v.clone()));
+        }
+        assert_eq!(decode_value(Component::Ess, &serde_json::json!(true)), None);
+    }
+}

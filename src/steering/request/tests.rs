@@ -1,0 +1,334 @@
+use serde_json::json;
+
+use super::*;
+
+const NOW: i64 = 1_719_475_200_000;
+const T: i64 = NOW + 3_600_000;
+
+fn ctx() -> Context {
+    Context {
+        now_ms: NOW,
+        site_soc: Some(50.0),
+    }
+}
+
+fn refused(endpoint: Endpoint, body: Value, code: RejectCode, field: Option<&str>) {
+    let e = parse(endpoint, &body, ctx()).expect_err(&body.to_string());
+    assert_eq!(e.code, code, "{body}: {}", e.detail);
+    assert_eq!(e.field.as_deref(), field, "{body}: {}", e.detail);
+    assert!(!e.detail.is_empty());
+}
+
+#[test]
+fn worked_scenario_step_one_sets_mgi_false() {
+    let body = json!({"energyStorageSetting": {"value": 100000, "unit": "W"},
+                      "productionCurtailment": {"value": 300000, "unit": "W"}, "validUntil": T});
+    let r = parse(Endpoint::Site, &body, ctx()).unwrap();
+    assert_eq!(r.ess.as_ref().map(EssSetting::watts), Some(100_000.0));
+    assert_eq!(
+        r.curtailment.as_ref().map(|c| c.watts(0.0)),
+        Some(300_000.0)
+    );
+    assert_eq!(r.maximize_grid_import, Some(false));
+    assert_eq!(r.effective_from(NOW), NOW);
+}
+
+#[test]
+fn endpoints_take_their_own_shapes() {
+    let r = parse(
+        Endpoint::Ess,
+        &json!({"setting": {"mode": "idle"}, "validFrom": NOW + 10, "validUntil": T}),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(r.ess, Some(EssSetting::Idle));
+    assert_eq!(r.maximize_grid_import, None);
+    assert_eq!(r.effective_from(NOW), NOW + 10);
+    let r = parse(
+        Endpoint::Curtailment,
+        &json!({"setting": {"value": 40, "unit": "%"}, "validUntil": T as f64}),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(r.curtailment, Some(CurtailmentValue::Percent(40.0)));
+    let r = parse(
+        Endpoint::Ess,
+        &json!({"setting": {"value": -5, "unit": "kW", "untilSoc": 80}, "validUntil": T}),
+        ctx(),
+    )
+    .unwrap();
+    assert!(matches!(r.ess, Some(EssSetting::UntilSoc { until_soc, .. }) if until_soc == 80.0));
+    // A past validFrom applies now.
+    let r = parse(
+        Endpoint::Site,
+        &json!({"maximizeGridImport": true, "validFrom": NOW - 5000, "validUntil": T}),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(r.effective_from(NOW), NOW);
+}
+
+#[test]
+fn validity_rules() {
+    use RejectCode::*;
+    let e = json!({"value": 1, "unit": "W"});
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e}),
+        MissingField,
+        Some("validUntil"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e, "validUntil": NOW}),
+        Expired,
+        Some("validUntil"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e, "validUntil": NOW - 1}),
+        Expired,
+        Some("validUntil"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e, "validFrom": T, "validUntil": T}),
+        InvalidValue,
+        Some("validUntil"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e, "validFrom": T + 5, "validUntil": T}),
+        InvalidValue,
+        Some("validUntil"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e, "validUntil": NOW + MAX_AHEAD_MS + 1}),
+        InvalidValue,
+        Some("validUntil"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e, "validUntil": "tomorrow"}),
+        InvalidValue,
+        Some("validUntil"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e, "validUntil": 1.5e12 + 0.5}),
+        InvalidValue,
+        Some("validUntil"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": e, "validFrom": "now", "validUntil": T}),
+        InvalidValue,
+        Some("validFrom"),
+    );
+    assert!(parse(
+        Endpoint::Ess,
+        &json!({"setting": e, "validUntil": NOW + MAX_AHEAD_MS}),
+        ctx()
+    )
+    .is_ok());
+}
+
+#[test]
+fn value_rules() {
+    use RejectCode::*;
+    let until = json!(T);
+    refused(
+        Endpoint::Site,
+        json!({"validUntil": until}),
+        MissingField,
+        None,
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"validUntil": until}),
+        MissingField,
+        Some("setting"),
+    );
+    refused(
+        Endpoint::Curtailment,
+        json!({"validUntil": until}),
+        MissingField,
+        Some("setting"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": 1, "unit": "kw"}, "validUntil": until}),
+        UnknownUnit,
+        Some("setting.unit"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": 1, "unit": "%"}, "validUntil": until}),
+        UnknownUnit,
+        Some("setting.unit"),
+    );
+    refused(
+        Endpoint::Curtailment,
+        json!({"setting": {"value": 1, "unit": "GW"}, "validUntil": until}),
+        UnknownUnit,
+        Some("setting.unit"),
+    );
+    refused(
+        Endpoint::Curtailment,
+        json!({"setting": {"value": -1, "unit": "W"}, "validUntil": until}),
+        InvalidValue,
+        Some("setting.value"),
+    );
+    refused(
+        Endpoint::Curtailment,
+        json!({"setting": {"value": 100.5, "unit": "%"}, "validUntil": until}),
+        InvalidValue,
+        Some("setting.value"),
+    );
+    refused(
+        Endpoint::Site,
+        json!({"productionCurtailment": {"value": -0.1, "unit": "%"}, "validUntil": until}),
+        InvalidValue,
+        Some("productionCurtailment.value"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": 1e308, "unit": "MW"}, "validUntil": until}),
+        InvalidValue,
+        Some("setting.value"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": "5", "unit": "W"}, "validUntil": until}),
+        InvalidValue,
+        Some("setting.value"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"unit": "W"}, "validUntil": until}),
+        MissingField,
+        Some("setting.value"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": 5}, "validUntil": until}),
+        MissingField,
+        Some("setting.unit"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"mode": "auto"}, "validUntil": until}),
+        InvalidValue,
+        Some("setting.mode"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": 5, "validUntil": until}),
+        InvalidValue,
+        Some("setting"),
+    );
+    refused(
+        Endpoint::Site,
+        json!({"maximizeGridImport": "yes", "validUntil": until}),
+        InvalidValue,
+        Some("maximizeGridImport"),
+    );
+    refused(Endpoint::Site, json!([1, 2]), InvalidValue, None);
+}
+
+#[test]
+fn unknown_fields_anywhere() {
+    use RejectCode::*;
+    let until = json!(T);
+    refused(
+        Endpoint::Site,
+        json!({"maximizeGridImport": true, "validUntil": until, "gridLimit": 1}),
+        UnknownField,
+        Some("gridLimit"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": 1, "unit": "W", "x": 1}, "validUntil": until}),
+        UnknownField,
+        Some("setting.x"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"mode": "idle", "value": 1}, "validUntil": until}),
+        UnknownField,
+        Some("setting.value"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"energyStorageSetting": {"value": 1, "unit": "W"}, "validUntil": until}),
+        UnknownField,
+        Some("energyStorageSetting"),
+    );
+    refused(
+        Endpoint::Curtailment,
+        json!({"setting": {"value": 1, "unit": "W", "untilSoc": 5}, "validUntil": until}),
+        UnknownField,
+        Some("setting.untilSoc"),
+    );
+}
+
+#[test]
+fn until_soc_must_move_towards_the_target() {
+    use RejectCode::*;
+    let until = json!(T);
+    // Site SoC is 50 %: discharging towards 60 moves away, charging towards 40 too.
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": 10, "unit": "kW", "untilSoc": 60}, "validUntil": until}),
+        InvalidValue,
+        Some("setting.untilSoc"),
+    );
+    refused(
+        Endpoint::Site,
+        json!({"energyStorageSetting": {"value": -10, "unit": "kW", "untilSoc": 40}, "validUntil": until}),
+        InvalidValue,
+        Some("energyStorageSetting.untilSoc"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": 0, "unit": "kW", "untilSoc": 40}, "validUntil": until}),
+        InvalidValue,
+        Some("setting.untilSoc"),
+    );
+    refused(
+        Endpoint::Ess,
+        json!({"setting": {"value": 10, "unit": "kW", "untilSoc": 101}, "validUntil": until}),
+        InvalidValue,
+        Some("setting.untilSoc"),
+    );
+    assert!(parse(
+        Endpoint::Ess,
+        &json!({"setting": {"value": 10, "unit": "kW", "untilSoc": 40}, "validUntil": until}),
+        ctx()
+    )
+    .is_ok());
+    // Unknown SoC: the sign cannot be judged, so it is accepted.
+    let unknown = Context {
+        now_ms: NOW,
+        site_soc: None,
+    };
+    assert!(parse(
+        Endpoint::Ess,
+        &json!({"setting": {"value": 10, "unit": "kW", "untilSoc": 60}, "validUntil": until}),
+        unknown
+    )
+    .is_ok());
+}
+
+#[test]
+fn null_counts_as_absent() {
+    let r = parse(
+        Endpoint::Site,
+        &json!({"energyStorageSetting": null, "productionCurtailment": {"value": 1, "unit": "MW"}, "validFrom": null, "validUntil": T}),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(r.ess, None);
+    assert_eq!(r.valid_from, None);
+}

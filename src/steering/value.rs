@@ -1,0 +1,120 @@
+//! The typed values of the steering components and their wire (JSON) shapes.
+//!
+//! Plain data: a value here is already valid (finite, in range); parsing and
+//! validation live in `request.rs`. Nothing here knows devices or time.
+
+use serde_json::{json, Value};
+
+use crate::model::PowerValue;
+
+/// One independently set part of a site's signal (seed rule 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Component {
+    Ess,
+    Curtailment,
+    MaximizeGridImport,
+}
+
+impl Component {
+    pub const ALL: [Component; 3] = [
+        Component::Ess,
+        Component::Curtailment,
+        Component::MaximizeGridImport,
+    ];
+
+    /// The name used on the wire (`?component=`, `scheduled[].component`) and in the store.
+    pub const fn wire_name(self) -> &'static str {
+        match self {
+            Component::Ess => "ess",
+            Component::Curtailment => "curtailment",
+            Component::MaximizeGridImport => "maximizeGridImport",
+        }
+    }
+
+    pub fn from_wire(s: &str) -> Option<Component> {
+        Component::ALL.into_iter().find(|c| c.wire_name() == s)
+    }
+}
+
+/// What the site storage is told to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EssSetting {
+    /// Active power for the whole site storage as given (+ discharge, − charge).
+    Power(PowerValue),
+    /// (Dis)charge at `power` until the site SoC reaches `until_soc`, then idle.
+    UntilSoc { power: PowerValue, until_soc: f64 },
+    /// 0 W at every storage device.
+    Idle,
+}
+
+impl EssSetting {
+    /// The requested site power in W (+ discharge); idle is 0.
+    pub fn watts(&self) -> f64 {
+        match self {
+            EssSetting::Power(p) | EssSetting::UntilSoc { power: p, .. } => p.as_watts(),
+            EssSetting::Idle => 0.0,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            EssSetting::Power(p) => json!({"value": p.value, "unit": p.unit.as_str()}),
+            EssSetting::UntilSoc { power, until_soc } => {
+                json!({"value": power.value, "unit": power.unit.as_str(), "untilSoc": until_soc})
+            }
+            EssSetting::Idle => json!({"mode": "idle"}),
+        }
+    }
+}
+
+/// The most the site's production may deliver in total.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CurtailmentValue {
+    Power(PowerValue),
+    /// Share (0 to 100) of the site's rated production power.
+    Percent(f64),
+}
+
+impl CurtailmentValue {
+    /// The limit in W, given the site's rated production power.
+    pub fn watts(&self, rated_production_w: f64) -> f64 {
+        match self {
+            CurtailmentValue::Power(p) => p.as_watts(),
+            CurtailmentValue::Percent(pct) => rated_production_w * pct / 100.0,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        match self {
+            CurtailmentValue::Power(p) => json!({"value": p.value, "unit": p.unit.as_str()}),
+            CurtailmentValue::Percent(pct) => json!({"value": pct, "unit": "%"}),
+        }
+    }
+}
+
+/// The value of one timeline entry.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ComponentValue {
+    Ess(EssSetting),
+    Curtailment(CurtailmentValue),
+    MaximizeGridImport(bool),
+}
+
+impl ComponentValue {
+    pub const fn component(&self) -> Component {
+        match self {
+            ComponentValue::Ess(_) => Component::Ess,
+            ComponentValue::Curtailment(_) => Component::Curtailment,
+            ComponentValue::MaximizeGridImport(_) => Component::MaximizeGridImport,
+        }
+    }
+
+    /// The wire shape: the setting object, or a bare boolean for maximize grid import.
+    pub fn to_json(&self) -> Value {
+        match self {
+            ComponentValue::Ess(e) => e.to_json(),
+            ComponentValue::Curtailment(c) => c.to_json(),
+            ComponentValue::MaximizeGridImport(b) => Value::Bool(*b),
+        }
+    }
+}

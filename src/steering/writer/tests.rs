@@ -1,0 +1,178 @@
+use ::sunspec::models::model123::Model123 as M123;
+use ::sunspec::models::model124::Model124 as M124;
+
+use super::*;
+use crate::modbus::sunspec::ModelBlock;
+
+const B124: ModelBlock = ModelBlock {
+    id: 124,
+    addr: 40100,
+    len: 24,
+};
+const B123: ModelBlock = ModelBlock {
+    id: 123,
+    addr: 40200,
+    len: 24,
+};
+
+/// The 124 block's data words: WChaMax 20000 × 10^1 W, InOutWRte_SF −2.
+fn words124() -> Vec<u16> {
+    let mut w = vec![0u16; 24];
+    w[M124::W_CHA_MAX.offset as usize] = 20_000;
+    w[M124::W_CHA_MAX_SF.offset as usize] = 1;
+    w[M124::IN_OUT_W_RTE_SF.offset as usize] = (-2i16) as u16;
+    w
+}
+
+fn at(b: &ModelBlock, offset: u16) -> u16 {
+    b.point(offset)
+}
+
+#[test]
+fn storage_discharge_is_a_window_written_mode_last() {
+    let c = Sunspec124 { block: B124 };
+    let p = c
+        .plan(Command::EssPower(150_000.0), 30, &words124())
+        .unwrap();
+    let out = at(&B124, M124::OUT_W_RTE.offset);
+    assert_eq!(
+        p.writes,
+        [
+            RegWrite {
+                addr: at(&B124, M124::IN_OUT_W_RTE_RVRT_TMS.offset),
+                values: vec![30]
+            },
+            RegWrite {
+                addr: out,
+                values: vec![7500, (-7500i16) as u16]
+            },
+            RegWrite {
+                addr: at(&B124, M124::STOR_CTL_MOD.offset),
+                values: vec![3]
+            },
+        ]
+    );
+    let charge = c
+        .plan(Command::EssPower(-50_000.0), 30, &words124())
+        .unwrap();
+    assert_eq!(charge.writes[1].values, [(-2500i16) as u16, 2500]);
+    let idle = c.plan(Command::EssPower(0.0), 30, &words124()).unwrap();
+    assert_eq!(idle.writes[1].values, [0, 0]);
+    // Beyond WChaMax the window stays at 100 %.
+    let big = c
+        .plan(Command::EssPower(900_000.0), 30, &words124())
+        .unwrap();
+    assert_eq!(big.writes[1].values, [10_000, (-10_000i16) as u16]);
+}
+
+#[test]
+fn storage_release_and_missing_reference() {
+    let c = Sunspec124 { block: B124 };
+    let p = c.plan(Command::EssRelease, 30, &words124()).unwrap();
+    assert_eq!(p.writes[0].values, [0]);
+    assert_eq!(p.writes[1].values, [10_000, 10_000]);
+    let mut w = words124();
+    w[M124::W_CHA_MAX.offset as usize] = 0xFFFF;
+    assert!(matches!(
+        c.plan(Command::EssPower(1.0), 30, &w),
+        Err(WriteError::Missing { .. })
+    ));
+    assert!(matches!(
+        c.plan(Command::ProductionRelease, 30, &w),
+        Err(WriteError::WrongCommand(_))
+    ));
+}
+
+#[test]
+fn inverter_limit_in_percent_of_wmax_then_enable() {
+    let c = Sunspec123 {
+        block: B123,
+        wmax_w: 200_000.0,
+    };
+    let mut w = vec![0u16; 24];
+    w[M123::W_MAX_LIM_PCT_SF.offset as usize] = (-1i16) as u16;
+    let p = c.plan(Command::ProductionLimit(150_000.0), 60, &w).unwrap();
+    let addrs: Vec<(u16, Vec<u16>)> = p
+        .writes
+        .iter()
+        .map(|x| (x.addr, x.values.clone()))
+        .collect();
+    assert_eq!(
+        addrs,
+        [
+            (at(&B123, M123::W_MAX_LIM_PCT.offset), vec![750]),
+            (at(&B123, M123::W_MAX_LIM_PCT_RVRT_TMS.offset), vec![60]),
+            (at(&B123, M123::W_MAX_LIM_ENA.offset), vec![1]),
+        ]
+    );
+    let r = c.plan(Command::ProductionRelease, 60, &w).unwrap();
+    assert_eq!(
+        r.writes,
+        [RegWrite {
+            addr: at(&B123, M123::W_MAX_LIM_ENA.offset),
+            values: vec![0]
+        }]
+    );
+}
+
+#[test]
+fn verify_compares_the_read_back() {
+    let c = Sunspec124 { block: B124 };
+    let plan = c
+        .plan(Command::EssPower(150_000.0), 30, &words124())
+        .unwrap();
+    let mut back = words124();
+    for (addr, word) in &plan.expect {
+        back[(addr - c.span().addr) as usize] = *word;
+    }
+    assert_eq!(verify(&plan, Some(c.span()), &back), Ok(()));
+    back[M124::STOR_CTL_MOD.offset as usize] = 0;
+    let e = verify(&plan, Some(c.span()), &back).unwrap_err();
+    assert!(e.contains("shows 0 instead of 3"), "{e}");
+}
+
+#[test]
+fn profile_controls_write_timeout_value_enable() {
+    let p = ProfileControls {
+        ess_power: Some(RegisterControl {
+            addr: 100,
+            ty: crate::modbus::codec::ValueType::I32,
+            order: crate::modbus::codec::WordOrder::HighFirst,
+            scale: 1.0,
+            unit: ControlUnit::Watts,
+        }),
+        production_limit: None,
+        enable: Some(EnableControl {
+            addr: 110,
+            on: 1,
+            off: 0,
+        }),
+        revert_timeout: Some((111, crate::modbus::codec::ValueType::U16)),
+        rated_w: None,
+    };
+    let plan = p.plan(Command::EssPower(-70_000.0), 20).unwrap();
+    assert_eq!(plan.writes.len(), 3);
+    assert_eq!(
+        plan.writes[0],
+        RegWrite {
+            addr: 111,
+            values: vec![20]
+        }
+    );
+    assert_eq!(plan.writes[1].values, [0xFFFE, 0xEE90]);
+    assert_eq!(
+        plan.writes[2],
+        RegWrite {
+            addr: 110,
+            values: vec![1]
+        }
+    );
+    assert_eq!(
+        p.plan(Command::EssRelease, 20).unwrap().writes,
+        [RegWrite {
+            addr: 110,
+            values: vec![0]
+        }]
+    );
+    assert!(p.plan(Command::ProductionLimit(5.0), 20).is_err());
+}

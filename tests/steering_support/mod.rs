@@ -1,0 +1,271 @@
+//! Shared rig of the steering tests: a simulated site (real Modbus TCP servers on
+//! loopback), the agent on it, and an HTTP client with a read+steer token and a
+//! read-only token.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sitegate::agent::Agent;
+use sitegate::config::{parse, Config, Transport};
+use sitegate::sim::{SimDeviceHandle, SimSite, SimSiteSpec, StorageControl};
+
+pub const STEER: &str = "sgt_e2e_steer_token";
+pub const READ: &str = "sgt_e2e_read_token";
+pub const SITE: &str = "ste_e2e";
+/// 2024-06-27T12:00:00Z: the simulated sun is up.
+pub const NOON: i64 = 1_719_489_600_000;
+
+/// The seed's worked scenario scaled to be feasible: two 200 kW batteries, two
+/// 200 kW inverters, a meter; grid limits far away.
+pub fn config_text(control_interval_ms: u64, revert_timeout_s: u16) -> String {
+    let steer = hex(&sitegate::api::hash_token(STEER));
+    let read = hex(&sitegate::api::hash_token(READ));
+    let mut t = format!(
+        r#"
+gateway_id = "e2e"
+[http]
+listen = ["127.0.0.1:0"]
+auth = "tokens"
+[[http.tokens]]
+name = "operator"
+sha256 = "{steer}"
+scopes = ["read", "steer"]
+[[http.tokens]]
+name = "viewer"
+sha256 = "{read}"
+scopes = ["read"]
+
+[storage]
+path = "unused.db"
+
+[[sites]]
+reference = "{SITE}"
+name = "E2E farm"
+max_import = "10 MW"
+max_export = "10 MW"
+rated_production_power = "400 kW"
+ess_fulfilment = "proportional"
+curtailment_fulfilment = "proportional"
+ess_fallback = "auto"
+control_interval_ms = {control_interval_ms}
+revert_timeout_s = {revert_timeout_s}
+"#
+    );
+    for (bus, reference, kind, extra) in [
+        (
+            "bat-a",
+            "dvc_bat_a",
+            "battery",
+            "rated_power = \"200 kW\"\ncapacity = \"400 kWh\"\nsoc_min = 5\nsoc_max = 95",
+        ),
+        (
+            "bat-b",
+            "dvc_bat_b",
+            "battery",
+            "rated_power = \"200 kW\"\ncapacity = \"400 kWh\"\nsoc_min = 5\nsoc_max = 95",
+        ),
+        ("pv-a", "dvc_pv_a", "inverter", "rated_power = \"200 kW\""),
+        ("pv-b", "dvc_pv_b", "inverter", "rated_power = \"200 kW\""),
+        ("grid", "dvc_grid", "meter", ""),
+    ] {
+        t.push_str(&format!(
+            "\n[[buses]]\nname = \"{bus}\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 500\n\n[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{kind}\"\nsite = \"{SITE}\"\nbus = \"{bus}\"\nunit_id = 1\npoll_interval_ms = 200\n{extra}\n"
+        ));
+    }
+    t
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Starts the simulated site for `config` and points the config's buses at it.
+pub async fn start_sim(config: &mut Config) -> SimSite {
+    let mut spec = SimSiteSpec::from_config(config, 1.0);
+    spec.start = Some(NOON);
+    let sim = SimSite::start(spec).await.expect("simulated site starts");
+    for bus in &mut config.buses {
+        if let Transport::Tcp { port, .. } = &mut bus.transport {
+            *port = sim.addr(&bus.name).expect("a server per bus").port();
+        }
+    }
+    sim
+}
+
+pub struct Rig {
+    pub sim: SimSite,
+    pub agent: Agent,
+    pub base: String,
+    pub http: reqwest::Client,
+    pub config: Config,
+    /// Holds the database.
+    pub dir: tempfile::TempDir,
+}
+
+impl Rig {
+    pub async fn start(text: &str) -> Rig {
+        let mut config = parse(text).expect("test config is valid");
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        config.storage.path = dir.path().join("sitegate.db");
+        let sim = start_sim(&mut config).await;
+        let agent = Agent::start(config.clone()).await.expect("agent starts");
+        let base = format!("http://{}", agent.http_addrs()[0]);
+        let rig = Rig {
+            sim,
+            agent,
+            base,
+            http: reqwest::Client::new(),
+            config,
+            dir,
+        };
+        rig.settle().await;
+        rig
+    }
+
+    /// Stops the agent (gracefully) and starts it again on the same config and
+    /// database; the simulated site keeps running.
+    pub async fn restart(self) -> Rig {
+        let Rig {
+            sim,
+            agent,
+            http,
+            config,
+            dir,
+            ..
+        } = self;
+        agent.shutdown().await;
+        let agent = Agent::start(config.clone())
+            .await
+            .expect("agent starts again");
+        let base = format!("http://{}", agent.http_addrs()[0]);
+        let rig = Rig {
+            sim,
+            agent,
+            base,
+            http,
+            config,
+            dir,
+        };
+        rig.wait_discovered().await;
+        rig
+    }
+
+    async fn settle(&self) {
+        self.wait_discovered().await;
+        let rig = self;
+        eventually(
+            "devices at their fallback",
+            Duration::from_secs(10),
+            || async {
+                let st = rig.state().await;
+                st["devices"]
+                    .as_array()
+                    .is_some_and(|d| d.iter().all(|x| x["state"] == "fallback"))
+            },
+        )
+        .await;
+    }
+
+    async fn wait_discovered(&self) {
+        let rig = self;
+        let maps = rig.agent.device_maps().clone();
+        let n = rig.agent.live().devices().len();
+        eventually("devices discovered", Duration::from_secs(10), || {
+            let maps = maps.clone();
+            async move { (0..n).all(|i| maps.get(sitegate::model::DeviceId(i as u16)).is_some()) }
+        })
+        .await;
+    }
+
+    pub fn device(&self, bus: &str) -> SimDeviceHandle {
+        self.sim.device(bus, 1).expect("simulated device")
+    }
+
+    pub fn storage(&self, bus: &str) -> Option<StorageControl> {
+        self.device(bus).state().storage_control
+    }
+
+    pub fn limit(&self, bus: &str) -> Option<f64> {
+        self.device(bus).state().limit_pct
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: &Value) -> (u16, Value) {
+        self.send(
+            self.http.post(format!("{}{path}", self.base)).json(body),
+            token,
+        )
+        .await
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
+        self.send(self.http.get(format!("{}{path}", self.base)), token)
+            .await
+    }
+
+    pub async fn delete(&self, path: &str, token: &str) -> (u16, Value) {
+        self.send(self.http.delete(format!("{}{path}", self.base)), token)
+            .await
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder, token: &str) -> (u16, Value) {
+        let r = req.bearer_auth(token).send().await.expect("HTTP answer");
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap_or_default();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    pub async fn state(&self) -> Value {
+        let (s, v) = self.get(&format!("/sites/{SITE}/steering"), READ).await;
+        assert_eq!(s, 200, "{v}");
+        v
+    }
+
+    /// The report of one device in the steering state.
+    pub async fn device_state(&self, reference: &str) -> Value {
+        let st = self.state().await;
+        st["devices"]
+            .as_array()
+            .and_then(|d| d.iter().find(|x| x["deviceReference"] == reference))
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    pub async fn shutdown(self) {
+        self.agent.shutdown().await;
+        self.sim.shutdown().await;
+    }
+}
+
+pub fn now_ms() -> i64 {
+    sitegate::model::time::now_ms()
+}
+
+/// Waits until `check` is true, polling every 20 ms; panics with `what` after `within`.
+pub async fn eventually<F, Fut>(what: &str, within: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let start = Instant::now();
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(start.elapsed() < within, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A storage window of `pct` % discharge (negative: charge), as model 124 shows it.
+pub fn window(pct: f64) -> Option<StorageControl> {
+    Some(StorageControl {
+        mode: 3,
+        in_pct: -pct,
+        out_pct: pct,
+    })
+}
