@@ -89,6 +89,17 @@ export function tickCountdowns(root, now) {
   }
 }
 
+/** A device setpoint in words: storage power with its direction, a production limit. */
+function setpointText(component, setpoint) {
+  if (!setpoint) return "released (device's own control)";
+  if (component === "ess" && setpoint.unit === "W") {
+    if (setpoint.value === 0) return "idle (0 W)";
+    return `${setpoint.value > 0 ? "discharge" : "charge"} ${quantity({ value: Math.abs(setpoint.value), unit: "W" })}`;
+  }
+  if (component === "curtailment") return `at most ${quantity(setpoint)}`;
+  return quantity(setpoint);
+}
+
 const DEVICE_STATES = {
   applied: "✓ applied",
   pending: "… pending",
@@ -164,7 +175,7 @@ export function renderState(container, st, ctx) {
                 { "data-ref": d.deviceReference, class: `st-${d.state}` },
                 h("th", { scope: "row" }, name(d.deviceReference)),
                 h("td", {}, d.component || "–"),
-                h("td", {}, d.setpoint ? quantity(d.setpoint) : "released"),
+                h("td", {}, setpointText(d.component, d.setpoint)),
                 h("td", { class: "state" }, DEVICE_STATES[d.state] || d.state),
                 h("td", {}, d.confirmed ? "✓ yes (read back)" : "✗ not yet"),
                 h("td", {}, d.writtenAt ? clock(d.writtenAt, now) : "–"),
@@ -259,7 +270,7 @@ export function allocationTable(allocation, names) {
           {},
           h("th", { scope: "row" }, names.get(a.deviceReference) || a.deviceReference),
           h("td", {}, a.component || "–"),
-          h("td", {}, a.setpoint ? quantity(a.setpoint) : "released", a.fallback ? " (fallback)" : ""),
+          h("td", {}, setpointText(a.component, a.setpoint), a.fallback ? " (fallback)" : ""),
         ),
       ),
     ),

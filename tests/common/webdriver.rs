@@ -17,7 +17,7 @@ use reqwest::{Client, Method};
 use serde_json::{json, Value};
 
 /// The key of an element reference in WebDriver JSON.
-const ELEMENT_KEY: &str = "element-6066-11e4-a07c-4c27b6c8a8e6";
+const ELEMENT_KEY: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// Chromium flags: headless, and quiet on a closed network (without the
 /// background-networking flags its connections are refused here).
@@ -178,8 +178,11 @@ impl Browser {
     /// The first element matching a CSS selector, if any.
     pub async fn find(&self, css: &str) -> Option<Element> {
         let body = json!({"using": "css selector", "value": css});
-        let v = self.cmd(Method::POST, "/element", Some(body)).await.ok()?;
-        v[ELEMENT_KEY].as_str().map(|id| Element(id.to_string()))
+        match self.cmd(Method::POST, "/element", Some(body)).await {
+            Ok(v) => v[ELEMENT_KEY].as_str().map(|id| Element(id.to_string())),
+            Err(e) if e.contains("no such element") => None,
+            Err(e) => panic!("finding {css:?}: {e}"),
+        }
     }
 
     /// The first element matching `css`; panics when there is none.
@@ -191,15 +194,23 @@ impl Browser {
 
     pub async fn click(&self, css: &str) {
         let e = self.el(css).await;
-        self.must(Method::POST, &format!("/element/{}/click", e.0), Some(json!({})))
-            .await;
+        self.must(
+            Method::POST,
+            &format!("/element/{}/click", e.0),
+            Some(json!({})),
+        )
+        .await;
     }
 
     /// Clears an input and types `text` into it.
     pub async fn type_into(&self, css: &str, text: &str) {
         let e = self.el(css).await;
-        self.must(Method::POST, &format!("/element/{}/clear", e.0), Some(json!({})))
-            .await;
+        self.must(
+            Method::POST,
+            &format!("/element/{}/clear", e.0),
+            Some(json!({})),
+        )
+        .await;
         self.must(
             Method::POST,
             &format!("/element/{}/value", e.0),
@@ -343,4 +354,3 @@ pub fn decode_base64(text: &str) -> Vec<u8> {
     }
     out
 }
-
