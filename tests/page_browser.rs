@@ -295,8 +295,8 @@ async fn screenshots() {
     let range = std::env::var("SITEGATE_DEMO_RANGE").unwrap_or_else(|_| "6h".into());
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
     std::fs::create_dir_all(&dir).expect("docs/screenshots");
-    for (name, width) in [("desktop", 1280), ("phone", 390)] {
-        b.resize(width, 900).await;
+    for (name, width, mobile) in [("desktop", 1280, false), ("phone", 390, true)] {
+        b.emulate(width, 900, mobile).await;
         b.goto(&format!("{base}/#range={range}")).await;
         b.wait_js(
             "a drawn page",
@@ -304,14 +304,14 @@ async fn screenshots() {
             "return document.querySelectorAll('#device-list article.device').length > 0 && document.querySelectorAll('#chart-power .plot svg').length > 0 && document.querySelectorAll('#steer-state table').length > 0;",
         )
         .await;
-        // The whole page: make the window as tall as the document.
+        // The whole page: a screen as tall as the document.
         let height = b
             .js("return document.documentElement.scrollHeight;", json!([]))
             .await
             .as_u64()
             .expect("page height");
-        b.resize(width, height as u32 + 120).await;
-        tokio::time::sleep(Duration::from_millis(800)).await;
+        b.emulate(width, height as u32, mobile).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
         let png = b.screenshot().await;
         std::fs::write(dir.join(format!("page-{name}.png")), png).expect("write screenshot");
     }

@@ -145,12 +145,12 @@ export function flowTotals(devices) {
 }
 
 // Diagram geometry (viewBox units): the hub in the middle, a node at each side.
-const HUB = { x: 240, y: 150 };
+const HUB = { x: 200, y: 150 };
 const NODES = {
-  pv: { x: 240, y: 42, label: "PV" },
-  battery: { x: 240, y: 258, label: "Battery" },
-  grid: { x: 80, y: 150, label: "Grid" },
-  load: { x: 400, y: 150, label: "Load" },
+  pv: { x: 200, y: 42, label: "PV" },
+  battery: { x: 200, y: 258, label: "Battery" },
+  grid: { x: 76, y: 150, label: "Grid" },
+  load: { x: 324, y: 150, label: "Load" },
 };
 const NODE_W = 150;
 const NODE_H = 76;
@@ -210,7 +210,7 @@ export function renderFlow(container, devices) {
     `grid ${abs(t.grid)} ${words.grid}; load ${t.load === null ? "unknown" : power(t.load)}.`;
   const svg = s(
     "svg",
-    { viewBox: "0 0 480 300", role: "img", "aria-label": `Power flow: ${summary}`, class: "flow-diagram" },
+    { viewBox: "0 0 400 300", role: "img", "aria-label": `Power flow: ${summary}`, class: "flow-diagram" },
     s(
       "defs",
       {},

@@ -119,13 +119,13 @@ export function renderState(container, st, ctx) {
     const e = st[key];
     const cells = e
       ? [
-          h("td", { "data-component": component }, settingText(component, e)),
-          h("td", {}, `${clock(e.validFrom, now)} → ${clock(e.validUntil, now)} `, h("br"), countdown(e.validUntil, now)),
-          h("td", { class: "mono" }, e.requestId || ""),
+          h("td", { "data-component": component, "data-label": "Setting" }, settingText(component, e)),
+          h("td", { "data-label": "Valid" }, `${clock(e.validFrom, now)} → ${clock(e.validUntil, now)} `, h("br"), countdown(e.validUntil, now)),
+          h("td", { class: "mono", "data-label": "Request" }, e.requestId || ""),
         ]
-      : [h("td", { class: "muted", "data-component": component }, fallbackText(component, site)), h("td", {}, "–"), h("td", {}, "")];
+      : [h("td", { class: "muted", "data-component": component, "data-label": "Setting" }, fallbackText(component, site)), h("td", { class: "empty-cell" }, "–"), h("td", { class: "empty-cell" }, "")];
     const action = onEnd && e ? h("button", { type: "button", class: "small", onclick: () => onEnd(component, label) }, "End now") : "";
-    return h("tr", {}, h("th", { scope: "row" }, label), cells, onEnd ? h("td", {}, action) : null);
+    return h("tr", {}, h("th", { scope: "row" }, label), cells, onEnd ? h("td", { class: e ? "" : "empty-cell" }, action) : null);
   });
   const parts = [
     h(
@@ -174,12 +174,12 @@ export function renderState(container, st, ctx) {
                 "tr",
                 { "data-ref": d.deviceReference, class: `st-${d.state}` },
                 h("th", { scope: "row" }, name(d.deviceReference)),
-                h("td", {}, d.component || "–"),
-                h("td", {}, setpointText(d.component, d.setpoint)),
-                h("td", { class: "state" }, DEVICE_STATES[d.state] || d.state),
-                h("td", {}, d.confirmed ? "✓ yes (read back)" : "✗ not yet"),
-                h("td", {}, d.writtenAt ? clock(d.writtenAt, now) : "–"),
-                h("td", { class: "error-text" }, d.error || ""),
+                h("td", { "data-label": "Component" }, d.component || "–"),
+                h("td", { "data-label": "Setpoint" }, setpointText(d.component, d.setpoint)),
+                h("td", { class: "state", "data-label": "State" }, DEVICE_STATES[d.state] || d.state),
+                h("td", { "data-label": "Confirmed" }, d.confirmed ? "✓ yes (read back)" : "✗ not yet"),
+                h("td", { "data-label": "Written" }, d.writtenAt ? clock(d.writtenAt, now) : "–"),
+                h("td", { class: d.error ? "error-text" : "empty-cell", "data-label": "Error" }, d.error || ""),
               ),
             )
           : h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No steerable device on this site.")),

@@ -280,6 +280,26 @@ impl Browser {
         .await;
     }
 
+    /// Runs a Chrome DevTools Protocol command (chromedriver's extension).
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.must(
+            Method::POST,
+            "/goog/cdp/execute",
+            Some(json!({"cmd": cmd, "params": params})),
+        )
+        .await
+    }
+
+    /// Lays the page out as a screen of `width` x `height` CSS pixels (a phone
+    /// when `mobile`), whatever the window: headless windows have a minimum width.
+    pub async fn emulate(&self, width: u32, height: u32, mobile: bool) {
+        self.cdp(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}),
+        )
+        .await;
+    }
+
     /// A PNG of the viewport.
     pub async fn screenshot(&self) -> Vec<u8> {
         let v = self.must(Method::GET, "/screenshot", None).await;
