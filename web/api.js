@@ -16,6 +16,7 @@ export class ApiProblem extends Error {
 
 /** The token the technician entered, kept for this browser tab only. */
 export function token() {
+  if (memoryToken !== null) return memoryToken;
   try {
     return sessionStorage.getItem(TOKEN_KEY) || "";
   } catch {
@@ -33,11 +34,9 @@ export function setToken(value) {
   memoryToken = value;
 }
 
+/** The token as last set on this page (null: read sessionStorage). */
 let memoryToken = null;
 
-function currentToken() {
-  return memoryToken !== null ? memoryToken : token();
-}
 
 // The agent's clock, estimated from the Date headers (whole seconds) of its
 // answers: each answer bounds the offset between the agent's clock and ours,
@@ -76,7 +75,7 @@ export function serverNow() {
  */
 export async function request(method, path, body) {
   const headers = { Accept: "application/json" };
-  const t = currentToken();
+  const t = token();
   if (t) headers.Authorization = `Bearer ${t}`;
   const init = { method, headers, cache: "no-store", credentials: "omit" };
   if (body !== undefined) {

@@ -22,16 +22,22 @@ const state = {
   devices: [],
   range: "24h",
   charts: null, // the last fetched series, redrawn on resize
+  chartsLoading: false,
   generation: 0, // bumped on every (re)start; stale loops stop themselves
   timers: [],
 };
 
 // ---- status, alerts -------------------------------------------------------
 
-function setStatus(text, bad) {
-  const el = $("conn");
-  el.textContent = text;
-  el.classList.toggle("bad", !!bad);
+/**
+ * The connection line. Only `text` is a live region, and it changes only when
+ * the state does, so that screen readers are not told the time every 3 s.
+ */
+function setStatus(text, bad, time) {
+  const el = $("conn-state");
+  if (el.textContent !== text) el.textContent = text;
+  $("conn").classList.toggle("bad", !!bad);
+  $("conn-time").textContent = time || "";
 }
 
 function showAlert(text) {
@@ -212,8 +218,8 @@ async function refreshLive(gen) {
     const now = serverNow();
     renderDevices($("device-list"), devices, now);
     renderFlow($("flow-body"), devices);
-    setStatus(`Live · updated ${clock(now)}`);
-    if (!state.charts && devices.length) refreshCharts(gen);
+    setStatus("Live", false, `· updated ${clock(now)}`);
+    if (!state.charts && !state.chartsLoading && devices.length) refreshCharts(gen);
   } catch (e) {
     if (gen === state.generation) failed(e, "Refreshing devices");
     return;
@@ -282,6 +288,7 @@ async function refreshCharts(gen) {
   const devices = state.devices;
   if (!devices.length) return;
   const mine = ++chartRequest;
+  state.chartsLoading = true;
   const range = RANGES[state.range];
   const win = windowOf(range, serverNow());
   const offers = (d, p) => (d.properties || []).some((x) => x.property === p);
@@ -307,6 +314,8 @@ async function refreshCharts(gen) {
     drawCharts();
   } catch (e) {
     if (gen === state.generation) failed(e, "Loading the history");
+  } finally {
+    if (mine === chartRequest) state.chartsLoading = false;
   }
 }
 
