@@ -191,7 +191,7 @@ mod tests {
             .unwrap()
     }
 
-    fn header<'a>(r: &'a Response, name: HeaderName) -> &'a str {
+    fn header(r: &Response, name: HeaderName) -> &str {
         r.headers().get(name).unwrap().to_str().unwrap()
     }
 
