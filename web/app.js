@@ -3,7 +3,7 @@
 // state and the charts fresh. Everything goes through the agent's own API.
 
 import { ApiProblem, get, serverNow, setToken, token, seg } from "./api.js";
-import { h, fill, clock, ago } from "./format.js";
+import { h, fill, clock, ago, quantity } from "./format.js";
 import { fetchDevices, renderDevices, renderFlow } from "./live.js";
 import { RANGES, windowOf, fetchSeries, drawChart } from "./chart.js";
 import * as steering from "./steering.js";
@@ -132,7 +132,8 @@ async function start() {
     probe = await get("/devices");
   } catch (e) {
     if (gen !== state.generation) return;
-    if (e instanceof ApiProblem && e.status === 401) return askToken(e);
+    // 403: a token without the read scope; the page needs another token.
+    if (e instanceof ApiProblem && (e.status === 401 || e.status === 403)) return askToken(e);
     setStatus("Cannot reach the agent", true);
     showAlert(`GET /devices: ${problemText(e)}. Trying again in 5 s.`);
     state.timers.push(setTimeout(start, 5000));
@@ -185,9 +186,29 @@ async function loadSites(devices) {
     sel,
     state.sites.map((x) => h("option", { value: x.siteReference, selected: x === state.site }, x.name)),
   );
+  renderSiteFacts(state.site);
   const title = state.site ? state.site.name : "sitegate";
   $("site-name").textContent = title;
   document.title = `${title} · sitegate`;
+}
+
+/** The site's limits and rules from GET /sites, under the flow. */
+function renderSiteFacts(site) {
+  const el = $("site-facts");
+  el.hidden = !site;
+  if (!site) return;
+  const grid = site.gridConnection || {};
+  const limit = (q) => (q ? quantity(q) : "no limit set");
+  const facts = [
+    ["Site", `${site.name} (${site.siteReference})`],
+    ["Grid connection", `import ≤ ${limit(grid.maxImport)}, export ≤ ${limit(grid.maxExport)}`],
+    ["Rated production", quantity(site.ratedProductionPower)],
+  ];
+  if (site.fulfilment) {
+    facts.push(["Fulfilment", `storage ${site.fulfilment.ess}, curtailment ${site.fulfilment.curtailment}`]);
+  }
+  if (site.essFallback) facts.push(["Storage fallback", site.essFallback]);
+  fill(el, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
 async function findScope() {
