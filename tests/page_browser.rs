@@ -249,6 +249,8 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
     )
     .await;
 
+    let errors = b.script_errors().await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
     b.quit().await;
     site.stop().await;
 }
@@ -271,6 +273,8 @@ async fn open_access_needs_no_token() {
     let access = b.text("#access").await;
     assert!(access.contains("Open access"), "{access}");
 
+    let errors = b.script_errors().await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
     b.quit().await;
     site.stop().await;
 }

@@ -118,6 +118,7 @@ impl Browser {
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": chromium, "args": args},
             "timeouts": {"script": 20_000, "pageLoad": 30_000, "implicit": 0},
+            "goog:loggingPrefs": {"browser": "SEVERE"},
         }}});
         let value = browser
             .raw(Method::POST, "/session", Some(caps))
@@ -272,6 +273,22 @@ impl Browser {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// JavaScript errors logged by the page since the last call: uncaught
+    /// exceptions and `console.error`. Failed requests are left out (the page
+    /// gets 401 and 403 on purpose and shows them).
+    pub async fn script_errors(&self) -> Vec<String> {
+        let v = self
+            .must(Method::POST, "/se/log", Some(json!({"type": "browser"})))
+            .await;
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["message"].as_str())
+            .filter(|m| !m.contains("Failed to load resource"))
+            .map(str::to_string)
+            .collect()
     }
 
     /// Sets the window's outer size in CSS pixels.
