@@ -202,10 +202,15 @@ impl SimDeviceHandle {
         SimDeviceHandle { cell }
     }
 
-    /// Raw registers `addr..addr+count`, as a client would read them; addresses
-    /// outside the map are left out (the result is then shorter).
+    /// Raw registers `addr..addr+count`, as a client would read them (holding
+    /// registers of a profile device); addresses outside the map are left out
+    /// (the result is then shorter).
     pub fn registers(&self, addr: u16, count: u16) -> Vec<u16> {
-        lock(&self.cell).map.peek(addr, count)
+        let d = lock(&self.cell);
+        match &d.kind {
+            Kind::Profile(p) => p.peek_holding(addr, count),
+            _ => d.map.peek(addr, count),
+        }
     }
 
     /// The device's physical state now.

@@ -135,6 +135,14 @@ impl ProfileDevice {
         }
     }
 
+    /// Holding registers from `addr` on, up to `count` or the first one the
+    /// device does not have.
+    pub fn peek_holding(&self, addr: u16, count: u16) -> Vec<u16> {
+        (0..count)
+            .map_while(|i| self.holding.get(&addr.checked_add(i)?).copied())
+            .collect()
+    }
+
     /// A Modbus read of `count` registers of one table.
     pub fn read(&self, t: Table, addr: u16, count: u16) -> Result<Vec<u16>, ExceptionCode> {
         if count == 0 || count > MAX_READ {

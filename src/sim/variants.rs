@@ -2,7 +2,8 @@
 //! 113, 120, 121, 123, a vendor model and a repeating-block model in between),
 //! a float meter (1, 213) and a DER storage device (1, 701, 702, 704, 713).
 //! Their values are fixed at build time ([`expected`] says which), so tests can
-//! check every mapped point against known numbers.
+//! check every mapped point against known numbers. The DER storage device's
+//! model-704 limit and power setpoint registers accept writes (and only hold them).
 //!
 //! Layout only: no behaviour, no clock, no I/O.
 
@@ -14,7 +15,7 @@ use sunspec::models::{
 use super::common;
 use super::inverter::layout;
 use super::map::RegisterMap;
-use crate::modbus::codec::ValueType::{F32, I16, U16, U32, U64};
+use crate::modbus::codec::ValueType::{F32, I16, I32, U16, U32, U64};
 use crate::model::Property;
 
 /// Which fixed device.
@@ -147,6 +148,13 @@ fn der_storage(unit_id: u8, serial: &str, rated_w: f64) -> RegisterMap {
     b.set(ctl, &DerCtl::W_MAX_LIM_PCT_SF, I16, 0.0);
     b.set(ctl, &DerCtl::W_MAX_LIM_PCT, U16, 80.0);
     b.set(ctl, &DerCtl::W_MAX_LIM_PCT_ENA, U16, 1.0);
+    // Writable controls, so that steering can write them (no behaviour).
+    b.set(ctl, &DerCtl::W_MAX_LIM_PCT_RVRT_TMS, U32, 0.0);
+    b.set(ctl, &DerCtl::W_SET_SF, I16, 0.0);
+    b.set(ctl, &DerCtl::W_SET_ENA, U16, 0.0);
+    b.set(ctl, &DerCtl::W_SET_MOD, U16, 0.0);
+    b.set(ctl, &DerCtl::W_SET, I32, 0.0);
+    b.set(ctl, &DerCtl::W_SET_RVRT_TMS, U32, 0.0);
     let st = b.model::<DerStor>();
     b.set(st, &DerStor::WH_SF, I16, 1.0);
     b.set_scaled(st, &DerStor::WH_RTG, U16, 10_000.0, &DerStor::WH_SF);

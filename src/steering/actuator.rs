@@ -108,22 +108,28 @@ impl Actuator {
             }
         }
         let changed = last.as_ref().is_none_or(|l| l.writes != plan.writes);
-        let span = c.controls.span();
-        let result = self.write(&plan, span).await;
+        // The calibration registers, when the plan reads them back anyway.
+        let recal = c
+            .controls
+            .span()
+            .and_then(|s| plan.read_back.iter().position(|r| *r == s));
+        let result = self.write(&plan).await;
         let at = now_ms();
         let failures = match last.as_ref() {
             Some(l) if !changed && !l.ok => l.failures,
             _ => 0,
         };
-        let (ok, error, words) = match result {
-            Ok(words) => match verify(&plan, span, &words) {
-                Ok(()) => (true, None, Some(words)),
-                Err(e) => (false, Some(e), Some(words)),
+        let (ok, error, reads) = match result {
+            Ok(reads) => match verify(&plan, &reads) {
+                Ok(()) => (true, None, Some(reads)),
+                Err(e) => (false, Some(e), Some(reads)),
             },
             Err(e) => (false, Some(e), None),
         };
-        if let (Some(words), Some(c)) = (words, cal.as_mut()) {
-            c.words = words;
+        if let (Some(mut reads), Some(i), Some(c)) = (reads, recal, cal.as_mut()) {
+            if i < reads.len() {
+                c.words = reads.swap_remove(i);
+            }
         }
         if !ok {
             tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""), "steering write failed");
@@ -173,7 +179,7 @@ impl Actuator {
         };
         let stale = cal.as_ref().is_none_or(|c| !Arc::ptr_eq(&c.map, &map));
         if stale {
-            let controls = DeviceControls::for_device(self.device.device_type, &map)
+            let controls = DeviceControls::for_device(&self.device, &map)
                 .map_err(|e| (e.to_string(), super::report::MAX_BACKOFF_MS))?;
             let words = match controls.span() {
                 Some(span) => match self
@@ -198,32 +204,30 @@ impl Actuator {
         cal.as_ref().ok_or(("no controls".to_string(), 1000))
     }
 
-    /// Runs the writes, then reads the controls back, in one bus transaction.
-    async fn write(
-        &self,
-        plan: &WritePlan,
-        span: Option<crate::modbus::plan::Span>,
-    ) -> Result<Vec<u16>, String> {
-        let mut ops: Vec<Op> = plan
+    /// Runs the writes, then the plan's read-back, in one bus transaction;
+    /// returns the words of each read-back span.
+    async fn write(&self, plan: &WritePlan) -> Result<Vec<Vec<u16>>, String> {
+        let ops: Vec<Op> = plan
             .writes
             .iter()
             .map(|w| Op::Write {
                 addr: w.addr,
                 values: w.values.clone(),
             })
+            .chain(plan.read_back.iter().map(|s| Op::Read(*s)))
             .collect();
-        if let Some(span) = span {
-            ops.push(Op::Read(span));
-        }
         let out = self
             .bus
             .transact(self.device.unit_id, ops)
             .await
             .map_err(|e| e.to_string())?;
-        Ok(match out.into_iter().last() {
-            Some(OpOutput::Words(w)) => w,
-            _ => Vec::new(),
-        })
+        Ok(out
+            .into_iter()
+            .filter_map(|o| match o {
+                OpOutput::Words(w) => Some(w),
+                OpOutput::Written => None,
+            })
+            .collect())
     }
 
     fn report(&self, f: impl FnOnce(&mut DeviceReport)) {

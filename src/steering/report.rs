@@ -182,6 +182,7 @@ mod tests {
                 addr: 1,
                 values: vec![v],
             }],
+            read_back: Vec::new(),
             expect: vec![(1, v)],
         }
     }

@@ -20,9 +20,37 @@ pub const NOON: i64 = 1_719_489_600_000;
 /// The seed's worked scenario scaled to be feasible: two 200 kW batteries, two
 /// 200 kW inverters, a meter; grid limits far away.
 pub fn config_text(control_interval_ms: u64, revert_timeout_s: u16) -> String {
+    let mut t = site_header(control_interval_ms, revert_timeout_s)
+        .replace("{rated_production}", "rated_production_power = \"400 kW\"");
+    for (bus, reference, kind, extra) in [
+        (
+            "bat-a",
+            "dvc_bat_a",
+            "battery",
+            "rated_power = \"200 kW\"\ncapacity = \"400 kWh\"\nsoc_min = 5\nsoc_max = 95",
+        ),
+        (
+            "bat-b",
+            "dvc_bat_b",
+            "battery",
+            "rated_power = \"200 kW\"\ncapacity = \"400 kWh\"\nsoc_min = 5\nsoc_max = 95",
+        ),
+        ("pv-a", "dvc_pv_a", "inverter", "rated_power = \"200 kW\""),
+        ("pv-b", "dvc_pv_b", "inverter", "rated_power = \"200 kW\""),
+        ("grid", "dvc_grid", "meter", ""),
+    ] {
+        t.push_str(&device_block(bus, reference, kind, extra));
+    }
+    t
+}
+
+/// Tokens, storage and the site `SITE` (grid limits far away, proportional
+/// fulfilment, fallback `auto`); `{rated_production}` is left for the caller
+/// to replace (with a `rated_production_power` line or nothing).
+pub fn site_header(control_interval_ms: u64, revert_timeout_s: u16) -> String {
     let steer = hex(&sitegate::api::hash_token(STEER));
     let read = hex(&sitegate::api::hash_token(READ));
-    let mut t = format!(
+    format!(
         r#"
 gateway_id = "e2e"
 [http]
@@ -45,36 +73,22 @@ reference = "{SITE}"
 name = "E2E farm"
 max_import = "10 MW"
 max_export = "10 MW"
-rated_production_power = "400 kW"
+{{rated_production}}
 ess_fulfilment = "proportional"
 curtailment_fulfilment = "proportional"
 ess_fallback = "auto"
 control_interval_ms = {control_interval_ms}
 revert_timeout_s = {revert_timeout_s}
 "#
-    );
-    for (bus, reference, kind, extra) in [
-        (
-            "bat-a",
-            "dvc_bat_a",
-            "battery",
-            "rated_power = \"200 kW\"\ncapacity = \"400 kWh\"\nsoc_min = 5\nsoc_max = 95",
-        ),
-        (
-            "bat-b",
-            "dvc_bat_b",
-            "battery",
-            "rated_power = \"200 kW\"\ncapacity = \"400 kWh\"\nsoc_min = 5\nsoc_max = 95",
-        ),
-        ("pv-a", "dvc_pv_a", "inverter", "rated_power = \"200 kW\""),
-        ("pv-b", "dvc_pv_b", "inverter", "rated_power = \"200 kW\""),
-        ("grid", "dvc_grid", "meter", ""),
-    ] {
-        t.push_str(&format!(
-            "\n[[buses]]\nname = \"{bus}\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 500\n\n[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{kind}\"\nsite = \"{SITE}\"\nbus = \"{bus}\"\nunit_id = 1\npoll_interval_ms = 200\n{extra}\n"
-        ));
-    }
-    t
+    )
+}
+
+/// A bus of its own (loopback, simulated) with one device at unit 1; `extra`
+/// are more device keys, one per line.
+pub fn device_block(bus: &str, reference: &str, kind: &str, extra: &str) -> String {
+    format!(
+        "\n[[buses]]\nname = \"{bus}\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 500\n\n[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{kind}\"\nsite = \"{SITE}\"\nbus = \"{bus}\"\nunit_id = 1\npoll_interval_ms = 200\n{extra}\n"
+    )
 }
 
 fn hex(b: &[u8]) -> String {
@@ -83,8 +97,15 @@ fn hex(b: &[u8]) -> String {
 
 /// Starts the simulated site for `config` and points the config's buses at it.
 pub async fn start_sim(config: &mut Config) -> SimSite {
+    start_sim_with(config, |_| {}).await
+}
+
+/// As [`start_sim`], with `tweak` changing the simulated devices first (e.g. a
+/// device kind the config cannot express).
+pub async fn start_sim_with(config: &mut Config, tweak: impl FnOnce(&mut SimSiteSpec)) -> SimSite {
     let mut spec = SimSiteSpec::from_config(config, 1.0);
     spec.start = Some(NOON);
+    tweak(&mut spec);
     let sim = SimSite::start(spec).await.expect("simulated site starts");
     for bus in &mut config.buses {
         if let Transport::Tcp { port, .. } = &mut bus.transport {
@@ -106,10 +127,15 @@ pub struct Rig {
 
 impl Rig {
     pub async fn start(text: &str) -> Rig {
+        Rig::start_with(text, |_| {}).await
+    }
+
+    /// As [`Rig::start`], with `tweak` changing the simulated devices first.
+    pub async fn start_with(text: &str, tweak: impl FnOnce(&mut SimSiteSpec)) -> Rig {
         let mut config = parse(text).expect("test config is valid");
         let dir = tempfile::tempdir().expect("a temporary folder");
         config.storage.path = dir.path().join("sitegate.db");
-        let sim = start_sim(&mut config).await;
+        let sim = start_sim_with(&mut config, tweak).await;
         let agent = Agent::start(config.clone()).await.expect("agent starts");
         let base = format!("http://{}", agent.http_addrs()[0]);
         let rig = Rig {

@@ -19,8 +19,8 @@ use std::fmt;
 
 pub use build::parse;
 pub use controls::{
-    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, ProfileControls,
-    RegisterWrite, RevertTimeout, ValueRegister,
+    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitError, LimitUnit,
+    ProfileControls, RegisterWrite, RevertTimeout, ValueRegister,
 };
 pub use resolve::{builtin_names, Resolver, BUILTIN, DEFAULT_PROFILES_DIR};
 

@@ -2,35 +2,64 @@
 //! protocol, and how the read-back is checked.
 //!
 //! Pure recipes: a writer says which registers to read first (scale factors,
-//! references; the same span is read back after writing), which writes to make in
-//! which order, and which words the read-back must show. The actuator runs them
-//! through the device's bus task. Nothing here does I/O. A register-map profile
-//! plugs in through [`ProfileControls`].
+//! references), which writes to make in which order, which registers to read
+//! back afterwards and which words they must show. The actuator runs them
+//! through the device's bus task. Nothing here does I/O.
+//!
+//! Layout: `controls` (which writer a device gets, from
+//! [`crate::modbus::DeviceMap::controls`]), `sunspec` (models 123 and 124),
+//! `der704` (model 704, for devices without 123/124), `profile` (an adapter over
+//! the register-map profile recipes of [`crate::modbus::profile`]).
 
+mod controls;
+mod der704;
 mod profile;
 mod sunspec;
 
-pub use profile::{ControlUnit, EnableControl, ProfileControls, RegisterControl};
+pub use controls::DeviceControls;
+pub use der704::{Sunspec704Limit, Sunspec704Power};
+pub use profile::{ProfileEss, ProfileLimit};
 pub use sunspec::{Sunspec123, Sunspec124};
 
-use super::decide::Command;
-use crate::modbus::plan::Span;
-use crate::modbus::DeviceMap;
-use crate::model::DeviceType;
+/// One write request: `values` from `addr` on (the profile recipes' type, so
+/// their writes go into a plan as they are).
+pub use crate::modbus::profile::RegisterWrite as RegWrite;
 
-/// One write request: `values` from `addr` on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RegWrite {
-    pub addr: u16,
-    pub values: Vec<u16>,
-}
+use super::decide::Command;
+use crate::modbus::plan::{self, Span, Table};
 
 /// The writes for one command, in order, and what the read-back must show.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WritePlan {
     pub writes: Vec<RegWrite>,
-    /// `(address, word)` pairs the read-back of [`DeviceControls::span`] must hold.
+    /// Holding registers read after the writes, in the same bus transaction.
+    pub read_back: Vec<Span>,
+    /// `(address, word)` pairs the read-back must hold.
     pub expect: Vec<(u16, u16)>,
+}
+
+impl WritePlan {
+    /// A plan that reads back exactly the registers it writes and expects the
+    /// last word written to each (adjacent registers are read together).
+    pub fn echo(writes: Vec<RegWrite>) -> WritePlan {
+        let mut expect: Vec<(u16, u16)> = Vec::new();
+        for w in &writes {
+            for (i, &word) in w.values.iter().enumerate() {
+                let addr = w.addr.wrapping_add(i as u16);
+                expect.retain(|&(a, _)| a != addr);
+                expect.push((addr, word));
+            }
+        }
+        let spans: Vec<Span> = writes
+            .iter()
+            .map(|w| Span::new(Table::Holding, w.addr, w.values.len() as u16))
+            .collect();
+        WritePlan {
+            read_back: plan::plan(&spans, 0),
+            writes,
+            expect,
+        }
+    }
 }
 
 /// Why a command cannot be written to a device.
@@ -46,90 +75,15 @@ pub enum WriteError {
     Encode(String),
 }
 
-/// A device's control surface.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DeviceControls {
-    /// SunSpec model 124 (basic storage controls).
-    Storage124(Sunspec124),
-    /// SunSpec model 123 (immediate controls), limits in % of `WMax`.
-    Inverter123(Sunspec123),
-    /// Controls named by a register-map profile.
-    Profile(ProfileControls),
-}
-
-impl DeviceControls {
-    /// The controls of a discovered device: SunSpec models when the device has a
-    /// SunSpec chain. A register-map profile's controls plug in here once
-    /// `DeviceMap` carries them (as [`ProfileControls`]).
-    pub fn for_device(device_type: DeviceType, map: &DeviceMap) -> Result<Self, WriteError> {
-        if map.chain.is_empty() {
-            return Err(WriteError::NoControl(
-                "controls known to steering (its register-map profile names none)",
-            ));
-        }
-        Self::for_sunspec(device_type, map)
-    }
-
-    /// The controls of a discovered SunSpec device of this type.
-    pub fn for_sunspec(device_type: DeviceType, map: &DeviceMap) -> Result<Self, WriteError> {
-        match device_type {
-            DeviceType::Battery => map
-                .model(124)
-                .map(|b| DeviceControls::Storage124(Sunspec124 { block: *b }))
-                .ok_or(WriteError::NoControl(
-                    "SunSpec model 124 (storage controls)",
-                )),
-            DeviceType::Inverter => {
-                let block = map.model(123).ok_or(WriteError::NoControl(
-                    "SunSpec model 123 (immediate controls)",
-                ))?;
-                let wmax_w = map.info.rated_power_w.filter(|w| *w > 0.0).ok_or_else(|| {
-                    WriteError::Missing {
-                        what: "WMax",
-                        detail: "neither model 121 WMax nor model 120 WRtg was readable".into(),
-                    }
-                })?;
-                Ok(DeviceControls::Inverter123(Sunspec123 {
-                    block: *block,
-                    wmax_w,
-                }))
-            }
-            DeviceType::Meter => Err(WriteError::NoControl("controls (it is a meter)")),
-        }
-    }
-
-    /// Registers read before planning and read back after writing.
-    pub fn span(&self) -> Option<Span> {
-        match self {
-            DeviceControls::Storage124(s) => Some(s.span()),
-            DeviceControls::Inverter123(s) => Some(s.span()),
-            DeviceControls::Profile(p) => p.span(),
-        }
-    }
-
-    /// The writes for `cmd`; `words` are the registers of [`Self::span`] as read.
-    pub fn plan(
-        &self,
-        cmd: Command,
-        revert_s: u16,
-        words: &[u16],
-    ) -> Result<WritePlan, WriteError> {
-        match self {
-            DeviceControls::Storage124(s) => s.plan(cmd, revert_s, words),
-            DeviceControls::Inverter123(s) => s.plan(cmd, revert_s, words),
-            DeviceControls::Profile(p) => p.plan(cmd, revert_s),
-        }
-    }
-}
-
-/// Checks a read-back against a plan: `Err` names the first register that differs.
-pub fn verify(plan: &WritePlan, span: Option<Span>, words: &[u16]) -> Result<(), String> {
-    let Some(span) = span else { return Ok(()) };
+/// Checks a read-back against a plan: `reads[i]` are the words read from
+/// `plan.read_back[i]`. `Err` names the first register that differs.
+pub fn verify(plan: &WritePlan, reads: &[Vec<u16>]) -> Result<(), String> {
     for &(addr, want) in &plan.expect {
-        let got = addr
-            .checked_sub(span.addr)
-            .and_then(|i| words.get(i as usize))
-            .copied();
+        let got = plan
+            .read_back
+            .iter()
+            .zip(reads)
+            .find_map(|(span, words)| word_at(*span, words, addr));
         if got != Some(want) {
             return Err(format!(
                 "read-back of register {addr} shows {} instead of {want}",
@@ -143,7 +97,8 @@ pub fn verify(plan: &WritePlan, span: Option<Span>, words: &[u16]) -> Result<(),
 /// The word at `addr` within a read of `span`.
 pub(crate) fn word_at(span: Span, words: &[u16], addr: u16) -> Option<u16> {
     addr.checked_sub(span.addr)
-        .and_then(|i| words.get(i as usize))
+        .filter(|i| *i < span.len)
+        .and_then(|i| words.get(usize::from(i)))
         .copied()
 }
 

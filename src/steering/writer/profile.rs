@@ -1,125 +1,74 @@
-//! Controls of a register-map profile: the registers a profile names for ESS
-//! power, production limit, enable and revert timeout, and the recipe that drives
-//! them. The profile loader builds a [`ProfileControls`]; this file only writes.
+//! Register-map profile devices: an adapter from steering's commands to the
+//! profile recipes of [`crate::modbus::profile`] (`EssControl`, `LimitControl`),
+//! which own the register order (revert timer, enable writes, power or limit,
+//! direction). This file adds what steering needs around them: the mapping of
+//! commands (a release is the profile's `release` writes; idle is 0 W), and the
+//! read-back of every register written, compared word for word.
+//!
+//! The device's revert timer (where the profile names one) is written with the
+//! site's `revert_timeout_s`, rounded up by the recipe to the register's unit;
+//! the actuator refreshes every `revert_timeout_s / 2`, so before that timer
+//! fires. Profiles without a timer rely on that refresh and on the release.
 
-use super::{RegWrite, WriteError, WritePlan};
-use crate::modbus::codec::{self, ValueType, WordOrder};
-use crate::modbus::plan::Span;
+use super::{WriteError, WritePlan};
+use crate::modbus::codec::EncodeError;
+use crate::modbus::profile::{EssControl, LimitControl, LimitError};
 use crate::steering::decide::Command;
 
-/// What a setpoint register holds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ControlUnit {
-    /// Watts (ESS: + discharge).
-    Watts,
-    /// Percent of `ProfileControls::rated_w`.
-    PercentOfRated,
+fn encode_error(e: EncodeError) -> WriteError {
+    WriteError::Encode(e.to_string())
 }
 
-/// One setpoint register: engineering value = raw × `scale`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RegisterControl {
-    pub addr: u16,
-    pub ty: ValueType,
-    pub order: WordOrder,
-    pub scale: f64,
-    pub unit: ControlUnit,
-}
-
-/// A register that switches remote control on and off.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EnableControl {
-    pub addr: u16,
-    pub on: u16,
-    pub off: u16,
-}
-
-/// The controls a profile offers. Holding registers only.
+/// A profile's storage power control (`[controls.ess_power]`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ProfileControls {
-    pub ess_power: Option<RegisterControl>,
-    pub production_limit: Option<RegisterControl>,
-    pub enable: Option<EnableControl>,
-    /// Revert timeout in seconds, written before the setpoint.
-    pub revert_timeout: Option<(u16, ValueType)>,
-    /// The 100 % of percentage registers.
+pub struct ProfileEss {
+    pub control: EssControl,
+}
+
+impl ProfileEss {
+    /// `EssPower(w)`: the recipe's writes for `w` W (+ discharge, 0 idle);
+    /// `EssRelease`: its release writes.
+    pub fn plan(&self, cmd: Command, revert_s: u16) -> Result<WritePlan, WriteError> {
+        let writes = match cmd {
+            Command::EssPower(w) => self
+                .control
+                .writes(w, u32::from(revert_s))
+                .map_err(encode_error)?,
+            Command::EssRelease => self.control.release_writes(),
+            other => return Err(WriteError::WrongCommand(other)),
+        };
+        Ok(WritePlan::echo(writes))
+    }
+}
+
+/// A profile's production limit control (`[controls.production_limit]`);
+/// `rated_w` is the 100 % of a percentage register.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProfileLimit {
+    pub control: LimitControl,
     pub rated_w: Option<f64>,
 }
 
-impl ProfileControls {
-    /// Profiles need no calibration read; the read-back covers nothing yet.
-    pub fn span(&self) -> Option<Span> {
-        None
-    }
-
+impl ProfileLimit {
+    /// `ProductionLimit(w)`: the recipe's writes for a cap of `w` W;
+    /// `ProductionRelease`: its release writes.
     pub fn plan(&self, cmd: Command, revert_s: u16) -> Result<WritePlan, WriteError> {
-        let mut plan = WritePlan {
-            writes: Vec::new(),
-            expect: Vec::new(),
-        };
-        let (reg, value) = match cmd {
-            Command::EssPower(w) => (
-                self.ess_power
-                    .ok_or(WriteError::NoControl("ESS power register"))?,
-                w,
-            ),
-            Command::ProductionLimit(w) => (
-                self.production_limit
-                    .ok_or(WriteError::NoControl("production limit register"))?,
-                w,
-            ),
-            Command::ProductionRelease if self.enable.is_none() => (
-                self.production_limit
-                    .ok_or(WriteError::NoControl("production limit register"))?,
-                self.rated_w.unwrap_or(f64::INFINITY),
-            ),
-            // Without an enable register, idle is the nearest thing to a release.
-            Command::EssRelease if self.enable.is_none() => (
-                self.ess_power
-                    .ok_or(WriteError::NoControl("ESS power register"))?,
-                0.0,
-            ),
-            Command::EssRelease | Command::ProductionRelease => {
-                if let Some(e) = self.enable {
-                    self.push(&mut plan, e.addr, vec![e.off]);
-                }
-                return Ok(plan);
-            }
-        };
-        if let Some((addr, ty)) = self.revert_timeout {
-            let words = codec::encode(f64::from(revert_s), ty, WordOrder::HighFirst)
-                .map_err(|e| WriteError::Encode(e.to_string()))?;
-            self.push(&mut plan, addr, words);
-        }
-        let engineering = match reg.unit {
-            ControlUnit::Watts => value,
-            ControlUnit::PercentOfRated => {
-                let rated = self
-                    .rated_w
-                    .filter(|r| *r > 0.0)
-                    .ok_or(WriteError::Missing {
+        let writes = match cmd {
+            Command::ProductionLimit(w) => self
+                .control
+                .writes(w, self.rated_w, u32::from(revert_s))
+                .map_err(|e| match e {
+                    LimitError::NoRating => WriteError::Missing {
                         what: "rated power",
-                        detail: "the profile gives the limit in % but no rating is known".into(),
-                    })?;
-                (value / rated * 100.0).min(100.0)
-            }
+                        detail: "the profile's limit is in % of rated power; set `rated_power` \
+                                 on the device"
+                            .into(),
+                    },
+                    LimitError::Encode(e) => encode_error(e),
+                })?,
+            Command::ProductionRelease => self.control.release_writes(),
+            other => return Err(WriteError::WrongCommand(other)),
         };
-        let engineering = if engineering.is_finite() {
-            engineering
-        } else {
-            100.0
-        };
-        let raw = engineering / reg.scale;
-        let words =
-            codec::encode(raw, reg.ty, reg.order).map_err(|e| WriteError::Encode(e.to_string()))?;
-        self.push(&mut plan, reg.addr, words);
-        if let Some(e) = self.enable {
-            self.push(&mut plan, e.addr, vec![e.on]);
-        }
-        Ok(plan)
-    }
-
-    fn push(&self, plan: &mut WritePlan, addr: u16, values: Vec<u16>) {
-        plan.writes.push(RegWrite { addr, values });
+        Ok(WritePlan::echo(writes))
     }
 }

@@ -17,11 +17,14 @@ use crate::modbus::plan::{Span, Table};
 use crate::modbus::sunspec::ModelBlock;
 use crate::steering::decide::Command;
 
-fn span_of(block: &ModelBlock) -> Span {
+pub(super) fn span_of(block: &ModelBlock) -> Span {
     Span::new(Table::Holding, block.point(0), block.len)
 }
 
-fn addr<G: Group, T: Value>(block: &ModelBlock, p: &Point<G, T>) -> Result<u16, WriteError> {
+pub(super) fn addr<G: Group, T: Value>(
+    block: &ModelBlock,
+    p: &Point<G, T>,
+) -> Result<u16, WriteError> {
     if block.holds(p.offset, p.length) {
         Ok(block.point(p.offset))
     } else {
@@ -36,7 +39,7 @@ fn addr<G: Group, T: Value>(block: &ModelBlock, p: &Point<G, T>) -> Result<u16, 
 }
 
 /// A scale factor point; "not implemented" counts as 0.
-fn sf<G: Group, T: Value>(
+pub(super) fn sf<G: Group, T: Value>(
     block: &ModelBlock,
     words: &[u16],
     p: &Point<G, T>,
@@ -47,7 +50,7 @@ fn sf<G: Group, T: Value>(
         .unwrap_or(0))
 }
 
-fn encode(value: f64, ty: ValueType) -> Result<u16, WriteError> {
+pub(super) fn encode(value: f64, ty: ValueType) -> Result<u16, WriteError> {
     codec::encode(value, ty, WordOrder::HighFirst)
         .map_err(|e| WriteError::Encode(e.to_string()))?
         .first()
@@ -55,12 +58,21 @@ fn encode(value: f64, ty: ValueType) -> Result<u16, WriteError> {
         .ok_or_else(|| WriteError::Encode("empty encoding".into()))
 }
 
-fn write(addr: u16, word: u16, plan: &mut WritePlan) {
+pub(super) fn write(addr: u16, word: u16, plan: &mut WritePlan) {
     plan.writes.push(RegWrite {
         addr,
         values: vec![word],
     });
     plan.expect.push((addr, word));
+}
+
+/// A plan with no writes yet that reads the whole block back.
+pub(super) fn empty_plan(block: &ModelBlock) -> WritePlan {
+    WritePlan {
+        writes: Vec::new(),
+        read_back: vec![span_of(block)],
+        expect: Vec::new(),
+    }
 }
 
 /// Model 124 at `block`.
@@ -86,10 +98,7 @@ impl Sunspec124 {
         let out_addr = addr(b, &M124::OUT_W_RTE)?;
         let in_addr = addr(b, &M124::IN_W_RTE)?;
         let mode_addr = addr(b, &M124::STOR_CTL_MOD)?;
-        let mut plan = WritePlan {
-            writes: Vec::new(),
-            expect: Vec::new(),
-        };
+        let mut plan = empty_plan(b);
         match cmd {
             Command::EssPower(w) => {
                 let cha_max = self.w_cha_max(words)?;
@@ -163,10 +172,7 @@ impl Sunspec123 {
     ) -> Result<WritePlan, WriteError> {
         let b = &self.block;
         let ena = addr(b, &M123::W_MAX_LIM_ENA)?;
-        let mut plan = WritePlan {
-            writes: Vec::new(),
-            expect: Vec::new(),
-        };
+        let mut plan = empty_plan(b);
         match cmd {
             Command::ProductionLimit(w) => {
                 let pct_sf = sf(b, words, &M123::W_MAX_LIM_PCT_SF)?;

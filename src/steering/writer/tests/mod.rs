@@ -1,8 +1,15 @@
+//! Write recipes: SunSpec 123 and 124 here; model 704, the profile adapter and
+//! the choice of writer in the sibling files.
+
 use ::sunspec::models::model123::Model123 as M123;
 use ::sunspec::models::model124::Model124 as M124;
 
 use super::*;
 use crate::modbus::sunspec::ModelBlock;
+
+mod choice;
+mod der704;
+mod profile;
 
 const B124: ModelBlock = ModelBlock {
     id: 124,
@@ -125,54 +132,9 @@ fn verify_compares_the_read_back() {
     for (addr, word) in &plan.expect {
         back[(addr - c.span().addr) as usize] = *word;
     }
-    assert_eq!(verify(&plan, Some(c.span()), &back), Ok(()));
+    assert_eq!(plan.read_back, [c.span()]);
+    assert_eq!(verify(&plan, &[back.clone()]), Ok(()));
     back[M124::STOR_CTL_MOD.offset as usize] = 0;
-    let e = verify(&plan, Some(c.span()), &back).unwrap_err();
+    let e = verify(&plan, &[back]).unwrap_err();
     assert!(e.contains("shows 0 instead of 3"), "{e}");
-}
-
-#[test]
-fn profile_controls_write_timeout_value_enable() {
-    let p = ProfileControls {
-        ess_power: Some(RegisterControl {
-            addr: 100,
-            ty: crate::modbus::codec::ValueType::I32,
-            order: crate::modbus::codec::WordOrder::HighFirst,
-            scale: 1.0,
-            unit: ControlUnit::Watts,
-        }),
-        production_limit: None,
-        enable: Some(EnableControl {
-            addr: 110,
-            on: 1,
-            off: 0,
-        }),
-        revert_timeout: Some((111, crate::modbus::codec::ValueType::U16)),
-        rated_w: None,
-    };
-    let plan = p.plan(Command::EssPower(-70_000.0), 20).unwrap();
-    assert_eq!(plan.writes.len(), 3);
-    assert_eq!(
-        plan.writes[0],
-        RegWrite {
-            addr: 111,
-            values: vec![20]
-        }
-    );
-    assert_eq!(plan.writes[1].values, [0xFFFE, 0xEE90]);
-    assert_eq!(
-        plan.writes[2],
-        RegWrite {
-            addr: 110,
-            values: vec![1]
-        }
-    );
-    assert_eq!(
-        p.plan(Command::EssRelease, 20).unwrap().writes,
-        [RegWrite {
-            addr: 110,
-            values: vec![0]
-        }]
-    );
-    assert!(p.plan(Command::ProductionLimit(5.0), 20).is_err());
 }

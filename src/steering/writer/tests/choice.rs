@@ -1,0 +1,164 @@
+//! Which writer a device gets from its map's controls and its configured type.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::config::DeviceConfig;
+use crate::modbus::profile::{
+    parse, LimitControl, LimitUnit, Profile, ProfileControls, ValueRegister, BUILTIN,
+};
+use crate::modbus::DeviceMap;
+use crate::model::DeviceType;
+use crate::telemetry::DeviceInfo;
+
+const B704: ModelBlock = ModelBlock {
+    id: 704,
+    addr: 40300,
+    len: 65,
+};
+
+fn device(ty: DeviceType, rated_w: Option<f64>) -> DeviceConfig {
+    let cfg = crate::config::parse(
+        r#"
+[http]
+listen = ["127.0.0.1:0"]
+auth = "none"
+[[sites]]
+reference = "ste_s"
+name = "S"
+[[buses]]
+name = "lan"
+tcp = "127.0.0.1:1502"
+[[devices]]
+reference = "dvc_d"
+name = "D"
+type = "inverter"
+site = "ste_s"
+bus = "lan"
+unit_id = 1
+"#,
+    )
+    .unwrap();
+    DeviceConfig {
+        device_type: ty,
+        rated_power_w: rated_w,
+        ..cfg.devices[0].clone()
+    }
+}
+
+fn sunspec_map(chain: Vec<ModelBlock>, rated_w: Option<f64>) -> DeviceMap {
+    DeviceMap {
+        points: Vec::new(),
+        requests: Vec::new(),
+        info: DeviceInfo {
+            rated_power_w: rated_w,
+            ..DeviceInfo::default()
+        },
+        chain,
+        profile: None,
+    }
+}
+
+fn profile_map(controls: ProfileControls, dev: &DeviceConfig) -> DeviceMap {
+    let (name, text) = BUILTIN[0];
+    let shipped = parse(name, "built-in", text).unwrap();
+    DeviceMap::from_profile(
+        Arc::new(Profile {
+            controls,
+            ..shipped
+        }),
+        dev,
+        16,
+    )
+}
+
+#[test]
+fn sunspec_prefers_123_and_124_and_falls_back_to_704() {
+    let inv = device(DeviceType::Inverter, None);
+    let bat = device(DeviceType::Battery, None);
+    let both = sunspec_map(vec![B123, B704, B124], Some(8_000.0));
+    assert!(matches!(
+        DeviceControls::for_device(&inv, &both),
+        Ok(DeviceControls::Inverter123(Sunspec123 { wmax_w, .. })) if wmax_w == 8_000.0
+    ));
+    assert!(matches!(
+        DeviceControls::for_device(&bat, &both),
+        Ok(DeviceControls::Storage124(_))
+    ));
+    let der = sunspec_map(vec![B704], Some(8_000.0));
+    assert_eq!(
+        DeviceControls::for_device(&inv, &der),
+        Ok(DeviceControls::Inverter704(Sunspec704Limit {
+            block: B704,
+            wmax_w: 8_000.0
+        }))
+    );
+    assert_eq!(
+        DeviceControls::for_device(&bat, &der),
+        Ok(DeviceControls::Storage704(Sunspec704Power { block: B704 }))
+    );
+    // The SunSpec reference is the device's own WMax, not the configured rating.
+    let unrated = sunspec_map(vec![B704], None);
+    let rated_inv = device(DeviceType::Inverter, Some(5_000.0));
+    assert!(matches!(
+        DeviceControls::for_device(&rated_inv, &unrated),
+        Err(WriteError::Missing { what: "WMax", .. })
+    ));
+    let none = sunspec_map(vec![], Some(8_000.0));
+    assert!(matches!(
+        DeviceControls::for_device(&inv, &none),
+        Err(WriteError::NoControl(_))
+    ));
+    let meter = device(DeviceType::Meter, None);
+    assert!(DeviceControls::for_device(&meter, &both).is_err());
+}
+
+#[test]
+fn profiles_give_storage_or_limit_by_type() {
+    let (name, text) = BUILTIN[0];
+    let shipped = parse(name, "built-in", text).unwrap();
+    let ess = shipped.controls.ess_power.clone().unwrap();
+    let bat = device(DeviceType::Battery, None);
+    let map = profile_map(shipped.controls.clone(), &bat);
+    assert_eq!(
+        DeviceControls::for_device(&bat, &map),
+        Ok(DeviceControls::ProfileStorage(ProfileEss {
+            control: ess.clone()
+        }))
+    );
+    assert_eq!(DeviceControls::for_device(&bat, &map).unwrap().span(), None);
+    let inv = device(DeviceType::Inverter, Some(6_000.0));
+    assert!(matches!(
+        DeviceControls::for_device(&inv, &map),
+        Err(WriteError::NoControl(_))
+    ));
+    let limit = LimitControl {
+        register: ValueRegister {
+            addr: 9,
+            ty: crate::modbus::codec::ValueType::U16,
+            order: crate::modbus::codec::WordOrder::HighFirst,
+            scale: 1.0,
+        },
+        unit: LimitUnit::Percent,
+        enable: Vec::new(),
+        release: Vec::new(),
+        revert_timeout: None,
+    };
+    let controls = ProfileControls {
+        ess_power: None,
+        production_limit: Some(limit.clone()),
+    };
+    let map = profile_map(controls, &inv);
+    // The configured rating is the 100 % of the profile's percentage.
+    assert_eq!(
+        DeviceControls::for_device(&inv, &map),
+        Ok(DeviceControls::ProfileInverter(ProfileLimit {
+            control: limit,
+            rated_w: Some(6_000.0)
+        }))
+    );
+    assert!(matches!(
+        DeviceControls::for_device(&bat, &map),
+        Err(WriteError::NoControl(_))
+    ));
+}
