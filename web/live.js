@@ -30,7 +30,7 @@ const TYPE_NAMES = { inverter: "PV inverter", battery: "Battery", meter: "Grid m
 const IDLE_W = 10;
 
 /** Words for the direction of a device's active power (signs of devices.md). */
-export function direction(type, w) {
+function direction(type, w) {
   if (w === undefined || w === null) return "";
   const idle = Math.abs(w) < IDLE_W;
   switch (type) {
@@ -128,7 +128,7 @@ export function renderDevices(container, devices, now) {
  * producing), battery (+ discharging), grid (+ importing) and the derived load
  * = grid + PV + battery. A part is null when no device of its type has a value.
  */
-export function flowTotals(devices) {
+function flowTotals(devices) {
   const sum = (type) => {
     const vals = devices.filter((d) => d.type === type && d.values.activePower).map((d) => d.values.activePower.value);
     return vals.length ? vals.reduce((a, b) => a + b, 0) : null;

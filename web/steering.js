@@ -35,7 +35,7 @@ const COMPONENTS = [
 ];
 
 /** An ESS setting in words (positive discharges, negative charges). */
-export function essText(setting) {
+function essText(setting) {
   if (!setting) return "–";
   if (setting.mode === "idle") return "Idle (0 W at every battery)";
   const w = toWatts(setting);
@@ -44,7 +44,7 @@ export function essText(setting) {
   return text;
 }
 
-export function curtailmentText(setting) {
+function curtailmentText(setting) {
   if (!setting) return "–";
   const v = quantity(setting);
   return setting.unit === "%" ? `Production at most ${v} of rated` : `Production at most ${v}`;

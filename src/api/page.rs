@@ -14,7 +14,6 @@
 
 use std::sync::LazyLock;
 
-use axum::extract::Path;
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -23,6 +22,7 @@ use axum::Router;
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
+use super::extract::ApiPath;
 
 /// The policy sent with every asset. `connect-src 'self'` is the API;
 /// `style-src 'self'` without `'unsafe-inline'` means the page sets no style
@@ -42,7 +42,10 @@ const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
 const SVG: &str = "image/svg+xml";
 
-/// Every file of `web/`. `index.html` is also served at `/`.
+/// `index.html`'s place in [`ASSETS`].
+const INDEX: usize = 0;
+
+/// Every file of `web/`. `index.html` (first) is also served at `/`.
 const ASSETS: &[Asset] = &[
     Asset {
         name: "index.html",
@@ -112,10 +115,10 @@ pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
 }
 
 async fn index(headers: HeaderMap) -> Response {
-    serve(0, &headers)
+    serve(INDEX, &headers)
 }
 
-async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
+async fn asset(ApiPath(file): ApiPath<String>, headers: HeaderMap) -> Response {
     match ASSETS.iter().position(|a| a.name == file) {
         Some(i) => serve(i, &headers),
         None => ApiError::not_found(&format!("/page/{file}")).into_response(),
@@ -244,7 +247,8 @@ mod tests {
     #[test]
     fn scripts_and_styles_are_never_inline() {
         // The policy forbids inline code; the page must not rely on it.
-        let html = std::str::from_utf8(ASSETS[0].body).unwrap();
+        assert_eq!(ASSETS[INDEX].name, "index.html");
+        let html = std::str::from_utf8(ASSETS[INDEX].body).unwrap();
         assert!(!html.contains("<script>"), "inline script in index.html");
         assert!(!html.contains("<style"), "inline style in index.html");
         assert!(!html.contains(" style="), "style attribute in index.html");
