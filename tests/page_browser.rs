@@ -163,8 +163,8 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
             "the refusal with the problem's detail",
             WAIT,
             &format!(
-                "{} && document.getElementById('steer-form-error').textContent",
-                visible("steer-form-error").trim_end_matches(';')
+                "{} && document.getElementById('steer-form-msg').textContent",
+                visible("steer-form-msg").trim_end_matches(';')
             ),
         )
         .await;
@@ -219,7 +219,7 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
         .wait_js(
             "the sent notice",
             WAIT,
-            "return !document.getElementById('confirm').open && /Sent/.test(document.getElementById('steer-form-error').textContent) && document.getElementById('steer-form-error').textContent;",
+            "return !document.getElementById('confirm').open && /Sent/.test(document.getElementById('steer-form-msg').textContent) && document.getElementById('steer-form-msg').textContent;",
         )
         .await;
 

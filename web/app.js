@@ -395,7 +395,7 @@ function wireConfirm() {
 }
 
 function showSteerResult(text) {
-  const el = $("steer-form-error");
+  const el = $("steer-form-msg");
   el.hidden = false;
   el.classList.remove("error-text");
   el.classList.add("ok-text");
@@ -403,7 +403,7 @@ function showSteerResult(text) {
 }
 
 function showFormError(text) {
-  const el = $("steer-form-error");
+  const el = $("steer-form-msg");
   el.hidden = !text;
   el.classList.add("error-text");
   el.classList.remove("ok-text");

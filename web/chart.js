@@ -118,7 +118,7 @@ export function drawChart(figure, opts) {
         continue;
       }
       const d = r.map((p, j) => `${j ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1] / scale).toFixed(1)}`).join("");
-      lines.push(s("path", { d, class: `series s${i % 6}`, "data-series": ser.name }));
+      lines.push(s("path", { d, class: `series s${i % 6}`, "data-series": ser.name }, s("title", {}, ser.name)));
     }
   });
 

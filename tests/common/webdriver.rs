@@ -265,7 +265,7 @@ impl Browser {
                         "return [document.getElementById('conn')?.textContent, \
                          document.getElementById('alert')?.textContent, \
                          document.getElementById('steer-note')?.textContent, \
-                         document.getElementById('steer-form-error')?.textContent];",
+                         document.getElementById('steer-form-msg')?.textContent];",
                         json!([]),
                     )
                     .await;
