@@ -80,7 +80,7 @@ function row(device, property, label, now) {
     dd.append(" ", h("span", { class: "dir" }, direction(device.type, m.value)));
   }
   if (m && property === "soc") {
-    dd.append(" ", h("meter", { min: 0, max: 100, low: 15, high: 85, optimum: 60, value: m.value, "aria-hidden": "true" }));
+    dd.append(" ", h("meter", { min: 0, max: 100, value: m.value, "aria-hidden": "true" }));
   }
   if (m && !device.status.online) {
     dd.append(" ", h("span", { class: "stale" }, `(from ${clock(m.timestamp, now)})`));

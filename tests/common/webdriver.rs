@@ -31,6 +31,7 @@ const CHROMIUM_ARGS: &[&str] = &[
     "--disable-component-update",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    "--hide-scrollbars",
     "--window-size=1280,1000",
 ];
 
