@@ -319,5 +319,23 @@ async fn screenshots() {
         let png = b.screenshot().await;
         std::fs::write(dir.join(format!("page-{name}.png")), png).expect("write screenshot");
     }
+    // The confirmation step (a dry run only: nothing is sent).
+    b.emulate(1280, 860, false).await;
+    b.goto(&format!("{base}/#range={range}")).await;
+    b.wait_js("the steering form", WAIT, &visible("steer-form"))
+        .await;
+    b.click("input[name=ess-mode][value=power]").await;
+    b.type_into("#ess-power", "10").await;
+    b.type_into("#validity", "30").await;
+    b.click("#steer-form button[type=submit]").await;
+    b.wait_js(
+        "the confirmation dialog",
+        WAIT,
+        "return document.getElementById('confirm').open;",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let png = b.screenshot().await;
+    std::fs::write(dir.join("page-confirm.png"), png).expect("write screenshot");
     b.quit().await;
 }

@@ -67,10 +67,10 @@ function settingText(component, entry) {
 
 function fallbackText(component, site) {
   if (component === "ess") {
-    return site && site.essFallback === "idle" ? "Fallback: idle" : "Fallback: auto (the batteries run their own logic)";
+    return site && site.essFallback === "idle" ? "Idle (fallback)" : "Auto (fallback: the batteries run their own logic)";
   }
-  if (component === "curtailment") return "Fallback: no limit";
-  return "Fallback: off";
+  if (component === "curtailment") return "No limit (fallback)";
+  return "Off (fallback)";
 }
 
 /** An element whose text counts down to `until` (refreshed by `tickCountdowns`). */
