@@ -107,7 +107,9 @@ export function drawChart(figure, opts) {
   for (const [t, label] of timeTicks(opts.from, opts.to, Math.max(2, Math.floor(iw / 90)))) {
     const xx = x(t).toFixed(1);
     grid.push(s("line", { x1: xx, x2: xx, y1: m.t, y2: height - m.b, class: "grid" }));
-    grid.push(s("text", { x: xx, y: height - 8, class: "xlabel" }, label));
+    // Labels near an edge are anchored to it, so that none is cut off.
+    const edge = x(t) > width - m.r - 28 ? " end" : x(t) < m.l + 28 ? " start" : "";
+    grid.push(s("text", { x: xx, y: height - 8, class: `xlabel${edge}` }, label));
   }
 
   const lines = [];
