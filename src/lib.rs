@@ -15,3 +15,4 @@ pub mod sim;
 pub mod steering;
 pub mod store;
 pub mod telemetry;
+pub mod uplink;

@@ -26,17 +26,19 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
     Ok(listeners)
 }
 
+/// The API router over every subsystem, and its token table (the MQTT RPC
+/// bridge checks payload tokens against it).
 pub(super) fn router(
     config: &Config,
     live: Arc<Live>,
     store: StoreHandle,
     steering: crate::steering::SteeringService,
-) -> axum::Router {
-    crate::api::router(
-        crate::api::ApiState::new(config, live)
-            .with_store(store)
-            .with_steering(steering),
-    )
+) -> (axum::Router, Arc<crate::api::Auth>) {
+    let state = crate::api::ApiState::new(config, live)
+        .with_store(store)
+        .with_steering(steering);
+    let auth = state.auth.clone();
+    (crate::api::router(state), auth)
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

@@ -15,8 +15,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
 use crate::modbus::{BusHandle, BusTask, DeviceMaps};
-use crate::store::{StoreError, StoreHandle};
+use crate::store::{CommitHook, StoreError, StoreHandle};
 use crate::telemetry::{Live, Reading, Telemetry};
+use crate::uplink::outbox::{self, Cap, Outbox};
+use crate::uplink::{SteeringFeed, TlsError, Uplink, UplinkParts};
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -33,6 +35,8 @@ pub enum StartError {
     Store { path: String, source: StoreError },
     #[error("cannot restore the steering signals: {0}")]
     Steering(#[from] crate::steering::PersistError),
+    #[error(transparent)]
+    MqttTls(#[from] TlsError),
 }
 
 /// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].
@@ -45,6 +49,8 @@ pub struct Agent {
     buses: HashMap<String, BusHandle>,
     steering: crate::steering::SteeringService,
     http_addrs: Vec<SocketAddr>,
+    uplink: Option<Uplink>,
+    steering_feed: SteeringFeed,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -60,7 +66,16 @@ impl Agent {
         let listeners = http::bind(&config.http.listen).await?;
 
         let live = Arc::new(Live::new(&config.devices));
-        let store = open_store(&config, &live).await?;
+        // With `[mqtt]`, the store writes the telemetry outbox in its sample commits.
+        let (store, outbox) = match &config.mqtt {
+            Some(mqtt) => {
+                let (sink, state) = outbox::sink(Cap::from_config(mqtt));
+                let store = open_store(&config, &live, Some(Box::new(sink))).await?;
+                let outbox = Outbox::new(store.clone(), state);
+                (store, Some(outbox))
+            }
+            None => (open_store(&config, &live, None).await?, None),
+        };
         let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
 
@@ -91,7 +106,34 @@ impl Agent {
         )
         .await?;
 
-        let router = http::router(&config, live.clone(), store.clone(), steering.clone());
+        let (router, auth) = http::router(&config, live.clone(), store.clone(), steering.clone());
+        let steering_feed = SteeringFeed::new();
+        let uplink = match (&config.mqtt, outbox) {
+            (Some(mqtt), Some(outbox)) => {
+                let feed = steering_feed.clone();
+                crate::steering::follow_states(
+                    &steering,
+                    Arc::new(move |site: &str, body| feed.publish_steering_state(site, body)),
+                    &tracker,
+                    cancel.child_token(),
+                );
+                Some(Uplink::start(
+                    UplinkParts {
+                        config: mqtt.clone(),
+                        gateway_id: config.gateway_id.clone(),
+                        router: router.clone(),
+                        auth,
+                        live: live.clone(),
+                        catalog: telemetry.catalog_changes(),
+                        outbox,
+                        steering: steering_feed.clone(),
+                    },
+                    &tracker,
+                    cancel.child_token(),
+                )?)
+            }
+            _ => None,
+        };
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
             tracing::info!(%addr, "HTTP API listening");
@@ -106,6 +148,8 @@ impl Agent {
             buses,
             steering,
             http_addrs,
+            uplink,
+            steering_feed,
             cancel,
             tracker,
         })
@@ -144,6 +188,17 @@ impl Agent {
         &self.steering
     }
 
+    /// The MQTT uplink, when `[mqtt]` is configured.
+    pub fn uplink(&self) -> Option<&Uplink> {
+        self.uplink.as_ref()
+    }
+
+    /// Where the steering service reports each site's state for the uplink to
+    /// publish (a no-op sink without `[mqtt]`).
+    pub fn steering_feed(&self) -> &SteeringFeed {
+        &self.steering_feed
+    }
+
     /// Resolves when shutdown was asked for by anyone holding the token.
     pub fn cancellation(&self) -> CancellationToken {
         self.cancel.clone()
@@ -170,9 +225,14 @@ impl Agent {
     }
 }
 
-/// Opens the store (migrations run on a blocking thread) and fills the latest
-/// values from it, so a restarted agent answers before its first poll.
-async fn open_store(config: &Config, live: &Live) -> Result<StoreHandle, StartError> {
+/// Opens the store (migrations run on a blocking thread) with the commit hook,
+/// if any, and fills the latest values from it, so a restarted agent answers
+/// before its first poll.
+async fn open_store(
+    config: &Config,
+    live: &Live,
+    hook: Option<Box<dyn CommitHook>>,
+) -> Result<StoreHandle, StartError> {
     let storage = config.storage.clone();
     let path = storage.path.display().to_string();
     let devices = config.devices.iter().map(|d| d.reference.clone()).collect();
@@ -180,10 +240,11 @@ async fn open_store(config: &Config, live: &Live) -> Result<StoreHandle, StartEr
         path: path.clone(),
         source,
     };
-    let store = tokio::task::spawn_blocking(move || StoreHandle::open(&storage, devices))
-        .await
-        .map_err(|e| fail(StoreError::Reader(e.to_string())))?
-        .map_err(fail)?;
+    let store =
+        tokio::task::spawn_blocking(move || StoreHandle::open_with_hook(&storage, devices, hook))
+            .await
+            .map_err(|e| fail(StoreError::Reader(e.to_string())))?
+            .map_err(fail)?;
     let latest = store.latest().await.map_err(fail)?;
     let mut restored = 0usize;
     for l in latest {

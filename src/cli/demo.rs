@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sitegate::config::parse;
+use sitegate::config::{parse, MqttConfig};
 use sitegate::sim::{SimSite, SimSiteSpec};
 
 use super::complain;
@@ -20,6 +20,9 @@ pub struct DemoArgs {
     /// Directory for the demo's database.
     #[arg(long)]
     data: Option<PathBuf>,
+    /// Also join an MQTT broker, e.g. mqtt://127.0.0.1:1883 (see docs/mqtt.md).
+    #[arg(long, value_name = "URL")]
+    mqtt: Option<String>,
     /// How much faster than real time the simulated site runs.
     #[arg(long, default_value_t = 60.0)]
     speed: f64,
@@ -45,6 +48,17 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         .data
         .unwrap_or_else(|| std::env::temp_dir().join("sitegate-demo"));
     config.storage.path = data.join("sitegate-demo.db");
+    if let Some(url) = args.mqtt {
+        let mqtt = MqttConfig {
+            url,
+            ..MqttConfig::default()
+        };
+        if let Err(e) = mqtt.broker() {
+            complain(&format!("--mqtt: {e}"));
+            return ExitCode::from(super::EXIT_USAGE);
+        }
+        config.mqtt = Some(mqtt);
+    }
     if let Err(e) = std::fs::create_dir_all(&data) {
         complain(&format!("--data {}: {e}", data.display()));
         return ExitCode::FAILURE;

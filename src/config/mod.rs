@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 pub use load::{parse, parse_in, ConfigError, Problem};
 pub use raw::{
-    CurtailmentFulfilment, EssFallback, EssFulfilment, LogFormat, LoggingConfig, MqttConfig,
-    PollingConfig, SiteConfig, StorageConfig,
+    BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, LogFormat, LoggingConfig,
+    MqttConfig, MqttProtocol, PollingConfig, SiteConfig, StorageConfig,
 };
 pub use values::{AuthMode, Parity, Power, Scope};
 

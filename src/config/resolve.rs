@@ -33,6 +33,9 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
     let http = resolve_http(s.http, problems);
     check_storage(&s.storage, problems);
     check_polling(&s.polling, problems);
+    if let Some(mqtt) = &s.mqtt {
+        check_mqtt(mqtt, &s.storage, problems);
+    }
 
     let mut site_refs = HashSet::new();
     let mut sites = Vec::new();
@@ -328,6 +331,89 @@ fn check_polling(p: &PollingConfig, problems: &mut Vec<Problem>) {
             "polling.coalesce_gap",
             format!("must be at most 100 registers, found {}", p.coalesce_gap),
         ));
+    }
+}
+
+fn check_mqtt(m: &MqttConfig, storage: &StorageConfig, problems: &mut Vec<Problem>) {
+    let mut bad =
+        |key: &str, message: String| problems.push(Problem::new(format!("mqtt.{key}"), message));
+    let tls = match m.broker() {
+        Ok(b) => b.tls,
+        Err(e) => {
+            bad("url", e);
+            true
+        }
+    };
+    let topic_safe = |s: &str| !s.is_empty() && !s.contains(['+', '#', '\0']);
+    if !topic_safe(&m.prefix) || m.prefix.starts_with('/') || m.prefix.ends_with('/') {
+        bad(
+            "prefix",
+            format!(
+                "{:?} must be a topic without +, #, or a leading or trailing /",
+                m.prefix
+            ),
+        );
+    }
+    if let Some(id) = &m.client_id {
+        if id.is_empty() || id.len() > 64 || !id.is_ascii() {
+            bad(
+                "client_id",
+                format!("{id:?} must be 1 to 64 ASCII characters"),
+            );
+        }
+    }
+    if m.password.is_some() && m.username.is_none() {
+        bad("password", "a password needs a username".to_string());
+    }
+    for (key, file) in [
+        ("ca_file", &m.ca_file),
+        ("client_cert_file", &m.client_cert_file),
+        ("client_key_file", &m.client_key_file),
+    ] {
+        let Some(file) = file else { continue };
+        if !tls {
+            bad(
+                key,
+                format!("{} is only used with an mqtts:// url", file.display()),
+            );
+        } else if !file.is_file() {
+            bad(key, format!("{} is not a readable file", file.display()));
+        }
+    }
+    if m.client_cert_file.is_some() != m.client_key_file.is_some() {
+        bad(
+            "client_key_file",
+            "client_cert_file and client_key_file go together".to_string(),
+        );
+    }
+    if !(5..=3600).contains(&m.keep_alive_s) {
+        bad(
+            "keep_alive_s",
+            format!("must be 5 to 3600, found {}", m.keep_alive_s),
+        );
+    }
+    if m.outbox_max_age_h == 0 {
+        bad("outbox_max_age_h", "must be at least 1".to_string());
+    }
+    if m.outbox_max_mb == 0 {
+        bad("outbox_max_mb", "must be at least 1".to_string());
+    }
+    // The outbox is a table of the store: past its size cap the store would
+    // delete measurement history to make room for telemetry waiting to be sent.
+    if m.outbox_max_mb >= storage.max_size_mb {
+        bad(
+            "outbox_max_mb",
+            format!(
+                "{} must be below storage.max_size_mb ({}): the outbox is part of the same database",
+                m.outbox_max_mb, storage.max_size_mb
+            ),
+        );
+    }
+    if m.drain_rate == 0 {
+        bad(
+            "drain_rate",
+            "must be at least 1 message per second".to_string(),
+        );
     }
 }
 

@@ -107,6 +107,24 @@ fn every_problem_is_reported_at_once_with_its_path() {
 }
 
 #[test]
+fn the_outbox_fits_in_the_store() {
+    let mqtt = "\n[mqtt]\nurl = \"mqtt://127.0.0.1\"\n";
+    assert_eq!(problems(&format!("{GOOD}{mqtt}")), Vec::<String>::new());
+    let small = GOOD.replace(
+        "path = \"/tmp/x.db\"",
+        "path = \"/tmp/x.db\"\nmax_size_mb = 256",
+    );
+    let p = problems(&format!("{small}{mqtt}"));
+    assert!(
+        has(
+            &p,
+            "mqtt.outbox_max_mb: 256 must be below storage.max_size_mb (256)"
+        ),
+        "{p:#?}"
+    );
+}
+
+#[test]
 fn bad_values_name_field_and_value() {
     let p = problems(&GOOD.replace("unit_id = 1", "unit_id = \"one\""));
     assert!(

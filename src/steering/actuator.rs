@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{AuditEvent, AuditKind};
@@ -33,6 +33,8 @@ pub struct Actuator {
     pub reports: Arc<Mutex<Vec<DeviceReport>>>,
     /// This device's slot in `reports`.
     pub slot: usize,
+    /// The site's `SiteRuntime::changed`: notified when the report changes.
+    pub changed: Arc<Notify>,
     pub audit: mpsc::Sender<AuditEvent>,
 }
 
@@ -234,7 +236,11 @@ impl Actuator {
         // Plain data; keep serving it after a panic elsewhere.
         let mut reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = reports.get_mut(self.slot) {
+            let before = r.clone();
             f(r);
+            if *r != before {
+                self.changed.notify_one();
+            }
         }
     }
 }

@@ -41,6 +41,9 @@ pub struct SiteRuntime {
     /// the order they reached the disk.
     pub signal: tokio::sync::Mutex<SiteSignal>,
     pub wake: Notify,
+    /// Notified when what `GET /sites/{s}/steering` shows may have changed (a
+    /// committed change, an evaluation, a device report); `feed` checks.
+    pub changed: Arc<Notify>,
     /// Batteries, then inverters, in config order (the order of `steered`).
     pub reports: Arc<Mutex<Vec<DeviceReport>>>,
     pub status: Mutex<LoopStatus>,
@@ -65,6 +68,7 @@ impl SiteRuntime {
             devices,
             signal: tokio::sync::Mutex::new(signal),
             wake: Notify::new(),
+            changed: Arc::new(Notify::new()),
             reports: Arc::new(Mutex::new(reports)),
             status: Mutex::new(LoopStatus::default()),
             desired,
@@ -177,6 +181,7 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
             st.notes = d.notes;
             st.evaluated_at_ms = Some(now);
         }
+        site.changed.notify_one();
         let next = signal
             .next_change_after(now)
             .map_or(now + interval, |t| t.min(now + interval));

@@ -16,6 +16,7 @@ pub mod alloc;
 pub mod audit;
 pub mod control;
 pub mod decide;
+pub mod feed;
 pub mod inputs;
 pub mod persist;
 pub mod report;
@@ -28,6 +29,7 @@ pub mod value;
 mod view;
 pub mod writer;
 
+pub use feed::{follow_states, Publish};
 pub use persist::{MemoryStore, PersistError, SteeringStore};
 pub use request::{Endpoint, RejectCode, Rejection, SteeringRequest};
 pub use service::{Origin, SteeringError, SteeringService};
@@ -98,6 +100,7 @@ pub async fn start(
                 revert_s: cfg.revert_timeout_s,
                 reports: site.reports.clone(),
                 slot,
+                changed: site.changed.clone(),
                 audit: audit_tx.clone(),
             };
             tracker.spawn(a.run(cancel.child_token()));

@@ -164,6 +164,7 @@ impl SteeringService {
         *signal = next;
         drop(signal);
         site.wake.notify_one();
+        site.changed.notify_one();
         Ok(answer)
     }
 
@@ -193,6 +194,7 @@ impl SteeringService {
         *signal = next;
         drop(signal);
         site.wake.notify_one();
+        site.changed.notify_one();
         self.state(site_ref).await
     }
 

@@ -19,7 +19,7 @@ use rusqlite::{params, Connection};
 
 use super::agg::{align, Agg};
 use super::plan::{HOUR_MS, MINUTE_MS};
-use crate::model::{Property, Sample};
+use crate::model::{DeviceId, Property, Sample};
 
 const INSERT_RAW: &str = "INSERT OR IGNORE INTO raw (series, ts, value) VALUES (?1, ?2, ?3)";
 const IN_RAW: &str = "SELECT 1 FROM raw WHERE series = ?1 AND ts = ?2";
@@ -79,6 +79,11 @@ impl Ingest {
             upsert_minute: upsert_sql("rollup_1m"),
             upsert_hour: upsert_sql("rollup_1h"),
         }
+    }
+
+    /// The reference of a device id (config order), if it is known.
+    pub fn reference(&self, device: DeviceId) -> Option<&str> {
+        self.devices.get(usize::from(device.0)).map(String::as_str)
     }
 
     /// Writes `samples` inside the caller's transaction, staged or direct.

@@ -11,6 +11,7 @@
 
 mod agg;
 mod error;
+mod hook;
 mod ingest;
 mod migrate;
 mod plan;
@@ -22,6 +23,7 @@ mod writer;
 
 pub use agg::{align, Agg, Aggregation};
 pub use error::StoreError;
+pub use hook::{Batch, CommitHook};
 pub use ingest::{IngestStats, DIRECT_PER_SERIES};
 pub use plan::{plan, Segment, Source, HOUR_MS, MINUTE_MS};
 pub use query::{LatestValue, Point, SeriesQuery};
@@ -67,6 +69,17 @@ impl StoreHandle {
     /// Blocking (migrations may take a while): call it from `spawn_blocking` or
     /// before the runtime serves anything.
     pub fn open(config: &StorageConfig, devices: Vec<String>) -> Result<StoreHandle, StoreError> {
+        Self::open_with_hook(config, devices, None)
+    }
+
+    /// [`open`](Self::open) with a [`CommitHook`] that writes its own rows in
+    /// every transaction of the writer (the MQTT outbox). Its `open` runs here,
+    /// after the migrations; an error there fails the open.
+    pub fn open_with_hook(
+        config: &StorageConfig,
+        devices: Vec<String>,
+        mut hook: Option<Box<dyn CommitHook>>,
+    ) -> Result<StoreHandle, StoreError> {
         let path = config.path.clone();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
@@ -76,6 +89,9 @@ impl StoreHandle {
         }
         let mut conn = open_writer(&path)?;
         migrate::migrate(&mut conn, now_ms())?;
+        if let Some(hook) = &mut hook {
+            hook.open(&conn)?;
+        }
 
         let writer = Writer {
             conn,
@@ -88,6 +104,7 @@ impl StoreHandle {
                 max_bytes: config.max_size_mb.saturating_mul(1024 * 1024),
             },
             staged: 0,
+            hook,
         };
         let (samples, samples_rx) = mpsc::channel(SAMPLE_QUEUE);
         let (jobs, jobs_rx) = mpsc::channel(JOB_QUEUE);

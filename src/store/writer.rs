@@ -10,7 +10,8 @@
 //!
 //! It runs a current-thread tokio runtime of its own to wait on channels and
 //! timers, so blocking SQLite calls never stall the agent's runtime. It must not
-//! hold a transaction open between commits.
+//! hold a transaction open between commits. An optional [`CommitHook`] writes
+//! its rows in every sample or job transaction (`hook.rs`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -19,6 +20,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::hook::{CommitHook, Pending};
 use super::ingest::Ingest;
 use super::retention::{Policy, RetentionReport, Step};
 use super::StoreError;
@@ -56,6 +58,7 @@ pub(crate) struct Writer {
     pub policy: Policy,
     /// Rows in `recent` since the last compaction (as far as this writer knows).
     pub staged: usize,
+    pub hook: Option<Box<dyn CommitHook>>,
 }
 
 impl Writer {
@@ -77,7 +80,7 @@ impl Writer {
                 tracing::error!(error = %e, "compacting staged samples at start failed");
             }
             let mut next_compaction = Instant::now() + COMPACT_EVERY;
-            let mut pending: Vec<Sample> = Vec::new();
+            let mut pending = Pending::default();
             let mut deadline: Option<Instant> = None;
             let mut samples_open = true;
             let mut next_retention = Instant::now() + RETENTION_EVERY;
@@ -118,7 +121,7 @@ impl Writer {
                             if pending.is_empty() {
                                 deadline = Some(Instant::now() + self.flush_interval);
                             }
-                            pending.extend(batch);
+                            pending.push(batch);
                             if pending.len() >= self.batch_size {
                                 self.commit(&mut pending, None);
                                 deadline = None;
@@ -191,16 +194,19 @@ impl Writer {
     /// Writes `pending` and runs `work` in one transaction, then answers the job.
     /// On failure the transaction is rolled back: its samples are dropped (and
     /// logged with their count) and the job is told why.
-    fn commit(&mut self, pending: &mut Vec<Sample>, work: Option<Work>) {
+    fn commit(&mut self, pending: &mut Pending, work: Option<Work>) {
         if pending.is_empty() && work.is_none() {
             return;
         }
-        let samples = std::mem::take(pending);
+        let samples = pending.take();
         let mut reply: Option<Reply> = None;
         let result = self.transaction(&samples, work, &mut reply);
         if let Err(e) = &result {
             let _ = self.conn.execute_batch("ROLLBACK");
             tracing::error!(error = %e, samples = samples.len(), "store commit failed; batch dropped");
+        }
+        if let Some(hook) = &mut self.hook {
+            hook.finished(result.is_ok());
         }
         if let Some(reply) = reply {
             reply(result);
@@ -214,13 +220,13 @@ impl Writer {
 
     fn transaction(
         &mut self,
-        samples: &[Sample],
+        pending: &Pending,
         work: Option<Work>,
         reply: &mut Option<Reply>,
     ) -> Result<(), StoreError> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        if !samples.is_empty() {
-            let stats = self.ingest.write(&self.conn, samples)?;
+        if !pending.is_empty() {
+            let stats = self.ingest.write(&self.conn, &pending.samples)?;
             self.staged += stats.staged;
             if stats.duplicates + stats.rejected > 0 {
                 tracing::debug!(
@@ -247,6 +253,11 @@ impl Writer {
             }
             self.conn.execute_batch("RELEASE job")?;
         }
+        // After the job, so that a hook error reaches the job's caller as such.
+        if let Some(hook) = &mut self.hook {
+            let ingest = &self.ingest;
+            hook.write(&self.conn, &pending.batches(|s| ingest.reference(s.device)))?;
+        }
         self.conn.execute_batch("COMMIT")?;
         Ok(())
     }
@@ -254,9 +265,9 @@ impl Writer {
 
 /// Moves every batch already queued into `pending`, so a job submitted after a
 /// send completed is committed together with (or after) those samples.
-fn drain(samples: &mut mpsc::Receiver<Vec<Sample>>, pending: &mut Vec<Sample>) {
+fn drain(samples: &mut mpsc::Receiver<Vec<Sample>>, pending: &mut Pending) {
     while let Ok(batch) = samples.try_recv() {
-        pending.extend(batch);
+        pending.push(batch);
     }
 }
 

@@ -2,7 +2,10 @@
 //! it, an HTTP client, and waiting for conditions instead of sleeping.
 #![allow(dead_code)]
 
+pub mod broker;
+pub mod mqtt;
 pub mod site;
+pub mod steer;
 pub mod webdriver;
 
 use std::future::Future;

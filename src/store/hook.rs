@@ -1,0 +1,126 @@
+//! The commit hook: how another feature writes its own rows in the same
+//! transaction as the samples, without owning a connection or a thread.
+//!
+//! The writer calls the one [`CommitHook`] given to
+//! [`StoreHandle::open_with_hook`](super::StoreHandle::open_with_hook) in every
+//! transaction it commits for samples or jobs, with that transaction's sample
+//! batches, and tells it afterwards whether the transaction committed. The MQTT
+//! outbox is the user: a sample that the store committed is in the outbox too,
+//! and the outbox's deletes and evictions ride along in the same commits instead
+//! of forcing commits (and fsyncs) of their own.
+//!
+//! The store knows nothing of the hook's tables or encodings; this file only
+//! keeps the batch boundaries the hook needs. It must not depend on any feature.
+
+use rusqlite::Connection;
+
+use crate::model::Sample;
+
+/// One published batch (one poll of one device) inside a transaction.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<'a> {
+    /// The device reference (stable, unlike `DeviceId`).
+    pub device: &'a str,
+    pub samples: &'a [Sample],
+}
+
+/// Writes that ride along in the store writer's transactions. Runs on the writer
+/// thread: keep every call short, every sample batch waits for it.
+pub trait CommitHook: Send + 'static {
+    /// Once, at open, after the migrations and before the first transaction.
+    fn open(&mut self, conn: &Connection) -> rusqlite::Result<()>;
+
+    /// Inside each transaction of samples and/or jobs, after its samples were
+    /// written and its jobs ran (outside their savepoints). `batches` are the transaction's device
+    /// batches in arrival order (none for a transaction of jobs only), including
+    /// samples the measurement tables refused (duplicates, non-finite values).
+    /// An error rolls the whole transaction back, samples included.
+    fn write(&mut self, conn: &Connection, batches: &[Batch<'_>]) -> rusqlite::Result<()>;
+
+    /// After that transaction: `committed` is false when it was rolled back
+    /// (whatever `write` did is gone). Called before the jobs of the transaction
+    /// are answered.
+    fn finished(&mut self, committed: bool);
+}
+
+/// Samples waiting for the next commit, with the end of each batch.
+#[derive(Default)]
+pub(crate) struct Pending {
+    pub samples: Vec<Sample>,
+    ends: Vec<usize>,
+}
+
+impl Pending {
+    pub fn push(&mut self, batch: Vec<Sample>) {
+        if batch.is_empty() {
+            return;
+        }
+        self.samples.extend(batch);
+        self.ends.push(self.samples.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    pub fn take(&mut self) -> Pending {
+        std::mem::take(self)
+    }
+
+    /// The batches, named by device reference; `reference` maps a sample's
+    /// device id (samples of unknown devices are left out).
+    pub fn batches<'a>(&'a self, reference: impl Fn(&Sample) -> Option<&'a str>) -> Vec<Batch<'a>> {
+        let mut start = 0;
+        let mut out = Vec::with_capacity(self.ends.len());
+        for &end in &self.ends {
+            let samples = &self.samples[start..end];
+            start = end;
+            if let Some(device) = samples.first().and_then(&reference) {
+                out.push(Batch { device, samples });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DeviceId, Property};
+
+    fn batch(device: u16, n: usize) -> Vec<Sample> {
+        (0..n)
+            .map(|i| Sample {
+                device: DeviceId(device),
+                property: Property::ActivePower,
+                ts_ms: i as i64,
+                value: 1.0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_keep_their_boundaries_and_skip_unknown_devices() {
+        let mut p = Pending::default();
+        p.push(batch(0, 2));
+        p.push(Vec::new());
+        p.push(batch(0, 1));
+        p.push(batch(7, 3));
+        p.push(batch(1, 1));
+        assert_eq!(p.len(), 7);
+        let names = ["a", "b"];
+        let got: Vec<_> = p
+            .batches(|s| names.get(usize::from(s.device.0)).copied())
+            .iter()
+            .map(|b| (b.device, b.samples.len()))
+            .collect();
+        assert_eq!(got, [("a", 2), ("a", 1), ("b", 1)]);
+        let taken = p.take();
+        assert!(p.is_empty());
+        assert_eq!(taken.len(), 7);
+    }
+}

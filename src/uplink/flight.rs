@@ -1,0 +1,159 @@
+//! Pure bookkeeping for the link task: which packet id carries which outbox row,
+//! and how fast the backlog may drain.
+//!
+//! rumqttc reports `Sent(pkid)` for each QoS 1 publish in the order the requests
+//! were queued, and `Acked(pkid)` on PUBACK. [`Flight`] matches the two so that a
+//! PUBACK names the `seq` to delete. [`Pacer`] is a token bucket. No I/O, no clock
+//! reads: the caller passes `Instant`s.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// What a queued publish carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tag {
+    /// An outbox row.
+    Telemetry(u64),
+    /// Status, listing, steering state, RPC answer: nothing to delete on PUBACK.
+    Other,
+}
+
+/// Publishes queued or unacknowledged on the current connection.
+#[derive(Debug, Default)]
+pub struct Flight {
+    queued: VecDeque<Tag>,
+    unacked: HashMap<u16, u64>,
+    telemetry: usize,
+}
+
+impl Flight {
+    /// A publish was handed to the client.
+    pub fn queued(&mut self, tag: Tag) {
+        if let Tag::Telemetry(_) = tag {
+            self.telemetry += 1;
+        }
+        self.queued.push_back(tag);
+    }
+
+    /// The client wrote the oldest queued publish with packet id `pkid`.
+    pub fn sent(&mut self, pkid: u16) {
+        match self.queued.pop_front() {
+            Some(Tag::Telemetry(seq)) => {
+                self.unacked.insert(pkid, seq);
+            }
+            Some(Tag::Other) => {}
+            None => tracing::debug!(pkid, "publish sent that the uplink did not queue"),
+        }
+    }
+
+    /// PUBACK for `pkid`: the telemetry seq it carried, if any.
+    pub fn acked(&mut self, pkid: u16) -> Option<u64> {
+        let seq = self.unacked.remove(&pkid)?;
+        self.telemetry -= 1;
+        Some(seq)
+    }
+
+    /// Telemetry queued or sent but not acknowledged.
+    pub fn telemetry_in_flight(&self) -> usize {
+        self.telemetry
+    }
+
+    /// The connection is gone: nothing queued on it will be acknowledged.
+    pub fn reset(&mut self) {
+        *self = Self::default();
+    }
+}
+
+/// A token bucket: `rate` tokens a second, at most `burst` saved up.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Pacer {
+    /// Starts full.
+    pub fn new(rate_per_s: u32, now: Instant) -> Self {
+        let rate = f64::from(rate_per_s.max(1));
+        let burst = (rate / 10.0).max(1.0);
+        Self {
+            rate,
+            burst,
+            tokens: burst,
+            at: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.burst);
+        self.at = now;
+    }
+
+    /// Takes up to `want` whole tokens; returns how many it took.
+    pub fn take(&mut self, now: Instant, want: usize) -> usize {
+        self.refill(now);
+        let n = (self.tokens.floor() as usize).min(want);
+        self.tokens -= n as f64;
+        n
+    }
+
+    /// When the next whole token is there.
+    pub fn next_token(&self) -> Instant {
+        let missing = (1.0 - self.tokens).max(0.0);
+        self.at + Duration::from_secs_f64(missing / self.rate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acks_name_the_rows_their_publishes_carried() {
+        let mut f = Flight::default();
+        f.queued(Tag::Telemetry(10));
+        f.queued(Tag::Other);
+        f.queued(Tag::Telemetry(11));
+        assert_eq!(f.telemetry_in_flight(), 2);
+        f.sent(1);
+        f.sent(2);
+        f.sent(3);
+        assert_eq!(f.acked(2), None);
+        assert_eq!(f.acked(3), Some(11));
+        assert_eq!(f.acked(1), Some(10));
+        assert_eq!(f.acked(1), None);
+        assert_eq!(f.telemetry_in_flight(), 0);
+        f.sent(9); // unknown: ignored
+    }
+
+    #[test]
+    fn reset_forgets_the_connection() {
+        let mut f = Flight::default();
+        f.queued(Tag::Telemetry(1));
+        f.sent(1);
+        f.reset();
+        assert_eq!(f.acked(1), None);
+        assert_eq!(f.telemetry_in_flight(), 0);
+    }
+
+    #[test]
+    fn pacer_holds_the_rate() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(100, t0);
+        assert_eq!(p.take(t0, 1000), 10); // the burst
+        assert_eq!(p.take(t0, 1000), 0);
+        assert!(p.next_token() > t0 && p.next_token() <= t0 + Duration::from_millis(10));
+        let mut total = 0;
+        for ms in 1..=1000 {
+            total += p.take(t0 + Duration::from_millis(ms), 1000);
+        }
+        assert!((99..=101).contains(&total), "{total}");
+        // Unused time saves up to the burst only.
+        assert_eq!(p.take(t0 + Duration::from_secs(60), 1000), 10);
+    }
+}

@@ -1,0 +1,154 @@
+//! The MQTT uplink of `spec/mqtt.md`: status with a last will, the retained device
+//! listing and steering states, measurement batches from a durable outbox, and the
+//! RPC bridge onto the HTTP router.
+//!
+//! Only this module knows topics and MQTT. It must never hold up measuring or
+//! steering: without a broker everything else goes on and telemetry waits in the
+//! outbox.
+//!
+//! # Wiring
+//!
+//! ```text
+//! Telemetry::publish ─► store writer ─► OutboxSink (same transaction) ─► Outbox ─► link ─► broker
+//! steering::follow_states ─► SteeringFeed::publish_steering_state ─► link (retained)
+//! broker ─► link ─► rpc::Bridge ─► api::router (oneshot) ─► link ─► broker
+//! ```
+
+mod backoff;
+mod client;
+mod dedup;
+mod flight;
+mod link;
+pub mod outbox;
+mod payload;
+mod rpc;
+mod steering;
+mod tls;
+mod topics;
+
+pub use backoff::{Backoff, Jitter};
+pub use dedup::{Dedup, WINDOW_MS as DEDUP_WINDOW_MS};
+pub use outbox::{Cap, Outbox, OutboxSink, OutboxState, OutboxStats};
+pub use payload::{measurements as measurements_payload, parse_rpc_request, RpcMethod, RpcRequest};
+pub use rpc::{idempotency_key, Answer, Bridge, MQTT_CALLER, MQTT_TRANSPORT};
+pub use steering::SteeringFeed;
+pub use tls::TlsError;
+pub use topics::Topics;
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::api::Auth;
+use crate::config::MqttConfig;
+use crate::model::time::now_ms;
+use crate::telemetry::Live;
+
+/// Everything the uplink needs from the rest of the agent.
+pub struct UplinkParts {
+    pub config: MqttConfig,
+    pub gateway_id: String,
+    /// The HTTP API router (the same instance the listeners serve).
+    pub router: axum::Router,
+    /// The API's token table, for `token` in RPC payloads.
+    pub auth: Arc<Auth>,
+    pub live: Arc<Live>,
+    /// `Telemetry::catalog_changes()`: republishes the device listing.
+    pub catalog: watch::Receiver<u64>,
+    /// On the agent's store, which was opened with the outbox's sink.
+    pub outbox: Outbox,
+    pub steering: SteeringFeed,
+}
+
+/// A running uplink.
+#[derive(Clone)]
+pub struct Uplink {
+    connected: watch::Receiver<bool>,
+    outbox: Outbox,
+    steering: SteeringFeed,
+    topics: Topics,
+    task: AbortHandle,
+}
+
+impl Uplink {
+    /// Starts the link task and the outbox's upkeep on `tracker`; they run until
+    /// `cancel`, then the link publishes `{"online": false}` and disconnects
+    /// cleanly. Fails only on unusable TLS settings; an unreachable broker is
+    /// retried forever.
+    pub fn start(
+        parts: UplinkParts,
+        tracker: &TaskTracker,
+        cancel: CancellationToken,
+    ) -> Result<Uplink, TlsError> {
+        let topics = Topics::new(&parts.config.prefix, &parts.gateway_id);
+        let (client, eventloop) = client::build(&parts.config, &parts.gateway_id, &topics)?;
+        let dedup = Dedup::new(parts.outbox.store().clone());
+        let bridge = Bridge::new(
+            parts.router,
+            parts.auth,
+            parts.config.require_token,
+            dedup.clone(),
+        );
+        let (connected_tx, connected) = watch::channel(false);
+        let link = link::Link {
+            client,
+            topics: topics.clone(),
+            outbox: parts.outbox.clone(),
+            bridge: Arc::new(bridge),
+            dedup,
+            live: parts.live,
+            catalog: parts.catalog,
+            steering: parts.steering.subscribe(),
+            started_at_ms: now_ms(),
+            drain_rate: parts.config.drain_rate,
+            connected: connected_tx,
+        };
+        tracing::info!(url = %parts.config.url, root = topics.root(), "MQTT uplink starting");
+        tracker.spawn(parts.outbox.clone().run_upkeep(cancel.child_token()));
+        let task = tracker.spawn(link.run(eventloop, cancel)).abort_handle();
+        Ok(Uplink {
+            connected,
+            outbox: parts.outbox,
+            steering: parts.steering,
+            topics,
+            task,
+        })
+    }
+
+    /// True while a session with the broker is up and the RPC subscription was
+    /// acknowledged.
+    pub fn is_connected(&self) -> bool {
+        *self.connected.borrow()
+    }
+
+    /// Changes on every connect and disconnect.
+    pub fn connection(&self) -> watch::Receiver<bool> {
+        self.connected.clone()
+    }
+
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    pub fn stats(&self) -> OutboxStats {
+        self.outbox.stats()
+    }
+
+    pub fn topics(&self) -> &Topics {
+        &self.topics
+    }
+
+    /// See [`SteeringFeed::publish_steering_state`].
+    pub fn publish_steering_state(&self, site: &str, body: serde_json::Value) {
+        self.steering.publish_steering_state(site, body);
+    }
+
+    /// Stops the link task at once, without DISCONNECT: the broker sees the
+    /// connection drop and publishes the will. For tests of a dying agent.
+    pub fn kill(&self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,215 @@
+//! The RPC bridge: a `{root}/rpc/request` payload becomes an HTTP request to the
+//! very router the HTTP listeners serve, so every endpoint answers over MQTT with
+//! the same body and the same problem.
+//!
+//! Who may publish requests is the broker's ACL; with `require_token` the payload
+//! must also carry an API token, checked like a bearer token. Each id is answered
+//! once ([`Dedup`]); state-changing requests also carry it as `Idempotency-Key`
+//! (steering scopes keys per caller, so an id is "once" per token). Requests are
+//! marked `api::Transport("mqtt")` for steering's audit log. This file must not
+//! interpret endpoints or bodies.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::Request;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+use super::dedup::{Dedup, Seen};
+use super::payload::{self, RpcRequest};
+use crate::api::{ApiError, Auth, Caller, Transport};
+use crate::config::Scope;
+use crate::model::time::now_ms;
+
+/// The name steering's audit log records for requests without a token.
+pub const MQTT_CALLER: &str = "mqtt";
+
+/// What the audit log records as the transport of RPC requests.
+pub const MQTT_TRANSPORT: Transport = Transport("mqtt");
+
+/// Answers RPC payloads.
+pub struct Bridge {
+    router: Router,
+    auth: Arc<Auth>,
+    require_token: bool,
+    dedup: Dedup,
+}
+
+/// A finished answer: the id it belongs to (if the request had a usable one) and
+/// the response payload.
+#[derive(Debug)]
+pub struct Answer {
+    pub id: Option<String>,
+    pub payload: Vec<u8>,
+}
+
+impl Bridge {
+    pub fn new(router: Router, auth: Arc<Auth>, require_token: bool, dedup: Dedup) -> Self {
+        Self {
+            router,
+            auth,
+            require_token,
+            dedup,
+        }
+    }
+
+    /// Answers one request payload. Never fails: every problem is an answer.
+    pub async fn answer(&self, raw: &[u8]) -> Answer {
+        let request = match payload::parse_rpc_request(raw) {
+            Ok(r) => r,
+            Err(rejection) => {
+                let payload =
+                    render(rejection.id.as_deref(), rejection.error.into_response()).await;
+                return Answer {
+                    id: rejection.id,
+                    payload,
+                };
+            }
+        };
+        let id = request.id.clone();
+        let caller = match self.caller(&request) {
+            Ok(c) => c,
+            Err(e) => {
+                let payload = render(Some(&id), e.into_response()).await;
+                return Answer {
+                    id: Some(id),
+                    payload,
+                };
+            }
+        };
+        let claim = match self.dedup.claim(&id, now_ms()).await {
+            Ok(Seen::Answered(payload)) => {
+                tracing::debug!(rpc_id = %id, "duplicate RPC request: first answer sent again");
+                return Answer {
+                    id: Some(id),
+                    payload,
+                };
+            }
+            Ok(Seen::New(claim)) => claim,
+            Err(e) => {
+                // Without the record we cannot promise "once": refuse rather than risk it.
+                tracing::error!(rpc_id = %id, error = %e, "RPC dedup record unavailable");
+                let err =
+                    ApiError::internal("the RPC duplicate record is unavailable; retry later");
+                let payload = render(Some(&id), err.into_response()).await;
+                return Answer {
+                    id: Some(id),
+                    payload,
+                };
+            }
+        };
+        let response = self.call(request, caller).await;
+        let payload = render(Some(&id), response).await;
+        if let Err(e) = self.dedup.record(claim, payload.clone(), now_ms()).await {
+            tracing::error!(rpc_id = %id, error = %e, "cannot record the RPC answer");
+        }
+        Answer {
+            id: Some(id),
+            payload,
+        }
+    }
+
+    fn caller(&self, request: &RpcRequest) -> Result<Caller, ApiError> {
+        match &request.token {
+            Some(token) => self.auth.authenticate_token(token),
+            None if self.require_token => Err(ApiError::unauthorized(
+                "this gateway demands an API token in the RPC payload (\"token\")",
+                false,
+            )),
+            None => Ok(Caller::new(MQTT_CALLER, &[Scope::Read, Scope::Steer])),
+        }
+    }
+
+    async fn call(&self, request: RpcRequest, caller: Caller) -> Response {
+        let mut builder = Request::builder()
+            .method(request.method.as_http())
+            .uri(&request.path);
+        if request.method.changes_state() {
+            builder = builder.header("idempotency-key", idempotency_key(&request.id));
+        }
+        let body = match &request.body {
+            Some(b) => {
+                builder = builder.header(CONTENT_TYPE, "application/json");
+                Body::from(b.to_string())
+            }
+            None => Body::empty(),
+        };
+        let mut http = match builder.body(body) {
+            Ok(r) => r,
+            Err(_) => {
+                return ApiError::invalid_value(
+                    "path",
+                    format!("{:?} is not a valid request path", request.path),
+                )
+                .into_response()
+            }
+        };
+        http.extensions_mut().insert(caller);
+        http.extensions_mut().insert(MQTT_TRANSPORT);
+        match self.router.clone().oneshot(http).await {
+            Ok(r) => r,
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// The `Idempotency-Key` for an RPC id: the id itself when it is a valid key
+/// (visible ASCII, which steering takes as is), else `sha256:` and the hex digest
+/// of its bytes, so every id (any UTF-8, spaces, control characters) gets a
+/// distinct key that fits the header.
+pub fn idempotency_key(id: &str) -> String {
+    if id.bytes().all(|b| b.is_ascii_graphic()) {
+        id.to_string()
+    } else {
+        use sha2::Digest;
+        format!(
+            "sha256:{}",
+            hex::encode(sha2::Sha256::digest(id.as_bytes()))
+        )
+    }
+}
+
+/// The response payload for a router (or bridge) answer. The body is JSON when it
+/// parses as JSON, a string otherwise (`/metrics` text), `null` when empty.
+async fn render(id: Option<&str>, response: Response) -> Vec<u8> {
+    let status = response.status().as_u16();
+    let body = match response.into_body().collect().await {
+        Ok(collected) => {
+            let bytes = collected.to_bytes();
+            if bytes.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_slice(&bytes)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+        }
+        Err(e) => Value::String(format!("cannot read the answer: {e}")),
+    };
+    payload::rpc_response(id, status, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::idempotency_key;
+
+    #[test]
+    fn every_id_becomes_a_valid_distinct_key() {
+        assert_eq!(idempotency_key("r-1"), "r-1");
+        let spaced = idempotency_key(" r-1");
+        assert_ne!(spaced, idempotency_key("r-1"));
+        assert_ne!(spaced, idempotency_key("r-1 "));
+        for id in [" r-1", "läuft", "a\nb", "tab\there"] {
+            let key = idempotency_key(id);
+            assert!(
+                key.starts_with("sha256:") && key.len() == 71,
+                "{id:?}: {key}"
+            );
+            assert!(axum::http::HeaderValue::from_str(&key).is_ok());
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! Brokers for the MQTT tests: rumqttd in-process (always) and mosquitto as a
+//! child process (where the binary exists), each on an ephemeral loopback port;
+//! a TCP gate that can cut the agent off from the broker and let it back; a TLS
+//! front with a CA generated in the test; and a subscriber that records messages.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+
+/// Which broker implementation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Rumqttd,
+    Mosquitto,
+}
+
+/// rumqttd always; mosquitto too when its binary is installed.
+pub fn kinds() -> Vec<Kind> {
+    let mut kinds = vec![Kind::Rumqttd];
+    if mosquitto_binary().is_some() {
+        kinds.push(Kind::Mosquitto);
+    } else {
+        #[allow(clippy::print_stderr, reason = "a test run should say what it skipped")]
+        {
+            eprintln!("mosquitto not installed: MQTT tests run against rumqttd only");
+        }
+    }
+    kinds
+}
+
+fn mosquitto_binary() -> Option<PathBuf> {
+    [
+        "/usr/sbin/mosquitto",
+        "/usr/bin/mosquitto",
+        "/usr/local/sbin/mosquitto",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_file())
+}
+
+/// A running broker. MQTT 3.1.1 and 5 are both served (rumqttd on two ports).
+pub struct Broker {
+    pub kind: Kind,
+    v5: SocketAddr,
+    v4: SocketAddr,
+    _child: Option<ChildGuard>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+struct ChildGuard(std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free loopback port: bound, read and released. A broker that cannot take an
+/// explicit port 0 report needs this; the window for a clash is tiny.
+fn free_port() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+async fn wait_listening(addr: SocketAddr) {
+    super::wait_for(
+        &format!("broker on {addr}"),
+        Duration::from_secs(10),
+        || async { TcpStream::connect(addr).await.ok().map(drop) },
+    )
+    .await;
+}
+
+impl Broker {
+    pub async fn start(kind: Kind) -> Broker {
+        match kind {
+            Kind::Rumqttd => Self::rumqttd().await,
+            Kind::Mosquitto => Self::mosquitto().await,
+        }
+    }
+
+    /// The address for a client of `protocol` ("5" or "3.1.1").
+    pub fn addr(&self, protocol: &str) -> SocketAddr {
+        if protocol == "3.1.1" {
+            self.v4
+        } else {
+            self.v5
+        }
+    }
+
+    async fn rumqttd() -> Broker {
+        use rumqttd::{Config, ConnectionSettings, RouterConfig, ServerSettings};
+        let (v4, v5) = (free_port(), free_port());
+        let server = |name: &str, listen| ServerSettings {
+            name: name.into(),
+            listen,
+            tls: None,
+            next_connection_delay_ms: 1,
+            connections: ConnectionSettings {
+                connection_timeout_ms: 60_000,
+                max_payload_size: 1 << 20,
+                max_inflight_count: 500,
+                auth: None,
+                external_auth: None,
+                dynamic_filters: true,
+            },
+        };
+        let config = Config {
+            id: 0,
+            router: RouterConfig {
+                max_connections: 100,
+                max_outgoing_packet_count: 200,
+                max_segment_size: 100 << 20,
+                max_segment_count: 10,
+                custom_segment: None,
+                initialized_filters: None,
+                shared_subscriptions_strategy: Default::default(),
+            },
+            v4: Some(HashMap::from([("1".to_string(), server("v4", v4))])),
+            v5: Some(HashMap::from([("1".to_string(), server("v5", v5))])),
+            ..Default::default()
+        };
+        std::thread::spawn(move || {
+            let mut broker = rumqttd::Broker::new(config);
+            // Runs until the test process ends; a start failure shows as the
+            // listening wait below timing out.
+            let _ = broker.start();
+        });
+        wait_listening(v4).await;
+        wait_listening(v5).await;
+        Broker {
+            kind: Kind::Rumqttd,
+            v5,
+            v4,
+            _child: None,
+            _dir: None,
+        }
+    }
+
+    async fn mosquitto() -> Broker {
+        let bin = mosquitto_binary().expect("mosquitto installed");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let addr = free_port();
+        let conf = dir.path().join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n",
+                addr.port()
+            ),
+        )
+        .expect("write mosquitto.conf");
+        let child = std::process::Command::new(bin)
+            .arg("-c")
+            .arg(&conf)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("mosquitto starts");
+        let guard = ChildGuard(child);
+        wait_listening(addr).await;
+        Broker {
+            kind: Kind::Mosquitto,
+            v5: addr,
+            v4: addr,
+            _child: Some(guard),
+            _dir: Some(dir),
+        }
+    }
+}
+
+/// A TCP forwarder that can cut every connection and refuse new ones ("the broker
+/// went away") and later let them through again.
+pub struct Gate {
+    pub addr: SocketAddr,
+    open: watch::Sender<bool>,
+}
+
+impl Gate {
+    pub async fn start(upstream: SocketAddr) -> Gate {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind gate");
+        let addr = listener.local_addr().expect("gate addr");
+        let (open, _) = watch::channel(true);
+        let rx = open.subscribe();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let mut open = rx.clone();
+                if !*open.borrow_and_update() {
+                    continue; // dropped: connection refused in effect
+                }
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = open.wait_for(|o| !*o) => {}
+                    }
+                });
+            }
+        });
+        Gate { addr, open }
+    }
+
+    /// Cuts every connection through the gate and refuses new ones.
+    pub fn close(&self) {
+        self.open.send_replace(false);
+    }
+
+    pub fn reopen(&self) {
+        self.open.send_replace(true);
+    }
+}
+
+/// A CA and a server certificate for 127.0.0.1 signed by it, plus a client
+/// certificate signed by it, all generated here.
+pub struct TestPki {
+    pub ca_pem: String,
+    server_cert: rustls::pki_types::CertificateDer<'static>,
+    server_key: rustls::pki_types::PrivateKeyDer<'static>,
+    ca_der: rustls::pki_types::CertificateDer<'static>,
+    pub client_cert_pem: String,
+    pub client_key_pem: String,
+}
+
+impl TestPki {
+    pub fn generate() -> TestPki {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, SanType};
+        let ca_key = KeyPair::generate().expect("ca key");
+        let mut ca_params = CertificateParams::new(Vec::new()).expect("ca params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "sitegate test CA");
+        let ca_cert = ca_params.self_signed(&ca_key).expect("ca cert");
+        let issuer = Issuer::new(ca_params, ca_key);
+
+        let server_key = KeyPair::generate().expect("server key");
+        let mut server_params = CertificateParams::new(Vec::new()).expect("server params");
+        server_params
+            .subject_alt_names
+            .push(SanType::IpAddress("127.0.0.1".parse().expect("ip")));
+        let server_cert = server_params
+            .signed_by(&server_key, &issuer)
+            .expect("server cert");
+
+        let client_key = KeyPair::generate().expect("client key");
+        let mut client_params = CertificateParams::new(Vec::new()).expect("client params");
+        client_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "sitegate-test");
+        let client_cert = client_params
+            .signed_by(&client_key, &issuer)
+            .expect("client cert");
+
+        TestPki {
+            ca_pem: ca_cert.pem(),
+            ca_der: ca_cert.der().clone(),
+            server_cert: server_cert.der().clone(),
+            server_key: rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
+            client_cert_pem: client_cert.pem(),
+            client_key_pem: client_key.serialize_pem(),
+        }
+    }
+
+    /// Writes `ca.pem`, `client.pem`, `client.key` into `dir`.
+    pub fn write(&self, dir: &std::path::Path) {
+        std::fs::write(dir.join("ca.pem"), &self.ca_pem).expect("write ca");
+        std::fs::write(dir.join("client.pem"), &self.client_cert_pem).expect("write cert");
+        std::fs::write(dir.join("client.key"), &self.client_key_pem).expect("write key");
+    }
+}
+
+/// A TLS front to `upstream` with the server certificate of `pki`; with
+/// `client_auth` it demands a client certificate signed by the test CA. Reports
+/// each handshake's outcome.
+pub async fn tls_front(
+    upstream: SocketAddr,
+    pki: &TestPki,
+    client_auth: bool,
+) -> (SocketAddr, mpsc::UnboundedReceiver<Result<(), String>>) {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions");
+    let builder = if client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(pki.ca_der.clone()).expect("ca root");
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .expect("client verifier");
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let config = builder
+        .with_single_cert(vec![pki.server_cert.clone()], pki.server_key.clone_key())
+        .expect("server cert");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind tls");
+    let addr = listener.local_addr().expect("tls addr");
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                match acceptor.accept(inbound).await {
+                    Ok(mut tls) => {
+                        let _ = tx.send(Ok(()));
+                        if let Ok(mut outbound) = TcpStream::connect(upstream).await {
+                            let _ = tokio::io::copy_bidirectional(&mut tls, &mut outbound).await;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e.to_string()));
+                    }
+                }
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// One received message.
+#[derive(Clone, Debug)]
+pub struct Message {
+    pub topic: String,
+    pub payload: Vec<u8>,
+    pub retain: bool,
+    pub correlation: Option<Vec<u8>>,
+}
+
+impl Message {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.payload)
+            .unwrap_or_else(|e| panic!("{}: payload is not JSON: {e}", self.topic))
+    }
+}
+
+/// An MQTT 5 test client that subscribes to `filter` and records every message.
+pub struct Subscriber {
+    pub client: AsyncClient,
+    messages: mpsc::UnboundedReceiver<Message>,
+    pub seen: Vec<Message>,
+}
+
+impl Subscriber {
+    pub async fn connect(addr: SocketAddr, id: &str, filter: &str) -> Subscriber {
+        let mut options = MqttOptions::new(id, addr.ip().to_string(), addr.port());
+        options.set_keep_alive(Duration::from_secs(30));
+        let (client, mut eventloop) = AsyncClient::new(options, 100);
+        let (tx, messages) = mpsc::unbounded_channel();
+        let (subscribed_tx, mut subscribed) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            loop {
+                match eventloop.poll().await {
+                    Ok(Event::Incoming(Packet::Publish(p))) => {
+                        let _ = tx.send(Message {
+                            topic: String::from_utf8_lossy(&p.topic).into_owned(),
+                            payload: p.payload.to_vec(),
+                            retain: p.retain,
+                            correlation: p
+                                .properties
+                                .and_then(|pr| pr.correlation_data)
+                                .map(|b| b.to_vec()),
+                        });
+                    }
+                    Ok(Event::Incoming(Packet::SubAck(_))) => {
+                        let _ = subscribed_tx.send(());
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        if tx.is_closed() {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        client
+            .subscribe(filter, QoS::AtLeastOnce)
+            .await
+            .expect("subscribe");
+        tokio::time::timeout(Duration::from_secs(10), subscribed.recv())
+            .await
+            .expect("SUBACK in time");
+        Subscriber {
+            client,
+            messages,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for the next message (recorded in `seen`) matching `pred`.
+    pub async fn expect(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Message) -> bool,
+    ) -> Message {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let m = tokio::time::timeout_at(deadline, self.messages.recv())
+                .await
+                .unwrap_or_else(|_| panic!("timed out after {timeout:?} waiting for {what}"))
+                .expect("subscriber running");
+            self.seen.push(m.clone());
+            if pred(&m) {
+                return m;
+            }
+        }
+    }
+
+    /// Publishes an RPC request, optionally with an MQTT 5 response topic and
+    /// correlation data.
+    pub async fn request(&self, topic: &str, body: &Value, response: Option<(&str, &[u8])>) {
+        let mut props = PublishProperties::default();
+        if let Some((t, c)) = response {
+            props.response_topic = Some(t.to_string());
+            props.correlation_data = Some(c.to_vec().into());
+        }
+        self.client
+            .publish_with_properties(topic, QoS::AtLeastOnce, false, body.to_string(), props)
+            .await
+            .expect("publish request");
+    }
+}

@@ -1,0 +1,233 @@
+//! The MQTT uplink end to end against real brokers (rumqttd in-process, and
+//! mosquitto where installed): status and will, the retained listing, telemetry
+//! in the contract's shape, and store-and-forward through an outage and a restart.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use common::broker::{kinds, Broker, Gate, Kind, Message, Subscriber};
+use common::mqtt::{self, mqtt_section, plain_url, site_config, uplink};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(20);
+const ROOT: &str = "sitegate/test";
+
+fn is_measurement(m: &Message) -> bool {
+    m.topic.starts_with(&format!("{ROOT}/devices/")) && m.topic.ends_with("/measurements")
+}
+
+async fn shape_and_status(kind: Kind, protocol: &str) {
+    let broker = Broker::start(kind).await;
+    let mut sub = Subscriber::connect(
+        broker.addr("5"),
+        &format!("watch-{protocol}"),
+        &format!("{ROOT}/#"),
+    )
+    .await;
+    let text = site_config(
+        &mqtt_section(&plain_url(broker.addr(protocol)), protocol, ""),
+        200,
+    );
+    let site = mqtt::start(&text).await;
+
+    let status = sub
+        .expect("online status", T, |m| m.topic == format!("{ROOT}/status"))
+        .await;
+    let status = status.json();
+    assert_eq!(status["online"], true, "{status}");
+    assert_eq!(status["version"], env!("CARGO_PKG_VERSION"));
+    assert!(status["startedAt"].as_i64().is_some(), "{status}");
+
+    let listing = sub
+        .expect("device listing", T, |m| {
+            m.topic == format!("{ROOT}/devices")
+        })
+        .await
+        .json();
+    let refs: Vec<_> = listing
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|d| {
+            d["deviceReference"]
+                .as_str()
+                .expect("reference")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(refs, ["dvc_pv", "dvc_bat", "dvc_grid"]);
+
+    let m = sub
+        .expect("measurements of the battery", T, |m| {
+            m.topic == format!("{ROOT}/devices/dvc_bat/measurements")
+        })
+        .await;
+    assert!(!m.retain);
+    let body = m.json();
+    let keys: BTreeSet<_> = body.as_object().expect("object").keys().cloned().collect();
+    assert_eq!(
+        keys,
+        BTreeSet::from(["reference".into(), "measurements".into(), "seq".into()])
+    );
+    assert_eq!(body["reference"], "dvc_bat");
+    assert!(body["seq"].as_u64().expect("seq") >= 1);
+    let ms = body["measurements"].as_array().expect("measurements");
+    assert!(!ms.is_empty());
+    for e in ms {
+        let keys: BTreeSet<_> = e.as_object().expect("element").keys().cloned().collect();
+        assert_eq!(
+            keys,
+            BTreeSet::from([
+                "timestamp".into(),
+                "property".into(),
+                "value".into(),
+                "unit".into()
+            ])
+        );
+        assert!(
+            e["timestamp"].as_i64().is_some() && e["value"].is_number(),
+            "{e}"
+        );
+    }
+    assert!(
+        ms.iter()
+            .any(|e| e["property"] == "soc" && e["unit"] == "%"),
+        "{body}"
+    );
+
+    // seq counts per gateway across devices: consecutive messages differ by one.
+    let mut seqs = Vec::new();
+    while seqs.len() < 10 {
+        let m = sub.expect("more measurements", T, is_measurement).await;
+        seqs.push(m.json()["seq"].as_u64().expect("seq"));
+    }
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+
+    // A late subscriber gets status and listing as retained messages.
+    for topic in ["status", "devices"] {
+        let full = format!("{ROOT}/{topic}");
+        let mut late =
+            Subscriber::connect(broker.addr("5"), &format!("late-{topic}-{protocol}"), &full).await;
+        let m = late
+            .expect(&format!("retained {topic} on {kind:?}"), T, |m| {
+                m.topic == full
+            })
+            .await;
+        assert!(m.retain, "{topic} is retained");
+    }
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telemetry_status_and_listing_have_the_contract_shape() {
+    for kind in kinds() {
+        shape_and_status(kind, "5").await;
+        shape_and_status(kind, "3.1.1").await;
+    }
+}
+
+async fn outage_and_restart(kind: Kind) {
+    let broker = Broker::start(kind).await;
+    let gate = Gate::start(broker.addr("5")).await;
+    let mut sub = Subscriber::connect(broker.addr("5"), "watch-outage", &format!("{ROOT}/#")).await;
+    let text = site_config(&mqtt_section(&plain_url(gate.addr), "5", ""), 200);
+    let site = mqtt::start(&text).await;
+    sub.expect("first measurements", T, is_measurement).await;
+
+    // The broker goes away; the agent keeps measuring into the outbox.
+    gate.close();
+    mqtt::wait_connected(&site, false, T).await;
+    let before = uplink(&site).stats().last_seq;
+    common::wait_for("telemetry piling up while offline", T, || async {
+        (uplink(&site).stats().last_seq >= before + 15).then_some(())
+    })
+    .await;
+
+    // The agent restarts while the broker is still away.
+    let site = mqtt::restart(site, &text).await;
+    let after_restart = uplink(&site).stats().last_seq;
+    assert!(after_restart >= before + 15, "seq survives the restart");
+    common::wait_for("more telemetry after the restart", T, || async {
+        (uplink(&site).stats().last_seq >= after_restart + 15).then_some(())
+    })
+    .await;
+
+    gate.reopen();
+    mqtt::wait_connected(&site, true, Duration::from_secs(90)).await;
+    let target = uplink(&site).stats().last_seq;
+    let mut got: BTreeMap<u64, Value> = BTreeMap::new();
+    for m in sub.seen.iter().filter(|m| is_measurement(m)) {
+        let v = m.json();
+        got.insert(v["seq"].as_u64().expect("seq"), v);
+    }
+    while (1..=target).any(|s| !got.contains_key(&s)) {
+        let m = sub.expect("the backlog", T, is_measurement).await;
+        let v = m.json();
+        got.insert(v["seq"].as_u64().expect("seq"), v);
+    }
+    // Every seq from 1 on arrived, none twice-counted; per device, samples in seq
+    // order go forward in time.
+    let max = *got.keys().last().expect("some");
+    assert_eq!(
+        got.len() as u64,
+        max,
+        "gap in seq: {:?}",
+        got.keys().collect::<Vec<_>>()
+    );
+    let mut last_ts: BTreeMap<String, i64> = BTreeMap::new();
+    for v in got.values() {
+        let device = v["reference"].as_str().expect("reference").to_string();
+        let ts = v["measurements"][0]["timestamp"]
+            .as_i64()
+            .expect("timestamp");
+        let prev = last_ts.insert(device.clone(), ts).unwrap_or(i64::MIN);
+        assert!(ts >= prev, "{device}: seq {} goes back in time", v["seq"]);
+    }
+    // Acknowledged rows leave with the next commit: the whole backlog goes.
+    common::wait_for("the backlog deleted after its PUBACKs", T, || async {
+        let left = uplink(&site).outbox().fetch(0, target, 1).await.ok()?;
+        left.is_empty().then_some(())
+    })
+    .await;
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sample_arrives_after_an_outage_and_a_restart() {
+    for kind in kinds() {
+        outage_and_restart(kind).await;
+    }
+}
+
+async fn will_on_death(kind: Kind) {
+    let broker = Broker::start(kind).await;
+    let mut sub =
+        Subscriber::connect(broker.addr("5"), "watch-will", &format!("{ROOT}/status")).await;
+    let text = site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), 200);
+    let site = mqtt::start(&text).await;
+    sub.expect("online", T, |m| m.json()["online"] == true)
+        .await;
+    uplink(&site).kill();
+    let m = sub
+        .expect("the will", T, |m| m.json()["online"] == false)
+        .await;
+    assert_eq!(m.json(), serde_json::json!({"online": false}));
+    site.stop().await;
+
+    // A clean stop says offline too.
+    let site = mqtt::start(&text).await;
+    sub.expect("online again", T, |m| m.json()["online"] == true)
+        .await;
+    site.stop().await;
+    sub.expect("offline on shutdown", T, |m| m.json()["online"] == false)
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_goes_offline_through_the_will_when_the_agent_dies() {
+    for kind in kinds() {
+        will_on_death(kind).await;
+    }
+}
