@@ -34,6 +34,7 @@ mod error;
 mod extract;
 mod measurements;
 mod ops;
+mod page;
 mod query;
 mod readiness;
 mod steering;
@@ -167,6 +168,7 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
+        .merge(page::routes())
         .merge(read_routes)
         .merge(steer_routes)
         .fallback(ops::not_found)

@@ -6,6 +6,7 @@ pub mod broker;
 pub mod mqtt;
 pub mod site;
 pub mod steer;
+pub mod webdriver;
 
 use std::future::Future;
 use std::time::Duration;

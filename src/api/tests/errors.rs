@@ -13,7 +13,7 @@ async fn unknown_routes_are_404_not_found() {
         "/nope",
         "/devices/",
         "/devices/dvc_pv1/measurement/extra",
-        "/",
+        "/page/nope.js", // "/" is the technician page
     ] {
         let a = send(&app, request(Method::GET, uri, Some(READ))).await;
         a.problem(404, "not_found");
