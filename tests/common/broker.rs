@@ -28,6 +28,8 @@ pub fn kinds() -> Vec<Kind> {
     let mut kinds = vec![Kind::Rumqttd];
     if mosquitto_binary().is_some() {
         kinds.push(Kind::Mosquitto);
+    } else if std::env::var("SITEGATE_REQUIRE_MOSQUITTO").is_ok_and(|v| v == "1") {
+        panic!("SITEGATE_REQUIRE_MOSQUITTO=1 but no mosquitto binary is installed");
     } else {
         #[allow(clippy::print_stderr, reason = "a test run should say what it skipped")]
         {
