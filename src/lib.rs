@@ -8,7 +8,9 @@
 pub mod agent;
 pub mod api;
 pub mod config;
+pub mod liveness;
 pub mod logging;
+pub mod metrics;
 pub mod modbus;
 pub mod model;
 pub mod sim;

@@ -1,25 +1,61 @@
 //! Log output: tracing with fields, as plain lines (no timestamps or colours under
-//! journald, which adds its own) or JSON.
+//! journald, which adds its own) or JSON; the level can be changed while running
+//! (SIGHUP re-reads `logging.level`).
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{fmt, reload, EnvFilter, Layer, Registry};
 
 use crate::config::{LogFormat, LoggingConfig};
 
+/// Changes the level of the installed subscriber.
+pub struct LogHandle {
+    filter: reload::Handle<EnvFilter, Registry>,
+    /// `RUST_LOG` was set at start: it keeps winning over the config.
+    from_env: bool,
+}
+
+impl LogHandle {
+    /// Applies `logging.level` (unless `RUST_LOG` was set at start).
+    pub fn set_level(&self, level: &str) -> Result<(), String> {
+        if self.from_env {
+            tracing::info!("RUST_LOG is set: logging.level from the config is not applied");
+            return Ok(());
+        }
+        let filter = parse_level(level)?;
+        self.filter
+            .reload(filter)
+            .map_err(|e| format!("cannot change the log level: {e}"))
+    }
+}
+
+fn parse_level(level: &str) -> Result<EnvFilter, String> {
+    EnvFilter::try_new(level)
+        .map_err(|e| format!("logging.level {level:?} is not a valid filter: {e}"))
+}
+
 /// Installs the global subscriber. `RUST_LOG`, when set, wins over the config.
 /// Returns an error when a subscriber is already installed.
-pub fn init(cfg: &LoggingConfig) -> Result<(), String> {
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&cfg.level))
-        .map_err(|e| format!("logging.level {:?} is not a valid filter: {e}", cfg.level))?;
-    let under_journald = std::env::var_os("JOURNAL_STREAM").is_some();
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false);
-    let result = match (cfg.format, under_journald) {
-        (LogFormat::Json, _) => builder.json().with_current_span(false).try_init(),
-        (LogFormat::Text, true) => builder.without_time().with_ansi(false).try_init(),
-        (LogFormat::Text, false) => builder.try_init(),
+pub fn init(cfg: &LoggingConfig) -> Result<LogHandle, String> {
+    let (filter, from_env) = match EnvFilter::try_from_default_env() {
+        Ok(f) => (f, true),
+        Err(_) => (parse_level(&cfg.level)?, false),
     };
-    result.map_err(|e| e.to_string())
+    let (filter, handle) = reload::Layer::new(filter);
+    let under_journald = std::env::var_os("JOURNAL_STREAM").is_some();
+    let base = fmt::layer().with_writer(std::io::stderr).with_target(false);
+    let output = match (cfg.format, under_journald) {
+        (LogFormat::Json, _) => base.json().with_current_span(false).boxed(),
+        (LogFormat::Text, true) => base.without_time().with_ansi(false).boxed(),
+        (LogFormat::Text, false) => base.boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(output)
+        .try_init()
+        .map_err(|e| e.to_string())?;
+    Ok(LogHandle {
+        filter: handle,
+        from_env,
+    })
 }

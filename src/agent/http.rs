@@ -9,6 +9,7 @@ use tokio_util::task::TaskTracker;
 
 use super::StartError;
 use crate::config::Config;
+use crate::metrics::Registry;
 use crate::store::StoreHandle;
 use crate::telemetry::Live;
 
@@ -26,19 +27,21 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
     Ok(listeners)
 }
 
-/// The API router over every subsystem, and its token table (the MQTT RPC
-/// bridge checks payload tokens against it).
+/// The API router over every subsystem, its token table (the MQTT RPC bridge
+/// checks payload tokens against it and SIGHUP reloads it), and its metrics
+/// registry (`None` with `http.metrics = false`).
 pub(super) fn router(
     config: &Config,
     live: Arc<Live>,
     store: StoreHandle,
     steering: crate::steering::SteeringService,
-) -> (axum::Router, Arc<crate::api::Auth>) {
+) -> (axum::Router, Arc<crate::api::Auth>, Option<Registry>) {
     let state = crate::api::ApiState::new(config, live)
         .with_store(store)
         .with_steering(steering);
     let auth = state.auth.clone();
-    (crate::api::router(state), auth)
+    let metrics = state.metrics.clone();
+    (crate::api::router(state), auth, metrics)
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

@@ -4,6 +4,8 @@
 //! This is wiring only: no protocol logic and no decisions live here.
 
 mod http;
+pub mod systemd;
+mod watchdog;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -14,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
+use crate::liveness::Pulse;
+use crate::metrics::Registry;
+use crate::modbus::stats::BusCollector;
 use crate::modbus::{BusHandle, BusTask, DeviceMaps};
 use crate::store::{CommitHook, StoreError, StoreHandle};
 use crate::telemetry::{Live, Reading, Telemetry};
@@ -51,6 +56,8 @@ pub struct Agent {
     http_addrs: Vec<SocketAddr>,
     uplink: Option<Uplink>,
     steering_feed: SteeringFeed,
+    auth: Arc<crate::api::Auth>,
+    metrics: Option<Registry>,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -106,7 +113,8 @@ impl Agent {
         )
         .await?;
 
-        let (router, auth) = http::router(&config, live.clone(), store.clone(), steering.clone());
+        let (router, auth, metrics) =
+            http::router(&config, live.clone(), store.clone(), steering.clone());
         let steering_feed = SteeringFeed::new();
         let uplink = match (&config.mqtt, outbox) {
             (Some(mqtt), Some(outbox)) => {
@@ -122,7 +130,7 @@ impl Agent {
                         config: mqtt.clone(),
                         gateway_id: config.gateway_id.clone(),
                         router: router.clone(),
-                        auth,
+                        auth: auth.clone(),
                         live: live.clone(),
                         catalog: telemetry.catalog_changes(),
                         outbox,
@@ -134,6 +142,17 @@ impl Agent {
             }
             _ => None,
         };
+        if let Some(registry) = &metrics {
+            registry.register(live.clone());
+            registry.register(Arc::new(BusCollector(
+                buses.values().map(|b| b.stats().clone()).collect(),
+            )));
+            registry.register(Arc::new(store.clone()));
+            registry.register(Arc::new(steering.clone()));
+            if let Some(uplink) = &uplink {
+                registry.register(Arc::new(uplink.clone()));
+            }
+        }
         let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
         for addr in &http_addrs {
             tracing::info!(%addr, "HTTP API listening");
@@ -150,6 +169,8 @@ impl Agent {
             http_addrs,
             uplink,
             steering_feed,
+            auth,
+            metrics,
             cancel,
             tracker,
         })
@@ -197,6 +218,41 @@ impl Agent {
     /// publish (a no-op sink without `[mqtt]`).
     pub fn steering_feed(&self) -> &SteeringFeed {
         &self.steering_feed
+    }
+
+    /// The heartbeats of the main loops: bus tasks, store writer, control
+    /// loops, MQTT link.
+    pub fn pulses(&self) -> Vec<Pulse> {
+        let mut pulses: Vec<Pulse> = self.buses.values().map(|b| b.pulse().clone()).collect();
+        pulses.push(self.store.pulse().clone());
+        pulses.extend(self.steering.sites().iter().map(|s| s.heartbeat.pulse()));
+        if let Some(u) = &self.uplink {
+            pulses.push(u.pulse().clone());
+        }
+        pulses
+    }
+
+    /// Pings the systemd watchdog while every main loop beats, when systemd
+    /// asked for it (`WatchdogSec=`); does nothing otherwise.
+    pub fn spawn_watchdog(&self) {
+        if let Some(period) = systemd::watchdog_period() {
+            self.tracker
+                .spawn(watchdog::run(self.pulses(), period, self.cancel.child_token()));
+        }
+    }
+
+    /// What `GET /metrics` renders (`None` with `http.metrics = false`).
+    pub fn metrics(&self) -> Option<&Registry> {
+        self.metrics.as_ref()
+    }
+
+    /// Applies what a changed config may change while running: the API's
+    /// tokens, auth mode and rate limit. (The log level is the caller's: it
+    /// owns the subscriber.) Returns the sections that differ and need a
+    /// restart to take effect.
+    pub fn reload(&self, new: &Config) -> Vec<&'static str> {
+        self.auth.reload(&new.http);
+        restart_needed(&self.config, new)
     }
 
     /// Resolves when shutdown was asked for by anyone holding the token.
@@ -259,4 +315,31 @@ async fn open_store(
     }
     tracing::info!(path = %path, restored, "measurement store open");
     Ok(store)
+}
+
+/// The sections of `new` that differ from `old` in ways only a restart applies
+/// (everything but the API's tokens, auth mode and rate limit, and the log level).
+pub fn restart_needed(old: &Config, new: &Config) -> Vec<&'static str> {
+    let mut changed = Vec::new();
+    let mut check = |name: &'static str, same: bool| {
+        if !same {
+            changed.push(name);
+        }
+    };
+    check("gateway_id", old.gateway_id == new.gateway_id);
+    check("http.listen", old.http.listen == new.http.listen);
+    check("http.metrics", old.http.metrics == new.http.metrics);
+    check(
+        "http.request_timeout_ms",
+        old.http.request_timeout_ms == new.http.request_timeout_ms,
+    );
+    check("storage", old.storage == new.storage);
+    check("polling", old.polling == new.polling);
+    check("logging.format", old.logging.format == new.logging.format);
+    check("sites", old.sites == new.sites);
+    check("buses", old.buses == new.buses);
+    check("devices", old.devices == new.devices);
+    check("mqtt", old.mqtt == new.mqtt);
+    check("profiles_dir", old.profiles_dir == new.profiles_dir);
+    changed
 }

@@ -7,6 +7,7 @@
 //! and never logs or stores a token's plaintext.
 
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
@@ -16,6 +17,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
+use super::limit::{retry_after_secs, RateLimiter};
+use super::steering::Transport;
 use super::token::{hash_token, hashes_equal};
 use crate::config::{AuthMode, HttpConfig, Scope};
 
@@ -129,26 +132,50 @@ impl Table {
     }
 }
 
-/// The token table, swappable at run time (SIGHUP reload) without blocking
-/// requests for longer than an `Arc` clone.
+/// The token table and the per-caller rate limits, swappable at run time
+/// (SIGHUP reload) without blocking requests for longer than an `Arc` clone.
 pub struct Auth {
     table: RwLock<Arc<Table>>,
+    limiter: RateLimiter,
 }
 
 impl Auth {
     pub fn new(http: &HttpConfig) -> Self {
         Self {
             table: RwLock::new(Arc::new(Table::from_config(http))),
+            limiter: RateLimiter::new(http.rate_limit),
         }
     }
 
-    /// Replaces the mode and tokens; requests already past the check keep their
-    /// caller.
+    /// Replaces the mode, tokens and rate limit; requests already past the
+    /// check keep their caller.
     pub fn reload(&self, http: &HttpConfig) {
         let table = Arc::new(Table::from_config(http));
         // A poisoned lock only means a panic elsewhere while swapping an Arc;
         // the Arc itself is always whole.
         *self.table.write().unwrap_or_else(|e| e.into_inner()) = table;
+        if self.limiter.limit() != http.rate_limit {
+            self.limiter.set_limit(http.rate_limit);
+        }
+    }
+
+    /// 429 `rate_limited` when `caller` has used up its requests for now.
+    pub fn check_rate(&self, caller: &Caller) -> Result<(), ApiError> {
+        self.limiter
+            .check(caller.name(), Instant::now())
+            .map_err(|wait| {
+                let secs = retry_after_secs(wait);
+                let l = self.limiter.limit();
+                ApiError::rate_limited(
+                    format!(
+                        "token {:?} made more than {} requests in a burst or {} per second; retry in {secs} s",
+                        caller.name(),
+                        l.burst,
+                        l.requests_per_s
+                    ),
+                    secs,
+                )
+            })
     }
 
     fn current(&self) -> Arc<Table> {
@@ -230,6 +257,12 @@ async fn authorize(auth: &Auth, scope: Scope, mut req: Request, next: Next) -> R
     };
     if let Err(e) = caller.require(scope) {
         return e.into_response();
+    }
+    // Over HTTP only: the MQTT bridge marks its requests with a transport.
+    if req.extensions().get::<Transport>().is_none() {
+        if let Err(e) = auth.check_rate(&caller) {
+            return e.into_response();
+        }
     }
     req.extensions_mut().insert(caller);
     next.run(req).await

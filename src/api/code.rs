@@ -1,6 +1,6 @@
 //! The machine-readable `code` of every problem, with its default HTTP status.
 //!
-//! The list is `api.md`'s plus `not_ready`; adding a code means adding it here and
+//! The list is `api.md`'s plus `not_ready` and `timeout`; adding a code means adding it here and
 //! nowhere else. No rendering here: `error.rs` does that.
 
 use std::fmt;
@@ -32,6 +32,8 @@ pub enum ErrorCode {
     /// `/readyz` while a subsystem is not ready (not in `api.md`'s list, which says
     /// "at least").
     NotReady,
+    /// A request took longer than `http.request_timeout_ms` (503).
+    Timeout,
     /// Keep last: [`ErrorCode::ALL`]'s length check relies on it.
     Internal,
 }
@@ -62,6 +64,7 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
         ErrorCode::NotReady,
+        ErrorCode::Timeout,
         ErrorCode::Internal,
     ];
 
@@ -87,6 +90,7 @@ impl ErrorCode {
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::NotReady => "not_ready",
+            ErrorCode::Timeout => "timeout",
             ErrorCode::Internal => "internal",
         }
     }
@@ -113,7 +117,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::NotReady | ErrorCode::Timeout => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -32,12 +32,15 @@ mod code;
 mod devices;
 mod error;
 mod extract;
+mod http_stats;
+mod limit;
 mod measurements;
 mod ops;
 mod page;
 mod query;
 mod readiness;
 mod steering;
+mod time_limit;
 mod timeseries;
 mod token;
 
@@ -45,6 +48,7 @@ mod token;
 mod tests;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::middleware;
 use axum::routing::{get, post};
@@ -53,6 +57,7 @@ use axum::Router;
 pub use auth::{require_read, require_steer, Auth, Caller};
 pub use devices::{device_views, DeviceView, PropertyView, StatusView};
 pub use error::{ApiError, ErrorCode, PROBLEM_JSON};
+pub use http_stats::HttpStats;
 pub use extract::{
     check_json_content_type, parse_json, read_json, ApiPath, JsonBody, DEFAULT_BODY_LIMIT,
 };
@@ -63,6 +68,7 @@ pub use steering::Transport;
 pub use token::{hash_token, new_token, token_config_snippet, NewToken, TOKEN_PREFIX};
 
 use crate::config::{Config, SiteConfig};
+use crate::metrics::{ProcessCollector, Registry};
 use crate::store::StoreHandle;
 use crate::telemetry::Live;
 
@@ -81,10 +87,25 @@ pub struct ApiState {
     pub store: Option<StoreHandle>,
     /// Site steering; `None` until the agent starts it (steering routes answer 500).
     pub steering: Option<crate::steering::SteeringService>,
+    /// What `GET /metrics` renders; `None` with `http.metrics = false` (404).
+    pub metrics: Option<Registry>,
+    /// Requests served, counted by the outermost layer.
+    pub http_stats: Arc<HttpStats>,
+    /// `http.request_timeout_ms`.
+    pub request_timeout: Duration,
 }
 
 impl ApiState {
+    /// With `http.metrics`, the registry starts with the process and HTTP
+    /// collectors; the agent registers the other layers' collectors.
     pub fn new(config: &Config, live: Arc<Live>) -> Self {
+        let http_stats = Arc::new(HttpStats::default());
+        let metrics = config.http.metrics.then(|| {
+            let r = Registry::new();
+            r.register(Arc::new(ProcessCollector::new()));
+            r.register(http_stats.clone());
+            r
+        });
         Self {
             live,
             auth: Arc::new(Auth::new(&config.http)),
@@ -92,6 +113,9 @@ impl ApiState {
             readiness: Readiness::new(),
             store: None,
             steering: None,
+            metrics,
+            http_stats,
+            request_timeout: Duration::from_millis(config.http.request_timeout_ms),
         }
     }
 
@@ -168,10 +192,19 @@ pub fn router(state: ApiState) -> Router {
     Router::new()
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
         .merge(page::routes())
         .merge(read_routes)
         .merge(steer_routes)
         .fallback(ops::not_found)
+        .layer(middleware::from_fn_with_state(
+            state.request_timeout,
+            time_limit::limit_time,
+        ))
         .layer(middleware::from_fn(ops::problem_safety_net))
+        .layer(middleware::from_fn_with_state(
+            state.http_stats.clone(),
+            http_stats::count_requests,
+        ))
         .with_state(state)
 }

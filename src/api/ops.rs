@@ -1,4 +1,4 @@
-//! Operational endpoints that need no token (`/healthz`, `/readyz`), the 404
+//! Operational endpoints that need no token (`/healthz`, `/readyz`, `/metrics`), the 404
 //! fallback, and the safety net that turns any stray non-problem error response
 //! into problem+json.
 //!
@@ -41,6 +41,26 @@ pub async fn readyz(State(state): State<ApiState>) -> Response {
     )
     .with_extension("reasons", reasons)
     .into_response()
+}
+
+/// `GET /metrics`: the Prometheus text of every registered collector; 404
+/// `not_found` with `http.metrics = false`.
+pub async fn metrics(State(state): State<ApiState>, OriginalUri(uri): OriginalUri) -> Response {
+    match &state.metrics {
+        Some(registry) => (
+            [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+            registry.render(),
+        )
+            .into_response(),
+        None => ApiError::new(
+            ErrorCode::NotFound,
+            format!(
+                "no resource at {:?}: metrics are turned off (http.metrics = false)",
+                uri.path()
+            ),
+        )
+        .into_response(),
+    }
 }
 
 /// Router fallback: 404 `not_found` naming the path.

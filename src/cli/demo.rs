@@ -70,10 +70,13 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         ));
         return ExitCode::from(super::EXIT_USAGE);
     }
-    if let Err(e) = sitegate::logging::init(&config.logging) {
-        complain(&e);
-        return ExitCode::FAILURE;
-    }
+    let log = match sitegate::logging::init(&config.logging) {
+        Ok(h) => h,
+        Err(e) => {
+            complain(&e);
+            return ExitCode::FAILURE;
+        }
+    };
     super::run::block_on(async move {
         let mut spec = SimSiteSpec::from_config(&config, args.speed);
         spec.start = Some(morning_today());
@@ -86,7 +89,11 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         };
         sim.point_config_at_servers(&mut config);
         tracing::info!(speed = args.speed, data = %data.display(), "simulated site running");
-        let code = super::run::serve(config).await;
+        let reload = super::run::Reload {
+            file: None,
+            log: Some(log),
+        };
+        let code = super::run::serve(config, reload).await;
         sim.shutdown().await;
         code
     })

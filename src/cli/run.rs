@@ -1,10 +1,15 @@
-//! `sitegate run`: the agent on a real site until SIGINT or SIGTERM.
+//! `sitegate run`: the agent on a real site until SIGINT or SIGTERM; SIGHUP
+//! re-reads the config file and applies what can change while running (API
+//! tokens, auth mode, rate limit, log level). Tells systemd when it is ready,
+//! reloading and stopping, and feeds its watchdog.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use sitegate::agent::Agent;
+use sitegate::agent::{systemd, Agent};
 use sitegate::config::Config;
+use sitegate::logging::LogHandle;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use super::{complain, load_config};
 
@@ -13,16 +18,20 @@ pub fn run(file: &Path) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    if let Err(e) = sitegate::logging::init(&config.logging) {
-        complain(&e);
-        return ExitCode::from(super::EXIT_CONFIG);
-    }
-    run_agent(config)
-}
-
-/// Starts a runtime, runs the agent until a signal, and shuts it down.
-pub fn run_agent(config: Config) -> ExitCode {
-    block_on(serve(config))
+    let log = match sitegate::logging::init(&config.logging) {
+        Ok(h) => h,
+        Err(e) => {
+            complain(&e);
+            return ExitCode::from(super::EXIT_CONFIG);
+        }
+    };
+    block_on(serve(
+        config,
+        Reload {
+            file: Some(file.to_path_buf()),
+            log: Some(log),
+        },
+    ))
 }
 
 /// Runs a future on a fresh multi-threaded runtime.
@@ -39,8 +48,23 @@ pub fn block_on<F: std::future::Future<Output = ExitCode>>(f: F) -> ExitCode {
     }
 }
 
-/// Runs the agent until a signal, then shuts it down.
-pub async fn serve(config: Config) -> ExitCode {
+/// What SIGHUP re-reads: the config file (none for the demo, whose config is
+/// built in) and the log level.
+pub struct Reload {
+    pub file: Option<PathBuf>,
+    pub log: Option<LogHandle>,
+}
+
+/// Runs the agent until SIGINT or SIGTERM, reloading on SIGHUP, then shuts it
+/// down (store flushed, MQTT session closed).
+pub async fn serve(config: Config, reload: Reload) -> ExitCode {
+    let mut signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
+            complain(&format!("cannot listen for signals: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
     let agent = match Agent::start(config).await {
         Ok(a) => a,
         Err(e) => {
@@ -48,27 +72,88 @@ pub async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    wait_for_signal(agent.cancellation()).await;
+    systemd::ready(&status_line(&agent));
+    agent.spawn_watchdog();
+    let cancel = agent.cancellation();
+    loop {
+        tokio::select! {
+            _ = signals.int.recv() => { tracing::info!("SIGINT: shutting down"); break }
+            _ = signals.term.recv() => { tracing::info!("SIGTERM: shutting down"); break }
+            () = cancel.cancelled() => break,
+            _ = signals.hup.recv() => {
+                systemd::reloading();
+                apply_reload(&agent, &reload);
+                systemd::ready(&status_line(&agent));
+            }
+        }
+    }
+    systemd::stopping();
     agent.shutdown().await;
     ExitCode::SUCCESS
 }
 
-/// Resolves on SIGINT, SIGTERM, or when something inside cancels the agent.
-pub async fn wait_for_signal(cancel: tokio_util::sync::CancellationToken) {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
+struct Signals {
+    int: Signal,
+    term: Signal,
+    hup: Signal,
+}
+
+impl Signals {
+    /// Installed before the agent starts, so an early signal is not lost to the
+    /// default action.
+    fn new() -> std::io::Result<Self> {
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+}
+
+fn status_line(agent: &Agent) -> String {
+    let c = agent.config();
+    format!(
+        "serving {} devices on {} buses; API on {}",
+        c.devices.len(),
+        c.buses.len(),
+        agent
+            .http_addrs()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Re-reads the config file; a file with problems changes nothing.
+fn apply_reload(agent: &Agent, reload: &Reload) {
+    let Some(file) = &reload.file else {
+        tracing::info!("SIGHUP: the demo's config is built in; nothing to reload");
+        return;
+    };
+    let new = match Config::load(file) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(file = %file.display(), error = %e, "SIGHUP: the config has problems; keeping the running one");
+            return;
         }
     };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
-        () = term => tracing::info!("SIGTERM: shutting down"),
-        () = cancel.cancelled() => {}
+    if let Some(log) = &reload.log {
+        if let Err(e) = log.set_level(&new.logging.level) {
+            tracing::error!(error = %e, "SIGHUP: log level not changed");
+        }
+    }
+    let pending = agent.reload(&new);
+    tracing::info!(
+        file = %file.display(),
+        tokens = new.http.tokens.len(),
+        level = %new.logging.level,
+        "SIGHUP: reloaded API tokens, auth mode, rate limit and log level"
+    );
+    if !pending.is_empty() {
+        tracing::warn!(
+            sections = %pending.join(", "),
+            "SIGHUP: these changes take effect only after a restart"
+        );
     }
 }

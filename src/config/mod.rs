@@ -17,7 +17,7 @@ use std::sync::Arc;
 pub use load::{parse, parse_in, ConfigError, Problem};
 pub use raw::{
     BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, LogFormat, LoggingConfig,
-    MqttConfig, MqttProtocol, PollingConfig, SiteConfig, StorageConfig,
+    MqttConfig, MqttProtocol, PollingConfig, RateLimitConfig, SiteConfig, StorageConfig,
 };
 pub use values::{AuthMode, Parity, Power, Scope};
 
@@ -47,6 +47,11 @@ pub struct HttpConfig {
     pub listen: Vec<SocketAddr>,
     pub auth: AuthMode,
     pub tokens: Vec<TokenConfig>,
+    /// Serve `GET /metrics`.
+    pub metrics: bool,
+    /// Longest a request may take before it is answered 503 `timeout`.
+    pub request_timeout_ms: u64,
+    pub rate_limit: RateLimitConfig,
 }
 
 /// One API token: its name, the SHA-256 of its plaintext, and its scopes.
@@ -58,7 +63,7 @@ pub struct TokenConfig {
 }
 
 /// One Modbus connection, owned by one bus task.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BusConfig {
     pub name: String,
     pub transport: Transport,
@@ -95,7 +100,7 @@ pub enum ProfileRef {
 
 /// One device, fully resolved: its reference is explicit or derived, its site and
 /// bus exist.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DeviceConfig {
     pub id: DeviceId,
     pub reference: String,

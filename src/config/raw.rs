@@ -13,6 +13,14 @@ fn default_listen() -> Vec<String> {
     vec!["0.0.0.0:8080".to_string()]
 }
 
+fn default_true() -> bool {
+    true
+}
+
+fn default_request_timeout_ms() -> u64 {
+    30_000
+}
+
 #[derive(Debug, Deserialize)]
 pub(super) struct RawHttp {
     #[serde(default = "default_listen")]
@@ -21,6 +29,14 @@ pub(super) struct RawHttp {
     pub auth: AuthMode,
     #[serde(default)]
     pub tokens: Vec<RawToken>,
+    /// Serve `GET /metrics` (no token needed, like `/healthz`).
+    #[serde(default = "default_true")]
+    pub metrics: bool,
+    /// The most a request may take, body included; beyond it: 503 `timeout`.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
+    #[serde(default)]
+    pub rate_limit: RateLimitConfig,
 }
 
 impl Default for RawHttp {
@@ -29,6 +45,28 @@ impl Default for RawHttp {
             listen: default_listen(),
             auth: AuthMode::default(),
             tokens: Vec::new(),
+            metrics: true,
+            request_timeout_ms: default_request_timeout_ms(),
+            rate_limit: RateLimitConfig::default(),
+        }
+    }
+}
+
+/// Requests each token (or `anonymous`) may make over HTTP: a token bucket
+/// refilled at `requests_per_s` holding at most `burst`. `requests_per_s = 0`
+/// turns the limit off.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct RateLimitConfig {
+    pub requests_per_s: f64,
+    pub burst: u32,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        Self {
+            requests_per_s: 100.0,
+            burst: 200,
         }
     }
 }
@@ -109,7 +147,7 @@ fn default_poll_interval_ms() -> u64 {
 }
 
 /// A site: its grid connection, its fulfilment rules and its fallback.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct SiteConfig {
     pub reference: String,
     pub name: String,
@@ -197,7 +235,7 @@ pub enum EssFallback {
 }
 
 /// The SQLite measurement store.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct StorageConfig {
     pub path: PathBuf,
@@ -228,7 +266,7 @@ impl Default for StorageConfig {
 }
 
 /// Polling behaviour common to every bus.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct PollingConfig {
     /// First wait after a failed poll; doubles per failure.
@@ -250,7 +288,7 @@ impl Default for PollingConfig {
 }
 
 /// Log output.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct LoggingConfig {
     /// A tracing filter such as `info` or `sitegate=debug,info`.
@@ -278,7 +316,7 @@ pub enum LogFormat {
 }
 
 /// The MQTT uplink (`spec/mqtt.md`). Only `url` is required.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct MqttConfig {
     /// `mqtt://host[:port]` (default port 1883) or `mqtts://host[:port]` (8883).

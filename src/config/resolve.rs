@@ -282,10 +282,34 @@ fn resolve_http(raw: RawHttp, problems: &mut Vec<Problem>) -> HttpConfig {
             "auth = \"tokens\" but no [[http.tokens]] is configured: nobody could use the API (make one with `sitegate token new`)",
         ));
     }
+    if !(raw.rate_limit.requests_per_s.is_finite() && raw.rate_limit.requests_per_s >= 0.0) {
+        problems.push(Problem::new(
+            "http.rate_limit.requests_per_s",
+            format!(
+                "must be a number >= 0 (0 turns the limit off), found {}",
+                raw.rate_limit.requests_per_s
+            ),
+        ));
+    }
+    if raw.rate_limit.requests_per_s > 0.0 && raw.rate_limit.burst == 0 {
+        problems.push(Problem::new(
+            "http.rate_limit.burst",
+            "must be at least 1 while requests_per_s is above 0, found 0",
+        ));
+    }
+    if !(100..=600_000).contains(&raw.request_timeout_ms) {
+        problems.push(Problem::new(
+            "http.request_timeout_ms",
+            format!("must be 100 to 600000, found {}", raw.request_timeout_ms),
+        ));
+    }
     HttpConfig {
         listen,
         auth: raw.auth,
         tokens,
+        metrics: raw.metrics,
+        request_timeout_ms: raw.request_timeout_ms,
+        rate_limit: raw.rate_limit,
     }
 }
 

@@ -18,7 +18,9 @@ use super::maps::DeviceMaps;
 use super::plan::Span;
 use super::poll::{poll_device, DeviceState, Polled};
 use super::reader::RegisterReader;
+use super::stats::BusStats;
 use crate::config::{BusConfig, DeviceConfig, PollingConfig};
+use crate::liveness::{Heartbeat, Pulse};
 use crate::model::{time::now_ms, Property, Sample};
 use crate::telemetry::Telemetry;
 
@@ -50,11 +52,23 @@ struct Command {
 pub struct BusHandle {
     name: Arc<str>,
     tx: mpsc::Sender<Command>,
+    stats: Arc<BusStats>,
+    pulse: Pulse,
 }
 
 impl BusHandle {
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The bus task's heartbeat, for the watchdog.
+    pub fn pulse(&self) -> &Pulse {
+        &self.pulse
+    }
+
+    /// The bus's poll and request counters.
+    pub fn stats(&self) -> &Arc<BusStats> {
+        &self.stats
     }
 
     /// Runs `ops` in order on device `unit`, before any further poll request.
@@ -86,6 +100,8 @@ pub struct BusTask {
     polling: PollingConfig,
     telemetry: Telemetry,
     maps: Arc<DeviceMaps>,
+    stats: Arc<BusStats>,
+    heartbeat: Heartbeat,
 }
 
 impl BusTask {
@@ -99,6 +115,10 @@ impl BusTask {
         let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
         let name: Arc<str> = bus.name.as_str().into();
         let now = Instant::now();
+        let stats = Arc::new(BusStats::new(
+            &bus.name,
+            devices.iter().map(|d| d.reference.clone()),
+        ));
         let slots = devices
             .into_iter()
             .map(|cfg| Slot {
@@ -110,19 +130,33 @@ impl BusTask {
             .collect();
         let task = BusTask {
             name: name.clone(),
-            port: Port::new(bus.transport.clone(), Duration::from_millis(bus.timeout_ms)),
+            port: Port::new(bus.transport.clone(), Duration::from_millis(bus.timeout_ms))
+                .with_stats(stats.requests.clone()),
             rx,
             slots,
             polling,
             telemetry,
             maps,
+            stats: stats.clone(),
+            heartbeat: Heartbeat::new(format!("bus {}", bus.name)),
         };
-        (task, BusHandle { name, tx })
+        let pulse = task.heartbeat.pulse();
+        (
+            task,
+            BusHandle {
+                name,
+                tx,
+                stats,
+                pulse,
+            },
+        )
     }
 
     pub async fn run(mut self, cancel: CancellationToken) {
         tracing::info!(bus = %self.name, devices = self.slots.len(), "bus task started");
+        let mut beat = Heartbeat::ticker();
         loop {
+            self.heartbeat.beat();
             let due = self
                 .slots
                 .iter()
@@ -132,6 +166,7 @@ impl BusTask {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => break,
+                _ = beat.tick() => {}
                 cmd = self.rx.recv() => match cmd {
                     Some(cmd) => execute(&mut self.port, cmd).await,
                     None => break,
@@ -157,6 +192,7 @@ impl BusTask {
         let started = Instant::now();
         let gap = self.polling.coalesce_gap;
         let result = poll_device(&mut reader, &slot.cfg, gap, &mut slot.state).await;
+        self.stats.polls[i].record(result.is_ok(), started.elapsed());
         let id = slot.cfg.id;
         match result {
             Ok(Polled {

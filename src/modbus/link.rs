@@ -8,10 +8,11 @@
 //! each request) and is reopened only after an I/O error. It never retries on
 //! its own: the bus task decides when to try again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpStream;
-use tokio::time::timeout;
+use tokio::time::{timeout, Instant};
 use tokio_modbus::client::Context;
 use tokio_modbus::prelude::SlaveContext;
 use tokio_modbus::Slave;
@@ -20,6 +21,7 @@ use super::error::ModbusError;
 use super::plan::{Span, Table};
 use super::rtu::frame::{Answer, FrameError, Pdu};
 use super::rtu::{LineError, RtuLine};
+use super::stats::{Function, Outcome, RequestStats};
 use crate::config::Transport;
 
 enum Conn {
@@ -32,6 +34,7 @@ pub struct Port {
     transport: Transport,
     timeout: Duration,
     conn: Option<Conn>,
+    stats: Option<Arc<RequestStats>>,
 }
 
 fn transport_error(e: tokio_modbus::Error) -> ModbusError {
@@ -53,6 +56,19 @@ impl Port {
             transport,
             timeout,
             conn: None,
+            stats: None,
+        }
+    }
+
+    /// Counts every request in `stats` (the bus task's port does).
+    pub fn with_stats(mut self, stats: Arc<RequestStats>) -> Self {
+        self.stats = Some(stats);
+        self
+    }
+
+    fn record<T>(&self, function: Function, result: &Result<T, ModbusError>, started: Instant) {
+        if let Some(s) = &self.stats {
+            s.record(function, Outcome::of(result), started.elapsed());
         }
     }
 
@@ -123,6 +139,13 @@ impl Port {
     }
 
     pub async fn read(&mut self, unit: u8, span: Span) -> Result<Vec<u16>, ModbusError> {
+        let started = Instant::now();
+        let result = self.read_unrecorded(unit, span).await;
+        self.record(Function::Read, &result, started);
+        result
+    }
+
+    async fn read_unrecorded(&mut self, unit: u8, span: Span) -> Result<Vec<u16>, ModbusError> {
         let pdu = match span.table {
             Table::Holding => Pdu::ReadHolding {
                 addr: span.addr,
@@ -161,7 +184,10 @@ impl Port {
                 values: many.to_vec(),
             },
         };
-        self.call(unit, pdu).await.map(|_| ())
+        let started = Instant::now();
+        let result = self.call(unit, pdu).await.map(|_| ());
+        self.record(Function::Write, &result, started);
+        result
     }
 
     /// Closes the connection (on shutdown).

@@ -15,6 +15,7 @@ pub mod profile;
 pub mod reader;
 pub mod rtu;
 pub mod scan;
+pub mod stats;
 pub mod sunspec;
 
 pub use bus::{BusHandle, BusTask, Op, OpOutput};

@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{AuditEvent, AuditKind};
+use super::stats::WriteCounters;
 use super::report::{due, Desired, DeviceReport, Due, Last};
 use super::writer::{verify, DeviceControls, WritePlan};
 use crate::config::DeviceConfig;
@@ -33,6 +34,8 @@ pub struct Actuator {
     pub reports: Arc<Mutex<Vec<DeviceReport>>>,
     /// This device's slot in `reports`.
     pub slot: usize,
+    /// The site's write counters (by slot, like `reports`).
+    pub writes: Arc<[WriteCounters]>,
     /// The site's `SiteRuntime::changed`: notified when the report changes.
     pub changed: Arc<Notify>,
     pub audit: mpsc::Sender<AuditEvent>,
@@ -132,6 +135,9 @@ impl Actuator {
             if i < reads.len() {
                 c.words = reads.swap_remove(i);
             }
+        }
+        if let Some(c) = self.writes.get(self.slot) {
+            c.record(changed, ok);
         }
         if !ok {
             tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""), "steering write failed");

@@ -18,8 +18,10 @@ use super::decide::{decide, Decision, Note};
 use super::inputs::{gather, SiteDevices};
 use super::report::{Desired, DeviceReport};
 use super::signal::SiteSignal;
+use super::stats::WriteCounters;
 use super::value::Component;
 use crate::config::SiteConfig;
+use crate::liveness::{Heartbeat, BEAT_EVERY};
 use crate::model::time::now_ms;
 use crate::model::DeviceId;
 use crate::telemetry::Live;
@@ -47,6 +49,10 @@ pub struct SiteRuntime {
     /// Batteries, then inverters, in config order (the order of `steered`).
     pub reports: Arc<Mutex<Vec<DeviceReport>>>,
     pub status: Mutex<LoopStatus>,
+    /// Write counters, by the same slot as `reports`.
+    pub writes: Arc<[WriteCounters]>,
+    /// The control loop's heartbeat, for the watchdog.
+    pub heartbeat: Heartbeat,
     desired: Vec<watch::Sender<Option<Desired>>>,
 }
 
@@ -62,6 +68,8 @@ impl SiteRuntime {
             .clone()
             .map(|id| DeviceReport::new(&live.config(*id).reference))
             .collect();
+        let writes = steered.clone().map(|_| WriteCounters::default()).collect();
+        let heartbeat = Heartbeat::new(format!("control loop {}", config.reference));
         let desired = steered.map(|_| watch::channel(None).0).collect();
         Self {
             config,
@@ -71,6 +79,8 @@ impl SiteRuntime {
             changed: Arc::new(Notify::new()),
             reports: Arc::new(Mutex::new(reports)),
             status: Mutex::new(LoopStatus::default()),
+            writes,
+            heartbeat,
             desired,
         }
     }
@@ -162,6 +172,7 @@ impl SiteRuntime {
 pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationToken) {
     let interval = site.config.control_interval_ms as i64;
     loop {
+        site.heartbeat.beat();
         let now = now_ms();
         let signal = {
             let mut s = site.signal.lock().await;
@@ -185,7 +196,7 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
         let next = signal
             .next_change_after(now)
             .map_or(now + interval, |t| t.min(now + interval));
-        let sleep = Duration::from_millis((next - now_ms()).max(1) as u64);
+        let sleep = Duration::from_millis((next - now_ms()).max(1) as u64).min(BEAT_EVERY);
         tokio::select! {
             () = cancel.cancelled() => break,
             () = site.wake.notified() => {}

@@ -24,6 +24,7 @@ pub mod request;
 pub mod service;
 pub mod signal;
 pub mod sqlite;
+mod stats;
 pub mod timeline;
 pub mod value;
 mod view;
@@ -100,6 +101,7 @@ pub async fn start(
                 revert_s: cfg.revert_timeout_s,
                 reports: site.reports.clone(),
                 slot,
+                writes: site.writes.clone(),
                 changed: site.changed.clone(),
                 audit: audit_tx.clone(),
             };

@@ -18,6 +18,7 @@ mod plan;
 mod query;
 mod reader;
 mod retention;
+mod stats;
 pub mod timeseries;
 mod writer;
 
@@ -29,7 +30,7 @@ pub use plan::{plan, Segment, Source, HOUR_MS, MINUTE_MS};
 pub use query::{LatestValue, Point, SeriesQuery};
 pub use retention::{RetentionReport, CHUNK_ROWS};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -38,9 +39,11 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::StorageConfig;
+use crate::liveness::{Heartbeat, Pulse};
 use crate::model::time::now_ms;
 use crate::telemetry::SampleTx;
 use reader::Readers;
+pub use stats::StoreStats;
 use writer::{Job, Reply, Work, Writer};
 
 /// Sample batches queued for the writer at most; publishers wait beyond that
@@ -59,6 +62,9 @@ pub struct StoreHandle {
     jobs: mpsc::Sender<Job>,
     readers: Readers,
     writer: Arc<Mutex<Option<JoinHandle<()>>>>,
+    stats: Arc<StoreStats>,
+    path: PathBuf,
+    pulse: Pulse,
 }
 
 impl StoreHandle {
@@ -93,6 +99,9 @@ impl StoreHandle {
             hook.open(&conn)?;
         }
 
+        let stats = Arc::new(StoreStats::default());
+        let heartbeat = Heartbeat::new("store writer");
+        let pulse = heartbeat.pulse();
         let writer = Writer {
             conn,
             ingest: ingest::Ingest::new(devices),
@@ -105,6 +114,8 @@ impl StoreHandle {
             },
             staged: 0,
             hook,
+            stats: stats.clone(),
+            heartbeat,
         };
         let (samples, samples_rx) = mpsc::channel(SAMPLE_QUEUE);
         let (jobs, jobs_rx) = mpsc::channel(JOB_QUEUE);
@@ -115,12 +126,25 @@ impl StoreHandle {
         Ok(StoreHandle {
             samples,
             jobs,
-            readers: Readers::new(path),
+            readers: Readers::new(path.clone()),
             writer: Arc::new(Mutex::new(Some(thread))),
+            stats,
+            path,
+            pulse,
         })
     }
 
     /// False once the writer stopped (after [`close`](Self::close)).
+    /// The writer thread's heartbeat, for the watchdog.
+    pub fn pulse(&self) -> &Pulse {
+        &self.pulse
+    }
+
+    /// The writer's counters.
+    pub fn stats(&self) -> &StoreStats {
+        &self.stats
+    }
+
     pub fn is_open(&self) -> bool {
         !self.jobs.is_closed()
     }

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use super::hook::{CommitHook, Pending};
 use super::ingest::Ingest;
 use super::retention::{Policy, RetentionReport, Step};
+use super::stats::StoreStats;
 use super::StoreError;
 use crate::model::{time::now_ms, Sample};
 
@@ -59,6 +60,8 @@ pub(crate) struct Writer {
     /// Rows in `recent` since the last compaction (as far as this writer knows).
     pub staged: usize,
     pub hook: Option<Box<dyn CommitHook>>,
+    pub stats: std::sync::Arc<StoreStats>,
+    pub heartbeat: crate::liveness::Heartbeat,
 }
 
 impl Writer {
@@ -85,7 +88,9 @@ impl Writer {
             let mut samples_open = true;
             let mut next_retention = Instant::now() + RETENTION_EVERY;
             let mut retention_at: Option<i64> = None;
+            let mut beat = crate::liveness::Heartbeat::ticker();
             loop {
+                self.heartbeat.beat();
                 tokio::select! {
                     biased;
                     job = jobs.recv() => {
@@ -144,6 +149,7 @@ impl Writer {
                         retention_at = Some(now_ms());
                         next_retention = Instant::now() + RETENTION_EVERY;
                     }
+                    _ = beat.tick() => {}
                     _ = std::future::ready(()), if retention_at.is_some() => {
                         retention_at = self.retention_step(retention_at.unwrap_or_default());
                     }
@@ -200,7 +206,10 @@ impl Writer {
         }
         let samples = pending.take();
         let mut reply: Option<Reply> = None;
+        let started = Instant::now();
         let result = self.transaction(&samples, work, &mut reply);
+        self.stats
+            .record_commit(result.is_ok(), samples.len(), started.elapsed());
         if let Err(e) = &result {
             let _ = self.conn.execute_batch("ROLLBACK");
             tracing::error!(error = %e, samples = samples.len(), "store commit failed; batch dropped");

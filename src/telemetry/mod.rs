@@ -4,6 +4,7 @@
 //! Owns no I/O. Bus tasks call [`Telemetry::publish`]; readers take short read
 //! locks on one device at a time.
 
+mod collect;
 mod live;
 
 pub use live::{DeviceInfo, DeviceSnapshot, Live, Reading};

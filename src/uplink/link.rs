@@ -25,6 +25,8 @@ use super::flight::{Flight, Pacer, Tag};
 use super::outbox::{decode, Outbox, Row};
 use super::payload;
 use super::rpc::{Answer, Bridge};
+use super::stats::{bump, LinkStats};
+use crate::liveness::Heartbeat;
 use super::steering::SteeringStates;
 use super::topics::Topics;
 use crate::api::device_views;
@@ -58,6 +60,8 @@ pub(super) struct Link {
     pub started_at_ms: i64,
     pub drain_rate: u32,
     pub connected: watch::Sender<bool>,
+    pub stats: Arc<LinkStats>,
+    pub heartbeat: Heartbeat,
 }
 
 struct State {
@@ -96,12 +100,14 @@ impl Link {
         let mut attempt = 0u32;
         let mut stopping: Option<Instant> = None;
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
+        let mut beat = Heartbeat::ticker();
 
         loop {
             let step = {
                 let poll = eventloop.poll();
                 tokio::pin!(poll);
                 loop {
+                    self.heartbeat.beat();
                     let pace = self.pace_deadline(&s);
                     tokio::select! {
                         r = &mut poll => break Step::Event(r),
@@ -119,6 +125,7 @@ impl Link {
                         Ok(()) = self.steering.changed() => self.publish_steering(&mut s, false),
                         () = sleep_until(pace.unwrap_or_else(Instant::now)), if pace.is_some() => self.pump(&mut s).await,
                         _ = housekeeping.tick() => self.housekeeping(),
+                        _ = beat.tick() => {}
                     }
                 }
             };
@@ -147,8 +154,10 @@ impl Link {
                     let wait = sleep(delay);
                     tokio::pin!(wait);
                     loop {
+                        self.heartbeat.beat();
                         tokio::select! {
                             () = &mut wait => break,
+                            _ = beat.tick() => {}
                             () = cancel.cancelled() => return,
                             // Answers cannot go out now; the requester retries with the same id.
                             Some(_) = answers.recv() => {}
@@ -173,6 +182,7 @@ impl Link {
         match event {
             LinkEvent::Connected { session_present } => {
                 s.connected = true;
+                bump(&self.stats.connects);
                 s.flight.reset();
                 tracing::info!(session_present, "MQTT connected");
                 if self.client.subscribe(self.topics.rpc_request()).is_err() {
@@ -195,6 +205,7 @@ impl Link {
             LinkEvent::Sent(pkid) => s.flight.sent(pkid),
             LinkEvent::Acked(pkid) => {
                 if let Some(seq) = s.flight.acked(pkid) {
+                    bump(&self.stats.telemetry_acked);
                     s.acked.push(seq);
                     self.pump(s).await;
                 }
@@ -210,8 +221,10 @@ impl Link {
 
     fn on_lost(&mut self, s: &mut State, error: &str, attempt: u32) {
         if s.connected {
+            bump(&self.stats.connections_lost);
             tracing::warn!(error, "MQTT connection lost; telemetry waits in the outbox");
         } else {
+            bump(&self.stats.connect_failures);
             tracing::warn!(error, attempt, "MQTT connect failed");
         }
         s.connected = false;
@@ -225,6 +238,7 @@ impl Link {
             tracing::debug!(topic = %m.topic, "message on an unexpected topic ignored");
             return;
         }
+        bump(&self.stats.rpc_requests);
         let bridge = self.bridge.clone();
         let answers = answers.clone();
         let topics = self.topics.clone();
@@ -275,6 +289,7 @@ impl Link {
     ) -> bool {
         match self.client.publish(topic, retain, payload, correlation) {
             Ok(()) => {
+                bump(&self.stats.published);
                 s.flight.queued(tag);
                 true
             }

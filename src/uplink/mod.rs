@@ -22,6 +22,7 @@ mod link;
 pub mod outbox;
 mod payload;
 mod rpc;
+mod stats;
 mod steering;
 mod tls;
 mod topics;
@@ -31,6 +32,7 @@ pub use dedup::{Dedup, WINDOW_MS as DEDUP_WINDOW_MS};
 pub use outbox::{Cap, Outbox, OutboxSink, OutboxState, OutboxStats};
 pub use payload::{measurements as measurements_payload, parse_rpc_request, RpcMethod, RpcRequest};
 pub use rpc::{idempotency_key, Answer, Bridge, MQTT_CALLER, MQTT_TRANSPORT};
+pub use stats::LinkStats;
 pub use steering::SteeringFeed;
 pub use tls::TlsError;
 pub use topics::Topics;
@@ -44,6 +46,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::api::Auth;
 use crate::config::MqttConfig;
+use crate::liveness::{Heartbeat, Pulse};
 use crate::model::time::now_ms;
 use crate::telemetry::Live;
 
@@ -71,6 +74,8 @@ pub struct Uplink {
     steering: SteeringFeed,
     topics: Topics,
     task: AbortHandle,
+    stats: Arc<LinkStats>,
+    pulse: Pulse,
 }
 
 impl Uplink {
@@ -93,6 +98,9 @@ impl Uplink {
             dedup.clone(),
         );
         let (connected_tx, connected) = watch::channel(false);
+        let stats = Arc::new(LinkStats::default());
+        let heartbeat = Heartbeat::new("mqtt link");
+        let pulse = heartbeat.pulse();
         let link = link::Link {
             client,
             topics: topics.clone(),
@@ -105,6 +113,8 @@ impl Uplink {
             started_at_ms: now_ms(),
             drain_rate: parts.config.drain_rate,
             connected: connected_tx,
+            stats: stats.clone(),
+            heartbeat,
         };
         tracing::info!(url = %parts.config.url, root = topics.root(), "MQTT uplink starting");
         tracker.spawn(parts.outbox.clone().run_upkeep(cancel.child_token()));
@@ -115,7 +125,14 @@ impl Uplink {
             steering: parts.steering,
             topics,
             task,
+            stats,
+            pulse,
         })
+    }
+
+    /// The link task's heartbeat, for the watchdog.
+    pub fn pulse(&self) -> &Pulse {
+        &self.pulse
     }
 
     /// True while a session with the broker is up and the RPC subscription was

@@ -17,12 +17,15 @@ pub const STEER_TOKEN: &str = "sgt_test_steerer";
 pub const SUMMER_MORNING_MS: i64 = 1_782_039_600_000;
 
 /// The `[http]` section with the test tokens, listening on an ephemeral port.
+/// The per-token rate limit is off: tests (and the latency benchmark) fire
+/// requests far faster than a real client; tests/api_limits.rs tests the limit.
 pub fn http_section() -> String {
     format!(
         r#"
 [http]
 listen = ["127.0.0.1:0"]
 auth = "tokens"
+rate_limit = {{ requests_per_s = 0 }}
 [[http.tokens]]
 name = "reader"
 sha256 = "{}"

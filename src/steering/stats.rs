@@ -1,0 +1,95 @@
+//! Setpoint write counters per steered device, and the steering collector for
+//! `/metrics` (those counters plus each device's current state). Actuators
+//! count; `/metrics` reads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::report::State;
+use super::SteeringService;
+use crate::metrics::{Collect, Encoder, Kind};
+
+/// Writes to one device: setpoint changes and refreshes, confirmed by the
+/// read-back or failed.
+#[derive(Debug, Default)]
+pub struct WriteCounters {
+    /// `[change, refresh] × [confirmed, failed]`.
+    counts: [[AtomicU64; 2]; 2],
+}
+
+impl WriteCounters {
+    pub fn record(&self, change: bool, confirmed: bool) {
+        let kind = usize::from(!change);
+        let result = usize::from(!confirmed);
+        self.counts[kind][result].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn get(&self, change: bool, confirmed: bool) -> u64 {
+        self.counts[usize::from(!change)][usize::from(!confirmed)].load(Ordering::Relaxed)
+    }
+}
+
+const STATES: [State; 4] = [State::Applied, State::Pending, State::Failed, State::Fallback];
+
+impl Collect for SteeringService {
+    fn collect(&self, out: &mut Encoder) {
+        for site in self.sites() {
+            let site_ref = site.config.reference.as_str();
+            let reports = site.reports();
+            let mut writes = out.family(
+                "sitegate_steering_writes_total",
+                Kind::Counter,
+                "Setpoint writes to a device: changes and revert-timer refreshes, confirmed by read-back or failed.",
+            );
+            for (report, counters) in reports.iter().zip(site.writes.iter()) {
+                for (kind, change) in [("change", true), ("refresh", false)] {
+                    for (result, confirmed) in [("confirmed", true), ("failed", false)] {
+                        writes.sample(
+                            &[
+                                ("site", site_ref),
+                                ("device", report.device.as_str()),
+                                ("kind", kind),
+                                ("result", result),
+                            ],
+                            counters.get(change, confirmed) as f64,
+                        );
+                    }
+                }
+            }
+            let mut states = out.family(
+                "sitegate_steering_device_state",
+                Kind::Gauge,
+                "1 for the state each steered device is in (applied, pending, failed, fallback).",
+            );
+            for report in &reports {
+                for s in STATES {
+                    states.sample(
+                        &[
+                            ("site", site_ref),
+                            ("device", report.device.as_str()),
+                            ("state", s.as_str()),
+                        ],
+                        if report.state == s { 1.0 } else { 0.0 },
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_by_kind_and_result() {
+        let c = WriteCounters::default();
+        c.record(true, true);
+        c.record(false, true);
+        c.record(false, true);
+        c.record(false, false);
+        assert_eq!(c.get(true, true), 1);
+        assert_eq!(c.get(true, false), 0);
+        assert_eq!(c.get(false, true), 2);
+        assert_eq!(c.get(false, false), 1);
+    }
+}

@@ -1,0 +1,89 @@
+//! The store's counters: commits with their duration, samples committed or
+//! dropped, and (read at scrape time) the writer's queue depths and the
+//! database file size. The writer counts; `/metrics` reads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::{StoreHandle, JOB_QUEUE, SAMPLE_QUEUE};
+use crate::metrics::{Collect, Encoder, Histogram, Kind};
+
+#[derive(Debug, Default)]
+pub struct StoreStats {
+    commits_ok: AtomicU64,
+    commits_failed: AtomicU64,
+    samples_committed: AtomicU64,
+    samples_dropped: AtomicU64,
+    commit_duration: Histogram,
+}
+
+impl StoreStats {
+    /// One writer transaction: `samples` in it, how long BEGIN to COMMIT took.
+    pub(super) fn record_commit(&self, ok: bool, samples: usize, took: Duration) {
+        let (commits, rows) = if ok {
+            (&self.commits_ok, &self.samples_committed)
+        } else {
+            (&self.commits_failed, &self.samples_dropped)
+        };
+        commits.fetch_add(1, Ordering::Relaxed);
+        rows.fetch_add(samples as u64, Ordering::Relaxed);
+        self.commit_duration.observe_duration(took);
+    }
+
+    pub fn samples_committed(&self) -> u64 {
+        self.samples_committed.load(Ordering::Relaxed)
+    }
+}
+
+impl Collect for StoreHandle {
+    fn collect(&self, out: &mut Encoder) {
+        let s = &self.stats;
+        out.family(
+            "sitegate_store_commits_total",
+            Kind::Counter,
+            "Writer transactions, by result.",
+        )
+        .sample(&[("result", "ok")], s.commits_ok.load(Ordering::Relaxed) as f64)
+        .sample(
+            &[("result", "failed")],
+            s.commits_failed.load(Ordering::Relaxed) as f64,
+        );
+        out.family(
+            "sitegate_store_samples_total",
+            Kind::Counter,
+            "Samples written (committed) or lost with a failed commit (dropped).",
+        )
+        .sample(&[("result", "committed")], s.samples_committed() as f64)
+        .sample(
+            &[("result", "dropped")],
+            s.samples_dropped.load(Ordering::Relaxed) as f64,
+        );
+        out.family(
+            "sitegate_store_commit_duration_seconds",
+            Kind::Histogram,
+            "Time of one writer transaction, fsync included.",
+        )
+        .histogram(&[], &s.commit_duration.snapshot());
+        let sample_depth = SAMPLE_QUEUE.saturating_sub(self.samples.capacity());
+        let job_depth = JOB_QUEUE.saturating_sub(self.jobs.capacity());
+        out.family(
+            "sitegate_store_queue_depth",
+            Kind::Gauge,
+            "Items waiting for the writer: sample batches (bound 1024) and jobs (bound 64).",
+        )
+        .sample(&[("queue", "samples")], sample_depth as f64)
+        .sample(&[("queue", "jobs")], job_depth as f64);
+        let mut size = out.family(
+            "sitegate_store_file_bytes",
+            Kind::Gauge,
+            "Size of the database file and of its write-ahead log.",
+        );
+        for (file, suffix) in [("db", ""), ("wal", "-wal")] {
+            let mut path = self.path.clone().into_os_string();
+            path.push(suffix);
+            if let Ok(m) = std::fs::metadata(&path) {
+                size.sample(&[("file", file)], m.len() as f64);
+            }
+        }
+    }
+}
