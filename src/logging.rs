@@ -1,6 +1,8 @@
 //! Log output: tracing with fields, as plain lines (no timestamps or colours under
-//! journald, which adds its own) or JSON; the level can be changed while running
+//! journald, which adds its own; colours only on a terminal) or JSON; the level can be changed while running
 //! (SIGHUP re-reads `logging.level`).
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -47,7 +49,8 @@ pub fn init(cfg: &LoggingConfig) -> Result<LogHandle, String> {
     let output = match (cfg.format, under_journald) {
         (LogFormat::Json, _) => base.json().with_current_span(false).boxed(),
         (LogFormat::Text, true) => base.without_time().with_ansi(false).boxed(),
-        (LogFormat::Text, false) => base.boxed(),
+        // Escape codes in a pipe or a file would break every reader of the log.
+        (LogFormat::Text, false) => base.with_ansi(std::io::stderr().is_terminal()).boxed(),
     };
     tracing_subscriber::registry()
         .with(filter)

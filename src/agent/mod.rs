@@ -236,8 +236,11 @@ impl Agent {
     /// asked for it (`WatchdogSec=`); does nothing otherwise.
     pub fn spawn_watchdog(&self) {
         if let Some(period) = systemd::watchdog_period() {
-            self.tracker
-                .spawn(watchdog::run(self.pulses(), period, self.cancel.child_token()));
+            self.tracker.spawn(watchdog::run(
+                self.pulses(),
+                period,
+                self.cancel.child_token(),
+            ));
         }
     }
 
@@ -342,4 +345,27 @@ pub fn restart_needed(old: &Config, new: &Config) -> Vec<&'static str> {
     check("mqtt", old.mqtt == new.mqtt);
     check("profiles_dir", old.profiles_dir == new.profiles_dir);
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_tokens_auth_rate_and_level_reload_without_a_restart() {
+        let text = include_str!("../../config/demo.toml");
+        let old = crate::config::parse(text).expect("demo config");
+        let mut new = old.clone();
+        new.http.tokens.clear();
+        new.http.rate_limit.burst += 1;
+        new.logging.level = "debug".into();
+        assert!(restart_needed(&old, &new).is_empty());
+        new.http.request_timeout_ms += 1;
+        new.storage.flush_interval_ms += 1;
+        new.devices[0].poll_interval_ms += 1;
+        assert_eq!(
+            restart_needed(&old, &new),
+            vec!["http.request_timeout_ms", "storage", "devices"]
+        );
+    }
 }

@@ -57,10 +57,10 @@ use axum::Router;
 pub use auth::{require_read, require_steer, Auth, Caller};
 pub use devices::{device_views, DeviceView, PropertyView, StatusView};
 pub use error::{ApiError, ErrorCode, PROBLEM_JSON};
-pub use http_stats::HttpStats;
 pub use extract::{
     check_json_content_type, parse_json, read_json, ApiPath, JsonBody, DEFAULT_BODY_LIMIT,
 };
+pub use http_stats::HttpStats;
 pub use measurements::{MeasurementView, Num};
 pub use query::QueryParams;
 pub use readiness::{Readiness, ReadyFlag};

@@ -324,3 +324,42 @@ fn steering_keys_have_defaults_and_bounds() {
     );
     assert_eq!(parse(&text).unwrap().devices[1].priority, Some(1));
 }
+
+#[test]
+fn http_limits_have_defaults_and_bounds() {
+    let c = parse(GOOD).expect("good config");
+    assert!(c.http.metrics);
+    assert_eq!(c.http.request_timeout_ms, 30_000);
+    assert_eq!(c.http.rate_limit.requests_per_s, 100.0);
+    assert_eq!(c.http.rate_limit.burst, 200);
+
+    let set = |keys: &str| GOOD.replace("auth = \"tokens\"", &format!("auth = \"tokens\"\n{keys}"));
+    let c = parse(&set(
+        "metrics = false\nrequest_timeout_ms = 5000\nrate_limit = { requests_per_s = 0.5, burst = 2 }",
+    ))
+    .expect("valid limits");
+    assert!(!c.http.metrics);
+    assert_eq!(c.http.request_timeout_ms, 5000);
+    assert_eq!(c.http.rate_limit.requests_per_s, 0.5);
+
+    let p = problems(&set(
+        "request_timeout_ms = 50\nrate_limit = { requests_per_s = -1, burst = 0, per_minute = 3 }",
+    ));
+    assert!(
+        has(
+            &p,
+            "http.request_timeout_ms: must be 100 to 600000, found 50"
+        ),
+        "{p:?}"
+    );
+    assert!(
+        has(&p, "http.rate_limit.requests_per_s: must be a number >= 0"),
+        "{p:?}"
+    );
+    assert!(has(&p, "http.rate_limit.per_minute"), "{p:?}");
+    let p = problems(&set("rate_limit = { requests_per_s = 5, burst = 0 }"));
+    assert!(
+        has(&p, "http.rate_limit.burst: must be at least 1"),
+        "{p:?}"
+    );
+}

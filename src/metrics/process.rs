@@ -57,12 +57,8 @@ impl Collect for ProcessCollector {
             .sample(&[], cpu);
         }
         if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
-            out.family(
-                "process_open_fds",
-                Kind::Gauge,
-                "Open file descriptors.",
-            )
-            .sample(&[], fds.count() as f64);
+            out.family("process_open_fds", Kind::Gauge, "Open file descriptors.")
+                .sample(&[], fds.count() as f64);
         }
     }
 }

@@ -120,7 +120,14 @@ impl Family<'_> {
             h.count as f64,
         );
         line(self.lines, self.name, "_sum", labels, None, h.sum);
-        line(self.lines, self.name, "_count", labels, None, h.count as f64);
+        line(
+            self.lines,
+            self.name,
+            "_count",
+            labels,
+            None,
+            h.count as f64,
+        );
         self
     }
 }

@@ -13,8 +13,8 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{AuditEvent, AuditKind};
-use super::stats::WriteCounters;
 use super::report::{due, Desired, DeviceReport, Due, Last};
+use super::stats::WriteCounters;
 use super::writer::{verify, DeviceControls, WritePlan};
 use crate::config::DeviceConfig;
 use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, Op, OpOutput};
@@ -139,7 +139,9 @@ impl Actuator {
         if let Some(c) = self.writes.get(self.slot) {
             c.record(changed, ok);
         }
-        if !ok {
+        if ok {
+            tracing::debug!(device = %self.device.reference, change = changed, "setpoint written and confirmed");
+        } else {
             tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""), "steering write failed");
         }
         let prev_written = last.as_ref().and_then(|l| l.written_at_ms);

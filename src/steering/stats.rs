@@ -28,7 +28,12 @@ impl WriteCounters {
     }
 }
 
-const STATES: [State; 4] = [State::Applied, State::Pending, State::Failed, State::Fallback];
+const STATES: [State; 4] = [
+    State::Applied,
+    State::Pending,
+    State::Failed,
+    State::Fallback,
+];
 
 impl Collect for SteeringService {
     fn collect(&self, out: &mut Encoder) {

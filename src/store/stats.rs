@@ -43,7 +43,10 @@ impl Collect for StoreHandle {
             Kind::Counter,
             "Writer transactions, by result.",
         )
-        .sample(&[("result", "ok")], s.commits_ok.load(Ordering::Relaxed) as f64)
+        .sample(
+            &[("result", "ok")],
+            s.commits_ok.load(Ordering::Relaxed) as f64,
+        )
         .sample(
             &[("result", "failed")],
             s.commits_failed.load(Ordering::Relaxed) as f64,

@@ -26,10 +26,10 @@ use super::outbox::{decode, Outbox, Row};
 use super::payload;
 use super::rpc::{Answer, Bridge};
 use super::stats::{bump, LinkStats};
-use crate::liveness::Heartbeat;
 use super::steering::SteeringStates;
 use super::topics::Topics;
 use crate::api::device_views;
+use crate::liveness::Heartbeat;
 use crate::model::{time::now_ms, DeviceId};
 use crate::telemetry::Live;
 

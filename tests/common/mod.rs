@@ -4,6 +4,7 @@
 
 pub mod broker;
 pub mod mqtt;
+pub mod prom;
 pub mod site;
 pub mod steer;
 pub mod webdriver;
