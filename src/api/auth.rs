@@ -142,6 +142,17 @@ impl Auth {
         }
     }
 
+    /// Accepts no token at all (mode `tokens`, none configured): what
+    /// [`routes`](super::routes) builds its throwaway scope layers with.
+    pub fn deny_all() -> Self {
+        Self {
+            table: RwLock::new(Arc::new(Table {
+                mode: AuthMode::Tokens,
+                tokens: Vec::new(),
+            })),
+        }
+    }
+
     /// Replaces the mode and tokens; requests already past the check keep their
     /// caller.
     pub fn reload(&self, http: &HttpConfig) {
