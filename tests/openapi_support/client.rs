@@ -31,7 +31,13 @@ impl<'a> Checker<'a> {
         Self {
             doc,
             base: base.to_string(),
-            http: reqwest::Client::new(),
+            // A connection per request: the server closes a connection whose
+            // body it did not read (413, 401 before the body), and a pooled
+            // connection it closed would fail the next request.
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("an HTTP client"),
             seen: BTreeSet::new(),
         }
     }
