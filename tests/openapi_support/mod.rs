@@ -204,6 +204,31 @@ pub fn refs(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
     }
 }
 
+/// Calls `f` with every object of the document that holds a `schema` (media
+/// types, parameters, headers), and where it is.
+pub fn each_with_schema<'a>(v: &'a Value, f: &mut dyn FnMut(&str, &'a Value)) {
+    fn walk<'a>(v: &'a Value, at: &str, f: &mut dyn FnMut(&str, &'a Value)) {
+        match v {
+            Value::Object(o) => {
+                if o.contains_key("schema") {
+                    f(at, v);
+                }
+                for (k, x) in o {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    walk(x, &format!("{at}/{k}"), f);
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    walk(x, &format!("{at}/{i}"), f);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(v, "#", f);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
