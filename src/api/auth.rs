@@ -147,6 +147,18 @@ impl Auth {
         }
     }
 
+    /// Accepts no token at all (mode `tokens`, none configured): what
+    /// [`routes`](super::routes) builds its throwaway scope layers with.
+    pub fn deny_all() -> Self {
+        Self {
+            table: RwLock::new(Arc::new(Table {
+                mode: AuthMode::Tokens,
+                tokens: Vec::new(),
+            })),
+            limiter: RateLimiter::new(crate::config::RateLimitConfig::default()),
+        }
+    }
+
     /// Replaces the mode, tokens and rate limit; requests already past the
     /// check keep their caller.
     pub fn reload(&self, http: &HttpConfig) {

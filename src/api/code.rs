@@ -1,7 +1,8 @@
 //! The machine-readable `code` of every problem, with its default HTTP status.
 //!
-//! The list is `api.md`'s plus `not_ready` and `timeout`; adding a code means adding it here and
-//! nowhere else. No rendering here: `error.rs` does that.
+//! The list is `api.md`'s plus `timeout` and `not_ready`. Adding a code means
+//! adding it here and to the `ErrorCode` schema of `openapi.json` (a test checks
+//! that the two agree). No rendering here: `error.rs` does that.
 
 use std::fmt;
 
@@ -29,11 +30,11 @@ pub enum ErrorCode {
     RateLimited,
     NotFound,
     MethodNotAllowed,
+    /// The request took longer than the server's request time limit.
+    Timeout,
     /// `/readyz` while a subsystem is not ready (not in `api.md`'s list, which says
     /// "at least").
     NotReady,
-    /// A request took longer than `http.request_timeout_ms` (503).
-    Timeout,
     /// Keep last: [`ErrorCode::ALL`]'s length check relies on it.
     Internal,
 }
@@ -63,8 +64,8 @@ impl ErrorCode {
         ErrorCode::RateLimited,
         ErrorCode::NotFound,
         ErrorCode::MethodNotAllowed,
-        ErrorCode::NotReady,
         ErrorCode::Timeout,
+        ErrorCode::NotReady,
         ErrorCode::Internal,
     ];
 
@@ -89,8 +90,8 @@ impl ErrorCode {
             ErrorCode::RateLimited => "rate_limited",
             ErrorCode::NotFound => "not_found",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
-            ErrorCode::NotReady => "not_ready",
             ErrorCode::Timeout => "timeout",
+            ErrorCode::NotReady => "not_ready",
             ErrorCode::Internal => "internal",
         }
     }
@@ -117,7 +118,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ErrorCode::NotReady | ErrorCode::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Timeout | ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

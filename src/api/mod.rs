@@ -17,15 +17,21 @@
 //!    returns `Result<impl IntoResponse, ApiError>`.
 //! 2. Put what it needs into [`ApiState`] as a cheap, cloneable handle (an `Arc`
 //!    or a channel sender), set in [`ApiState::new`] or with a builder method.
-//! 3. Register it in [`router`] inside the group of its scope: `read_routes` for
-//!    `read` (device data, time series, site and steering state), a
-//!    `steer_routes` group with `auth::require_steer` for steering POST/DELETE.
-//!    The same path may appear in both groups with different methods; axum
-//!    merges them, and each method keeps its own scope layer.
+//! 3. Register it in `register` (below [`router`]) inside the group of its
+//!    access, with the group's `.get`/`.post`/`.delete` (never `Router::route`
+//!    directly: the group records the route for [`routes`]): `read_routes` for
+//!    `read` (device data, time series, site and steering state), `steer_routes`
+//!    (behind `auth::require_steer`) for steering POST/DELETE, `open_routes` for
+//!    what needs no token. The same path may appear in both token groups with
+//!    different methods; axum merges them, and each method keeps its own scope
+//!    layer.
 //! 4. Errors: return an [`ApiError`]; map a layer's own error enum to it with a
 //!    `From` impl next to the handler. Never return a bare status or text: the
 //!    [safety net](ops::problem_safety_net) would still turn it into problem+json,
 //!    but with a poorer detail.
+//! 5. Describe it in `openapi.json` (parameters, body, every status it answers,
+//!    with examples); `tests/openapi.rs` fails until the document and the route
+//!    list agree and real answers validate against it.
 
 mod auth;
 mod code;
@@ -35,10 +41,12 @@ mod extract;
 mod http_stats;
 mod limit;
 mod measurements;
+mod openapi;
 mod ops;
 mod page;
 mod query;
 mod readiness;
+mod route_table;
 mod steering;
 mod time_limit;
 mod timeseries;
@@ -51,7 +59,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::middleware;
-use axum::routing::{get, post};
 use axum::Router;
 
 pub use auth::{require_read, require_steer, Auth, Caller};
@@ -62,15 +69,18 @@ pub use extract::{
 };
 pub use http_stats::HttpStats;
 pub use measurements::{MeasurementView, Num};
+pub use openapi::OPENAPI_DOCUMENT;
 pub use query::QueryParams;
 pub use readiness::{Readiness, ReadyFlag};
+pub use route_table::{Access, RouteInfo};
 pub use steering::Transport;
 pub use token::{hash_token, new_token, token_config_snippet, NewToken, TOKEN_PREFIX};
 
-use crate::config::{Config, SiteConfig};
+use crate::config::{Config, Scope, SiteConfig};
 use crate::metrics::{ProcessCollector, Registry};
 use crate::store::StoreHandle;
 use crate::telemetry::Live;
+use route_table::Group;
 
 /// Everything handlers share. Cheap to clone (a few `Arc`s); one clone per request.
 #[derive(Clone)]
@@ -142,60 +152,8 @@ impl ApiState {
 
 /// The whole API. Serve it with `axum::serve(listener, router(state))`.
 pub fn router(state: ApiState) -> Router {
-    let read_routes = Router::new()
-        .route("/devices", get(devices::list))
-        .route(
-            "/devices/{device_reference}/measurement",
-            get(measurements::single),
-        )
-        .route(
-            "/devices/{device_reference}/measurements",
-            get(measurements::list),
-        )
-        .route(
-            "/devices/{device_reference}/measurements/map",
-            get(measurements::map),
-        )
-        .route(
-            "/devices/{device_reference}/measurements/time-series",
-            post(timeseries::time_series),
-        )
-        .route("/sites", get(steering::list_sites))
-        .route("/sites/{site_reference}", get(steering::get_site))
-        .route("/sites/{site_reference}/steering", get(steering::get_state))
-        .route(
-            "/sites/{site_reference}/steering/history",
-            get(steering::history),
-        )
-        .route_layer(middleware::from_fn_with_state(
-            state.auth.clone(),
-            require_read,
-        ));
-    let steer_routes = Router::new()
-        .route(
-            "/sites/{site_reference}/steering",
-            post(steering::post_site).delete(steering::delete),
-        )
-        .route(
-            "/sites/{site_reference}/steering/ess",
-            post(steering::post_ess),
-        )
-        .route(
-            "/sites/{site_reference}/steering/curtailment",
-            post(steering::post_curtailment),
-        )
-        .route_layer(middleware::from_fn_with_state(
-            state.auth.clone(),
-            require_steer,
-        ));
-
-    Router::new()
-        .route("/healthz", get(ops::healthz))
-        .route("/readyz", get(ops::readyz))
-        .route("/metrics", get(ops::metrics))
-        .merge(page::routes())
-        .merge(read_routes)
-        .merge(steer_routes)
+    let (routes, _) = register(&state.auth);
+    routes
         .fallback(ops::not_found)
         .layer(middleware::from_fn_with_state(
             state.request_timeout,
@@ -207,4 +165,65 @@ pub fn router(state: ApiState) -> Router {
             http_stats::count_requests,
         ))
         .with_state(state)
+}
+
+/// Every route [`router`] serves, in registration order, as registered: the
+/// OpenAPI document (`openapi.json`) must list the same ones.
+pub fn routes() -> Vec<RouteInfo> {
+    register(&Arc::new(Auth::deny_all())).1
+}
+
+/// Builds the routes and records each; `auth` is what the scope layers check.
+fn register(auth: &Arc<Auth>) -> (Router<ApiState>, Vec<RouteInfo>) {
+    let mut list = Vec::new();
+    let open_routes = Group::new(&mut list, Access::Open)
+        .get("/healthz", ops::healthz)
+        .get("/readyz", ops::readyz)
+        .get("/metrics", ops::metrics)
+        .get("/openapi.json", openapi::document)
+        .into_router();
+    let page_routes = page::routes(Group::new(&mut list, Access::Page));
+    let read_routes = Group::new(&mut list, Access::Token(Scope::Read))
+        .get("/devices", devices::list)
+        .get(
+            "/devices/{device_reference}/measurement",
+            measurements::single,
+        )
+        .get(
+            "/devices/{device_reference}/measurements",
+            measurements::list,
+        )
+        .get(
+            "/devices/{device_reference}/measurements/map",
+            measurements::map,
+        )
+        .post(
+            "/devices/{device_reference}/measurements/time-series",
+            timeseries::time_series,
+        )
+        .get("/sites", steering::list_sites)
+        .get("/sites/{site_reference}", steering::get_site)
+        .get("/sites/{site_reference}/steering", steering::get_state)
+        .get(
+            "/sites/{site_reference}/steering/history",
+            steering::history,
+        )
+        .into_router()
+        .route_layer(middleware::from_fn_with_state(auth.clone(), require_read));
+    let steer_routes = Group::new(&mut list, Access::Token(Scope::Steer))
+        .post("/sites/{site_reference}/steering", steering::post_site)
+        .delete("/sites/{site_reference}/steering", steering::delete)
+        .post("/sites/{site_reference}/steering/ess", steering::post_ess)
+        .post(
+            "/sites/{site_reference}/steering/curtailment",
+            steering::post_curtailment,
+        )
+        .into_router()
+        .route_layer(middleware::from_fn_with_state(auth.clone(), require_steer));
+
+    let routes = open_routes
+        .merge(page_routes)
+        .merge(read_routes)
+        .merge(steer_routes);
+    (routes, list)
 }

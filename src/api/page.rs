@@ -17,12 +17,12 @@ use std::sync::LazyLock;
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::Router;
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 use super::extract::ApiPath;
+use super::route_table::Group;
 
 /// The policy sent with every asset. `connect-src 'self'` is the API;
 /// `style-src 'self'` without `'unsafe-inline'` means the page sets no style
@@ -107,11 +107,12 @@ static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
         .collect()
 });
 
-/// `GET /` and `GET /page/{file}` (HEAD too).
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
-        .route("/", get(index))
-        .route("/page/{file}", get(asset))
+/// `GET /` and `GET /page/{file}` (HEAD too), registered into `group`.
+pub fn routes<S: Clone + Send + Sync + 'static>(group: Group<'_, S>) -> Router<S> {
+    group
+        .get("/", index)
+        .get("/page/{file}", asset)
+        .into_router()
 }
 
 async fn index(headers: HeaderMap) -> Response {
@@ -181,6 +182,7 @@ mod tests {
     use http_body_util::BodyExt;
     use tower::ServiceExt;
 
+    use super::super::route_table::Access;
     use super::*;
 
     async fn get(path: &str, if_none_match: Option<&str>) -> Response {
@@ -188,7 +190,8 @@ mod tests {
         if let Some(tag) = if_none_match {
             req = req.header(header::IF_NONE_MATCH, tag);
         }
-        routes::<()>()
+        let mut list = Vec::new();
+        routes::<()>(Group::new(&mut list, Access::Page))
             .oneshot(req.body(Body::empty()).unwrap())
             .await
             .unwrap()
