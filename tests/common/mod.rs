@@ -3,9 +3,12 @@
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod logs;
 pub mod mqtt;
+pub mod process;
 pub mod site;
 pub mod steer;
+pub mod tls;
 pub mod webdriver;
 
 use std::future::Future;
