@@ -86,7 +86,11 @@ async fn cap(kind: Kind) {
             sent += 1;
         }
         site.agent.store().flush().await.expect("flush");
-        assert!(sent < 100_000, "no eviction after {sent} polls: {:?}", up.stats());
+        assert!(
+            sent < 100_000,
+            "no eviction after {sent} polls: {:?}",
+            up.stats()
+        );
     }
     let stats = up.stats();
     let cap = up.outbox().cap();

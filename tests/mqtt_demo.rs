@@ -98,7 +98,10 @@ async fn demo_on(kind: Kind) {
     let online = sub.expect("the demo online", T, is(&status)).await.json();
     assert_eq!(online["online"], true, "{online}");
     assert_eq!(online["version"], env!("CARGO_PKG_VERSION"));
-    let devices = sub.expect("the device listing", T, is(&listing)).await.json();
+    let devices = sub
+        .expect("the device listing", T, is(&listing))
+        .await
+        .json();
     let refs: Vec<&str> = devices
         .as_array()
         .expect("array")
@@ -116,11 +119,16 @@ async fn demo_on(kind: Kind) {
         assert!(!body["measurements"].as_array().expect("array").is_empty());
         heard.insert(body["reference"].as_str().expect("reference").to_string());
     }
-    assert!(heard.iter().all(|r| DEVICES.contains(&r.as_str())), "{heard:?}");
+    assert!(
+        heard.iter().all(|r| DEVICES.contains(&r.as_str())),
+        "{heard:?}"
+    );
     // Status and listing are retained for whoever subscribes later.
     for (topic, id) in [(&status, "late-status"), (&listing, "late-listing")] {
         let mut late = Subscriber::connect(broker.addr("5"), id, topic).await;
-        let m = late.expect(&format!("retained {topic}"), T, is(topic)).await;
+        let m = late
+            .expect(&format!("retained {topic}"), T, is(topic))
+            .await;
         assert!(m.retain, "{topic}");
         if topic == &status {
             assert_eq!(m.json()["online"], true);

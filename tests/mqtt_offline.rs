@@ -12,7 +12,7 @@ use common::broker::{kinds, Broker, Gate, Kind, Message, Subscriber};
 use common::mqtt::{self, mqtt_section, plain_url, site_config, uplink, ROOT};
 use common::site::{READ_TOKEN, STEER_TOKEN};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 use sitegate::model::time::{format_utc, now_ms};
 use sitegate::sim::StorageControl;
 
@@ -61,7 +61,10 @@ async fn offline(kind: Kind) {
         (body["data"].as_array()?.len() >= 3).then_some(body)
     })
     .await;
-    assert_eq!(stored["time"][0], format_utc(first - first.rem_euclid(1000)));
+    assert_eq!(
+        stored["time"][0],
+        format_utc(first - first.rem_euclid(1000))
+    );
     let stats = uplink(&site).stats();
     assert!(stats.last_seq >= 9, "{stats:?}");
     assert_eq!(stats.rows, stats.last_seq, "nothing was sent: {stats:?}");
@@ -106,9 +109,7 @@ async fn offline(kind: Kind) {
     if !watch.seen.iter().any(online) {
         watch.expect("online", T, online).await;
     }
-    let seq_one = |m: &Message| {
-        m.topic.ends_with("/measurements") && m.json()["seq"] == Value::from(1)
-    };
+    let seq_one = |m: &Message| m.topic.ends_with("/measurements") && m.json()["seq"] == 1;
     if !watch.seen.iter().any(seq_one) {
         watch.expect("the first telemetry", T, seq_one).await;
     }

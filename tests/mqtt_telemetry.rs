@@ -206,7 +206,10 @@ async fn outage_and_restart(kind: Kind) {
             stored.len()
         );
         for (m, s) in samples.iter().zip(&stored) {
-            assert!(m.0 == s.0 && m.1 == s.1 && same(m.2, s.2), "{device}: {m:?} sent, {s:?} stored");
+            assert!(
+                m.0 == s.0 && m.1 == s.1 && same(m.2, s.2),
+                "{device}: {m:?} sent, {s:?} stored"
+            );
         }
     }
     // Acknowledged rows leave with the next commit: the whole backlog goes.
@@ -319,7 +322,9 @@ async fn will_on_sigkill(kind: Kind) {
     assert_eq!(m.json(), json!({"online": false}), "{}", agent.log());
     // It stays: a late subscriber is told the agent is offline.
     let mut late = Subscriber::connect(broker.addr("5"), "late-kill", &status).await;
-    let m = late.expect("the retained status", T, |m| m.topic == status).await;
+    let m = late
+        .expect("the retained status", T, |m| m.topic == status)
+        .await;
     assert!(m.retain);
     assert_eq!(m.json(), json!({"online": false}));
     sim.shutdown().await;

@@ -91,7 +91,8 @@ impl Logs {
             .collect()
     }
 
-    /// Waits for an event since `mark` with this message for which `pred` holds.
+    /// Waits for an event since `mark` with this message for which `pred`
+    /// holds; panics with what was logged when it does not come in time.
     pub async fn wait_for(
         &self,
         mark: Mark,
@@ -99,11 +100,19 @@ impl Logs {
         timeout: Duration,
         pred: impl Fn(&Value) -> bool,
     ) -> Value {
-        super::wait_for(
-            &format!("the log line {message:?}"),
-            timeout,
-            || async { self.messages(mark, message).into_iter().find(|e| pred(e)) },
-        )
-        .await
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(e) = self.messages(mark, message).into_iter().find(|e| pred(e)) {
+                return e;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let logged: Vec<String> = self.since(mark).iter().map(Value::to_string).collect();
+                panic!(
+                    "timed out after {timeout:?} waiting for the log line {message:?}; logged:\n{}",
+                    logged.join("\n")
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }

@@ -77,7 +77,11 @@ impl AgentProcess {
         self.child.kill().expect("SIGKILL");
         let status = self.child.wait().expect("reap the agent");
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(9), "the agent ended before the kill: {status}");
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "the agent ended before the kill: {status}"
+        );
     }
 
     /// The exit status, if the process has ended.
