@@ -66,7 +66,7 @@ async fn offline(kind: Kind) {
         format_utc(first - first.rem_euclid(1000))
     );
     let stats = uplink(&site).stats();
-    assert!(stats.last_seq >= 9, "{stats:?}");
+    assert!(stats.last_seq >= 3, "{stats:?}");
     assert_eq!(stats.rows, stats.last_seq, "nothing was sent: {stats:?}");
 
     // Steering: 2 kW discharge is 40 % of the 5 kW battery's rating, written
