@@ -59,10 +59,6 @@ impl AgentProcess {
         AgentProcess { child, dir }
     }
 
-    pub fn id(&self) -> u32 {
-        self.child.id()
-    }
-
     pub fn log_path(&self) -> PathBuf {
         self.dir.path().join("agent.log")
     }
@@ -82,11 +78,6 @@ impl AgentProcess {
             Some(9),
             "the agent ended before the kill: {status}"
         );
-    }
-
-    /// The exit status, if the process has ended.
-    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().expect("poll the agent")
     }
 }
 
