@@ -1,6 +1,8 @@
-//! The RPC bridge end to end: every device-data endpoint answers over MQTT as it
-//! does over HTTP; MQTT 5 response topics and correlation data; duplicate ids get
-//! the first answer, also after a restart; the optional token check.
+//! The RPC bridge end to end, on every broker: every device-data endpoint (the
+//! latest values, the lists, the time series from the store) answers over MQTT
+//! as it does over HTTP, errors included; MQTT 5 response topics and
+//! correlation data; duplicate ids get the first answer, also after a restart;
+//! the optional token check.
 
 mod common;
 
@@ -8,9 +10,10 @@ use std::time::Duration;
 
 use common::broker::{kinds, Broker, Kind, Subscriber};
 use common::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
-use common::site::{READ_TOKEN, STEER_TOKEN};
+use common::site::{TestSite, READ_TOKEN, STEER_TOKEN};
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
+use sitegate::model::time::format_utc;
 
 const T: Duration = Duration::from_secs(20);
 /// Polled once, then not for an hour: answers stay the same between the two transports.
@@ -57,6 +60,33 @@ async fn equality(kind: Kind) {
         assert_eq!(answer["status"], status.as_u16(), "{path}: {answer}");
         assert_eq!(answer["body"], http_body, "{path}");
     }
+    // The time series, from the store: the polled samples are committed before
+    // either transport asks.
+    site.agent.store().flush().await.expect("flush");
+    for (i, (path, body)) in time_series_cases(&site).await.iter().enumerate() {
+        let (status, http_body) = site
+            .call(Method::POST, path, Some(READ_TOKEN), body.as_ref())
+            .await;
+        let answer = rpc(
+            &mut sub,
+            json!({"id": format!("ts-{i}"), "method": "POST", "path": path, "body": body}),
+        )
+        .await;
+        assert_eq!(
+            answer["status"],
+            status.as_u16(),
+            "{path} {body:?}: {answer}"
+        );
+        assert_eq!(answer["body"], http_body, "{path} {body:?}");
+        if i < 3 {
+            // The first cases cover the poll: a series with data.
+            assert!(
+                http_body["data"].as_array().is_some_and(|d| !d.is_empty()),
+                "{path} {body:?}: {http_body}"
+            );
+        }
+    }
+
     // A method the route lacks, over both transports.
     let (status, http_body) = site
         .call(Method::DELETE, "/devices", Some(STEER_TOKEN), None)
@@ -126,6 +156,101 @@ async fn equality(kind: Kind) {
     site.stop().await;
 }
 
+/// Time-series requests around the battery's one poll: answers with data, and
+/// each kind of refusal.
+async fn time_series_cases(site: &TestSite) -> Vec<(String, Option<Value>)> {
+    let (polled, _) = site
+        .latest("dvc_bat", "activePower")
+        .await
+        .expect("the battery was polled");
+    let hour = 3_600_000;
+    let start = polled - polled.rem_euclid(hour) - hour;
+    let range = |start: i64, end: i64| json!({"type": "absolute", "start": format_utc(start), "end": format_utc(end)});
+    let day = 24 * hour;
+    let series = |property: &str, range: Value, value: i64, unit: &str| json!({"property": property, "range": range, "resolution": {"value": value, "unit": unit}});
+    let bat = "/devices/dvc_bat/measurements/time-series".to_string();
+    let mut with_max = series("soc", range(start, start + 3 * hour), 1, "s");
+    with_max["aggregation"] = json!("max");
+    let mut median = series("soc", range(start, start + hour), 1, "min");
+    median["aggregation"] = json!("median");
+    let mut relative = series("soc", range(start, start + hour), 1, "min");
+    relative["range"]["type"] = json!("relative");
+    vec![
+        (
+            bat.clone(),
+            Some(series(
+                "activePower",
+                range(start, start + 3 * hour),
+                1,
+                "min",
+            )),
+        ),
+        (
+            bat.clone(),
+            Some(series(
+                "totalEnergyConsumed",
+                range(start, start + 3 * hour),
+                1,
+                "h",
+            )),
+        ),
+        (bat.clone(), Some(with_max)),
+        // Nothing stored in the range: an empty series.
+        (
+            bat.clone(),
+            Some(series(
+                "soc",
+                range(start - day, start - day + hour),
+                1,
+                "min",
+            )),
+        ),
+        // 31 days.
+        (
+            bat.clone(),
+            Some(series("soc", range(start, start + 31 * day), 1, "d")),
+        ),
+        (
+            bat.clone(),
+            Some(series("nope", range(start, start + hour), 1, "min")),
+        ),
+        // A property of the vocabulary the meter does not offer.
+        (
+            "/devices/dvc_grid/measurements/time-series".to_string(),
+            Some(series("soc", range(start, start + 3 * hour), 1, "min")),
+        ),
+        (
+            bat.clone(),
+            Some(series("soc", range(start, start + 30 * day), 1, "s")),
+        ),
+        (
+            bat.clone(),
+            Some(series("soc", range(start + hour, start), 1, "min")),
+        ),
+        (
+            bat.clone(),
+            Some(series("soc", range(start, start + hour), 1, "week")),
+        ),
+        (
+            bat.clone(),
+            Some(series(
+                "soc,activePower",
+                range(start, start + hour),
+                1,
+                "min",
+            )),
+        ),
+        (bat.clone(), Some(relative)),
+        (bat.clone(), Some(median)),
+        (bat.clone(), Some(json!({"property": "soc"}))),
+        (bat.clone(), None),
+        (
+            "/devices/dvc_nope/measurements/time-series".to_string(),
+            Some(series("soc", range(start, start + hour), 1, "min")),
+        ),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_device_data_endpoint_answers_over_rpc_as_over_http() {
     for kind in kinds() {
@@ -135,7 +260,13 @@ async fn every_device_data_endpoint_answers_over_rpc_as_over_http() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_required_token_is_checked_like_a_bearer_token() {
-    let broker = Broker::start(Kind::Rumqttd).await;
+    for kind in kinds() {
+        token_check(kind).await;
+    }
+}
+
+async fn token_check(kind: Kind) {
+    let broker = Broker::start(kind).await;
     let mut sub = Subscriber::connect(
         broker.addr("5"),
         "rpc-token",

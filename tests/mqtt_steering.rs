@@ -14,7 +14,13 @@ use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_steering_endpoint_answers_over_rpc_as_over_http() {
-    let broker = Broker::start(Kind::Rumqttd).await;
+    for kind in kinds() {
+        steering_equality(kind).await;
+    }
+}
+
+async fn steering_equality(kind: Kind) {
+    let broker = Broker::start(kind).await;
     let (site, mut sub) = start(&broker).await;
     let ess = json!({"setting": {"value": 2, "unit": "kW"}, "validUntil": until(30)});
     let curtail = json!({"setting": {"value": 50, "unit": "%"}, "validUntil": until(30)});
@@ -183,7 +189,13 @@ async fn every_steering_endpoint_answers_over_rpc_as_over_http() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicated_steering_rpc_is_applied_once() {
-    let broker = Broker::start(Kind::Rumqttd).await;
+    for kind in kinds() {
+        applied_once(kind).await;
+    }
+}
+
+async fn applied_once(kind: Kind) {
+    let broker = Broker::start(kind).await;
     let (site, mut sub) = start(&broker).await;
     let path = format!("/sites/{SITE}/steering/ess");
     let body = json!({"setting": {"value": 2, "unit": "kW"}, "validUntil": until(30)});

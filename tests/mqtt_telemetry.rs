@@ -1,6 +1,8 @@
 //! The MQTT uplink end to end against real brokers (rumqttd in-process, and
-//! mosquitto where installed): status and will, the retained listing, telemetry
-//! in the contract's shape, and store-and-forward through an outage and a restart.
+//! mosquitto where installed): status and will (also when the agent process is
+//! killed), the retained listing, telemetry in the contract's shape, and
+//! store-and-forward through an outage and a restart: every stored sample
+//! arrives, once, in order.
 
 mod common;
 
@@ -9,7 +11,10 @@ use std::time::Duration;
 
 use common::broker::{kinds, Broker, Gate, Kind, Message, Subscriber};
 use common::mqtt::{self, mqtt_section, plain_url, site_config, uplink};
-use serde_json::Value;
+use common::process::{start_sim, AgentProcess};
+use common::site::TestSite;
+use serde_json::{json, Value};
+use sitegate::store::StoreError;
 
 const T: Duration = Duration::from_secs(20);
 const ROOT: &str = "sitegate/test";
@@ -159,16 +164,13 @@ async fn outage_and_restart(kind: Kind) {
     let target = uplink(&site).stats().last_seq;
     let mut got: BTreeMap<u64, Value> = BTreeMap::new();
     for m in sub.seen.iter().filter(|m| is_measurement(m)) {
-        let v = m.json();
-        got.insert(v["seq"].as_u64().expect("seq"), v);
+        absorb(&mut got, m);
     }
     while (1..=target).any(|s| !got.contains_key(&s)) {
         let m = sub.expect("the backlog", T, is_measurement).await;
-        let v = m.json();
-        got.insert(v["seq"].as_u64().expect("seq"), v);
+        absorb(&mut got, &m);
     }
-    // Every seq from 1 on arrived, none twice-counted; per device, samples in seq
-    // order go forward in time.
+    // Every seq from 1 on arrived.
     let max = *got.keys().last().expect("some");
     assert_eq!(
         got.len() as u64,
@@ -176,14 +178,39 @@ async fn outage_and_restart(kind: Kind) {
         "gap in seq: {:?}",
         got.keys().collect::<Vec<_>>()
     );
-    let mut last_ts: BTreeMap<String, i64> = BTreeMap::new();
+    // Per device, the samples in seq order go forward in time, and they are
+    // exactly what the store holds up to the newest one received.
+    let mut sent: BTreeMap<String, Vec<Stored>> = BTreeMap::new();
     for v in got.values() {
         let device = v["reference"].as_str().expect("reference").to_string();
-        let ts = v["measurements"][0]["timestamp"]
-            .as_i64()
-            .expect("timestamp");
-        let prev = last_ts.insert(device.clone(), ts).unwrap_or(i64::MIN);
-        assert!(ts >= prev, "{device}: seq {} goes back in time", v["seq"]);
+        let samples = sent.entry(device).or_default();
+        for e in v["measurements"].as_array().expect("measurements") {
+            let ts = e["timestamp"].as_i64().expect("timestamp");
+            if let Some(prev) = samples.last() {
+                assert!(ts >= prev.1, "seq {} goes back in time: {e}", v["seq"]);
+            }
+            let property = e["property"].as_str().expect("property").to_string();
+            samples.push((property, ts, e["value"].as_f64().expect("value")));
+        }
+    }
+    assert_eq!(sent.len(), 3, "{:?}", sent.keys());
+    for (device, mut samples) in sent {
+        let newest = samples.last().expect("samples").1;
+        let stored = stored(&site, &device, newest).await;
+        samples.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+        assert_eq!(
+            samples.len(),
+            stored.len(),
+            "{device}: {} samples over MQTT, {} stored up to {newest}",
+            samples.len(),
+            stored.len()
+        );
+        for (m, s) in samples.iter().zip(&stored) {
+            assert!(
+                m.0 == s.0 && m.1 == s.1 && same(m.2, s.2),
+                "{device}: {m:?} sent, {s:?} stored"
+            );
+        }
     }
     // Acknowledged rows leave with the next commit: the whole backlog goes.
     common::wait_for("the backlog deleted after its PUBACKs", T, || async {
@@ -192,6 +219,45 @@ async fn outage_and_restart(kind: Kind) {
     })
     .await;
     site.stop().await;
+}
+
+/// Keeps a measurement message by its seq; a batch sent again after a
+/// reconnect must be the same message.
+fn absorb(got: &mut BTreeMap<u64, Value>, m: &Message) {
+    let v = m.json();
+    let seq = v["seq"].as_u64().expect("seq");
+    if let Some(before) = got.insert(seq, v.clone()) {
+        assert_eq!(before, v, "seq {seq} arrived twice with different bodies");
+    }
+}
+
+/// (property, timestamp, value)
+type Stored = (String, i64, f64);
+
+/// What the store holds of `device` up to `until_ms`, by time and property.
+async fn stored(site: &TestSite, device: &str, until_ms: i64) -> Vec<Stored> {
+    let device = device.to_string();
+    site.agent
+        .store()
+        .read(move |c| {
+            let mut stmt = c.prepare(
+                "SELECT s.property, t.ts, t.value
+                 FROM (SELECT series, ts, value FROM raw UNION ALL SELECT series, ts, value FROM recent) t
+                 JOIN series s ON s.id = t.series
+                 WHERE s.device = ?1 AND t.ts <= ?2 ORDER BY t.ts, s.property",
+            )?;
+            let rows = stmt.query_map(rusqlite::params![device, until_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
+            Ok::<_, StoreError>(rows.collect::<Result<Vec<Stored>, _>>()?)
+        })
+        .await
+        .expect("read the store")
+}
+
+/// Equal but for the last bit JSON number parsing may round differently.
+fn same(a: f64, b: f64) -> bool {
+    a == b || (a - b).abs() <= 4.0 * f64::EPSILON * a.abs().max(b.abs())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,5 +295,44 @@ async fn will_on_death(kind: Kind) {
 async fn status_goes_offline_through_the_will_when_the_agent_dies() {
     for kind in kinds() {
         will_on_death(kind).await;
+    }
+}
+
+async fn will_on_sigkill(kind: Kind) {
+    let broker = Broker::start(kind).await;
+    let status = format!("{ROOT}/status");
+    let mut sub = Subscriber::connect(broker.addr("5"), "watch-kill", &status).await;
+    let text = site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), 200);
+    let sim = start_sim(&text).await;
+    let mut agent = AgentProcess::spawn(&text, &sim);
+    let online = sub
+        .expect("online from the agent process", T, |m| {
+            m.json()["online"] == true
+        })
+        .await
+        .json();
+    assert!(online["startedAt"].as_i64().is_some(), "{online}");
+
+    agent.kill();
+    let m = sub
+        .expect(&format!("the will on {kind:?}"), T, |m| {
+            m.json()["online"] == false
+        })
+        .await;
+    assert_eq!(m.json(), json!({"online": false}), "{}", agent.log());
+    // It stays: a late subscriber is told the agent is offline.
+    let mut late = Subscriber::connect(broker.addr("5"), "late-kill", &status).await;
+    let m = late
+        .expect("the retained status", T, |m| m.topic == status)
+        .await;
+    assert!(m.retain);
+    assert_eq!(m.json(), json!({"online": false}));
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_goes_offline_through_the_will_when_the_agent_process_is_killed() {
+    for kind in kinds() {
+        will_on_sigkill(kind).await;
     }
 }

@@ -70,12 +70,12 @@ impl Drop for ChildGuard {
 
 /// A free loopback port: bound, read and released. A broker that cannot take an
 /// explicit port 0 report needs this; the window for a clash is tiny.
-fn free_port() -> SocketAddr {
+pub fn free_port() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr")
 }
 
-async fn wait_listening(addr: SocketAddr) {
+pub async fn wait_listening(addr: SocketAddr) {
     super::wait_for(
         &format!("broker on {addr}"),
         Duration::from_secs(10),
@@ -151,6 +151,13 @@ impl Broker {
     }
 
     async fn mosquitto() -> Broker {
+        Self::mosquitto_with("").await
+    }
+
+    /// mosquitto with `extra` appended to its config (more listeners, TLS files):
+    /// the plain listener comes first, so settings in `extra` that follow a
+    /// `listener` line apply to that listener only.
+    pub async fn mosquitto_with(extra: &str) -> Broker {
         let bin = mosquitto_binary().expect("mosquitto installed");
         let dir = tempfile::tempdir().expect("temp dir");
         let addr = free_port();
@@ -158,7 +165,7 @@ impl Broker {
         std::fs::write(
             &conf,
             format!(
-                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n",
+                "listener {} 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n{extra}",
                 addr.port()
             ),
         )
@@ -232,6 +239,8 @@ pub struct TestPki {
     server_cert: rustls::pki_types::CertificateDer<'static>,
     server_key: rustls::pki_types::PrivateKeyDer<'static>,
     ca_der: rustls::pki_types::CertificateDer<'static>,
+    pub server_cert_pem: String,
+    pub server_key_pem: String,
     pub client_cert_pem: String,
     pub client_key_pem: String,
 }
@@ -271,6 +280,8 @@ impl TestPki {
             ca_der: ca_cert.der().clone(),
             server_cert: server_cert.der().clone(),
             server_key: rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
+            server_cert_pem: server_cert.pem(),
+            server_key_pem: server_key.serialize_pem(),
             client_cert_pem: client_cert.pem(),
             client_key_pem: client_key.serialize_pem(),
         }
@@ -343,6 +354,8 @@ pub struct Message {
     pub payload: Vec<u8>,
     pub retain: bool,
     pub correlation: Option<Vec<u8>>,
+    /// When the subscriber's event loop read it.
+    pub at: std::time::Instant,
 }
 
 impl Message {
@@ -378,6 +391,7 @@ impl Subscriber {
                                 .properties
                                 .and_then(|pr| pr.correlation_data)
                                 .map(|b| b.to_vec()),
+                            at: std::time::Instant::now(),
                         });
                     }
                     Ok(Event::Incoming(Packet::SubAck(_))) => {

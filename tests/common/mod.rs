@@ -1,12 +1,17 @@
 //! Shared helpers for the integration tests: a simulated site with the agent on
-//! it, an HTTP client, and waiting for conditions instead of sleeping.
+//! it (in process, or the agent binary as a child), an HTTP client, MQTT brokers
+//! (plain and TLS) with a recording subscriber, the agent's captured log, and
+//! waiting for conditions instead of sleeping.
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod logs;
 pub mod mqtt;
+pub mod process;
 pub mod prom;
 pub mod site;
 pub mod steer;
+pub mod tls;
 pub mod webdriver;
 
 use std::future::Future;

@@ -4,6 +4,10 @@
 //! commit, and evicts at most [`EVICT_CHUNK`] of the oldest rows when the outbox
 //! is over its cap. Counters change only after the commit.
 //!
+//! Evictions are logged at most once a minute, each line with the count since
+//! the last; the count held back is logged by the next commit after the minute
+//! (the upkeep task makes one at least every minute) or when the store closes.
+//!
 //! Everything that writes the outbox table goes through here, on the writer
 //! thread, so the counters never race with the rows. No MQTT, no topics.
 
@@ -69,6 +73,17 @@ impl OutboxSink {
         );
         self.unlogged = 0;
         self.last_log = Some(Instant::now());
+    }
+}
+
+impl Drop for OutboxSink {
+    /// The store is closing (the writer drops its hook last): what the rate
+    /// limit held back is said now, so the log lines add up to the counter.
+    fn drop(&mut self) {
+        if self.unlogged > 0 {
+            self.last_log = None;
+            self.log_evictions(0);
+        }
     }
 }
 
