@@ -1,5 +1,7 @@
 //! Log output: tracing with fields, as plain lines (no timestamps or colours under
-//! journald, which adds its own) or JSON.
+//! journald, which adds its own; colours only on a terminal) or JSON.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
@@ -19,7 +21,10 @@ pub fn init(cfg: &LoggingConfig) -> Result<(), String> {
     let result = match (cfg.format, under_journald) {
         (LogFormat::Json, _) => builder.json().with_current_span(false).try_init(),
         (LogFormat::Text, true) => builder.without_time().with_ansi(false).try_init(),
-        (LogFormat::Text, false) => builder.try_init(),
+        // Escape codes in a pipe or a file would break every reader of the log.
+        (LogFormat::Text, false) => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
     };
     result.map_err(|e| e.to_string())
 }

@@ -41,6 +41,11 @@ pub fn block_on<F: std::future::Future<Output = ExitCode>>(f: F) -> ExitCode {
 
 /// Runs the agent until a signal, then shuts it down.
 pub async fn serve(config: Config) -> ExitCode {
+    serve_then(config, |_| {}).await
+}
+
+/// Like [`serve`], calling `started` once the agent runs and listens.
+pub async fn serve_then(config: Config, started: impl FnOnce(&Agent)) -> ExitCode {
     let agent = match Agent::start(config).await {
         Ok(a) => a,
         Err(e) => {
@@ -48,6 +53,7 @@ pub async fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    started(&agent);
     wait_for_signal(agent.cancellation()).await;
     agent.shutdown().await;
     ExitCode::SUCCESS

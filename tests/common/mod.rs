@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod demo;
 pub mod mqtt;
 pub mod site;
 pub mod steer;
