@@ -101,7 +101,10 @@ async fn demo_serves_its_site_and_stops_on_sigint() {
 
     let status = demo.stop(Signal::SIGINT).await;
     let log = demo.log();
-    assert!(status.success(), "exit status {status} after SIGINT:\n{log}");
+    assert!(
+        status.success(),
+        "exit status {status} after SIGINT:\n{log}"
+    );
     for step in [
         "SIGINT: shutting down",
         "agent stopped",
@@ -131,7 +134,10 @@ async fn demo_stops_cleanly_on_sigterm() {
     .await;
     let status = demo.stop(Signal::SIGTERM).await;
     let log = demo.log();
-    assert!(status.success(), "exit status {status} after SIGTERM:\n{log}");
+    assert!(
+        status.success(),
+        "exit status {status} after SIGTERM:\n{log}"
+    );
     assert!(log.contains("SIGTERM: shutting down"), "{log}");
     assert!(log.contains("agent stopped"), "{log}");
     assert_eq!(trouble(&log), Vec::<&str>::new(), "{log}");

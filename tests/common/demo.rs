@@ -78,9 +78,11 @@ impl Output {
 fn printed_addr(stdout: &str) -> Option<SocketAddr> {
     let rest = stdout.lines().find_map(|l| l.strip_prefix(URL_PREFIX))?;
     let addr = rest.split('/').next()?;
-    Some(addr.parse().unwrap_or_else(|e| {
-        panic!("the demo printed {addr:?}, not an address ({e}):\n{stdout}")
-    }))
+    Some(
+        addr.parse().unwrap_or_else(|e| {
+            panic!("the demo printed {addr:?}, not an address ({e}):\n{stdout}")
+        }),
+    )
 }
 
 impl Demo {
@@ -170,9 +172,11 @@ impl Demo {
         let pid = Pid::from_raw(i32::try_from(self.child.id()).expect("pid fits i32"));
         kill(pid, signal).unwrap_or_else(|e| panic!("send {signal} to the demo: {e}"));
         let child = &mut self.child;
-        let status = super::wait_for(&format!("the demo to exit after {signal}"), DEADLINE, || {
-            std::future::ready(child.try_wait().expect("poll the demo"))
-        })
+        let status = super::wait_for(
+            &format!("the demo to exit after {signal}"),
+            DEADLINE,
+            || std::future::ready(child.try_wait().expect("poll the demo")),
+        )
         .await;
         self.stdout.finish();
         self.stderr.finish();
