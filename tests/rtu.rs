@@ -74,6 +74,7 @@ fn spec(unit_id: u8, kind: SimKind) -> SimDeviceSpec {
         kind,
         serial: format!("RTU-{unit_id}"),
         refuse_writes: false,
+        sunspec_base: 40000,
     }
 }
 

@@ -11,6 +11,7 @@ fn device(unit_id: u8, kind: SimKind) -> SimDeviceSpec {
         kind,
         serial: format!("SN-{unit_id}"),
         refuse_writes: false,
+        sunspec_base: 40000,
     }
 }
 
