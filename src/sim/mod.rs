@@ -9,8 +9,8 @@
 //! decision), `device` (one device behind a mutex, the write path), `service`
 //! (Modbus requests to devices), `server` (listeners and connections), `site`
 //! (start, physics task, stop), `config` (a site from the agent's config),
-//! `variants` (every inverter and meter family and DER storage, with fixed
-//! values), `profile` (register-map devices), `rtu` (a serial line), `faulty`
+//! `variants` (the other inverter and meter families and DER storage, with
+//! fixed values), `profile` (register-map devices), `rtu` (a serial line), `faulty`
 //! (a fault-injecting proxy). A SunSpec map starts where its device says
 //! (`sunspec_base`: 40000 unless a test puts it elsewhere).
 //!
@@ -162,9 +162,10 @@ pub enum SimKind {
     },
     /// Three-phase grid meter at the connection point (models 1, 203).
     Meter,
-    /// A SunSpec device with fixed values (inverters and meters of every
-    /// integer and float family, DER storage): see [`fixed_values`] for what
-    /// it shows and [`fixed_absent`] for what it does not.
+    /// A SunSpec device with fixed values (inverters and meters of the
+    /// families the physics devices do not speak, DER storage): see
+    /// [`fixed_values`] for what it shows and [`fixed_absent`] for what it
+    /// does not.
     Fixed { variant: Variant, rated_w: f64 },
     /// A non-SunSpec device laid out from a register-map profile. With
     /// `readable_gaps`, registers between the named ones read 0; without, they
