@@ -10,6 +10,7 @@
 //! Layout only: no behaviour, no clock, no I/O.
 
 mod der;
+mod float_meters;
 mod inverters;
 mod meters;
 
@@ -153,9 +154,9 @@ fn ac(v: Variant, rated_w: f64) -> Option<Ac> {
         Variant::Meter201 => Some(meters::AC_201),
         Variant::Meter202 => Some(meters::AC_202),
         Variant::Meter204 => Some(meters::AC_204),
-        Variant::Meter211 => Some(meters::AC_211),
-        Variant::Meter212 => Some(meters::AC_212),
-        Variant::Meter214 => Some(meters::AC_214),
+        Variant::Meter211 => Some(float_meters::AC_211),
+        Variant::Meter212 => Some(float_meters::AC_212),
+        Variant::Meter214 => Some(float_meters::AC_214),
     }
 }
 
@@ -163,7 +164,7 @@ fn ac(v: Variant, rated_w: f64) -> Option<Ac> {
 pub fn expected(v: Variant, rated_w: f64) -> Vec<(Property, f64)> {
     match v {
         Variant::InverterFloat => inverters::float_113_expected(rated_w),
-        Variant::MeterFloat => meters::float_213_expected(),
+        Variant::MeterFloat => float_meters::float_213_expected(),
         Variant::DerStorage => der::expected(),
         _ => ac(v, rated_w).map(|a| a.expected()).unwrap_or_default(),
     }
@@ -195,7 +196,7 @@ pub fn build(v: Variant, base: u16, unit_id: u8, serial: &str, rated_w: f64) -> 
     let b = RegisterMap::sunspec(base);
     match v {
         Variant::InverterFloat => inverters::float_113(b, unit_id, serial, rated_w),
-        Variant::MeterFloat => meters::float_213(b, unit_id, serial),
+        Variant::MeterFloat => float_meters::float_213(b, unit_id, serial),
         Variant::DerStorage => der::build(b, unit_id, serial, rated_w),
         Variant::Inverter101 => inverters::int_101(b, unit_id, serial, rated_w),
         Variant::Inverter102 => inverters::int_102(b, unit_id, serial, rated_w),
@@ -204,9 +205,9 @@ pub fn build(v: Variant, base: u16, unit_id: u8, serial: &str, rated_w: f64) -> 
         Variant::Meter201 => meters::int_201(b, unit_id, serial),
         Variant::Meter202 => meters::int_202(b, unit_id, serial),
         Variant::Meter204 => meters::int_204(b, unit_id, serial),
-        Variant::Meter211 => meters::float_211(b, unit_id, serial),
-        Variant::Meter212 => meters::float_212(b, unit_id, serial),
-        Variant::Meter214 => meters::float_214(b, unit_id, serial),
+        Variant::Meter211 => float_meters::float_211(b, unit_id, serial),
+        Variant::Meter212 => float_meters::float_212(b, unit_id, serial),
+        Variant::Meter214 => float_meters::float_214(b, unit_id, serial),
     }
 }
 
