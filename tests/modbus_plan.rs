@@ -115,6 +115,7 @@ async fn setup(profile: Arc<Profile>, readable_gaps: bool) -> (SimSite, Port, De
                 },
                 serial: "S1".into(),
                 refuse_writes: false,
+                sunspec_base: 40000,
             }],
         }],
         time_factor: 1.0,

@@ -84,6 +84,7 @@ async fn every_family_maps_to_the_vocabulary() {
                     kind,
                     serial: r.to_uppercase(),
                     refuse_writes: false,
+                    sunspec_base: 40000,
                 })
                 .collect(),
         }],

@@ -2,7 +2,7 @@
 //! slave end like a USB RS-485 adapter, the simulated line answers on the
 //! master end. Two devices share the line, a third configured one is silent
 //! (its cost stays bounded by its timeout), and answers with a bad CRC are
-//! survived.
+//! survived. The configured baud rate and stop bits reach the serial port.
 
 use std::time::Duration;
 
@@ -74,6 +74,7 @@ fn spec(unit_id: u8, kind: SimKind) -> SimDeviceSpec {
         kind,
         serial: format!("RTU-{unit_id}"),
         refuse_writes: false,
+        sunspec_base: 40000,
     }
 }
 
@@ -197,6 +198,51 @@ async fn scan_finds_devices_on_a_serial_line() {
     let snippet = scan::snippet("rs485", &transport, 1000, &found, "ste_a");
     assert!(snippet.contains("baud = 38400"), "{snippet}");
     assert!(snippet.contains("unit_id = 5"), "{snippet}");
+    line.stop().await;
+    drop(slave);
+}
+
+/// Baud rate and stop bits change nothing on a pseudo-terminal, but they must
+/// reach the port: the bus sets them on the tty when it opens the line, and
+/// the pty's slave side reports them back (termios belongs to the tty, so the
+/// test's own handle on it sees what the agent set). Parity and data bits
+/// cannot be checked this way: Linux's pty driver forces CS8 without parity
+/// on every tcsetattr (`pty_set_termios`), whatever the caller asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configured_baud_rate_and_stop_bits_reach_the_serial_port() {
+    use tokio_serial::StopBits;
+
+    let (master, slave) = tokio_serial::SerialStream::pair().expect("pty pair");
+    let path = slave.name().expect("pty slave path");
+    let settings = |p: &tokio_serial::SerialStream| {
+        (
+            p.baud_rate().expect("baud rate"),
+            p.stop_bits().expect("stop bits"),
+        )
+    };
+    let wanted = (4800, StopBits::Two);
+    let before = settings(&slave);
+    assert_ne!(before.0, wanted.0, "the pty starts at another baud rate");
+    assert_ne!(before.1, wanted.1, "the pty starts with one stop bit");
+
+    let line = SimRtuLine::start(master, &[spec(1, SimKind::Meter)]);
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(&path, dir.path()).replace(
+        "baud = 19200, parity = \"even\", data_bits = 8, stop_bits = 1",
+        "baud = 4800, parity = \"even\", data_bits = 8, stop_bits = 2",
+    );
+    assert!(text.contains("baud = 4800"), "the bus line was rewritten");
+    let agent = Agent::start(parse(&text).expect("config"))
+        .await
+        .expect("agent");
+    wait_for(
+        "the bus to open the line with its settings",
+        Duration::from_secs(10),
+        || async { (settings(&slave) == wanted).then_some(()) },
+    )
+    .await;
+
+    agent.shutdown().await;
     line.stop().await;
     drop(slave);
 }

@@ -1,9 +1,13 @@
-//! `sitegate scan` against the simulator: it finds every simulated SunSpec
+//! `sitegate scan` through the binary against the simulator, on Modbus TCP and
+//! on an RTU line over a pseudo-terminal pair: it finds every simulated SunSpec
 //! device, says what it is, and prints config blocks that `check-config` takes.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
-use sitegate::sim::{SimDeviceSpec, SimKind, SimServerSpec, SimSite, SimSiteSpec};
+use sitegate::sim::{
+    SimDeviceSpec, SimKind, SimRtuLine, SimServerSpec, SimSite, SimSiteSpec, Variant,
+};
+use tokio_serial::SerialPort;
 
 fn device(unit_id: u8, kind: SimKind) -> SimDeviceSpec {
     SimDeviceSpec {
@@ -11,7 +15,45 @@ fn device(unit_id: u8, kind: SimKind) -> SimDeviceSpec {
         kind,
         serial: format!("SN-{unit_id}"),
         refuse_writes: false,
+        sunspec_base: 40000,
     }
+}
+
+/// Runs the binary off the async runtime (the simulator answers on it).
+async fn sitegate(args: &[&str]) -> Output {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_sitegate"))
+            .args(&args)
+            .output()
+            .expect("run sitegate")
+    })
+    .await
+    .unwrap()
+}
+
+/// Stdout of a successful run.
+fn success(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Completes what scan printed into a config (an HTTP section and the site)
+/// and runs `check-config` on it; returns its summary line.
+async fn check_completed(scanned: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("scanned.toml");
+    let config = format!(
+        "[http]\nlisten = [\"127.0.0.1:8080\"]\nauth = \"none\"\n\n\
+         [[sites]]\nreference = \"ste_home\"\nname = \"Home\"\n\n{scanned}"
+    );
+    std::fs::write(&file, config).unwrap();
+    success(&sitegate(&["check-config", file.to_str().unwrap()]).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -40,22 +82,20 @@ async fn scan_finds_the_simulated_devices_and_prints_a_valid_config() {
         base_load_w: 500.0,
     };
     let sim = SimSite::start(spec).await.unwrap();
-    let addr = sim.addr("lan").unwrap();
-    let bin = env!("CARGO_BIN_EXE_sitegate");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(bin)
-            .args(["scan", "--tcp", &addr.to_string(), "--units", "1-4"])
-            .args(["--timeout-ms", "300", "--site", "ste_home"])
-            .output()
-            .expect("run sitegate scan")
-    })
-    .await
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let addr = sim.addr("lan").unwrap().to_string();
+    let stdout = success(
+        &sitegate(&[
+            "scan",
+            "--tcp",
+            &addr,
+            "--units",
+            "1-4",
+            "--timeout-ms",
+            "300",
+            "--site",
+            "ste_home",
+        ])
+        .await,
     );
     for want in [
         "# unit 1 (map at 40000): sitegate SIM-INV-6 (serial SN-1",
@@ -70,23 +110,83 @@ async fn scan_finds_the_simulated_devices_and_prints_a_valid_config() {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
     assert!(!stdout.contains("unit 4"), "{stdout}");
-
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("scanned.toml");
-    let config = format!(
-        "[http]\nlisten = [\"127.0.0.1:8080\"]\nauth = \"none\"\n\n[[sites]]\nreference = \"ste_home\"\nname = \"Home\"\n\n{stdout}"
-    );
-    std::fs::write(&file, config).unwrap();
-    let check = Command::new(bin)
-        .args(["check-config", file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
-    assert!(String::from_utf8_lossy(&check.stdout).contains("1 bus, 3 devices"));
+    let check = check_completed(&stdout).await;
+    assert!(check.contains("1 bus, 3 devices"), "{check}");
     sim.shutdown().await;
+}
+
+/// Two SunSpec devices share the line with a third that answers without a
+/// SunSpec map (its map is one register off); the other unit ids are silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_on_a_serial_line_prints_a_valid_config() {
+    let (master, slave) = tokio_serial::SerialStream::pair().expect("pty pair");
+    let path = slave.name().expect("pty slave path");
+    let off_by_one = SimDeviceSpec {
+        sunspec_base: 40001,
+        ..device(
+            4,
+            SimKind::Fixed {
+                variant: Variant::Meter201,
+                rated_w: 1.0,
+            },
+        )
+    };
+    let line = SimRtuLine::start(
+        master,
+        &[
+            device(2, SimKind::Meter),
+            device(5, SimKind::Inverter { rated_w: 3000.0 }),
+            off_by_one,
+        ],
+    );
+    let out = sitegate(&[
+        "scan",
+        "--rtu",
+        &path,
+        "--baud",
+        "19200",
+        "--parity",
+        "even",
+        "--units",
+        "1-6",
+        // Generous: an answer must not miss it on a loaded machine; the
+        // silent units 1, 3 and 6 cost one timeout each.
+        "--timeout-ms",
+        "1000",
+        "--site",
+        "ste_home",
+        "--bus-name",
+        "rs485",
+    ])
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let stdout = success(&out);
+    for want in [
+        "# unit 2 (map at 40000): sitegate SIM-MTR-3P (serial SN-2",
+        "meter, SunSpec models 1, 203",
+        "# unit 5 (map at 40000): sitegate SIM-INV-3 (serial SN-5",
+        "inverter, SunSpec models 1, 103, 120, 121, 123",
+        &format!(
+            "rtu = {{ path = \"{path}\", baud = 19200, parity = \"even\", data_bits = 8, stop_bits = 1 }}"
+        ),
+        "name = \"rs485\"",
+        "bus = \"rs485\"",
+        "unit_id = 2",
+        "unit_id = 5",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    assert!(!stdout.contains("unit_id = 4"), "{stdout}");
+    assert!(
+        stderr.contains("unit 4: answers, but no SunSpec marker \"SunS\" at 40000, 0 or 50000"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("unit 3: no answer within 1000 ms"),
+        "{stderr}"
+    );
+    let check = check_completed(&stdout).await;
+    assert!(check.contains("1 bus, 2 devices"), "{check}");
+    line.stop().await;
+    drop(slave);
 }

@@ -7,14 +7,15 @@ use std::process::ExitCode;
 use sitegate::config::{parse, MqttConfig};
 use sitegate::sim::{SimSite, SimSiteSpec};
 
-use super::complain;
+use super::{complain, say};
 
 /// The demo site, built into the binary so the demo runs from anywhere.
 const DEMO_CONFIG: &str = include_str!("../../config/demo.toml");
 
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
-    /// Where the API listens (loopback only: the demo has no auth).
+    /// Where the API listens (loopback only: the demo has no auth); port 0 picks
+    /// a free port, printed on stdout once the demo runs.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
     /// Directory for the demo's database.
@@ -70,13 +71,10 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         ));
         return ExitCode::from(super::EXIT_USAGE);
     }
-    let log = match sitegate::logging::init(&config.logging) {
-        Ok(h) => h,
-        Err(e) => {
-            complain(&e);
-            return ExitCode::FAILURE;
-        }
-    };
+    if let Err(e) = sitegate::logging::init(&config.logging) {
+        complain(&e);
+        return ExitCode::FAILURE;
+    }
     super::run::block_on(async move {
         let mut spec = SimSiteSpec::from_config(&config, args.speed);
         spec.start = Some(morning_today());
@@ -89,11 +87,14 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         };
         sim.point_config_at_servers(&mut config);
         tracing::info!(speed = args.speed, data = %data.display(), "simulated site running");
-        let reload = super::run::Reload {
-            file: None,
-            log: Some(log),
-        };
-        let code = super::run::serve(config, reload).await;
+        // One plain line on stdout says where the demo is (the log says it too,
+        // among many): with `--listen 127.0.0.1:0` it is the only way to know.
+        let code = super::run::serve(config, None, |agent| {
+            for addr in agent.http_addrs() {
+                say(&format!("sitegate demo: http://{addr}/ (Ctrl-C stops it)"));
+            }
+        })
+        .await;
         sim.shutdown().await;
         code
     })

@@ -25,13 +25,11 @@ pub fn run(file: &Path) -> ExitCode {
             return ExitCode::from(super::EXIT_CONFIG);
         }
     };
-    block_on(serve(
-        config,
-        Reload {
-            file: Some(file.to_path_buf()),
-            log: Some(log),
-        },
-    ))
+    let reload = Reload {
+        file: file.to_path_buf(),
+        log,
+    };
+    block_on(serve(config, Some(reload), |_| {}))
 }
 
 /// Runs a future on a fresh multi-threaded runtime.
@@ -48,16 +46,20 @@ pub fn block_on<F: std::future::Future<Output = ExitCode>>(f: F) -> ExitCode {
     }
 }
 
-/// What SIGHUP re-reads: the config file (none for the demo, whose config is
-/// built in) and the log level.
+/// What SIGHUP re-reads: the config file, and the log level it sets.
 pub struct Reload {
-    pub file: Option<PathBuf>,
-    pub log: Option<LogHandle>,
+    pub file: PathBuf,
+    pub log: LogHandle,
 }
 
-/// Runs the agent until SIGINT or SIGTERM, reloading on SIGHUP, then shuts it
-/// down (store flushed, MQTT session closed).
-pub async fn serve(config: Config, reload: Reload) -> ExitCode {
+/// Runs the agent until SIGINT or SIGTERM, reloading on SIGHUP (when there is a
+/// file to reload: the demo's config is built in), then shuts it down (store
+/// flushed, MQTT session closed). `started` runs once the agent listens.
+pub async fn serve(
+    config: Config,
+    reload: Option<Reload>,
+    started: impl FnOnce(&Agent),
+) -> ExitCode {
     let mut signals = match Signals::new() {
         Ok(s) => s,
         Err(e) => {
@@ -72,6 +74,7 @@ pub async fn serve(config: Config, reload: Reload) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    started(&agent);
     systemd::ready(&status_line(&agent));
     agent.spawn_watchdog();
     let cancel = agent.cancellation();
@@ -82,7 +85,7 @@ pub async fn serve(config: Config, reload: Reload) -> ExitCode {
             () = cancel.cancelled() => break,
             _ = signals.hup.recv() => {
                 systemd::reloading();
-                apply_reload(&agent, &reload);
+                apply_reload(&agent, reload.as_ref());
                 systemd::ready(&status_line(&agent));
             }
         }
@@ -126,8 +129,8 @@ fn status_line(agent: &Agent) -> String {
 }
 
 /// Re-reads the config file; a file with problems changes nothing.
-fn apply_reload(agent: &Agent, reload: &Reload) {
-    let Some(file) = &reload.file else {
+fn apply_reload(agent: &Agent, reload: Option<&Reload>) {
+    let Some(Reload { file, log }) = reload else {
         tracing::info!("SIGHUP: the demo's config is built in; nothing to reload");
         return;
     };
@@ -138,10 +141,8 @@ fn apply_reload(agent: &Agent, reload: &Reload) {
             return;
         }
     };
-    if let Some(log) = &reload.log {
-        if let Err(e) = log.set_level(&new.logging.level) {
-            tracing::error!(error = %e, "SIGHUP: log level not changed");
-        }
+    if let Err(e) = log.set_level(&new.logging.level) {
+        tracing::error!(error = %e, "SIGHUP: log level not changed");
     }
     let pending = agent.reload(&new);
     tracing::info!(

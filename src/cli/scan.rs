@@ -102,6 +102,10 @@ pub fn scan(args: ScanArgs) -> ExitCode {
         let found = scan::scan(&mut port, &units, |p| match p {
             scan::Progress::Asking(u) => complain(&format!("asking unit {u} ...")),
             scan::Progress::Failed(u, e) => complain(&format!("  unit {u}: {e}")),
+            scan::Progress::NotSunspec(u) => complain(&format!(
+                "  unit {u}: answers, but {}",
+                sitegate::modbus::sunspec::DiscoveryError::NotSunspec
+            )),
         })
         .await;
         port.close().await;

@@ -1,5 +1,6 @@
 //! From TOML text to a validated [`Config`], collecting every problem with its path.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::DeserializeOwned;
@@ -130,6 +131,8 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let polling: Option<PollingConfig> = optional_section(&mut table, "polling", &mut problems);
     let logging: Option<LoggingConfig> = optional_section(&mut table, "logging", &mut problems);
     let mqtt: Option<MqttConfig> = optional_section(&mut table, "mqtt", &mut problems);
+    let declared_sites = declared_names(&table, "sites", "reference");
+    let declared_buses = declared_names(&table, "buses", "name");
     let sites: Vec<Option<SiteConfig>> = array_section(&mut table, "sites", &mut problems);
     let buses: Vec<Option<RawBus>> = array_section(&mut table, "buses", &mut problems);
     let devices: Vec<Option<RawDevice>> = array_section(&mut table, "devices", &mut problems);
@@ -145,6 +148,8 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
             sites,
             buses,
             devices,
+            declared_sites,
+            declared_buses,
             profiles: crate::modbus::profile::Resolver::new(&profiles_dir, dir),
             profiles_dir,
         },
@@ -182,7 +187,10 @@ fn deserialize_at<T: DeserializeOwned>(
         Ok(v) => Some(v),
         Err(e) => {
             let inner = e.path().to_string();
-            problems.push(Problem::new(join(path, &inner), e.into_inner().to_string()));
+            // The bare message: the error's Display appends the key again
+            // ("in `max_import`"), which the path already says.
+            let message = e.into_inner().message().to_string();
+            problems.push(Problem::new(join(path, &inner), message));
             None
         }
     }
@@ -204,6 +212,19 @@ fn optional_section<T: DeserializeOwned>(
 ) -> Option<T> {
     let value = table.remove(key)?;
     deserialize_at(value, key, problems)
+}
+
+/// The string `field` of every entry of the array `key`, whether the entry is
+/// valid or not: what other sections may refer to. A reference to an entry that
+/// has problems of its own is not also reported as unknown.
+fn declared_names(table: &toml::Table, key: &str, field: &str) -> HashSet<String> {
+    let Some(toml::Value::Array(items)) = table.get(key) else {
+        return HashSet::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| item.get(field)?.as_str().map(str::to_string))
+        .collect()
 }
 
 /// Deserializes each entry of an array of tables on its own, so that one bad entry

@@ -23,6 +23,10 @@ pub(super) struct Sections {
     pub sites: Vec<Option<SiteConfig>>,
     pub buses: Vec<Option<RawBus>>,
     pub devices: Vec<Option<RawDevice>>,
+    /// Site references and bus names written in the file, including those of
+    /// entries that failed to parse.
+    pub declared_sites: HashSet<String>,
+    pub declared_buses: HashSet<String>,
     pub profiles_dir: std::path::PathBuf,
     pub profiles: crate::modbus::profile::Resolver,
 }
@@ -120,7 +124,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         if dev.name.trim().is_empty() {
             problems.push(Problem::new(format!("{path}.name"), "must not be empty"));
         }
-        if !site_refs.contains(&dev.site) {
+        if !site_refs.contains(&dev.site) && !s.declared_sites.contains(&dev.site) {
             problems.push(Problem::new(
                 format!("{path}.site"),
                 format!(
@@ -129,32 +133,38 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
                 ),
             ));
         }
-        match bus_kinds.get(&dev.bus) {
-            None => problems.push(Problem::new(
+        // `None` for a bus whose entry has problems of its own (reported there).
+        let is_tcp = bus_kinds.get(&dev.bus).copied();
+        if is_tcp.is_none() && !s.declared_buses.contains(&dev.bus) {
+            problems.push(Problem::new(
                 format!("{path}.bus"),
                 format!(
                     "unknown bus {:?} (no [[buses]] entry has that name)",
                     dev.bus
                 ),
-            )),
-            Some(is_tcp) => {
-                let valid = (1..=247).contains(&dev.unit_id) || (*is_tcp && dev.unit_id == 255);
-                if !valid {
-                    problems.push(Problem::new(
-                        format!("{path}.unit_id"),
-                        format!(
-                            "{} is not a device address (1 to 247{})",
-                            dev.unit_id,
-                            if *is_tcp { ", or 255 on TCP" } else { "" }
-                        ),
-                    ));
-                }
-                if !addresses.insert((dev.bus.clone(), dev.unit_id)) {
-                    problems.push(Problem::new(
-                        format!("{path}.unit_id"),
-                        format!("unit id {} is used twice on bus {:?}", dev.unit_id, dev.bus),
-                    ));
-                }
+            ));
+        } else {
+            let valid =
+                (1..=247).contains(&dev.unit_id) || (is_tcp != Some(false) && dev.unit_id == 255);
+            if !valid {
+                problems.push(Problem::new(
+                    format!("{path}.unit_id"),
+                    format!(
+                        "{} is not a device address (1 to 247{})",
+                        dev.unit_id,
+                        if is_tcp == Some(false) {
+                            ""
+                        } else {
+                            ", or 255 on TCP"
+                        }
+                    ),
+                ));
+            }
+            if !addresses.insert((dev.bus.clone(), dev.unit_id)) {
+                problems.push(Problem::new(
+                    format!("{path}.unit_id"),
+                    format!("unit id {} is used twice on bus {:?}", dev.unit_id, dev.bus),
+                ));
             }
         }
         let device = resolve_device(

@@ -188,6 +188,24 @@ fn cross_references_are_checked() {
 }
 
 #[test]
+fn a_reference_to_a_broken_entry_is_not_also_unknown() {
+    // The bus and the site have problems of their own; the devices on them
+    // must not add "unknown bus" / "unknown site" on top.
+    let p = problems(
+        &GOOD
+            .replace("tcp = \"192.168.1.50:502\"", "tcp = \"192.168.1.50:99999\"")
+            .replace("max_import = \"25 kW\"", "max_import = \"25 parsecs\""),
+    );
+    assert!(has(&p, "buses[0].tcp: "), "{p:#?}");
+    assert!(has(&p, "sites[0].max_import: unknown power unit"), "{p:#?}");
+    assert!(!has(&p, "unknown bus"), "{p:#?}");
+    assert!(!has(&p, "unknown site"), "{p:#?}");
+    assert_eq!(p.len(), 2, "{p:#?}");
+    // Serde's message alone: the path is not repeated after it.
+    assert!(p.iter().all(|m| !m.contains("in `")), "{p:#?}");
+}
+
+#[test]
 fn auth_none_needs_loopback_listeners() {
     let p = problems(&GOOD.replace("auth = \"tokens\"", "auth = \"none\""));
     assert!(

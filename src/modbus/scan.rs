@@ -37,6 +37,9 @@ pub enum Progress<'a> {
     Asking(u8),
     /// The unit id could not be asked (no answer, connection refused, ...).
     Failed(u8, &'a str),
+    /// The unit id answers but holds no SunSpec map at any base (a device for
+    /// a register-map profile, or a map where discovery does not look).
+    NotSunspec(u8),
 }
 
 /// Scans `units` in order, telling `progress` what happens.
@@ -54,7 +57,7 @@ pub async fn scan(
         };
         match probe(&mut r).await {
             Ok(Some(f)) => found.push(Found { unit, ..f }),
-            Ok(None) => {}
+            Ok(None) => progress(Progress::NotSunspec(unit)),
             Err(e) => progress(Progress::Failed(unit, &e)),
         }
     }

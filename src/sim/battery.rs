@@ -52,8 +52,8 @@ pub struct Battery {
 }
 
 impl Battery {
-    pub fn build(unit_id: u8, serial: &str, r: BatteryRating) -> (RegisterMap, Battery) {
-        let mut b = RegisterMap::sunspec(40000);
+    pub fn build(base: u16, unit_id: u8, serial: &str, r: BatteryRating) -> (RegisterMap, Battery) {
+        let mut b = RegisterMap::sunspec(base);
         let model = format!("SIM-BAT-{}", (r.capacity_wh / 1000.0).round());
         common::common(&mut b, &model, serial, unit_id);
         let m701 = layout::ac_measurement(&mut b, r.rated_w);

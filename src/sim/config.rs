@@ -59,6 +59,7 @@ fn device_spec(d: &DeviceConfig) -> SimDeviceSpec {
         kind,
         serial: serial(&d.reference),
         refuse_writes: false,
+        sunspec_base: super::DEFAULT_SUNSPEC_BASE,
     }
 }
 

@@ -51,7 +51,7 @@ impl Device {
         let serial: String = spec.serial.chars().take(32).collect();
         let (map, kind) = match spec.kind {
             SimKind::Inverter { rated_w } => {
-                let (map, inv) = Inverter::build(spec.unit_id, &serial, rated_w);
+                let (map, inv) = Inverter::build(spec.sunspec_base, spec.unit_id, &serial, rated_w);
                 (map, Kind::Inverter(inv))
             }
             SimKind::Battery {
@@ -68,15 +68,16 @@ impl Device {
                     soc_min,
                     soc_max,
                 };
-                let (map, bat) = Battery::build(spec.unit_id, &serial, rating);
+                let (map, bat) = Battery::build(spec.sunspec_base, spec.unit_id, &serial, rating);
                 (map, Kind::Battery(bat))
             }
             SimKind::Meter => {
-                let (map, meter) = Meter::build(spec.unit_id, &serial, site_max_w);
+                let (map, meter) =
+                    Meter::build(spec.sunspec_base, spec.unit_id, &serial, site_max_w);
                 (map, Kind::Meter(meter))
             }
             SimKind::Fixed { variant, rated_w } => (
-                super::variants::build(variant, spec.unit_id, &serial, rated_w),
+                super::variants::build(variant, spec.sunspec_base, spec.unit_id, &serial, rated_w),
                 Kind::Fixed,
             ),
             SimKind::Profile {

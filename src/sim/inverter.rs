@@ -38,8 +38,9 @@ pub struct Inverter {
 }
 
 impl Inverter {
-    pub fn build(unit_id: u8, serial: &str, rated_w: f64) -> (RegisterMap, Inverter) {
-        let mut b = RegisterMap::sunspec(40000);
+    /// Lays out the inverter's map with the "SunS" marker at `base`.
+    pub fn build(base: u16, unit_id: u8, serial: &str, rated_w: f64) -> (RegisterMap, Inverter) {
+        let mut b = RegisterMap::sunspec(base);
         let model = format!("SIM-INV-{}", (rated_w / 1000.0).round());
         common::common(&mut b, &model, serial, unit_id);
 

@@ -20,10 +20,11 @@ pub struct Meter {
 }
 
 impl Meter {
-    /// `max_w` bounds the power it may ever show (sets the scale factors).
-    pub fn build(unit_id: u8, serial: &str, max_w: f64) -> (RegisterMap, Meter) {
+    /// The map starts at `base`; `max_w` bounds the power it may ever show
+    /// (sets the scale factors).
+    pub fn build(base: u16, unit_id: u8, serial: &str, max_w: f64) -> (RegisterMap, Meter) {
         type M = Model203;
-        let mut b = RegisterMap::sunspec(40000);
+        let mut b = RegisterMap::sunspec(base);
         common::common(&mut b, "SIM-MTR-3P", serial, unit_id);
         let m = b.model::<M>();
         let amps = max_w / (3.0 * GRID_V);

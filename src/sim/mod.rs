@@ -8,7 +8,11 @@
 //! kind each: layout and behaviour), `physics` (pure: clock, sun, load, battery
 //! decision), `device` (one device behind a mutex, the write path), `service`
 //! (Modbus requests to devices), `server` (listeners and connections), `site`
-//! (start, physics task, stop), `config` (a site from the agent's config).
+//! (start, physics task, stop), `config` (a site from the agent's config),
+//! `variants` (the other inverter and meter families and DER storage, with
+//! fixed values), `profile` (register-map devices), `rtu` (a serial line), `faulty`
+//! (a fault-injecting proxy). A SunSpec map starts where its device says
+//! (`sunspec_base`: 40000 unless a test puts it elsewhere).
 //!
 //! The simulator must never reach into the agent: it only answers Modbus.
 
@@ -34,7 +38,7 @@ pub use device::SimDeviceHandle;
 pub use faulty::{Fault, FaultyPeer};
 pub use rtu::SimRtuLine;
 pub use site::SimSite;
-pub use variants::{expected as fixed_values, Variant};
+pub use variants::{absent as fixed_absent, expected as fixed_values, Variant};
 
 /// Everything a simulated site is made of.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,6 +79,12 @@ impl SimSiteSpec {
                 let at = format!("server {:?} unit {}", s.name, d.unit_id);
                 if !units.insert(d.unit_id) {
                     return Err(format!("{at}: unit id used twice"));
+                }
+                if u32::from(d.sunspec_base) + MAX_MAP_LEN > 1 << 16 {
+                    return Err(format!(
+                        "{at}: sunspec_base {} leaves no room for the map below register 65535",
+                        d.sunspec_base
+                    ));
                 }
                 match d.kind {
                     SimKind::Inverter { rated_w } if !positive(rated_w) => {
@@ -124,7 +134,18 @@ pub struct SimDeviceSpec {
     pub serial: String,
     /// Answer every write with exception 4 (ServerDeviceFailure).
     pub refuse_writes: bool,
+    /// Where a SunSpec device's map starts (the "SunS" marker):
+    /// [`DEFAULT_SUNSPEC_BASE`] on most devices; discovery also looks at 0 and
+    /// 50000, and anywhere else it finds nothing. Profile devices ignore it.
+    pub sunspec_base: u16,
 }
+
+/// Where SunSpec maps usually start.
+pub const DEFAULT_SUNSPEC_BASE: u16 = 40000;
+
+/// Registers a simulated SunSpec map may span (the longest is under 500); its
+/// base must leave that much room below the end of the address space.
+const MAX_MAP_LEN: u32 = 1000;
 
 /// What a simulated device is.
 #[derive(Clone, Debug, PartialEq)]
@@ -141,8 +162,10 @@ pub enum SimKind {
     },
     /// Three-phase grid meter at the connection point (models 1, 203).
     Meter,
-    /// A SunSpec device with fixed values (float inverter or meter, DER
-    /// storage): see [`fixed_values`] for what it shows.
+    /// A SunSpec device with fixed values (inverters and meters of the
+    /// families the physics devices do not speak, DER storage): see
+    /// [`fixed_values`] for what it shows and [`fixed_absent`] for what it
+    /// does not.
     Fixed { variant: Variant, rated_w: f64 },
     /// A non-SunSpec device laid out from a register-map profile. With
     /// `readable_gaps`, registers between the named ones read 0; without, they

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod demo;
 pub mod logs;
 pub mod mqtt;
 pub mod process;

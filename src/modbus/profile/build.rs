@@ -42,7 +42,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileErr
         let path = e.path().to_string();
         invalid(vec![ProfileProblem {
             path: if path == "." { String::new() } else { path },
-            message: e.into_inner().to_string(),
+            message: e.into_inner().message().to_string(),
         }])
     })?;
     let mut p = Problems(Vec::new());

@@ -29,6 +29,7 @@ pub fn inverter(unit_id: u8) -> SimDeviceSpec {
         kind: SimKind::Inverter { rated_w: 10_000.0 },
         serial: format!("INV-{unit_id}"),
         refuse_writes: false,
+        sunspec_base: crate::sim::DEFAULT_SUNSPEC_BASE,
     }
 }
 
@@ -44,6 +45,7 @@ pub fn battery(unit_id: u8, initial_soc: f64) -> SimDeviceSpec {
         },
         serial: format!("BAT-{unit_id}"),
         refuse_writes: false,
+        sunspec_base: crate::sim::DEFAULT_SUNSPEC_BASE,
     }
 }
 
@@ -53,6 +55,7 @@ pub fn meter(unit_id: u8) -> SimDeviceSpec {
         kind: SimKind::Meter,
         serial: format!("MTR-{unit_id}"),
         refuse_writes: false,
+        sunspec_base: crate::sim::DEFAULT_SUNSPEC_BASE,
     }
 }
 

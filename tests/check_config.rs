@@ -1,0 +1,139 @@
+//! `sitegate check-config FILE` through the binary: a file with many problems
+//! exits 78 (EX_CONFIG) and names every problem with its TOML path; the shipped
+//! example configs exit 0.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn check_config(file: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .arg("check-config")
+        .arg(file)
+        .output()
+        .expect("run sitegate check-config")
+}
+
+/// One problem of each kind the issue lists, and a device on a bus whose own
+/// entry is broken (it must not be reported as "unknown" on top).
+const BAD: &str = r#"
+colour = "blue"
+
+[http]
+listen = ["0.0.0.0:8080"]
+auth = "none"
+
+[storage]
+path = "/tmp/sitegate-check.db"
+
+[[sites]]
+reference = "ste_home"
+name = "Home"
+max_import = "25 parsecs"
+
+[[buses]]
+name = "lan"
+tcp = "192.168.1.50:99999"
+
+[[buses]]
+name = "rs485"
+rtu = { path = "/dev/ttyUSB0", baud = 9600, parity = "none" }
+
+[[devices]]
+reference = "dvc_pv"
+name = "Roof PV"
+type = "inverter"
+site = "ste_home"
+bus = "lan"
+unit_id = 1
+colour = "red"
+
+[[devices]]
+reference = "dvc_pv"
+name = "Carport PV"
+type = "inverter"
+site = "ste_away"
+bus = "rs485"
+unit_id = 0
+
+[[devices]]
+reference = "dvc_meter"
+name = "Meter"
+type = "meter"
+site = "ste_home"
+bus = "wifi"
+unit_id = 2
+"#;
+
+#[test]
+fn every_problem_is_reported_with_its_path_and_exit_78() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, BAD).unwrap();
+    let out = check_config(&file);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(78), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout when the file is bad"
+    );
+
+    let expected = [
+        ("colour", "unknown key"),
+        (
+            "http.listen[0]",
+            "auth = \"none\" is only allowed when every listener is on loopback",
+        ),
+        ("sites[0].max_import", "unknown power unit \"parsecs\""),
+        (
+            "buses[0].tcp",
+            "\"192.168.1.50:99999\" is not a Modbus TCP address",
+        ),
+        ("devices[0].colour", "unknown key"),
+        (
+            "devices[1].reference",
+            "duplicate device reference \"dvc_pv\"",
+        ),
+        ("devices[1].site", "unknown site \"ste_away\""),
+        ("devices[1].unit_id", "0 is not a device address (1 to 247)"),
+        ("devices[2].bus", "unknown bus \"wifi\""),
+    ];
+    let problems: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("  - "))
+        .collect();
+    for (path, message) in expected {
+        let line = format!("{path}: {message}");
+        assert!(
+            problems.iter().any(|p| p.starts_with(&line)),
+            "missing {line:?} in:\n{stderr}"
+        );
+    }
+    assert_eq!(problems.len(), expected.len(), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "{}: {} problems in the config",
+            file.display(),
+            expected.len()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_shipped_configs_pass() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (file, summary) in [
+        ("config/sitegate.toml", "ok (1 site, 2 buses, 3 devices)"),
+        ("config/demo.toml", "ok (1 site, 5 buses, 5 devices)"),
+    ] {
+        let out = check_config(&root.join(file));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{file}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains(summary), "{file}: {stdout}");
+    }
+}
