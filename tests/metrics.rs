@@ -7,8 +7,10 @@ mod common;
 
 use std::time::Duration;
 
+use common::demo::{Demo, DEADLINE};
 use common::prom::Scrape;
 use common::site::{self, small_site, TestSite, STEER_TOKEN, SUMMER_MORNING_MS};
+use nix::sys::signal::Signal;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use sitegate::model::time::now_ms;
@@ -159,4 +161,68 @@ async fn metrics_can_be_turned_off() {
         "{body}"
     );
     site.stop().await;
+}
+
+/// The demo as a newcomer runs it: `/metrics` answers without a token and its
+/// counters move as the simulated site runs and is steered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_change_as_the_demo_runs() {
+    let mut demo = Demo::start(&[]).await;
+    let scrape_demo = || async {
+        let resp = demo
+            .http
+            .get(format!("{}/metrics", demo.base))
+            .send()
+            .await
+            .expect("GET /metrics");
+        assert_eq!(resp.status(), StatusCode::OK);
+        Scrape::parse(&resp.text().await.expect("body"))
+    };
+    let polls = |s: &Scrape| s.sum("sitegate_device_polls_total", &[("result", "ok")]);
+    let first = common::wait_for("the demo polled", DEADLINE, || async {
+        let s = scrape_demo().await;
+        (polls(&s) > 0.0).then_some(s)
+    })
+    .await;
+
+    let steer = demo
+        .http
+        .post(format!("{}/sites/ste_demo/steering/ess", demo.base))
+        .json(&json!({"setting": {"value": 5, "unit": "kW"}, "validUntil": now_ms() + 600_000}))
+        .send()
+        .await
+        .expect("steering POST");
+    assert_eq!(steer.status(), StatusCode::OK);
+
+    let writes = |s: &Scrape| {
+        s.sum(
+            "sitegate_steering_writes_total",
+            &[("kind", "change"), ("result", "confirmed")],
+        )
+    };
+    let committed = "sitegate_store_samples_total{result=\"committed\"}";
+    let later = common::wait_for(
+        "polls, commits and steering writes to grow",
+        DEADLINE,
+        || async {
+            let s = scrape_demo().await;
+            (polls(&s) > polls(&first)
+                && s.get(committed) > first.get(committed)
+                && writes(&s) >= 2.0)
+                .then_some(s)
+        },
+    )
+    .await;
+    assert!(
+        later.sum(
+            "sitegate_http_requests_total",
+            &[
+                ("route", "/sites/{site_reference}/steering/ess"),
+                ("status", "200")
+            ]
+        ) == 1.0
+    );
+    assert!(later.get("process_cpu_seconds_total") >= first.get("process_cpu_seconds_total"));
+    let status = demo.stop(Signal::SIGINT).await;
+    assert!(status.success(), "{status}");
 }

@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use common::broker::{kinds, Broker, Kind, Message, Subscriber};
+use common::demo::Demo;
+use nix::sys::signal::Signal;
 use serde_json::json;
 
 const T: Duration = Duration::from_secs(30);
@@ -22,68 +22,6 @@ const DEVICES: [&str; 5] = [
     "dvc_grid",
 ];
 
-/// `sitegate demo` as a child process; killed when dropped.
-struct Demo {
-    child: Child,
-    data: tempfile::TempDir,
-}
-
-impl Demo {
-    /// On an ephemeral HTTP port, with its database and its log in a temp dir.
-    fn start(mqtt_url: &str) -> Demo {
-        let data = tempfile::tempdir().expect("temp dir");
-        let log = std::fs::File::create(data.path().join("demo.log")).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
-            .arg("demo")
-            .args(["--listen", "127.0.0.1:0", "--mqtt", mqtt_url])
-            .arg("--data")
-            .arg(data.path())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("the demo starts");
-        Demo { child, data }
-    }
-
-    fn log(&self) -> String {
-        let path: PathBuf = self.data.path().join("demo.log");
-        std::fs::read_to_string(path).unwrap_or_default()
-    }
-
-    /// SIGINT through `kill(1)` (no libc dependency).
-    fn interrupt(&self) {
-        let sent = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status()
-            .expect("kill(1) runs");
-        assert!(sent.success(), "kill -INT failed: {sent}");
-    }
-
-    async fn exited(&mut self, timeout: Duration) -> ExitStatus {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("poll the demo") {
-                return status;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the demo did not exit within {timeout:?}: {}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Demo {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 fn is(topic: &str) -> impl Fn(&Message) -> bool + '_ {
     move |m| m.topic == topic
 }
@@ -93,7 +31,8 @@ async fn demo_on(kind: Kind) {
     let status = format!("{ROOT}/status");
     let listing = format!("{ROOT}/devices");
     let mut sub = Subscriber::connect(broker.addr("5"), "watch-demo", &format!("{ROOT}/#")).await;
-    let mut demo = Demo::start(&format!("mqtt://{}", broker.addr("5")));
+    let url = format!("mqtt://{}", broker.addr("5"));
+    let mut demo = Demo::start(&["--mqtt", &url]).await;
 
     let online = sub.expect("the demo online", T, is(&status)).await.json();
     assert_eq!(online["online"], true, "{online}");
@@ -135,8 +74,7 @@ async fn demo_on(kind: Kind) {
         }
     }
 
-    demo.interrupt();
-    let exit = demo.exited(T).await;
+    let exit = demo.stop(Signal::SIGINT).await;
     assert_eq!(exit.code(), Some(0), "{exit}: {}", demo.log());
     let offline = sub.expect("the demo offline", T, is(&status)).await;
     assert_eq!(offline.json(), json!({"online": false}));

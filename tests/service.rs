@@ -10,16 +10,16 @@ mod common;
 use std::collections::BTreeSet;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::site::{small_site, READ_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
+use common::process::{start_sim, AgentProcess, ConfigDir};
+use common::site::{small_site, READ_TOKEN, STEER_TOKEN};
+use nix::sys::signal::Signal;
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
 use sitegate::api::hash_token;
-use sitegate::config::{parse, Transport};
 use sitegate::model::time::now_ms;
-use sitegate::sim::{SimSite, SimSiteSpec};
 
 /// The token the reloaded config accepts instead of [`READ_TOKEN`].
 const NEW_READ_TOKEN: &str = "sgt_test_reader_after_reload";
@@ -57,82 +57,31 @@ impl NotifySocket {
     }
 }
 
-/// The agent's process; killed if a test fails before stopping it.
-struct Agent(Child);
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([&format!("-{sig}"), &child.id().to_string()])
-        .status()
-        .expect("kill runs")
-        .success();
-    assert!(ok, "kill -{sig}");
-}
-
-/// The test site's config text with the simulator's bound ports filled in.
-fn config_text(site_text: &str, ports: &[u16], dir: &Path, flush_ms: u64) -> String {
-    let mut text = site_text.to_string();
-    for port in ports {
-        text = text.replacen(
-            "tcp = \"127.0.0.1:0\"",
-            &format!("tcp = \"127.0.0.1:{port}\""),
-            1,
-        );
-    }
-    format!(
-        "{text}\n[storage]\npath = \"{}\"\nflush_interval_ms = {flush_ms}\n\n[logging]\nlevel = \"info\"\n",
-        dir.join("sitegate.db").display()
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigterm() {
-    let dir = tempfile::tempdir().expect("temp dir");
     let site_text = small_site();
-    let mut config = parse(&site_text).expect("config");
-    let mut spec = SimSiteSpec::from_config(&config, 60.0);
-    spec.start = Some(SUMMER_MORNING_MS);
-    let sim = SimSite::start(spec).await.expect("simulator");
-    sim.point_config_at_servers(&mut config);
-    let ports: Vec<u16> = config
-        .buses
-        .iter()
-        .map(|b| match &b.transport {
-            Transport::Tcp { port, .. } => *port,
-            Transport::Rtu(_) => unreachable!("the test site is on TCP"),
-        })
-        .collect();
+    let sim = start_sim(&site_text).await;
     // A long flush interval: at SIGTERM, samples are waiting in memory.
-    let file = dir.path().join("sitegate.toml");
-    std::fs::write(&file, config_text(&site_text, &ports, dir.path(), 10_000)).expect("write");
-
-    let notify = NotifySocket::bind(&dir.path().join("notify.sock"));
-    let log = std::fs::File::create(dir.path().join("agent.log")).expect("log file");
+    let config = ConfigDir::write(
+        &site_text,
+        &sim,
+        "flush_interval_ms = 10000\n\n[logging]\nlevel = \"info\"",
+    );
+    let file = config.file.clone();
+    let db = config.db();
+    let notify = NotifySocket::bind(&config.dir.path().join("notify.sock"));
     // As systemd does, WATCHDOG_PID names the service's own process: `exec`
     // keeps the shell's pid.
-    let agent = Agent(
-        Command::new("sh")
-            .args([
-                "-c",
-                "WATCHDOG_PID=$$ exec \"$0\" run --config \"$1\"",
-                env!("CARGO_BIN_EXE_sitegate"),
-            ])
-            .arg(&file)
-            .env("NOTIFY_SOCKET", dir.path().join("notify.sock"))
-            .env("WATCHDOG_USEC", "1000000")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("agent starts"),
-    );
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        "WATCHDOG_PID=$$ exec \"$0\" run --config \"$1\"",
+        env!("CARGO_BIN_EXE_sitegate"),
+    ])
+    .arg(&file)
+    .env("NOTIFY_SOCKET", config.dir.path().join("notify.sock"))
+    .env("WATCHDOG_USEC", "1000000");
+    let mut agent = AgentProcess::run(config, cmd);
 
     // READY comes once the listener serves: the very first request succeeds.
     let ready = notify.expect("READY=1", Duration::from_secs(20));
@@ -173,7 +122,7 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
         async move { req.send().await.expect("request").status() }
     };
     assert_eq!(get_devices(READ_TOKEN).await, StatusCode::OK);
-    signal(&agent.0, "HUP");
+    agent.signal(Signal::SIGHUP);
     notify.expect("RELOADING=1", Duration::from_secs(10));
     notify.expect("READY=1", Duration::from_secs(10));
     assert_eq!(get_devices(READ_TOKEN).await, StatusCode::UNAUTHORIZED);
@@ -220,22 +169,11 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
     assert!(served.len() >= 6, "served {served:?}");
 
     // SIGTERM in the middle of ingest (the flush interval has not passed).
-    let mut agent = agent;
-    signal(&agent.0, "TERM");
+    agent.signal(Signal::SIGTERM);
     notify.expect("STOPPING=1", Duration::from_secs(10));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = agent.0.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the agent did not exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(status.success(), "exit status {status}");
-    let log = std::fs::read_to_string(dir.path().join("agent.log")).expect("log");
+    let status = agent.exited(Duration::from_secs(20)).await;
+    let log = agent.log();
+    assert!(status.success(), "exit status {status}:\n{log}");
     assert!(log.contains("SIGHUP: reloaded"), "{log}");
     assert!(log.contains("level=debug"), "{log}");
     // Debug lines appear only after the reload switched the level.
@@ -247,7 +185,7 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
     );
     assert!(log.contains("SIGTERM: shutting down"), "{log}");
 
-    let db = rusqlite::Connection::open(dir.path().join("sitegate.db")).expect("open db");
+    let db = rusqlite::Connection::open(&db).expect("open db");
     let check: String = db
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .expect("integrity_check");
@@ -288,6 +226,5 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
         steering_rows, 1,
         "the acknowledged steering request is stored"
     );
-    drop(agent);
     sim.shutdown().await;
 }

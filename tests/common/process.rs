@@ -1,10 +1,13 @@
 //! The agent as a separate process (`sitegate run` with a config file in a temp
-//! dir) on a simulated site that runs in the test process: for tests that kill
-//! the agent the hard way.
+//! dir) on a simulated site that runs in the test process: for tests that
+//! signal the agent (SIGHUP, SIGTERM) or kill it the hard way.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
 
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use sitegate::config::parse;
 use sitegate::sim::{SimSite, SimSiteSpec};
 
@@ -24,11 +27,16 @@ pub async fn start_sim(config_text: &str) -> SimSite {
     SimSite::start(spec).await.expect("simulator starts")
 }
 
-impl AgentProcess {
-    /// Writes `config_text` with the buses pointed at `sim` and the database in
-    /// a temp dir, and runs the agent binary on it (its log goes to `agent.log`
-    /// there).
-    pub fn spawn(config_text: &str, sim: &SimSite) -> AgentProcess {
+/// A temp dir holding `sitegate.toml`: `config_text` with its buses pointed at
+/// `sim`, and a `[storage]` section with the database in the dir followed by
+/// `storage_extra` (more `[storage]` keys, then any other sections).
+pub struct ConfigDir {
+    pub dir: tempfile::TempDir,
+    pub file: PathBuf,
+}
+
+impl ConfigDir {
+    pub fn write(config_text: &str, sim: &SimSite, storage_extra: &str) -> ConfigDir {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = parse(config_text).expect("test config is valid");
         let mut text = config_text.to_string();
@@ -42,21 +50,43 @@ impl AgentProcess {
             }
         }
         text += &format!(
-            "\n[storage]\npath = \"{}\"\n",
+            "\n[storage]\npath = \"{}\"\n{storage_extra}\n",
             dir.path().join("sitegate.db").display()
         );
         let file = dir.path().join("sitegate.toml");
         std::fs::write(&file, text).expect("write the config");
-        let log = std::fs::File::create(dir.path().join("agent.log")).expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
-            .arg("run")
-            .arg("--config")
-            .arg(&file)
+        ConfigDir { dir, file }
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("sitegate.db")
+    }
+}
+
+impl AgentProcess {
+    /// Writes `config_text` (see [`ConfigDir::write`]) and runs the agent
+    /// binary on it.
+    pub fn spawn(config_text: &str, sim: &SimSite) -> AgentProcess {
+        let config = ConfigDir::write(config_text, sim, "");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sitegate"));
+        cmd.arg("run").arg("--config").arg(&config.file);
+        Self::run(config, cmd)
+    }
+
+    /// Runs `cmd` (which starts the agent on `config.file`) with its log going
+    /// to `agent.log` in the config's dir.
+    pub fn run(config: ConfigDir, mut cmd: Command) -> AgentProcess {
+        let log = std::fs::File::create(config.dir.path().join("agent.log")).expect("log file");
+        let child = cmd
+            .env_remove("RUST_LOG")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("the agent binary starts");
-        AgentProcess { child, dir }
+        AgentProcess {
+            child,
+            dir: config.dir,
+        }
     }
 
     pub fn log_path(&self) -> PathBuf {
@@ -66,6 +96,20 @@ impl AgentProcess {
     /// What the agent logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        let pid = Pid::from_raw(i32::try_from(self.child.id()).expect("pid fits i32"));
+        kill(pid, signal).unwrap_or_else(|e| panic!("send {signal} to the agent: {e}"));
+    }
+
+    /// Waits for the process to end on its own (after a signal).
+    pub async fn exited(&mut self, within: Duration) -> ExitStatus {
+        let child = &mut self.child;
+        super::wait_for("the agent to exit", within, || {
+            std::future::ready(child.try_wait().expect("poll the agent"))
+        })
+        .await
     }
 
     /// SIGKILL: no shutdown, no DISCONNECT; waits until the process is gone.
