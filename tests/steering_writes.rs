@@ -124,7 +124,11 @@ async fn observe(
 fn refreshes(events: &BTreeMap<String, Vec<WriteEvent>>, server: &str) -> usize {
     let txns = transactions(events.get(server).map_or(&[], Vec::as_slice));
     let Some(last) = txns.last() else { return 0 };
-    txns.iter().rev().take_while(|t| t.writes == last.writes).count() - 1
+    txns.iter()
+        .rev()
+        .take_while(|t| t.writes == last.writes)
+        .count()
+        - 1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,7 +188,10 @@ async fn unchanged_setpoints_are_not_written_again_except_to_refresh() {
     let evaluated = observe(&rig, &mut rx, &mut events, "refreshes of 300 kW", |ev| {
         let runs = |s: &str| {
             let txns = transactions(ev.get(s).map_or(&[], Vec::as_slice));
-            txns.windows(2).filter(|w| w[0].writes != w[1].writes).count() + 1
+            txns.windows(2)
+                .filter(|w| w[0].writes != w[1].writes)
+                .count()
+                + 1
         };
         ["bat-a", "bat-b"]
             .iter()
@@ -206,9 +213,7 @@ async fn unchanged_setpoints_are_not_written_again_except_to_refresh() {
 /// each polled every 100 ms; a bus timeout long enough to hold a read.
 fn shared_bus_config() -> String {
     let mut t = site_header(1000, 60).replace("{rated_production}", "");
-    t.push_str(
-        "\n[[buses]]\nname = \"line\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 30000\n",
-    );
+    t.push_str("\n[[buses]]\nname = \"line\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 30000\n");
     let device = |reference: &str, kind: &str, unit: u8, extra: &str| {
         format!(
             "\n[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{kind}\"\nsite = \"{SITE}\"\nbus = \"line\"\nunit_id = {unit}\npoll_interval_ms = 100\n{extra}\n"
