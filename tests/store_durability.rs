@@ -216,13 +216,12 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
     assert_eq!(last, Some(base + rows - 1));
     // Everything the writer acknowledged is there.
     assert!(rows >= acked, "acknowledged {acked}, found {rows}");
-    // What may be missing is what was not yet committed: the batch the writer
-    // was collecting (at most one flush interval's samples, counted from when
-    // it took the first from its channel) and the batch whose COMMIT the kill
-    // interrupted (another flush interval's, plus what arrived while earlier
-    // commits ran: a commit takes milliseconds here, at worst some hundreds on
-    // a loaded machine, less than the interval). One child batch may be sent
-    // and not yet reported.
+    // What may be missing is what was not committed yet: the batch the writer
+    // was collecting (at most one flush interval of samples, counted from when
+    // they reached its channel) and the batch whose COMMIT the kill interrupted
+    // (one more interval's: a commit takes milliseconds here, some hundreds at
+    // worst on a loaded machine, less than an interval). One child batch more
+    // for where the intervals' edges fall between two sends.
     let unflushed = 2 * PER_FLUSH + BATCH;
     assert!(
         sent - rows <= unflushed,
