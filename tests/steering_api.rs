@@ -291,3 +291,50 @@ async fn sites_are_listed() {
     assert_eq!((s, v["field"].as_str()), (400, Some("component")));
     rig.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn numbers_come_back_exactly_as_sent() {
+    let rig = Rig::start(&config_text(500, 30)).await;
+    // A number whose nearest double a fast, not correctly rounded JSON float
+    // parser misses by one unit in the last place: the answer echoes the
+    // request, so it must carry the same number.
+    let value = "442.48327198322477";
+    assert_eq!(
+        value.parse::<f64>().map(|v| v.to_string()),
+        Ok(value.into())
+    );
+    let body = format!(
+        r#"{{"setting": {{"value": {value}, "unit": "W"}}, "validUntil": {}}}"#,
+        now_ms() + 600_000
+    );
+    let answer = rig
+        .http
+        .post(format!("{}{}", rig.base, path("/ess")))
+        .bearer_auth(STEER)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("HTTP answer");
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.expect("body");
+    assert!(
+        text.contains(&format!(r#""value":{value}"#)),
+        "the answer changed the number: {text}"
+    );
+    let state = rig
+        .http
+        .get(format!("{}{}", rig.base, path("")))
+        .bearer_auth(READ)
+        .send()
+        .await
+        .expect("HTTP answer")
+        .text()
+        .await
+        .expect("body");
+    assert!(
+        state.contains(&format!(r#""value":{value}"#)),
+        "the state changed the number: {state}"
+    );
+    rig.shutdown().await;
+}

@@ -239,8 +239,9 @@ pub enum EssFallback {
 #[serde(default)]
 pub struct StorageConfig {
     pub path: PathBuf,
-    /// Longest time a measurement waits in memory before it is committed: the
-    /// most a power cut can lose.
+    /// Longest time a measurement waits in memory before its commit begins: a
+    /// power cut loses at most this interval's measurements and those of the
+    /// commit being written (see docs/store.md).
     pub flush_interval_ms: u64,
     /// Samples per committed batch at most.
     pub batch_size: usize,

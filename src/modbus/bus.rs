@@ -71,6 +71,12 @@ impl BusHandle {
         &self.stats
     }
 
+    /// Commands sent and not yet taken up by the bus task (they wait for the
+    /// request in flight).
+    pub fn queued(&self) -> usize {
+        self.tx.max_capacity() - self.tx.capacity()
+    }
+
     /// Runs `ops` in order on device `unit`, before any further poll request.
     /// Stops at the first failing op and returns its error.
     pub async fn transact(&self, unit: u8, ops: Vec<Op>) -> Result<Vec<OpOutput>, ModbusError> {

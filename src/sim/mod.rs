@@ -210,6 +210,9 @@ pub struct StorageControl {
 #[derive(Clone, Debug, PartialEq)]
 pub struct WriteEvent {
     pub server: String,
+    /// This request's place among every request the server handled (reads,
+    /// writes, refused ones), from 0: the order in which they arrived.
+    pub seq: u64,
     pub unit_id: u8,
     pub address: u16,
     pub values: Vec<u16>,

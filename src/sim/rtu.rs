@@ -36,11 +36,7 @@ impl SimRtuLine {
             .map(|d| (d.unit_id, Arc::new(Mutex::new(Device::new(d, 50_000.0)))))
             .collect();
         let (events, _) = broadcast::channel(64);
-        let shared = Arc::new(ServerShared {
-            name: "rtu".into(),
-            devices: cells,
-            events,
-        });
+        let shared = Arc::new(ServerShared::new("rtu".into(), cells, events));
         let corrupt = Arc::new(AtomicU32::new(0));
         let cancel = CancellationToken::new();
         let task = tokio::spawn(serve(port, shared.clone(), corrupt.clone(), cancel.clone()));

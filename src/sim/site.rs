@@ -63,11 +63,7 @@ impl SimSite {
                 devices.insert(d.unit_id, Arc::clone(&cell));
                 all.push(cell);
             }
-            let shared = Arc::new(ServerShared {
-                name: s.name.clone(),
-                devices,
-                events: events.clone(),
-            });
+            let shared = Arc::new(ServerShared::new(s.name.clone(), devices, events.clone()));
             match SimServer::start(shared, s.listen, &cancel, &tasks).await {
                 Ok(server) => {
                     servers.insert(s.name.clone(), server);
@@ -144,6 +140,30 @@ impl SimSite {
     /// Every write that reaches a server from now on, accepted or refused.
     pub fn subscribe_writes(&self) -> broadcast::Receiver<WriteEvent> {
         self.events.subscribe()
+    }
+
+    /// Requests `server` has handled so far (reads, writes, refused ones): the
+    /// [`WriteEvent::seq`] the next one will get.
+    pub fn request_count(&self, server: &str) -> Option<u64> {
+        self.servers.get(server).map(|s| s.shared.request_count())
+    }
+
+    /// While `on`, read requests to `server` wait unanswered, as on a device
+    /// that is slow to answer, until called again with `false` (the client's
+    /// own timeout still applies); writes are answered as usual. Returns false
+    /// for an unknown server.
+    pub fn hold_reads(&self, server: &str, on: bool) -> bool {
+        self.servers
+            .get(server)
+            .map(|s| s.shared.hold_reads(on))
+            .is_some()
+    }
+
+    /// Read requests to `server` waiting for [`SimSite::hold_reads`] to end.
+    pub fn held_reads(&self, server: &str) -> usize {
+        self.servers
+            .get(server)
+            .map_or(0, |s| s.shared.held_reads())
     }
 
     /// The simulated clock, epoch ms.

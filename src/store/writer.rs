@@ -3,10 +3,13 @@
 //! It owns the write connection and serves two bounded channels: sample batches
 //! (from [`Telemetry`](crate::telemetry::Telemetry)) and jobs (closures run in a
 //! transaction, retention, close). Samples wait in memory until the oldest of
-//! them is `flush_interval` old or `batch_size` are pending, then one
-//! transaction writes them with their rollups. **A power cut loses at most the
-//! samples of the last `flush_interval`**; a job's reply is sent only after the
-//! COMMIT that holds it (with `synchronous = FULL`, after the fsync).
+//! them is `flush_interval` old (counted from when it reached the channel: a
+//! batch that waited there while the writer was busy has used up that time) or
+//! `batch_size` are pending, then one transaction writes them with their
+//! rollups. **A power cut loses at most the samples not yet committed: those of
+//! the last `flush_interval`, and those of the transaction being written**; a
+//! job's reply is sent only after the COMMIT that holds it (with
+//! `synchronous = FULL`, after the fsync).
 //!
 //! It runs a current-thread tokio runtime of its own to wait on channels and
 //! timers, so blocking SQLite calls never stall the agent's runtime. It must not
@@ -91,9 +94,15 @@ impl Writer {
             let mut beat = crate::liveness::Heartbeat::ticker();
             loop {
                 self.heartbeat.beat();
+                // Set by every branch that keeps the writer busy (SQLite work):
+                // when it began. The sample channel was empty then (the job
+                // branch drains it first; the others run only when it had
+                // nothing), so batches found afterwards arrived during the work.
+                let mut busy_from: Option<Instant> = None;
                 tokio::select! {
                     biased;
                     job = jobs.recv() => {
+                        busy_from = Some(Instant::now());
                         drain(&mut samples, &mut pending);
                         match job {
                             Some(Job::Execute(work)) => self.commit(&mut pending, Some(work)),
@@ -128,6 +137,9 @@ impl Writer {
                             }
                             pending.push(batch);
                             if pending.len() >= self.batch_size {
+                                if samples.is_empty() {
+                                    busy_from = Some(Instant::now());
+                                }
                                 self.commit(&mut pending, None);
                                 deadline = None;
                             }
@@ -135,10 +147,12 @@ impl Writer {
                         None => samples_open = false,
                     },
                     _ = sleep_until(deadline), if deadline.is_some() => {
+                        busy_from = Some(Instant::now());
                         self.commit(&mut pending, None);
                         deadline = None;
                     }
                     _ = tokio::time::sleep_until(next_compaction) => {
+                        busy_from = Some(Instant::now());
                         let result = if self.staged > 0 { self.compact() } else { Ok(0) };
                         if let Err(e) = result {
                             tracing::error!(error = %e, "compacting staged samples failed; retrying later");
@@ -151,7 +165,21 @@ impl Writer {
                     }
                     _ = beat.tick() => {}
                     _ = std::future::ready(()), if retention_at.is_some() => {
+                        busy_from = Some(Instant::now());
                         retention_at = self.retention_step(retention_at.unwrap_or_default());
+                    }
+                }
+                // Batches that waited in the channel while the writer was busy
+                // count their flush interval from when the work began, not from
+                // when the writer got round to them: so no sample waits longer
+                // than `flush_interval` for its commit to begin, unless the
+                // writer is busy when it is due.
+                if let Some(began) = busy_from {
+                    if pending.is_empty() {
+                        drain(&mut samples, &mut pending);
+                        if !pending.is_empty() {
+                            deadline = Some(began + self.flush_interval);
+                        }
                     }
                 }
             }

@@ -257,11 +257,7 @@ async fn access_rules_answer_modbus_exceptions() {
 fn oversized_writes_and_other_functions_are_refused() {
     let (events, _) = tokio::sync::broadcast::channel(4);
     let device = Arc::new(Mutex::new(Device::new(&inverter(1), 30_000.0)));
-    let shared = ServerShared {
-        name: "sim".into(),
-        devices: BTreeMap::from([(1, device)]),
-        events,
-    };
+    let shared = ServerShared::new("sim".into(), BTreeMap::from([(1, device)]), events);
     let req = |request| SlaveRequest { slave: 1, request };
     let limit = 40184 + sunspec::models::model123::Model123::W_MAX_LIM_PCT.offset;
     let big = Request::WriteMultipleRegisters(limit, Cow::Owned(vec![0; 124]));

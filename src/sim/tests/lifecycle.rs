@@ -1,5 +1,5 @@
 //! Servers going away and coming back, devices refusing writes, write events,
-//! shutdown.
+//! request numbering and held reads, shutdown.
 
 use std::time::Duration;
 
@@ -124,6 +124,43 @@ async fn refusing_devices_answer_exception_4_and_every_write_is_reported() {
     );
     assert!(site.device("sim", 9).is_none());
     assert!(site.device("other", BATTERY).is_none());
+    site.shutdown().await;
+}
+
+#[tokio::test]
+async fn requests_are_numbered_and_reads_can_be_held() {
+    let site = standard_site(NOON, 1.0).await;
+    let addr = site.addr("sim").unwrap();
+    let mut writes = site.subscribe_writes();
+    let mode = 40255 + Model124::STOR_CTL_MOD.offset;
+    let mut bat = Peer::connect(addr, BATTERY).await;
+    let before = site.request_count("sim").unwrap();
+    assert!(bat.read(40000, 2).await.is_ok());
+    assert_eq!(bat.write1(mode, 0).await, Ok(()));
+    assert_eq!(writes.try_recv().unwrap().seq, before + 1, "after the read");
+    assert_eq!(site.request_count("sim"), Some(before + 2));
+
+    // A held read waits unanswered; a write on another connection goes
+    // through meanwhile and is numbered first.
+    assert!(site.hold_reads("sim", true));
+    let mut reader = Peer::connect(addr, METER).await;
+    let read = tokio::spawn(async move { reader.read(40000, 2).await });
+    for _ in 0..2000 {
+        if site.held_reads("sim") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(site.held_reads("sim"), 1, "the read is held");
+    assert_eq!(bat.write1(mode, 0).await, Ok(()));
+    assert_eq!(writes.try_recv().unwrap().seq, before + 2);
+    assert!(!read.is_finished(), "the held read is not answered");
+    assert!(site.hold_reads("sim", false));
+    assert_eq!(read.await.unwrap(), Ok(vec![0x5375, 0x6E53]));
+    assert_eq!(site.held_reads("sim"), 0);
+    assert_eq!(site.request_count("sim"), Some(before + 4));
+    assert!(!site.hold_reads("nope", true));
+    assert_eq!(site.request_count("nope"), None);
     site.shutdown().await;
 }
 
