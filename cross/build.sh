@@ -32,6 +32,12 @@ gnu_prefix() {
     *) echo "no cross toolchain known for $1" >&2; return 1 ;;
   esac
 }
+qemu_cmd() {
+  case "$1" in
+    aarch64-unknown-linux-gnu) echo qemu-aarch64 ;;
+    armv7-unknown-linux-gnueabihf) echo qemu-arm ;;
+  esac
+}
 file_arch() {
   case "$1" in
     aarch64-unknown-linux-gnu) echo "ARM aarch64" ;;
@@ -80,6 +86,12 @@ for t in "${targets[@]}"; do
   esac
   glibc=$("$prefix-objdump" -T "$bin" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
   echo "$bin: needs $glibc or later"
+  # With Debian's qemu-user the binary runs here: a smoke test of the build.
+  if command -v "$(qemu_cmd "$t")" >/dev/null 2>&1; then
+    "$(qemu_cmd "$t")" -L "/usr/$prefix" "$bin" check-config config/default.toml
+  else
+    echo "(install qemu-user to run $bin check-config here)"
+  fi
 
   # rustc already stripped the binary (profile.release strip = true); the host's
   # strip cannot read ARM objects.
