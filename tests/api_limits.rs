@@ -49,13 +49,7 @@ async fn a_token_over_its_rate_gets_429_with_retry_after() {
     for _ in 0..10 {
         let (s, _) = site.call(Method::GET, "/healthz", None, None).await;
         assert_eq!(s, StatusCode::OK);
-        let r = site
-            .http
-            .get(format!("{}/metrics", site.base))
-            .send()
-            .await
-            .expect("metrics");
-        assert_eq!(r.status(), StatusCode::OK);
+        common::prom::scrape(&site.http, &site.base).await;
     }
 
     // After Retry-After the token may go on.

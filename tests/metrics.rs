@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::demo::{Demo, DEADLINE};
-use common::prom::Scrape;
+use common::prom::{self, Scrape};
 use common::site::{self, small_site, TestSite, STEER_TOKEN, SUMMER_MORNING_MS};
 use nix::sys::signal::Signal;
 use reqwest::{Method, StatusCode};
@@ -18,18 +18,7 @@ use sitegate::model::time::now_ms;
 const T: Duration = Duration::from_secs(20);
 
 async fn scrape(site: &TestSite) -> Scrape {
-    let resp = site
-        .http
-        .get(format!("{}/metrics", site.base))
-        .send()
-        .await
-        .expect("GET /metrics");
-    assert_eq!(resp.status(), StatusCode::OK);
-    assert_eq!(
-        resp.headers()["content-type"],
-        "text/plain; version=0.0.4; charset=utf-8"
-    );
-    Scrape::parse(&resp.text().await.expect("body"))
+    prom::scrape(&site.http, &site.base).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,16 +157,7 @@ async fn metrics_can_be_turned_off() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_change_as_the_demo_runs() {
     let mut demo = Demo::start(&[]).await;
-    let scrape_demo = || async {
-        let resp = demo
-            .http
-            .get(format!("{}/metrics", demo.base))
-            .send()
-            .await
-            .expect("GET /metrics");
-        assert_eq!(resp.status(), StatusCode::OK);
-        Scrape::parse(&resp.text().await.expect("body"))
-    };
+    let scrape_demo = || prom::scrape(&demo.http, &demo.base);
     let polls = |s: &Scrape| s.sum("sitegate_device_polls_total", &[("result", "ok")]);
     let first = common::wait_for("the demo polled", DEADLINE, || async {
         let s = scrape_demo().await;

@@ -77,3 +77,19 @@ impl Scrape {
         self.types.contains_key(name)
     }
 }
+
+/// `GET {base}/metrics` without a token: 200 in the Prometheus text format,
+/// parsed.
+pub async fn scrape(http: &reqwest::Client, base: &str) -> Scrape {
+    let resp = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("GET /metrics");
+    assert_eq!(resp.status(), reqwest::StatusCode::OK);
+    assert_eq!(
+        resp.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    Scrape::parse(&resp.text().await.expect("body"))
+}
