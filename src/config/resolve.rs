@@ -124,7 +124,8 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         if dev.name.trim().is_empty() {
             problems.push(Problem::new(format!("{path}.name"), "must not be empty"));
         }
-        if !site_refs.contains(&dev.site) && !s.declared_sites.contains(&dev.site) {
+        // Declared names include those of valid entries: one set answers both.
+        if !s.declared_sites.contains(&dev.site) {
             problems.push(Problem::new(
                 format!("{path}.site"),
                 format!(
@@ -135,7 +136,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         }
         // `None` for a bus whose entry has problems of its own (reported there).
         let is_tcp = bus_kinds.get(&dev.bus).copied();
-        if is_tcp.is_none() && !s.declared_buses.contains(&dev.bus) {
+        if !s.declared_buses.contains(&dev.bus) {
             problems.push(Problem::new(
                 format!("{path}.bus"),
                 format!(

@@ -32,7 +32,6 @@ pub use dedup::{Dedup, WINDOW_MS as DEDUP_WINDOW_MS};
 pub use outbox::{Cap, Outbox, OutboxSink, OutboxState, OutboxStats};
 pub use payload::{measurements as measurements_payload, parse_rpc_request, RpcMethod, RpcRequest};
 pub use rpc::{idempotency_key, Answer, Bridge, MQTT_CALLER, MQTT_TRANSPORT};
-pub use stats::LinkStats;
 pub use steering::SteeringFeed;
 pub use tls::TlsError;
 pub use topics::Topics;
@@ -49,6 +48,7 @@ use crate::config::MqttConfig;
 use crate::liveness::{Heartbeat, Pulse};
 use crate::model::time::now_ms;
 use crate::telemetry::Live;
+use stats::LinkStats;
 
 /// Everything the uplink needs from the rest of the agent.
 pub struct UplinkParts {
@@ -74,7 +74,8 @@ pub struct Uplink {
     steering: SteeringFeed,
     topics: Topics,
     task: AbortHandle,
-    stats: Arc<LinkStats>,
+    /// The link task's counters (`stats()` is the outbox's).
+    link_stats: Arc<LinkStats>,
     pulse: Pulse,
 }
 
@@ -98,7 +99,7 @@ impl Uplink {
             dedup.clone(),
         );
         let (connected_tx, connected) = watch::channel(false);
-        let stats = Arc::new(LinkStats::default());
+        let link_stats = Arc::new(LinkStats::default());
         let heartbeat = Heartbeat::new("mqtt link");
         let pulse = heartbeat.pulse();
         let link = link::Link {
@@ -113,7 +114,7 @@ impl Uplink {
             started_at_ms: now_ms(),
             drain_rate: parts.config.drain_rate,
             connected: connected_tx,
-            stats: stats.clone(),
+            stats: link_stats.clone(),
             heartbeat,
         };
         tracing::info!(url = %parts.config.url, root = topics.root(), "MQTT uplink starting");
@@ -125,7 +126,7 @@ impl Uplink {
             steering: parts.steering,
             topics,
             task,
-            stats,
+            link_stats,
             pulse,
         })
     }

@@ -8,7 +8,7 @@ use super::Uplink;
 use crate::metrics::{Collect, Encoder, Kind};
 
 #[derive(Debug, Default)]
-pub struct LinkStats {
+pub(super) struct LinkStats {
     pub(super) connects: AtomicU64,
     pub(super) connect_failures: AtomicU64,
     pub(super) connections_lost: AtomicU64,
@@ -27,7 +27,7 @@ fn get(c: &AtomicU64) -> f64 {
 
 impl Collect for Uplink {
     fn collect(&self, out: &mut Encoder) {
-        let l = &self.stats;
+        let l = &self.link_stats;
         out.family(
             "sitegate_mqtt_connected",
             Kind::Gauge,
