@@ -15,6 +15,25 @@ use super::{plain, scaled, Ac, IntSf, REPEATING_MODEL, VENDOR_MODEL};
 use crate::modbus::codec::ValueType::{F32, I16, U16, U32};
 use crate::model::Property;
 
+/// The points every inverter model (101-103, 111-113) ends with: the other
+/// temperatures (absent), the operating state, no events.
+macro_rules! inverter_status {
+    ($b:expr, $m:expr, $M:ident, $ac:expr) => {{
+        for p in [&$M::TMP_SNK, &$M::TMP_TRNS, &$M::TMP_OT] {
+            $b.unimpl($m, p);
+        }
+        plain($b, $m, &$M::ST, U16, $ac.st);
+        $b.unimpl($m, &$M::ST_VND);
+        $b.set($m, &$M::EVT1, U32, 0.0);
+        $b.set($m, &$M::EVT2, U32, 0.0);
+        // Each vendor event field has a type of its own: one call each.
+        $b.unimpl($m, &$M::EVT_VND1);
+        $b.unimpl($m, &$M::EVT_VND2);
+        $b.unimpl($m, &$M::EVT_VND3);
+        $b.unimpl($m, &$M::EVT_VND4);
+    }};
+}
+
 /// Lays out an integer + scale factor inverter model (101, 102 and 103 share
 /// one layout; they differ in which phases are mandatory).
 macro_rules! int_inverter {
@@ -60,17 +79,7 @@ macro_rules! int_inverter {
         }
         b.set(m, &$M::TMP_SF, I16, sf.tmp);
         scaled(b, m, &$M::TMP_CAB, I16, ac.tmp, &$M::TMP_SF);
-        for p in [&$M::TMP_SNK, &$M::TMP_TRNS, &$M::TMP_OT] {
-            b.unimpl(m, p);
-        }
-        plain(b, m, &$M::ST, U16, ac.st);
-        b.unimpl(m, &$M::ST_VND);
-        b.set(m, &$M::EVT1, U32, 0.0);
-        b.set(m, &$M::EVT2, U32, 0.0);
-        b.unimpl(m, &$M::EVT_VND1);
-        b.unimpl(m, &$M::EVT_VND2);
-        b.unimpl(m, &$M::EVT_VND3);
-        b.unimpl(m, &$M::EVT_VND4);
+        inverter_status!(b, m, $M, ac);
     }};
 }
 
@@ -97,17 +106,7 @@ macro_rules! float_inverter {
         for p in [&$M::VA, &$M::PF, &$M::DCA, &$M::DCV, &$M::DCW] {
             b.unimpl(m, p);
         }
-        for p in [&$M::TMP_SNK, &$M::TMP_TRNS, &$M::TMP_OT] {
-            b.unimpl(m, p);
-        }
-        plain(b, m, &$M::ST, U16, ac.st);
-        b.unimpl(m, &$M::ST_VND);
-        b.set(m, &$M::EVT1, U32, 0.0);
-        b.set(m, &$M::EVT2, U32, 0.0);
-        b.unimpl(m, &$M::EVT_VND1);
-        b.unimpl(m, &$M::EVT_VND2);
-        b.unimpl(m, &$M::EVT_VND3);
-        b.unimpl(m, &$M::EVT_VND4);
+        inverter_status!(b, m, $M, ac);
     }};
 }
 
