@@ -155,15 +155,7 @@ impl Demo {
             .send()
             .await
             .unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.log()));
-        let status = resp.status();
-        let text = resp.text().await.expect("body");
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("GET {path}: body is not JSON ({e}): {text}"))
-        };
-        (status, body)
+        super::status_and_json(resp, &format!("GET {path}")).await
     }
 
     /// Sends `signal`, waits for the demo to exit and for the last of its

@@ -35,3 +35,20 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A response's status and JSON body (`Value::Null` when empty); panics naming
+/// `what` when the body is not JSON.
+pub async fn status_and_json(
+    resp: reqwest::Response,
+    what: &str,
+) -> (reqwest::StatusCode, serde_json::Value) {
+    let status = resp.status();
+    let text = resp.text().await.expect("body");
+    let body = if text.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{what}: body is not JSON ({e}): {text}"))
+    };
+    (status, body)
+}

@@ -161,15 +161,7 @@ impl TestSite {
             req = req.json(b);
         }
         let resp = req.send().await.expect("request reaches the agent");
-        let status = resp.status();
-        let text = resp.text().await.expect("body");
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("{path}: body is not JSON ({e}): {text}"))
-        };
-        (status, body)
+        super::status_and_json(resp, &format!("{path}")).await
     }
 
     /// GET with the read token, expecting 200.
