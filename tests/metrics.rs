@@ -98,7 +98,7 @@ async fn metrics_describe_the_running_site_and_move_with_it() {
             s.sum("sitegate_device_polls_total", &[("device", d)])
                 > first.sum("sitegate_device_polls_total", &[("device", d)])
         });
-        let committed_more = s.get(committed) > first.get(committed);
+        let committed_more = s.get(committed).unwrap_or(0.0) > first.get(committed).unwrap_or(0.0);
         (polled_more && committed_more && s.get(confirmed).unwrap_or(0.0) >= 1.0).then_some(s)
     })
     .await;
@@ -187,7 +187,7 @@ async fn metrics_change_as_the_demo_runs() {
         || async {
             let s = scrape_demo().await;
             (polls(&s) > polls(&first)
-                && s.get(committed) > first.get(committed)
+                && s.get(committed).unwrap_or(0.0) > first.get(committed).unwrap_or(0.0)
                 && writes(&s) >= 2.0)
                 .then_some(s)
         },
@@ -202,7 +202,11 @@ async fn metrics_change_as_the_demo_runs() {
             ]
         ) == 1.0
     );
-    assert!(later.get("process_cpu_seconds_total") >= first.get("process_cpu_seconds_total"));
+    // Every demo device online (2 inverters, 2 batteries, a meter).
+    assert_eq!(
+        later.sum("sitegate_device_online", &[("site", "ste_demo")]),
+        5.0
+    );
     let status = demo.stop(Signal::SIGINT).await;
     assert!(status.success(), "{status}");
 }

@@ -85,7 +85,7 @@ pub async fn serve(
             () = cancel.cancelled() => break,
             _ = signals.hup.recv() => {
                 systemd::reloading();
-                apply_reload(&agent, reload.as_ref());
+                apply_reload(&agent, reload.as_ref()).await;
                 systemd::ready(&status_line(&agent));
             }
         }
@@ -128,13 +128,23 @@ fn status_line(agent: &Agent) -> String {
     )
 }
 
-/// Re-reads the config file; a file with problems changes nothing.
-fn apply_reload(agent: &Agent, reload: Option<&Reload>) {
+/// Re-reads the config file (on a blocking thread: file reads and profile
+/// loading stay off the runtime); a file with problems changes nothing.
+async fn apply_reload(agent: &Agent, reload: Option<&Reload>) {
     let Some(Reload { file, log }) = reload else {
         tracing::info!("SIGHUP: the demo's config is built in; nothing to reload");
         return;
     };
-    let new = match Config::load(file) {
+    let path = file.clone();
+    let loaded = tokio::task::spawn_blocking(move || Config::load(&path))
+        .await
+        .unwrap_or_else(|e| {
+            Err(sitegate::config::ConfigError::single(
+                "",
+                format!("reading the config failed: {e}"),
+            ))
+        });
+    let new = match loaded {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(file = %file.display(), error = %e, "SIGHUP: the config has problems; keeping the running one");
