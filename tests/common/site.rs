@@ -161,7 +161,7 @@ impl TestSite {
             req = req.json(b);
         }
         let resp = req.send().await.expect("request reaches the agent");
-        super::status_and_json(resp, &format!("{path}")).await
+        super::status_and_json(resp, path).await
     }
 
     /// GET with the read token, expecting 200.
