@@ -218,6 +218,10 @@ fn register(auth: &Arc<Auth>) -> (Router<ApiState>, Vec<RouteInfo>) {
             "/sites/{site_reference}/steering/curtailment",
             steering::post_curtailment,
         )
+        .post(
+            "/sites/{site_reference}/steering/grid-limit",
+            steering::post_grid_limit,
+        )
         .into_router()
         .route_layer(middleware::from_fn_with_state(auth.clone(), require_steer));
 

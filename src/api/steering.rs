@@ -134,6 +134,7 @@ macro_rules! post_handler {
 post_handler!(post_site, Endpoint::Site);
 post_handler!(post_ess, Endpoint::Ess);
 post_handler!(post_curtailment, Endpoint::Curtailment);
+post_handler!(post_grid_limit, Endpoint::GridLimit);
 
 /// `DELETE /sites/{s}/steering[?component=]`.
 pub async fn delete(
@@ -149,7 +150,7 @@ pub async fn delete(
         Some(c) => Some(Component::from_wire(c).ok_or_else(|| {
             ApiError::invalid_value(
                 "component",
-                format!("unknown component {c:?}; expected ess, curtailment or maximizeGridImport"),
+                format!("unknown component {c:?}; expected ess, curtailment, maximizeGridImport or gridLimit"),
             )
         })?),
     };

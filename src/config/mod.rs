@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 pub use load::{parse, parse_in, ConfigError, Problem};
 pub use raw::{
-    BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, LogFormat, LoggingConfig,
-    MqttConfig, MqttProtocol, PollingConfig, RateLimitConfig, SiteConfig, StorageConfig,
+    BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder, GridLoopConfig,
+    LogFormat, LoggingConfig, MqttConfig, MqttProtocol, PollingConfig, RateLimitConfig, SiteConfig,
+    StorageConfig,
 };
 pub use values::{AuthMode, Parity, Power, Scope};
 

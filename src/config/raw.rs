@@ -171,6 +171,50 @@ pub struct SiteConfig {
     /// refreshes its setpoints at half this time.
     #[serde(default = "default_revert_timeout_s")]
     pub revert_timeout_s: u16,
+    /// How the grid limits are held at the meter.
+    #[serde(default)]
+    pub grid_loop: GridLoopConfig,
+}
+
+/// The grid loop of a site (`docs/steering.md`, "The grid loop").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct GridLoopConfig {
+    /// Hold `max_import`/`max_export` at the grid meter (closed loop). Off: the
+    /// limits only clamp what the agent itself commands to the storage.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Too much export: charge the storage first, or curtail production first.
+    #[serde(default)]
+    pub export_order: ExportOrder,
+    /// Largest move per second away from a held limit, in % of the rated power
+    /// of the devices moved (corrections towards the limit are never slowed).
+    #[serde(default = "default_ramp_percent_per_s")]
+    pub ramp_percent_per_s: f64,
+}
+
+impl Default for GridLoopConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            export_order: ExportOrder::default(),
+            ramp_percent_per_s: default_ramp_percent_per_s(),
+        }
+    }
+}
+
+fn default_ramp_percent_per_s() -> f64 {
+    25.0
+}
+
+/// What the grid loop does first about too much export.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportOrder {
+    /// Charge the storage where it has room, then curtail: energy is kept.
+    #[default]
+    StorageFirst,
+    /// Curtail production, then charge the storage.
+    CurtailFirst,
 }
 
 fn default_control_interval_ms() -> u64 {

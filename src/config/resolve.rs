@@ -73,6 +73,13 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
                 format!("must be at least 100, found {}", site.control_interval_ms),
             ));
         }
+        let ramp = site.grid_loop.ramp_percent_per_s;
+        if !(ramp.is_finite() && ramp > 0.0 && ramp <= 100.0) {
+            problems.push(Problem::new(
+                format!("{path}.grid_loop.ramp_percent_per_s"),
+                format!("must be above 0 and at most 100, found {ramp}"),
+            ));
+        }
         if site.revert_timeout_s < 2 {
             problems.push(Problem::new(
                 format!("{path}.revert_timeout_s"),

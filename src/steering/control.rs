@@ -14,8 +14,10 @@ use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::setpoint_json;
-use super::decide::{decide, Decision, Note};
-use super::inputs::{gather, SiteDevices};
+use super::decide::{decide, Command, Decision, GridStatus, Note, Site};
+use super::hold::{LoopMode, LoopState};
+use super::inputs::{gather, Context, SiteDevices};
+use super::limits::OperatorLimits;
 use super::report::{Desired, DeviceReport};
 use super::signal::SiteSignal;
 use super::stats::WriteCounters;
@@ -33,6 +35,10 @@ pub struct LoopStatus {
     /// `untilSoc` requests whose target was reached (idle for the rest of them).
     pub reached: BTreeSet<String>,
     pub evaluated_at_ms: Option<i64>,
+    /// The grid loop's mode and the limits in force.
+    pub grid: GridStatus,
+    /// Times the grid meter was lost (the safe state entered).
+    pub meter_lost_total: u64,
 }
 
 /// One site: config, devices, signal, and the channels to its actuators.
@@ -53,6 +59,10 @@ pub struct SiteRuntime {
     pub writes: Arc<[WriteCounters]>,
     /// The control loop's heartbeat, for the watchdog.
     pub heartbeat: Heartbeat,
+    /// Limits a grid operator's signal sets now (written by the grid-signal reader).
+    pub operator: Mutex<OperatorLimits>,
+    /// What the grid loop keeps from one tick to the next.
+    loop_state: Mutex<LoopState>,
     desired: Vec<watch::Sender<Option<Desired>>>,
 }
 
@@ -81,6 +91,8 @@ impl SiteRuntime {
             status: Mutex::new(LoopStatus::default()),
             writes,
             heartbeat,
+            operator: Mutex::new(OperatorLimits::default()),
+            loop_state: Mutex::new(LoopState::default()),
             desired,
         }
     }
@@ -108,18 +120,42 @@ impl SiteRuntime {
         lock(&self.status).clone()
     }
 
-    /// What `signal` would make of the site now.
+    /// The limit each inverter was last told (`None`: released or not yet told).
+    fn inverter_limits(&self) -> Vec<Option<f64>> {
+        let n = self.devices.batteries.len();
+        self.desired[n..]
+            .iter()
+            .map(|tx| match tx.borrow().as_ref().map(|d| d.command) {
+                Some(Command::ProductionLimit(w)) => Some(w),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What the site's inputs are now, as the control loop sees them.
+    pub fn inputs(&self, now: i64, live: &Live) -> super::inputs::Inputs {
+        let limits = self.inverter_limits();
+        let ctx = Context {
+            now_ms: now,
+            inverter_limits: &limits,
+            operator: *lock(&self.operator),
+        };
+        gather(live, &self.config, &self.devices, &ctx)
+    }
+
+    /// What `signal` would make of the site now (the grid loop's memory is read,
+    /// not changed: the control loop keeps what it decides).
     pub fn evaluate(&self, signal: &SiteSignal, now: i64, live: &Live) -> Decision {
-        let inputs = gather(live, &self.config, &self.devices);
+        let inputs = self.inputs(now, live);
         let reached = lock(&self.status).reached.clone();
-        decide(
-            &inputs.rules,
-            &signal.active(now),
-            &inputs.batteries,
-            &inputs.inverters,
-            &inputs.measurements,
-            &reached,
-        )
+        let prev = *lock(&self.loop_state);
+        let site = Site {
+            rules: &inputs.rules,
+            batteries: &inputs.batteries,
+            inverters: &inputs.inverters,
+            measurements: &inputs.measurements,
+        };
+        decide(&site, &signal.active(now), &reached, &prev, now)
     }
 
     /// The per-device setpoints of a decision, as `dryRun` shows them.
@@ -168,6 +204,32 @@ impl SiteRuntime {
     }
 }
 
+/// Logs the grid loop's transitions that an operator must hear about.
+fn log_mode_change(site: &str, before: LoopMode, d: &Decision) {
+    let now = d.grid.mode;
+    if now == before {
+        return;
+    }
+    let why = d
+        .notes
+        .iter()
+        .map(|n| n.reason.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    match now {
+        LoopMode::MeterLost => {
+            tracing::warn!(%site, reason = %why, "grid meter lost: safe state (production within maxExport as if there were no load, no storage discharge)");
+        }
+        _ if before == LoopMode::MeterLost => {
+            tracing::info!(%site, mode = now.wire_name(), "grid meter back: the grid loop resumes");
+        }
+        LoopMode::HoldingExport | LoopMode::HoldingImport => {
+            tracing::info!(%site, mode = now.wire_name(), reason = %why, "grid loop holds a limit");
+        }
+        _ => tracing::debug!(%site, mode = now.wire_name(), "grid loop free"),
+    }
+}
+
 /// The control loop of one site. Runs until `cancel`.
 pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationToken) {
     let interval = site.config.control_interval_ms as i64;
@@ -181,8 +243,14 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
         };
         let d = site.evaluate(&signal, now, &live);
         site.publish(&d);
+        *lock(&site.loop_state) = d.loop_state;
         {
             let mut st = lock(&site.status);
+            log_mode_change(&site.config.reference, st.grid.mode, &d);
+            if d.grid.mode == LoopMode::MeterLost && st.grid.mode != LoopMode::MeterLost {
+                st.meter_lost_total += 1;
+            }
+            st.grid = d.grid;
             if let Some(r) = &d.reached {
                 tracing::info!(site = %site.config.reference, request = %r, "untilSoc target reached: storage idle for the rest of the request");
                 st.reached.insert(r.clone());

@@ -8,13 +8,15 @@
 use std::collections::BTreeSet;
 
 use super::alloc::{allocate_ess, allocate_production, site_soc, BatteryView, InverterView};
+use super::hold::{
+    hold, limit_for_output, Change, Held, ImportOrder, LoopMode, LoopSettings, LoopState, Meter,
+    ProductionPlan, Sensed, Side, SitePlan, StoragePlan,
+};
+use super::limits::{in_force, GridLimits, OperatorLimits};
+use super::open_loop::{open_loop, Net};
 use super::signal::Active;
 use super::value::{Component, EssSetting};
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
-
-/// Maximize grid import aims this fraction below `maxImport`, so that a load step
-/// between two control ticks does not push the import over the limit.
-pub const MGI_MARGIN: f64 = 0.02;
 
 /// The site's fixed rules, from config.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,17 +28,35 @@ pub struct SiteRules {
     pub max_export_w: Option<f64>,
     /// The 100 % of percentage curtailment.
     pub rated_production_w: f64,
+    /// The grid loop's settings; `None` when it is turned off.
+    pub grid_loop: Option<LoopSettings>,
 }
 
-/// Site measurements; each is `None` when not every device involved reported one.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// Site measurements.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Measurements {
-    /// Grid meter, + import.
-    pub grid_w: Option<f64>,
-    /// Sum over batteries, + discharge.
+    /// The grid meter; `None` when the site has none.
+    pub meter: Option<Meter>,
+    /// Sum over batteries, + discharge; `None` unless every battery reported one.
     pub battery_w: Option<f64>,
-    /// Sum over inverters, + produced.
+    /// Sum over inverters, + produced; `None` unless every inverter reported one.
     pub production_w: Option<f64>,
+    /// Sum over the batteries that are online with a reading.
+    pub online_battery_w: f64,
+    /// The oldest reading among the meter and the online steered devices.
+    pub readings_from_ms: i64,
+    /// Limits a grid operator's signal sets now.
+    pub operator: OperatorLimits,
+}
+
+impl Measurements {
+    /// The fresh meter reading, + import.
+    pub fn grid_w(&self) -> Option<f64> {
+        match self.meter {
+            Some(Meter::Fresh { grid_w, .. }) => Some(grid_w),
+            _ => None,
+        }
+    }
 }
 
 /// What one device is told.
@@ -64,9 +84,20 @@ impl Command {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Note {
     pub component: Component,
-    pub requested_w: f64,
-    pub applied_w: f64,
+    /// What the component asked for, W (`None`: released).
+    pub requested_w: Option<f64>,
+    /// What the site got, W (`None`: released).
+    pub applied_w: Option<f64>,
     pub reason: String,
+    /// The devices whose command it changed, by slot (batteries, then inverters).
+    pub devices: Vec<usize>,
+}
+
+/// The grid side of a decision, for the steering state.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GridStatus {
+    pub mode: LoopMode,
+    pub limits: GridLimits,
 }
 
 /// One command per battery and per inverter, in the order of the views given.
@@ -81,175 +112,256 @@ pub struct Decision {
     pub notes: Vec<Note>,
     /// An `untilSoc` request whose target the site reached in this decision.
     pub reached: Option<String>,
+    pub grid: GridStatus,
+    /// What the grid loop keeps for the next tick.
+    pub loop_state: LoopState,
+}
+
+/// Everything one decision depends on besides the signal.
+pub struct Site<'a> {
+    pub rules: &'a SiteRules,
+    pub batteries: &'a [BatteryView],
+    pub inverters: &'a [InverterView],
+    pub measurements: &'a Measurements,
 }
 
 pub fn decide(
-    rules: &SiteRules,
+    site: &Site<'_>,
     active: &Active,
-    batteries: &[BatteryView],
-    inverters: &[InverterView],
-    m: &Measurements,
     reached: &BTreeSet<String>,
+    prev: &LoopState,
+    now_ms: i64,
 ) -> Decision {
-    let mut d = Decision {
-        batteries: Vec::new(),
-        inverters: Vec::new(),
-        storage_by: None,
-        production_by: None,
-        notes: Vec::new(),
-        reached: None,
-    };
-    if active
+    let (rules, batteries, inverters, m) = (
+        site.rules,
+        site.batteries,
+        site.inverters,
+        site.measurements,
+    );
+    let mut notes = Vec::new();
+    let mut reached_now = None;
+    let mgi = active
         .maximize_grid_import
         .as_ref()
-        .is_some_and(|e| e.value)
-    {
-        maximize_import(rules, batteries, inverters, m, &mut d);
-        return d;
+        .is_some_and(|e| e.value);
+    let charge_cap: f64 = batteries.iter().map(BatteryView::charge_cap).sum();
+    let discharge_cap: f64 = batteries.iter().map(BatteryView::discharge_cap).sum();
+
+    // What the signal asks of the site, before the grid limits.
+    let (plan, plan_storage_by, plan_production_by) = if mgi {
+        let plan = SitePlan {
+            storage: StoragePlan::Power(-charge_cap),
+            production: ProductionPlan::Limit(0.0),
+            import_order: ImportOrder::ChargeLessFirst,
+        };
+        let by = Some(Component::MaximizeGridImport);
+        (plan, by, by)
+    } else {
+        let storage = match &active.ess {
+            None => match rules.ess_fallback {
+                EssFallback::Auto => StoragePlan::Release,
+                EssFallback::Idle => StoragePlan::Power(0.0),
+            },
+            Some(entry) => {
+                let (w, done) = ess_target(&entry.value, &entry.request_id, batteries, reached);
+                if done {
+                    reached_now = Some(entry.request_id.clone());
+                }
+                StoragePlan::Power(w)
+            }
+        };
+        let production = match &active.curtailment {
+            None => ProductionPlan::Release,
+            Some(e) => ProductionPlan::Limit(e.value.watts(rules.rated_production_w)),
+        };
+        let plan = SitePlan {
+            storage,
+            production,
+            import_order: ImportOrder::LiftCurtailmentFirst,
+        };
+        let storage_by = active.ess.as_ref().map(|_| Component::Ess);
+        let production_by = active.curtailment.as_ref().map(|_| Component::Curtailment);
+        (plan, storage_by, production_by)
+    };
+
+    let limits = in_force(
+        rules.max_import_w,
+        rules.max_export_w,
+        active.grid_limit.as_ref().map(|e| &e.value),
+        &m.operator,
+    );
+    let held: Held = match (&rules.grid_loop, &m.meter) {
+        (Some(settings), Some(meter)) => {
+            let sensed = Sensed {
+                now_ms,
+                meter: meter.clone(),
+                battery_w: m.online_battery_w,
+                readings_from_ms: m.readings_from_ms,
+                charge_cap_w: charge_cap,
+                discharge_cap_w: discharge_cap,
+            };
+            hold(settings, &limits, &plan, inverters, &sensed, prev)
+        }
+        _ => {
+            let net = Net {
+                grid_w: m.grid_w(),
+                battery_w: m.battery_w,
+                production_w: m.production_w,
+            };
+            open_loop(&limits, &plan, &net, mgi.then_some(charge_cap), now_ms)
+        }
+    };
+
+    let planned_batteries = storage_commands(rules.ess, batteries, plan.storage);
+    let plan_limit = match plan.production {
+        ProductionPlan::Limit(l) => Some(l),
+        _ => None,
+    };
+    let planned_inverters =
+        production_commands(rules.curtailment, inverters, plan.production, None);
+    let bats = storage_commands(rules.ess, batteries, held.storage);
+    let invs = production_commands(rules.curtailment, inverters, held.production, plan_limit);
+
+    let by_loop =
+        |side: Side| held.changes.iter().any(|c| c.side == side) && held.mode != LoopMode::Off;
+    let storage_by = if by_loop(Side::Storage) && bats != planned_batteries {
+        Some(Component::GridLimit)
+    } else {
+        plan_storage_by
+    };
+    let production_by = if by_loop(Side::Production) && invs != planned_inverters {
+        Some(Component::GridLimit)
+    } else {
+        plan_production_by
+    };
+    for c in &held.changes {
+        let (component, slots) = match c.side {
+            Side::Storage => (
+                plan_storage_by.unwrap_or(Component::Ess),
+                changed_slots(&planned_batteries, &bats, 0),
+            ),
+            Side::Production => (
+                plan_production_by.unwrap_or(Component::Curtailment),
+                changed_slots(&planned_inverters, &invs, batteries.len()),
+            ),
+        };
+        notes.push(note(component, c, slots));
     }
-    storage(rules, active, batteries, m, reached, &mut d);
-    production(rules, active, inverters, &mut d);
-    d
+    // A storage target beyond what the batteries can do, with no limit to blame.
+    if let (StoragePlan::Power(asked), Some(Component::Ess)) = (held.storage, storage_by) {
+        let given: f64 = bats
+            .iter()
+            .map(|c| match c {
+                Command::EssPower(w) => *w,
+                _ => 0.0,
+            })
+            .sum();
+        if (given - asked).abs() > 1.0 {
+            notes.push(Note {
+                component: Component::Ess,
+                requested_w: Some(asked),
+                applied_w: Some(given),
+                reason: "beyond what the batteries can do now (power limits, SoC bounds)".into(),
+                devices: (0..batteries.len()).collect(),
+            });
+        }
+    }
+    Decision {
+        batteries: bats,
+        inverters: invs,
+        storage_by,
+        production_by,
+        notes,
+        reached: reached_now,
+        grid: GridStatus {
+            mode: held.mode,
+            limits,
+        },
+        loop_state: held.state,
+    }
 }
 
-fn storage(
-    rules: &SiteRules,
-    active: &Active,
+/// The site storage power an ESS entry asks for now, and whether an `untilSoc`
+/// target was reached in this decision (then it is idle).
+fn ess_target(
+    value: &EssSetting,
+    request_id: &str,
     batteries: &[BatteryView],
-    m: &Measurements,
     reached: &BTreeSet<String>,
-    d: &mut Decision,
-) {
-    let Some(entry) = &active.ess else {
-        let c = match rules.ess_fallback {
-            EssFallback::Auto => Command::EssRelease,
-            EssFallback::Idle => Command::EssPower(0.0),
-        };
-        d.batteries = vec![c; batteries.len()];
-        return;
-    };
-    d.storage_by = Some(Component::Ess);
-    let requested = match &entry.value {
-        EssSetting::Idle => 0.0,
-        EssSetting::Power(p) => p.as_watts(),
+) -> (f64, bool) {
+    match value {
+        EssSetting::Idle => (0.0, false),
+        EssSetting::Power(p) => (p.as_watts(), false),
         EssSetting::UntilSoc { power, until_soc } => {
             let w = power.as_watts();
-            let done = reached.contains(&entry.request_id)
-                || site_soc(batteries).is_some_and(|soc| {
-                    (w > 0.0 && soc <= *until_soc) || (w < 0.0 && soc >= *until_soc)
-                });
+            if reached.contains(request_id) {
+                return (0.0, false);
+            }
+            let done = site_soc(batteries).is_some_and(|soc| {
+                (w > 0.0 && soc <= *until_soc) || (w < 0.0 && soc >= *until_soc)
+            });
             if done {
-                if !reached.contains(&entry.request_id) {
-                    d.reached = Some(entry.request_id.clone());
-                }
-                0.0
+                (0.0, true)
             } else {
-                w
-            }
-        }
-    };
-    let (target, reason) = grid_clamp(rules, m, requested);
-    let a = allocate_ess(rules.ess, batteries, target);
-    if let Some(reason) = reason {
-        d.notes
-            .push(note(Component::Ess, requested, a.target_w, reason));
-    } else if (a.target_w - requested).abs() > 1.0 {
-        d.notes.push(note(
-            Component::Ess,
-            requested,
-            a.target_w,
-            "beyond what the batteries can do now (power limits, SoC bounds)".into(),
-        ));
-    }
-    d.batteries = a.setpoints.into_iter().map(Command::EssPower).collect();
-}
-
-/// The storage may not push the grid beyond its limits: a discharge is cut so the
-/// export stays within `maxExport`, a charge so the import stays within
-/// `maxImport`. It only reduces the magnitude; it never turns idle into action.
-fn grid_clamp(rules: &SiteRules, m: &Measurements, p: f64) -> (f64, Option<String>) {
-    // The site's net import without the storage, when measured; else the storage
-    // alone must stay within the limits.
-    let net = match (m.grid_w, m.battery_w) {
-        (Some(g), Some(b)) => g + b,
-        _ => 0.0,
-    };
-    if p > 0.0 {
-        if let Some(max) = rules.max_export_w {
-            let hi = (net + max).max(0.0);
-            if p > hi {
-                return (hi, Some(format!("site maxExport {max} W")));
-            }
-        }
-    } else if p < 0.0 {
-        if let Some(max) = rules.max_import_w {
-            let lo = (net - max).min(0.0);
-            if p < lo {
-                return (lo, Some(format!("site maxImport {max} W")));
+                (w, false)
             }
         }
     }
-    (p, None)
 }
 
-fn production(rules: &SiteRules, active: &Active, inverters: &[InverterView], d: &mut Decision) {
-    let Some(entry) = &active.curtailment else {
-        d.inverters = vec![Command::ProductionRelease; inverters.len()];
-        return;
-    };
-    d.production_by = Some(Component::Curtailment);
-    let limit = entry.value.watts(rules.rated_production_w);
-    let limits = allocate_production(rules.curtailment, inverters, limit);
-    d.inverters = limits.into_iter().map(Command::ProductionLimit).collect();
-}
-
-/// Storage charges as much as it can and production is held back, while the
-/// import stays below `maxImport` (closed loop on the grid meter).
-fn maximize_import(
-    rules: &SiteRules,
+fn storage_commands(
+    rule: EssFulfilment,
     batteries: &[BatteryView],
-    inverters: &[InverterView],
-    m: &Measurements,
-    d: &mut Decision,
-) {
-    d.storage_by = Some(Component::MaximizeGridImport);
-    d.production_by = Some(Component::MaximizeGridImport);
-    let can_charge: f64 = batteries.iter().map(BatteryView::charge_cap).sum();
-    let cap = rules.max_import_w.map(|w| w * (1.0 - MGI_MARGIN));
-    let (charge, release_production) = match (cap, m.grid_w, m.battery_w, m.production_w) {
-        (None, ..) => (can_charge, false),
-        (Some(cap), Some(g), Some(b), Some(pv)) => {
-            // The consumption the site has whatever the storage and PV do.
-            let load = g + b + pv;
-            let charge = (cap - load).clamp(0.0, can_charge);
-            // With the load alone over the limit, production helps: let it run.
-            (charge, load > cap)
-        }
-        (Some(cap), ..) => {
-            d.notes.push(note(
-                Component::MaximizeGridImport,
-                -can_charge,
-                -can_charge.min(cap),
-                "no complete grid, storage and production measurements: charging held to maxImport alone".into(),
-            ));
-            (can_charge.min(cap), false)
-        }
-    };
-    let a = allocate_ess(rules.ess, batteries, -charge);
-    d.batteries = a.setpoints.into_iter().map(Command::EssPower).collect();
-    d.inverters = if release_production {
-        vec![Command::ProductionRelease; inverters.len()]
-    } else {
-        vec![Command::ProductionLimit(0.0); inverters.len()]
-    };
+    s: StoragePlan,
+) -> Vec<Command> {
+    match s {
+        StoragePlan::Release => vec![Command::EssRelease; batteries.len()],
+        StoragePlan::Power(p) => allocate_ess(rule, batteries, p)
+            .setpoints
+            .into_iter()
+            .map(Command::EssPower)
+            .collect(),
+    }
 }
 
-fn note(component: Component, requested_w: f64, applied_w: f64, reason: String) -> Note {
+/// Per-inverter commands; a loop output never gives more than `cap`, the
+/// signal's own limit.
+fn production_commands(
+    rule: CurtailmentFulfilment,
+    inverters: &[InverterView],
+    p: ProductionPlan,
+    cap: Option<f64>,
+) -> Vec<Command> {
+    let limit = match p {
+        ProductionPlan::Release => return vec![Command::ProductionRelease; inverters.len()],
+        ProductionPlan::Limit(l) => l,
+        ProductionPlan::Output(o) => {
+            limit_for_output(rule, inverters, o).min(cap.unwrap_or(f64::INFINITY))
+        }
+    };
+    allocate_production(rule, inverters, limit)
+        .into_iter()
+        .map(Command::ProductionLimit)
+        .collect()
+}
+
+fn changed_slots(before: &[Command], after: &[Command], offset: usize) -> Vec<usize> {
+    before
+        .iter()
+        .zip(after)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, _)| i + offset)
+        .collect()
+}
+
+fn note(component: Component, c: &Change, devices: Vec<usize>) -> Note {
     Note {
         component,
-        requested_w,
-        applied_w,
-        reason,
+        requested_w: c.requested_w,
+        applied_w: c.applied_w,
+        reason: c.reason.clone(),
+        devices,
     }
 }
 

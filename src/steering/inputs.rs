@@ -5,6 +5,8 @@
 
 use super::alloc::{BatteryView, InverterView};
 use super::decide::{Measurements, SiteRules};
+use super::hold::{LoopSettings, Meter};
+use super::limits::OperatorLimits;
 use crate::config::{DeviceConfig, SiteConfig};
 use crate::model::{DeviceId, DeviceType, Property};
 use crate::telemetry::{DeviceSnapshot, Live};
@@ -76,8 +78,10 @@ pub fn battery_view(cfg: &DeviceConfig, s: &DeviceSnapshot) -> BatteryView {
     }
 }
 
-pub fn inverter_view(cfg: &DeviceConfig, s: &DeviceSnapshot) -> InverterView {
+/// `limit_w`: the limit the inverter was last told, `None` while released.
+pub fn inverter_view(cfg: &DeviceConfig, s: &DeviceSnapshot, limit_w: Option<f64>) -> InverterView {
     InverterView {
+        limit_w,
         rated_w: cfg.rated_power_w.or(s.info.rated_power_w).unwrap_or(0.0),
         measured_w: if s.online {
             value(s, Property::ActivePower)
@@ -96,21 +100,80 @@ pub struct Inputs {
     pub rules: SiteRules,
 }
 
+/// A meter reading older than this many of its poll intervals is stale.
+pub const STALE_POLLS: i64 = 3;
+
+/// What the control loop adds to the live state.
+#[derive(Clone, Debug, Default)]
+pub struct Context<'a> {
+    pub now_ms: i64,
+    /// The limit each inverter was last told, in the order of `SiteDevices::inverters`.
+    pub inverter_limits: &'a [Option<f64>],
+    pub operator: OperatorLimits,
+}
+
+/// The power reading of an online device.
+fn power_reading(live: &Live, id: DeviceId) -> Option<crate::telemetry::Reading> {
+    let s = live.snapshot(id);
+    if !s.online {
+        return None;
+    }
+    s.reading(Property::ActivePower)
+        .filter(|r| r.value.is_finite())
+}
+
 /// The sum of `activePower` over `ids`, when every one is online with a reading.
 fn sum_power(live: &Live, ids: &[DeviceId]) -> Option<f64> {
     ids.iter()
-        .map(|id| {
-            let s = live.snapshot(*id);
-            if s.online {
-                value(&s, Property::ActivePower)
-            } else {
-                None
-            }
-        })
+        .map(|id| power_reading(live, *id).map(|r| r.value))
         .sum()
 }
 
-pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices) -> Inputs {
+/// The site's meters as the grid loop sees them: every one online with a
+/// reading younger than [`STALE_POLLS`] poll intervals, or lost.
+fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
+    if meters.is_empty() {
+        return None;
+    }
+    let mut sum = 0.0;
+    let mut oldest = i64::MAX;
+    for id in meters {
+        let cfg = live.config(*id);
+        let s = live.snapshot(*id);
+        let reading = s
+            .reading(Property::ActivePower)
+            .filter(|r| r.value.is_finite());
+        let max_age = STALE_POLLS * cfg.poll_interval_ms as i64;
+        match reading {
+            _ if !s.online => {
+                return Some(Meter::Lost(format!("meter {} offline", cfg.reference)));
+            }
+            None => {
+                return Some(Meter::Lost(format!(
+                    "meter {} has no power reading",
+                    cfg.reference
+                )));
+            }
+            Some(r) if now_ms - r.ts_ms > max_age => {
+                return Some(Meter::Lost(format!(
+                    "no reading from meter {} for {} ms (more than {STALE_POLLS} poll intervals)",
+                    cfg.reference,
+                    now_ms - r.ts_ms
+                )));
+            }
+            Some(r) => {
+                sum += r.value;
+                oldest = oldest.min(r.ts_ms);
+            }
+        }
+    }
+    Some(Meter::Fresh {
+        grid_w: sum,
+        ts_ms: oldest,
+    })
+}
+
+pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Context<'_>) -> Inputs {
     let batteries: Vec<BatteryView> = devices
         .batteries
         .iter()
@@ -119,28 +182,62 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices) -> Inputs {
     let inverters: Vec<InverterView> = devices
         .inverters
         .iter()
-        .map(|id| inverter_view(live.config(*id), &live.snapshot(*id)))
+        .enumerate()
+        .map(|(i, id)| {
+            let limit = ctx.inverter_limits.get(i).copied().flatten();
+            inverter_view(live.config(*id), &live.snapshot(*id), limit)
+        })
         .collect();
-    let grid_w = if devices.meters.is_empty() {
-        None
-    } else {
-        sum_power(live, &devices.meters)
+    let meter = meter(live, &devices.meters, ctx.now_ms);
+    let mut readings_from_ms = match &meter {
+        Some(Meter::Fresh { ts_ms, .. }) => *ts_ms,
+        _ => ctx.now_ms,
     };
+    let mut online_battery_w = 0.0;
+    for id in devices.batteries.iter().chain(&devices.inverters) {
+        if let Some(r) = power_reading(live, *id) {
+            readings_from_ms = readings_from_ms.min(r.ts_ms);
+            if devices.batteries.contains(id) {
+                online_battery_w += r.value;
+            }
+        }
+    }
     let measurements = Measurements {
-        grid_w,
+        meter,
         battery_w: sum_power(live, &devices.batteries),
         production_w: sum_power(live, &devices.inverters),
+        online_battery_w,
+        readings_from_ms,
+        operator: ctx.operator,
     };
+    let rated_production_w = site
+        .rated_production_power
+        .map(|p| p.watts())
+        .unwrap_or_else(|| inverters.iter().map(|i| i.rated_w).sum());
+    let slowest_poll = devices
+        .meters
+        .iter()
+        .chain(&devices.batteries)
+        .chain(&devices.inverters)
+        .map(|id| live.config(*id).poll_interval_ms as i64)
+        .max()
+        .unwrap_or(1000);
+    let ramp = site.grid_loop.ramp_percent_per_s / 100.0;
+    let grid_loop = site.grid_loop.enabled.then(|| LoopSettings {
+        export_order: site.grid_loop.export_order,
+        curtailment: site.curtailment_fulfilment,
+        storage_ramp_w_per_s: ramp * batteries.iter().map(|b| b.rated_w).sum::<f64>(),
+        production_ramp_w_per_s: ramp * inverters.iter().map(|i| i.rated_w).sum::<f64>(),
+        settle_ms: 2 * slowest_poll + site.control_interval_ms as i64,
+    });
     let rules = SiteRules {
         ess: site.ess_fulfilment,
         curtailment: site.curtailment_fulfilment,
         ess_fallback: site.ess_fallback,
         max_import_w: site.max_import.map(|p| p.watts()),
         max_export_w: site.max_export.map(|p| p.watts()),
-        rated_production_w: site
-            .rated_production_power
-            .map(|p| p.watts())
-            .unwrap_or_else(|| inverters.iter().map(|i| i.rated_w).sum()),
+        rated_production_w,
+        grid_loop,
     };
     Inputs {
         batteries,

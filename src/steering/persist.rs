@@ -165,6 +165,9 @@ pub fn decode_value(component: Component, v: &Value) -> Option<ComponentValue> {
         Component::Ess => ComponentValue::Ess(request::ess_setting(v, "", None).ok()?),
         Component::Curtailment => ComponentValue::Curtailment(request::curtailment(v, "").ok()?),
         Component::MaximizeGridImport => ComponentValue::MaximizeGridImport(v.as_bool()?),
+        Component::GridLimit => {
+            ComponentValue::GridLimit(request::grid_limit(v, "", Default::default()).ok()?)
+        }
     })
 }
 
@@ -190,6 +193,10 @@ mod tests {
             ComponentValue::Curtailment(CurtailmentValue::Percent(40.0)),
             ComponentValue::Curtailment(CurtailmentValue::Power(PowerValue::watts(3.0))),
             ComponentValue::MaximizeGridImport(true),
+            ComponentValue::GridLimit(crate::steering::value::GridLimit {
+                max_import: None,
+                max_export: Some(PowerValue::watts(0.0)),
+            }),
         ] {
             assert_eq!(decode_value(v.component(), &v.to_json()), Some(v.clone()));
         }

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::value::{CurtailmentValue, EssSetting};
+use super::value::{CurtailmentValue, EssSetting, GridLimit};
 
 /// The longest validity ahead accepted (catches seconds-vs-milliseconds mistakes).
 pub const MAX_AHEAD_MS: i64 = 31 * 24 * 3600 * 1000;
@@ -21,6 +21,8 @@ pub enum Endpoint {
     Ess,
     /// `POST /sites/{s}/steering/curtailment`
     Curtailment,
+    /// `POST /sites/{s}/steering/grid-limit`
+    GridLimit,
 }
 
 impl Endpoint {
@@ -29,6 +31,7 @@ impl Endpoint {
             Endpoint::Site => "site",
             Endpoint::Ess => "ess",
             Endpoint::Curtailment => "curtailment",
+            Endpoint::GridLimit => "gridLimit",
         }
     }
 }
@@ -40,6 +43,7 @@ pub struct SteeringRequest {
     pub curtailment: Option<CurtailmentValue>,
     /// Set to `Some(false)` by rule 3 when a site request leaves it out.
     pub maximize_grid_import: Option<bool>,
+    pub grid_limit: Option<GridLimit>,
     pub valid_from: Option<i64>,
     pub valid_until: i64,
 }
@@ -57,6 +61,15 @@ pub struct Context {
     pub now_ms: i64,
     /// The site's capacity-weighted SoC now, when known (for `untilSoc`).
     pub site_soc: Option<f64>,
+    /// The site's configured grid limits (a `gridLimit` may only tighten them).
+    pub limits: ConfiguredLimits,
+}
+
+/// A site's configured grid limits in W; `None` is no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ConfiguredLimits {
+    pub max_import_w: Option<f64>,
+    pub max_export_w: Option<f64>,
 }
 
 /// Machine codes of a refused body; the API maps them to its problem codes.
@@ -102,20 +115,24 @@ fn reject(code: RejectCode, field: &str, detail: impl Into<String>) -> Rejection
 /// Parses and validates a body for `endpoint`.
 pub fn parse(endpoint: Endpoint, body: &Value, ctx: Context) -> Result<SteeringRequest, Rejection> {
     let obj = object(body, "")?;
-    let (ess_key, curt_key, allowed): (&str, &str, &[&str]) = match endpoint {
+    const ONE: &[&str] = &["setting", "validFrom", "validUntil"];
+    let (ess_key, curt_key, grid_key, allowed): (&str, &str, &str, &[&str]) = match endpoint {
         Endpoint::Site => (
             "energyStorageSetting",
             "productionCurtailment",
+            "gridLimit",
             &[
                 "energyStorageSetting",
                 "productionCurtailment",
                 "maximizeGridImport",
+                "gridLimit",
                 "validFrom",
                 "validUntil",
             ],
         ),
-        Endpoint::Ess => ("setting", "", &["setting", "validFrom", "validUntil"]),
-        Endpoint::Curtailment => ("", "setting", &["setting", "validFrom", "validUntil"]),
+        Endpoint::Ess => ("setting", "", "", ONE),
+        Endpoint::Curtailment => ("", "setting", "", ONE),
+        Endpoint::GridLimit => ("", "", "setting", ONE),
     };
     no_unknown(obj, allowed, "")?;
 
@@ -139,6 +156,7 @@ pub fn parse(endpoint: Endpoint, body: &Value, ctx: Context) -> Result<SteeringR
         ess: None,
         curtailment: None,
         maximize_grid_import: None,
+        grid_limit: None,
         valid_from,
         valid_until,
     };
@@ -156,6 +174,13 @@ pub fn parse(endpoint: Endpoint, body: &Value, ctx: Context) -> Result<SteeringR
             None => None,
         };
     }
+    if !grid_key.is_empty() {
+        req.grid_limit = match present(obj, grid_key) {
+            Some(v) => Some(grid_limit(v, grid_key, ctx.limits)?),
+            None if endpoint == Endpoint::GridLimit => return Err(missing_setting(grid_key)),
+            None => None,
+        };
+    }
     if endpoint == Endpoint::Site {
         req.maximize_grid_import = match present(obj, "maximizeGridImport") {
             Some(Value::Bool(b)) => Some(*b),
@@ -168,11 +193,15 @@ pub fn parse(endpoint: Endpoint, body: &Value, ctx: Context) -> Result<SteeringR
             }
             None => None,
         };
-        if req.ess.is_none() && req.curtailment.is_none() && req.maximize_grid_import.is_none() {
+        if req.ess.is_none()
+            && req.curtailment.is_none()
+            && req.maximize_grid_import.is_none()
+            && req.grid_limit.is_none()
+        {
             return Err(reject(
                 RejectCode::MissingField,
                 "",
-                "the request carries no component: give energyStorageSetting, productionCurtailment or maximizeGridImport",
+                "the request carries no component: give energyStorageSetting, productionCurtailment, maximizeGridImport or gridLimit",
             ));
         }
         // Rule 3: absent means false for the same validity.
@@ -216,7 +245,7 @@ fn check_validity(from: Option<i64>, until: i64, now: i64) -> Result<(), Rejecti
 
 mod fields;
 
-pub use fields::{curtailment, ess_setting};
+pub use fields::{curtailment, ess_setting, grid_limit};
 use fields::{epoch_ms, no_unknown, object, present};
 
 #[cfg(test)]

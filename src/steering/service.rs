@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use super::alloc::site_soc;
 use super::audit::{AuditEvent, AuditKind};
 use super::control::SiteRuntime;
-use super::inputs::gather;
 use super::persist::{Commit, PersistError, SteeringStore, IDEMPOTENCY_MS};
 use super::request::{self, Context, Endpoint, Rejection};
 use super::value::Component;
@@ -128,13 +127,17 @@ impl SteeringService {
             }
         }
         let now = now_ms();
-        let soc = site_soc(&gather(live, &site.config, &site.devices).batteries);
+        let soc = site_soc(&site.inputs(now_ms(), live).batteries);
         let req = request::parse(
             endpoint,
             body,
             Context {
                 now_ms: now,
                 site_soc: soc,
+                limits: request::ConfiguredLimits {
+                    max_import_w: site.config.max_import.map(|p| p.watts()),
+                    max_export_w: site.config.max_export.map(|p| p.watts()),
+                },
             },
         )?;
         let mut next = signal.clone();

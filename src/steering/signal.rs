@@ -5,7 +5,7 @@
 
 use super::request::SteeringRequest;
 use super::timeline::{Entry, Timeline};
-use super::value::{Component, ComponentValue, CurtailmentValue, EssSetting};
+use super::value::{Component, ComponentValue, CurtailmentValue, EssSetting, GridLimit};
 
 /// One stored timeline entry, as persisted and restored.
 #[derive(Clone, Debug, PartialEq)]
@@ -14,10 +14,10 @@ pub struct StoredEntry {
     pub entry: Entry<ComponentValue>,
 }
 
-/// The three component timelines of one site.
+/// The four component timelines of one site.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SiteSignal {
-    timelines: [Timeline<ComponentValue>; 3],
+    timelines: [Timeline<ComponentValue>; 4],
 }
 
 /// What holds at one instant; `None` is the component's fallback.
@@ -26,6 +26,7 @@ pub struct Active {
     pub ess: Option<Entry<EssSetting>>,
     pub curtailment: Option<Entry<CurtailmentValue>>,
     pub maximize_grid_import: Option<Entry<bool>>,
+    pub grid_limit: Option<Entry<GridLimit>>,
 }
 
 fn index(c: Component) -> usize {
@@ -33,6 +34,7 @@ fn index(c: Component) -> usize {
         Component::Ess => 0,
         Component::Curtailment => 1,
         Component::MaximizeGridImport => 2,
+        Component::GridLimit => 3,
     }
 }
 
@@ -67,6 +69,7 @@ impl SiteSignal {
             req.curtailment.clone().map(ComponentValue::Curtailment),
             req.maximize_grid_import
                 .map(ComponentValue::MaximizeGridImport),
+            req.grid_limit.clone().map(ComponentValue::GridLimit),
         ];
         let mut changed = Vec::new();
         for value in values.into_iter().flatten() {
@@ -110,6 +113,12 @@ impl SiteSignal {
             maximize_grid_import: at(Component::MaximizeGridImport).and_then(|e| {
                 typed(e, |v| match v {
                     ComponentValue::MaximizeGridImport(b) => Some(*b),
+                    _ => None,
+                })
+            }),
+            grid_limit: at(Component::GridLimit).and_then(|e| {
+                typed(e, |v| match v {
+                    ComponentValue::GridLimit(g) => Some(g.clone()),
                     _ => None,
                 })
             }),
@@ -189,6 +198,7 @@ mod tests {
             ess: Some(EssSetting::Power(PowerValue::watts(w))),
             curtailment: None,
             maximize_grid_import: None,
+            grid_limit: None,
             valid_from: None,
             valid_until: until,
         }

@@ -13,13 +13,16 @@ pub enum Component {
     Ess,
     Curtailment,
     MaximizeGridImport,
+    /// Temporary grid limits (the seed's "temporary grid limit adjustments").
+    GridLimit,
 }
 
 impl Component {
-    pub const ALL: [Component; 3] = [
+    pub const ALL: [Component; 4] = [
         Component::Ess,
         Component::Curtailment,
         Component::MaximizeGridImport,
+        Component::GridLimit,
     ];
 
     /// The name used on the wire (`?component=`, `scheduled[].component`) and in the store.
@@ -28,6 +31,7 @@ impl Component {
             Component::Ess => "ess",
             Component::Curtailment => "curtailment",
             Component::MaximizeGridImport => "maximizeGridImport",
+            Component::GridLimit => "gridLimit",
         }
     }
 
@@ -92,12 +96,40 @@ impl CurtailmentValue {
     }
 }
 
+/// Temporary grid limits: each member, when given, tightens the configured limit
+/// of the same direction (validated against it on the way in). `None` leaves the
+/// configured limit in force.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GridLimit {
+    pub max_import: Option<PowerValue>,
+    pub max_export: Option<PowerValue>,
+}
+
+impl GridLimit {
+    pub fn to_json(&self) -> Value {
+        let mut o = serde_json::Map::new();
+        for (key, p) in [
+            ("maxImport", &self.max_import),
+            ("maxExport", &self.max_export),
+        ] {
+            if let Some(p) = p {
+                o.insert(
+                    key.into(),
+                    json!({"value": p.value, "unit": p.unit.as_str()}),
+                );
+            }
+        }
+        Value::Object(o)
+    }
+}
+
 /// The value of one timeline entry.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ComponentValue {
     Ess(EssSetting),
     Curtailment(CurtailmentValue),
     MaximizeGridImport(bool),
+    GridLimit(GridLimit),
 }
 
 impl ComponentValue {
@@ -106,6 +138,7 @@ impl ComponentValue {
             ComponentValue::Ess(_) => Component::Ess,
             ComponentValue::Curtailment(_) => Component::Curtailment,
             ComponentValue::MaximizeGridImport(_) => Component::MaximizeGridImport,
+            ComponentValue::GridLimit(_) => Component::GridLimit,
         }
     }
 
@@ -115,6 +148,7 @@ impl ComponentValue {
             ComponentValue::Ess(e) => e.to_json(),
             ComponentValue::Curtailment(c) => c.to_json(),
             ComponentValue::MaximizeGridImport(b) => Value::Bool(*b),
+            ComponentValue::GridLimit(g) => g.to_json(),
         }
     }
 }

@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 
 use super::control::SiteRuntime;
-use super::inputs::gather;
+use super::decide::GridStatus;
+use super::limits::Limit;
 use super::signal::SiteSignal;
 use super::timeline::Entry;
 use crate::config::Power;
@@ -26,7 +27,10 @@ pub fn site_json(site: &SiteRuntime, live: &Live) -> Value {
         .filter(|d| d.site == c.reference)
         .map(|d| d.reference.as_str())
         .collect();
-    let rated = gather(live, c, &site.devices).rules.rated_production_w;
+    let rated = site
+        .inputs(crate::model::time::now_ms(), live)
+        .rules
+        .rated_production_w;
     json!({
         "siteReference": c.reference,
         "name": c.name,
@@ -83,19 +87,41 @@ pub fn state_json(site: &SiteRuntime, signal: &SiteSignal, now: i64) -> Value {
             v["untilSocReached"] = json!(true);
         }
     }
+    let reports = site.reports();
     json!({
         "siteReference": site.config.reference,
         "energyStorageSetting": ess,
         "productionCurtailment": a.curtailment.as_ref().map(|e| entry_json(e, "setting", e.value.to_json())),
         "maximizeGridImport": a.maximize_grid_import.as_ref().map(|e| entry_json(e, "value", json!(e.value))),
+        "gridLimit": a.grid_limit.as_ref().map(|e| entry_json(e, "setting", e.value.to_json())),
         "scheduled": scheduled,
-        "devices": site.reports().iter().map(|r| r.to_json()).collect::<Vec<_>>(),
+        "devices": reports.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
         "limits": status.notes.iter().map(|n| json!({
             "component": n.component.wire_name(),
-            "requested": {"value": n.requested_w.round(), "unit": "W"},
-            "applied": {"value": n.applied_w.round(), "unit": "W"},
+            "requested": watts(n.requested_w),
+            "applied": watts(n.applied_w),
             "reason": n.reason,
+            "devices": n.devices.iter().filter_map(|i| reports.get(*i)).map(|r| r.device.as_str()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
+        "gridLoop": grid_json(&status.grid),
         "evaluatedAt": status.evaluated_at_ms,
+    })
+}
+
+/// `{"value", "unit": "W"}` rounded to the watt, or `null` (released).
+fn watts(w: Option<f64>) -> Value {
+    w.map_or(Value::Null, |w| json!({"value": w.round(), "unit": "W"}))
+}
+
+/// The grid loop's mode and the limits in force, with where each came from.
+fn grid_json(g: &GridStatus) -> Value {
+    let limit = |l: Option<Limit>| match l {
+        Some(l) => json!({"value": l.w.round(), "unit": "W", "source": l.source.wire_name()}),
+        None => Value::Null,
+    };
+    json!({
+        "mode": g.mode.wire_name(),
+        "maxImport": limit(g.limits.import),
+        "maxExport": limit(g.limits.export),
     })
 }

@@ -13,6 +13,8 @@ pub struct InverterView {
     pub measured_w: Option<f64>,
     /// Lower goes first (is curtailed last) under `priority`.
     pub priority: u32,
+    /// The limit it was last told (W); `None` while released.
+    pub limit_w: Option<f64>,
 }
 
 /// Under `dynamic`, an inverter producing below its share keeps this fraction of

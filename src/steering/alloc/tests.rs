@@ -21,6 +21,7 @@ fn inv(rated: f64, measured: Option<f64>) -> InverterView {
         rated_w: rated,
         measured_w: measured,
         priority: 0,
+        limit_w: None,
     }
 }
 
@@ -165,6 +166,7 @@ fn inverters() -> impl Strategy<Value = Vec<InverterView>> {
                 rated_w,
                 measured_w,
                 priority,
+                limit_w: None,
             })
             .collect()
     })

@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::PowerValue;
+use crate::steering::hold::{LoopState, Meter};
 use crate::steering::timeline::Entry;
 use crate::steering::value::CurtailmentValue;
 
@@ -11,6 +12,21 @@ fn rules() -> SiteRules {
         max_import_w: Some(100_000.0),
         max_export_w: Some(50_000.0),
         rated_production_w: 400_000.0,
+        // These tests are of the open loop; the grid loop has its own.
+        grid_loop: None,
+    }
+}
+
+/// Measurements with a fresh meter.
+fn measured(grid: Option<f64>, battery: Option<f64>, production: Option<f64>) -> Measurements {
+    Measurements {
+        meter: grid.map(|g| Meter::Fresh {
+            grid_w: g,
+            ts_ms: 0,
+        }),
+        battery_w: battery,
+        production_w: production,
+        ..Measurements::default()
     }
 }
 
@@ -32,6 +48,7 @@ fn inv() -> InverterView {
         rated_w: 200_000.0,
         measured_w: None,
         priority: 0,
+        limit_w: None,
     }
 }
 
@@ -44,15 +61,24 @@ fn entry<T>(value: T, id: &str) -> Option<Entry<T>> {
     })
 }
 
+fn decide_with(
+    r: &SiteRules,
+    a: &Active,
+    batteries: &[BatteryView],
+    m: &Measurements,
+    reached: &BTreeSet<String>,
+) -> Decision {
+    let site = Site {
+        rules: r,
+        batteries,
+        inverters: &[inv(), inv()],
+        measurements: m,
+    };
+    decide(&site, a, reached, &LoopState::default(), 0)
+}
+
 fn run(r: &SiteRules, a: &Active, m: Measurements) -> Decision {
-    decide(
-        r,
-        a,
-        &[bat(50.0), bat(50.0)],
-        &[inv(), inv()],
-        &m,
-        &BTreeSet::new(),
-    )
+    decide_with(r, a, &[bat(50.0), bat(50.0)], &m, &BTreeSet::new())
 }
 
 #[test]
@@ -84,6 +110,7 @@ fn worked_scenario_spreads_discharge_and_curtailment() {
             "req_1",
         ),
         maximize_grid_import: entry(false, "req_1"),
+        grid_limit: None,
     };
     let d = run(&r, &a, Measurements::default());
     assert_eq!(d.batteries, [Command::EssPower(150_000.0); 2]);
@@ -101,15 +128,11 @@ fn grid_limits_clamp_the_storage_and_say_so() {
     // No measurements: the storage alone may export 50 kW.
     let d = run(&rules(), &a, Measurements::default());
     assert_eq!(d.batteries, [Command::EssPower(25_000.0); 2]);
-    assert_eq!(d.notes[0].applied_w, 50_000.0);
+    assert_eq!(d.notes[0].applied_w, Some(50_000.0));
     // The site imports 30 kW without the storage: 80 kW of discharge stay within.
-    let m = Measurements {
-        grid_w: Some(30_000.0),
-        battery_w: Some(0.0),
-        production_w: None,
-    };
+    let m = measured(Some(30_000.0), Some(0.0), None);
     assert_eq!(
-        run(&rules(), &a, m).batteries,
+        run(&rules(), &a, m.clone()).batteries,
         [Command::EssPower(40_000.0); 2]
     );
     // Charging: import limit 100 kW, site already imports 30 kW.
@@ -118,7 +141,7 @@ fn grid_limits_clamp_the_storage_and_say_so() {
         ..Active::default()
     };
     assert_eq!(
-        run(&rules(), &a, m).batteries,
+        run(&rules(), &a, m.clone()).batteries,
         [Command::EssPower(-35_000.0); 2]
     );
     // Idle never becomes action, even when the grid is over a limit.
@@ -126,11 +149,7 @@ fn grid_limits_clamp_the_storage_and_say_so() {
         ess: entry(EssSetting::Idle, "r"),
         ..Active::default()
     };
-    let over = Measurements {
-        grid_w: Some(150_000.0),
-        battery_w: Some(0.0),
-        production_w: None,
-    };
+    let over = measured(Some(150_000.0), Some(0.0), None);
     assert_eq!(
         run(&rules(), &a, over).batteries,
         [Command::EssPower(0.0); 2]
@@ -152,22 +171,20 @@ fn until_soc_turns_idle_when_reached() {
     let d = run(&rules(), &a, Measurements::default());
     assert_eq!(d.batteries, [Command::EssPower(0.0); 2]);
     assert_eq!(d.reached.as_deref(), Some("req_u"));
-    let d = decide(
+    let d = decide_with(
         &rules(),
         &a,
         &[bat(60.0), bat(60.0)],
-        &[],
         &Measurements::default(),
         &BTreeSet::new(),
     );
     assert_eq!(d.batteries, [Command::EssPower(10_000.0); 2]);
     // Once reached, it stays idle for the rest of its validity.
     let reached: BTreeSet<String> = ["req_u".to_string()].into();
-    let d = decide(
+    let d = decide_with(
         &rules(),
         &a,
         &[bat(60.0), bat(60.0)],
-        &[],
         &Measurements::default(),
         &reached,
     );
@@ -195,32 +212,20 @@ fn maximize_import_charges_within_max_import() {
         ..Active::default()
     };
     // Load 18 kW (import 10 + PV 8, storage idle): charge 98 - 18 = 80 kW, PV off.
-    let m = Measurements {
-        grid_w: Some(10_000.0),
-        battery_w: Some(0.0),
-        production_w: Some(8_000.0),
-    };
-    let d = run(&rules(), &a, m);
+    let m = measured(Some(10_000.0), Some(0.0), Some(8_000.0));
+    let d = run(&rules(), &a, m.clone());
     assert_eq!(d.batteries, [Command::EssPower(-40_000.0); 2]);
     assert_eq!(d.inverters, [Command::ProductionLimit(0.0); 2]);
     assert_eq!(d.storage_by, Some(Component::MaximizeGridImport));
     // Steady state: the storage charges 80 kW, PV 0: same load, same answer.
-    let m = Measurements {
-        grid_w: Some(98_000.0),
-        battery_w: Some(-80_000.0),
-        production_w: Some(0.0),
-    };
+    let m = measured(Some(98_000.0), Some(-80_000.0), Some(0.0));
     assert_eq!(
-        run(&rules(), &a, m).batteries,
+        run(&rules(), &a, m.clone()).batteries,
         [Command::EssPower(-40_000.0); 2]
     );
     // Load alone over the limit: no charging, production runs.
-    let m = Measurements {
-        grid_w: Some(120_000.0),
-        battery_w: Some(0.0),
-        production_w: Some(0.0),
-    };
-    let d = run(&rules(), &a, m);
+    let m = measured(Some(120_000.0), Some(0.0), Some(0.0));
+    let d = run(&rules(), &a, m.clone());
     assert_eq!(d.batteries, [Command::EssPower(0.0); 2]);
     assert_eq!(d.inverters, [Command::ProductionRelease; 2]);
     // Without a meter: charging held to maxImport.

@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{reject, RejectCode, Rejection};
+use super::{reject, ConfiguredLimits, RejectCode, Rejection};
 use crate::model::{PowerUnit, PowerValue};
-use crate::steering::value::{CurtailmentValue, EssSetting};
+use crate::steering::value::{CurtailmentValue, EssSetting, GridLimit};
 
 /// A field that is there and not `null` (`null` counts as absent).
 pub(super) fn present<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
@@ -221,4 +221,60 @@ pub fn curtailment(v: &Value, path: &str) -> Result<CurtailmentValue, Rejection>
         path,
         "W, kW, MW or %",
     )?))
+}
+
+/// `GridLimit`: `maxImport` and/or `maxExport`, each a power of at least 0 W that
+/// does not loosen the configured limit of its direction (`0` on `maxExport` is
+/// zero export).
+pub fn grid_limit(
+    v: &Value,
+    path: &str,
+    configured: ConfiguredLimits,
+) -> Result<GridLimit, Rejection> {
+    let obj = object(v, path)?;
+    no_unknown(obj, &["maxImport", "maxExport"], path)?;
+    let member = |key: &str, limit: Option<f64>| -> Result<Option<PowerValue>, Rejection> {
+        let Some(v) = present(obj, key) else {
+            return Ok(None);
+        };
+        let field = join(path, key);
+        let o = object(v, &field)?;
+        no_unknown(o, &["value", "unit"], &field)?;
+        let value = number(o, "value", &field)?;
+        let p = power(value, unit(o, &field)?, &field, "W, kW or MW")?;
+        let w = p.as_watts();
+        if w < 0.0 {
+            return Err(reject(
+                RejectCode::InvalidValue,
+                &join(&field, "value"),
+                format!("{field} must not be negative, found {value} {}", p.unit),
+            ));
+        }
+        if let Some(limit) = limit {
+            if w > limit {
+                return Err(reject(
+                    RejectCode::InvalidValue,
+                    &field,
+                    format!(
+                        "{field} {value} {} is looser than the site's configured limit of {limit} W: a temporary limit may only tighten it",
+                        p.unit
+                    ),
+                ));
+            }
+        }
+        Ok(Some(p))
+    };
+    let g = GridLimit {
+        max_import: member("maxImport", configured.max_import_w)?,
+        max_export: member("maxExport", configured.max_export_w)?,
+    };
+    if g.max_import.is_none() && g.max_export.is_none() {
+        let what = if path.is_empty() { "gridLimit" } else { path };
+        return Err(reject(
+            RejectCode::MissingField,
+            path,
+            format!("{what} needs maxImport, maxExport or both"),
+        ));
+    }
+    Ok(g)
 }

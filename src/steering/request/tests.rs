@@ -9,6 +9,10 @@ fn ctx() -> Context {
     Context {
         now_ms: NOW,
         site_soc: Some(50.0),
+        limits: ConfiguredLimits {
+            max_import_w: Some(60_000.0),
+            max_export_w: Some(40_000.0),
+        },
     }
 }
 
@@ -243,9 +247,9 @@ fn unknown_fields_anywhere() {
     let until = json!(T);
     refused(
         Endpoint::Site,
-        json!({"maximizeGridImport": true, "validUntil": until, "gridLimit": 1}),
+        json!({"maximizeGridImport": true, "validUntil": until, "gridLimits": 1}),
         UnknownField,
-        Some("gridLimit"),
+        Some("gridLimits"),
     );
     refused(
         Endpoint::Ess,
@@ -312,6 +316,7 @@ fn until_soc_must_move_towards_the_target() {
     let unknown = Context {
         now_ms: NOW,
         site_soc: None,
+        ..ctx()
     };
     assert!(parse(
         Endpoint::Ess,
@@ -331,4 +336,109 @@ fn null_counts_as_absent() {
     .unwrap();
     assert_eq!(r.ess, None);
     assert_eq!(r.valid_from, None);
+}
+
+#[test]
+fn grid_limit_endpoint_and_site_member() {
+    let r = parse(
+        Endpoint::GridLimit,
+        &json!({"setting": {"maxExport": {"value": 0, "unit": "W"}}, "validUntil": T}),
+        ctx(),
+    )
+    .unwrap();
+    let g = r.grid_limit.unwrap();
+    assert_eq!(g.max_export.map(|p| p.as_watts()), Some(0.0));
+    assert_eq!(g.max_import, None);
+    assert_eq!(
+        (r.ess, r.curtailment, r.maximize_grid_import),
+        (None, None, None)
+    );
+
+    let site = parse(
+        Endpoint::Site,
+        &json!({"gridLimit": {"maxImport": {"value": 20, "unit": "kW"}}, "validUntil": T}),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(
+        site.grid_limit
+            .and_then(|g| g.max_import)
+            .map(|p| p.as_watts()),
+        Some(20_000.0)
+    );
+    // Rule 3 still sets maximize grid import; a site request without gridLimit
+    // leaves it alone.
+    assert_eq!(site.maximize_grid_import, Some(false));
+    let without = parse(
+        Endpoint::Site,
+        &json!({"maximizeGridImport": true, "validUntil": T}),
+        ctx(),
+    )
+    .unwrap();
+    assert_eq!(without.grid_limit, None);
+}
+
+#[test]
+fn grid_limit_refusals_name_the_field() {
+    let body = |setting: Value| json!({"setting": setting, "validUntil": T});
+    refused(
+        Endpoint::GridLimit,
+        body(json!({"maxExport": {"value": 41, "unit": "kW"}})),
+        RejectCode::InvalidValue,
+        Some("setting.maxExport"),
+    );
+    let e = parse(
+        Endpoint::GridLimit,
+        &body(json!({"maxImport": {"value": 61000, "unit": "W"}})),
+        ctx(),
+    )
+    .unwrap_err();
+    assert!(e.detail.contains("60000 W"), "{}", e.detail);
+    refused(
+        Endpoint::GridLimit,
+        body(json!({})),
+        RejectCode::MissingField,
+        Some("setting"),
+    );
+    refused(
+        Endpoint::GridLimit,
+        body(json!({"maxExport": {"value": -1, "unit": "W"}})),
+        RejectCode::InvalidValue,
+        Some("setting.maxExport.value"),
+    );
+    refused(
+        Endpoint::GridLimit,
+        body(json!({"maxExport": {"value": 1, "unit": "%"}})),
+        RejectCode::UnknownUnit,
+        Some("setting.maxExport.unit"),
+    );
+    refused(
+        Endpoint::GridLimit,
+        body(json!({"maxExport": {"value": 1, "unit": "W"}, "other": 1})),
+        RejectCode::UnknownField,
+        Some("setting.other"),
+    );
+    refused(
+        Endpoint::GridLimit,
+        json!({"validUntil": T}),
+        RejectCode::MissingField,
+        Some("setting"),
+    );
+    refused(
+        Endpoint::Site,
+        json!({"gridLimit": {"maxExport": {"value": 50, "unit": "kW"}}, "validUntil": T}),
+        RejectCode::InvalidValue,
+        Some("gridLimit.maxExport"),
+    );
+    // Without a configured limit any value tightens.
+    let open = Context {
+        limits: ConfiguredLimits::default(),
+        ..ctx()
+    };
+    assert!(parse(
+        Endpoint::GridLimit,
+        &body(json!({"maxImport": {"value": 1, "unit": "MW"}})),
+        open
+    )
+    .is_ok());
 }

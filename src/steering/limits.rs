@@ -1,0 +1,166 @@
+//! The grid limits in force at a site: the tightest of the configured limits, an
+//! active `gridLimit` entry (it may only tighten them) and a grid operator's local
+//! signal (it wins over every partner signal). Each limit says where it came from,
+//! so the steering state can tell which limit changed a device and why.
+//!
+//! Pure: plain values in, plain values out.
+
+use super::value::GridLimit;
+
+/// Where a limit comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitSource {
+    /// The site's `max_import` / `max_export`.
+    Config,
+    /// An active `gridLimit` entry.
+    GridLimit,
+    /// A grid operator's signal on the site's digital inputs.
+    GridSignal,
+}
+
+impl LimitSource {
+    pub const fn wire_name(self) -> &'static str {
+        match self {
+            LimitSource::Config => "config",
+            LimitSource::GridLimit => "gridLimit",
+            LimitSource::GridSignal => "gridSignal",
+        }
+    }
+}
+
+/// Which limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Import,
+    Export,
+}
+
+impl Direction {
+    pub const fn wire_name(self) -> &'static str {
+        match self {
+            Direction::Import => "maxImport",
+            Direction::Export => "maxExport",
+        }
+    }
+}
+
+/// One limit in force, W.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limit {
+    pub w: f64,
+    pub direction: Direction,
+    pub source: LimitSource,
+}
+
+impl Limit {
+    /// `maxExport 40000 W (config)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} W ({})",
+            self.direction.wire_name(),
+            self.w.round(),
+            self.source.wire_name()
+        )
+    }
+}
+
+/// The limits in force; `None` is no limit in that direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GridLimits {
+    pub import: Option<Limit>,
+    pub export: Option<Limit>,
+}
+
+/// Limits a grid operator's signal sets now, W.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OperatorLimits {
+    pub max_import_w: Option<f64>,
+    pub max_export_w: Option<f64>,
+}
+
+/// The tightest of the three sources, per direction. Ties keep the earlier
+/// source (config, then gridLimit, then the operator).
+pub fn in_force(
+    max_import_w: Option<f64>,
+    max_export_w: Option<f64>,
+    temporary: Option<&GridLimit>,
+    operator: &OperatorLimits,
+) -> GridLimits {
+    let pick = |direction: Direction, candidates: [(Option<f64>, LimitSource); 3]| {
+        candidates
+            .into_iter()
+            .filter_map(|(w, source)| {
+                w.filter(|w| w.is_finite()).map(|w| Limit {
+                    w: w.max(0.0),
+                    direction,
+                    source,
+                })
+            })
+            .reduce(|a, b| if b.w < a.w { b } else { a })
+    };
+    let temp = |f: fn(&GridLimit) -> Option<f64>| temporary.and_then(f);
+    GridLimits {
+        import: pick(
+            Direction::Import,
+            [
+                (max_import_w, LimitSource::Config),
+                (
+                    temp(|g| g.max_import.map(|p| p.as_watts())),
+                    LimitSource::GridLimit,
+                ),
+                (operator.max_import_w, LimitSource::GridSignal),
+            ],
+        ),
+        export: pick(
+            Direction::Export,
+            [
+                (max_export_w, LimitSource::Config),
+                (
+                    temp(|g| g.max_export.map(|p| p.as_watts())),
+                    LimitSource::GridLimit,
+                ),
+                (operator.max_export_w, LimitSource::GridSignal),
+            ],
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::PowerValue;
+
+    #[test]
+    fn the_tightest_wins_and_says_where_from() {
+        let g = GridLimit {
+            max_import: None,
+            max_export: Some(PowerValue::watts(10_000.0)),
+        };
+        let op = OperatorLimits {
+            max_import_w: None,
+            max_export_w: Some(0.0),
+        };
+        let l = in_force(
+            Some(60_000.0),
+            Some(40_000.0),
+            Some(&g),
+            &OperatorLimits::default(),
+        );
+        assert_eq!(
+            l.export.map(|l| (l.w, l.source)),
+            Some((10_000.0, LimitSource::GridLimit))
+        );
+        assert_eq!(
+            l.import.map(|l| (l.w, l.source)),
+            Some((60_000.0, LimitSource::Config))
+        );
+        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &op);
+        assert_eq!(
+            l.export.map(|l| (l.w, l.source)),
+            Some((0.0, LimitSource::GridSignal))
+        );
+        assert_eq!(l.export.unwrap().describe(), "maxExport 0 W (gridSignal)");
+        let none = in_force(None, None, None, &OperatorLimits::default());
+        assert_eq!(none, GridLimits::default());
+    }
+}
