@@ -138,9 +138,10 @@ impl Inverter {
         }
     }
 
-    /// Advances by one step; returns the AC output, W.
-    pub fn step(&mut self, map: &mut RegisterMap, sim_ms: i64, dt_s: f64) -> f64 {
-        self.available_w = self.rated_w * sun_fraction(sim_ms);
+    /// Advances by one step; returns the AC output, W. `sun` overrides the
+    /// sun curve (fraction of the rating the sun offers now).
+    pub fn step(&mut self, map: &mut RegisterMap, sim_ms: i64, dt_s: f64, sun: Option<f64>) -> f64 {
+        self.available_w = self.rated_w * sun.unwrap_or_else(|| sun_fraction(sim_ms));
         let w_max = map
             .get_scaled(self.m121, &Model121::W_MAX, U16, &Model121::W_MAX_SF)
             .min(self.rated_w);

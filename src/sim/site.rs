@@ -41,6 +41,16 @@ struct Physics {
     base_load_w: f64,
     devices: Vec<DeviceCell>,
     last_ms: Mutex<i64>,
+    weather: Mutex<Weather>,
+}
+
+/// Set by a test or a benchmark instead of the daily curves.
+#[derive(Clone, Copy, Debug, Default)]
+struct Weather {
+    /// Household load, W.
+    load_w: Option<f64>,
+    /// Fraction of every inverter's rating the sun offers (0 to 1).
+    sun: Option<f64>,
 }
 
 impl SimSite {
@@ -87,6 +97,7 @@ impl SimSite {
             base_load_w: spec.base_load_w,
             devices: all,
             last_ms: Mutex::new(start_ms),
+            weather: Mutex::new(Weather::default()),
         });
         tasks.spawn(run_physics(Arc::clone(&physics), cancel.child_token()));
         tracing::info!(
@@ -166,6 +177,18 @@ impl SimSite {
             .map_or(0, |s| s.shared.held_reads())
     }
 
+    /// Holds the household load at `load_w` (W) from the next physics step on;
+    /// `None` goes back to the daily profile.
+    pub fn set_load(&self, load_w: Option<f64>) {
+        self.physics.weather().load_w = load_w.map(|w| w.max(0.0));
+    }
+
+    /// Holds the sun at `fraction` (0 to 1) of every inverter's rating from the
+    /// next physics step on; `None` goes back to the sun curve.
+    pub fn set_sun(&self, fraction: Option<f64>) {
+        self.physics.weather().sun = fraction.map(|f| f.clamp(0.0, 1.0));
+    }
+
     /// The simulated clock, epoch ms.
     pub fn now_ms(&self) -> i64 {
         self.physics.clock.now_ms()
@@ -216,6 +239,13 @@ async fn run_physics(physics: Arc<Physics>, cancel: CancellationToken) {
 }
 
 impl Physics {
+    fn weather(&self) -> std::sync::MutexGuard<'_, Weather> {
+        // Two plain numbers: a panic elsewhere cannot leave them half-written.
+        self.weather
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// One step: revert timers (real time), then the devices over the simulated
     /// time since the last step.
     fn step(&self, now: Instant) {
@@ -230,7 +260,10 @@ impl Physics {
             dt
         };
         let real_s = self.clock.real_elapsed().as_secs_f64();
-        let load = physics::load_w(sim_ms, self.base_load_w);
+        let weather = *self.weather();
+        let load = weather
+            .load_w
+            .unwrap_or_else(|| physics::load_w(sim_ms, self.base_load_w));
         let mut pv = 0.0;
         let mut battery_rated = 0.0;
         for cell in &self.devices {
@@ -238,7 +271,7 @@ impl Physics {
             d.check_revert(now);
             let d = &mut *d;
             match &mut d.kind {
-                Kind::Inverter(inv) => pv += inv.step(&mut d.map, sim_ms, dt_s),
+                Kind::Inverter(inv) => pv += inv.step(&mut d.map, sim_ms, dt_s, weather.sun),
                 Kind::Battery(bat) => battery_rated += bat.rated_w(),
                 Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
             }

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::hold::LoopMode;
 use super::report::State;
 use super::SteeringService;
 use crate::metrics::{Collect, Encoder, Kind};
@@ -77,9 +78,42 @@ impl Collect for SteeringService {
                     );
                 }
             }
+            let status = site.status();
+            let lost = status.grid.mode == LoopMode::MeterLost;
+            out.family(
+                "sitegate_steering_grid_meter_lost",
+                Kind::Gauge,
+                "1 while the site's grid meter is offline or stale and the grid loop is in its safe state.",
+            )
+            .sample(&[("site", site_ref)], if lost { 1.0 } else { 0.0 });
+            out.family(
+                "sitegate_steering_grid_meter_lost_total",
+                Kind::Counter,
+                "Times the site's grid loop entered its meter-lost safe state.",
+            )
+            .sample(&[("site", site_ref)], status.meter_lost_total as f64);
+            let mut modes = out.family(
+                "sitegate_steering_grid_loop_mode",
+                Kind::Gauge,
+                "1 for what the site's grid loop does now (off, free, holdingExport, holdingImport, meterLost).",
+            );
+            for m in MODES {
+                modes.sample(
+                    &[("site", site_ref), ("mode", m.wire_name())],
+                    if status.grid.mode == m { 1.0 } else { 0.0 },
+                );
+            }
         }
     }
 }
+
+const MODES: [LoopMode; 5] = [
+    LoopMode::Off,
+    LoopMode::Free,
+    LoopMode::HoldingExport,
+    LoopMode::HoldingImport,
+    LoopMode::MeterLost,
+];
 
 #[cfg(test)]
 mod tests {

@@ -181,14 +181,16 @@ impl Rig {
     async fn settle(&self) {
         self.wait_discovered().await;
         let rig = self;
+        // At their fallback, or applied where the grid loop holds a limit.
         eventually(
             "devices at their fallback",
             Duration::from_secs(10),
             || async {
                 let st = rig.state().await;
-                st["devices"]
-                    .as_array()
-                    .is_some_and(|d| d.iter().all(|x| x["state"] == "fallback"))
+                st["devices"].as_array().is_some_and(|d| {
+                    d.iter()
+                        .all(|x| x["state"] == "fallback" || x["state"] == "applied")
+                })
             },
         )
         .await;
@@ -233,6 +235,17 @@ impl Rig {
     pub async fn delete(&self, path: &str, token: &str) -> (u16, Value) {
         self.send(self.http.delete(format!("{}{path}", self.base)), token)
             .await
+    }
+
+    /// A GET without a token, answered as text (`/metrics`).
+    pub async fn get_text(&self, path: &str) -> (u16, String) {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("HTTP answer");
+        (r.status().as_u16(), r.text().await.unwrap_or_default())
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder, token: &str) -> (u16, Value) {
