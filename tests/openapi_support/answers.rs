@@ -165,6 +165,7 @@ pub async fn steering(c: &mut Checker<'_>) {
     let site = format!("{SITE}/steering");
     let ess = format!("{SITE}/steering/ess");
     let curtailment = format!("{SITE}/steering/curtailment");
+    let grid_limit = format!("{SITE}/steering/grid-limit");
     let discharge = json!({"setting": {"value": 1, "unit": "kW"}, "validUntil": until});
 
     let dry = c
@@ -182,6 +183,13 @@ pub async fn steering(c: &mut Checker<'_>) {
     c.post(
         &site,
         Some(STEER),
+        json!({"gridLimit": {"maxImport": {"value": 1, "unit": "kW"}}, "validUntil": until}),
+        200,
+    )
+    .await;
+    c.post(
+        &site,
+        Some(STEER),
         json!({"maximizeGridImport": true, "validFrom": later, "validUntil": until}),
         200,
     )
@@ -190,6 +198,13 @@ pub async fn steering(c: &mut Checker<'_>) {
         &curtailment,
         Some(STEER),
         json!({"setting": {"value": 50, "unit": "%"}, "validFrom": later, "validUntil": until}),
+        200,
+    )
+    .await;
+    c.post(
+        &grid_limit,
+        Some(STEER),
+        json!({"setting": {"maxExport": {"value": 0, "unit": "W"}}, "validFrom": later, "validUntil": until}),
         200,
     )
     .await;
@@ -232,7 +247,14 @@ pub async fn steering(c: &mut Checker<'_>) {
         400,
     )
     .await;
-    for path in [&site, &ess, &curtailment] {
+    c.post(
+        &grid_limit,
+        Some(STEER),
+        json!({"setting": {"maxImport": {"value": -1, "unit": "kW"}}, "validUntil": until}),
+        400,
+    )
+    .await;
+    for path in [&site, &ess, &curtailment, &grid_limit] {
         c.post(path, Some(READ), discharge.clone(), 403).await;
         c.post(path, None, discharge.clone(), 401).await;
         let elsewhere = path.replace("ste_test", "ste_nowhere");
@@ -250,7 +272,7 @@ pub async fn steering(c: &mut Checker<'_>) {
     assert_ne!(state["energyStorageSetting"], Value::Null, "{state}");
     assert_eq!(
         state["scheduled"].as_array().map(Vec::len),
-        Some(2),
+        Some(3),
         "{state}"
     );
 }
