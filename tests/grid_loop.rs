@@ -9,68 +9,12 @@ mod steering_support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sitegate::sim::SimKind;
 use steering_support::*;
 
 const INTERVAL_MS: u64 = 250;
 
-/// The demo's site: PV 30 + 20 kW, batteries 20 + 10 kW, a meter; 60 kW import,
-/// 40 kW export; polls and control every 250 ms.
 fn site(extra_site_keys: &str) -> String {
-    let mut t = site_header(INTERVAL_MS, 30)
-        .replace("max_import = \"10 MW\"", "max_import = \"60 kW\"")
-        .replace("max_export = \"10 MW\"", "max_export = \"40 kW\"")
-        .replace("{rated_production}", extra_site_keys);
-    for (bus, reference, kind, extra) in [
-        (
-            "pv-east",
-            "dvc_pv_east",
-            "inverter",
-            "rated_power = \"30 kW\"",
-        ),
-        (
-            "pv-west",
-            "dvc_pv_west",
-            "inverter",
-            "rated_power = \"20 kW\"",
-        ),
-        (
-            "bat-a",
-            "dvc_bat_a",
-            "battery",
-            "rated_power = \"20 kW\"\ncapacity = \"40 kWh\"\nsoc_min = 5\nsoc_max = 95",
-        ),
-        (
-            "bat-b",
-            "dvc_bat_b",
-            "battery",
-            "rated_power = \"10 kW\"\ncapacity = \"20 kWh\"\nsoc_min = 10\nsoc_max = 90",
-        ),
-        ("grid", "dvc_grid", "meter", ""),
-    ] {
-        t.push_str(&device_block(bus, reference, kind, extra).replace(
-            "poll_interval_ms = 200",
-            &format!("poll_interval_ms = {INTERVAL_MS}"),
-        ));
-    }
-    t
-}
-
-/// Batteries full (at their SoC max): nothing can absorb the noon surplus.
-async fn full_batteries(text: &str) -> Rig {
-    Rig::start_with(text, |spec| {
-        for d in spec.servers.iter_mut().flat_map(|s| s.devices.iter_mut()) {
-            if let SimKind::Battery {
-                initial_soc,
-                soc_max,
-                ..
-            } = &mut d.kind
-            {
-                *initial_soc = *soc_max;
-            }
-        }
-    })
-    .await
+    demo_site(INTERVAL_MS, extra_site_keys)
 }
 
 fn grid_w(rig: &Rig) -> f64 {
@@ -114,7 +58,7 @@ fn limits_naming(state: &Value, component: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn noon_with_full_batteries_holds_max_export_without_a_signal() {
-    let rig = full_batteries(&site("")).await;
+    let rig = Rig::start_full(&site("")).await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     // Open loop the site would export 47.5 - 2 = 45.5 kW.
@@ -172,7 +116,7 @@ async fn a_load_step_above_max_import_is_shaved_by_the_storage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partner_curtailment_looser_than_the_limit_is_tightened() {
-    let rig = full_batteries(&site("")).await;
+    let rig = Rig::start_full(&site("")).await;
     rig.sim.set_load(Some(0.0));
     rig.sim.set_sun(Some(1.0));
     let body = json!({"setting": {"value": 45, "unit": "kW"}, "validUntil": now_ms() + 60_000});
@@ -204,7 +148,7 @@ async fn a_partner_curtailment_looser_than_the_limit_is_tightened() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temporary_grid_limit_over_http() {
-    let rig = full_batteries(&site("")).await;
+    let rig = Rig::start_full(&site("")).await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     holds(&rig, "configured export", -40_000.0, -39_200.0).await;
@@ -324,5 +268,61 @@ async fn meter_offline_is_a_safe_state_and_the_loop_resumes() {
     })
     .await;
     holds(&rig, "export held again", -40_000.0, -39_200.0).await;
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grid_operator_input_flipping_on_a_real_socket() {
+    let signals = r#"grid_signals = [{ name = "ripple control", bus = "io", unit_id = 3, module = "generic-di", poll_interval_ms = 200, levels = [
+    { value = 0, max_export = "100 %" },
+    { value = 1, max_export = "60 %" },
+    { value = 2, max_export = "30 %" },
+    { value = 4, max_export = "0 %" },
+] }]"#;
+    let text = site(&format!("rated_production_power = \"50 kW\"\n{signals}"))
+        + "\n[[buses]]\nname = \"io\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 500\n";
+    let rig = Rig::start_full(&text).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(0.95));
+    let io = rig.sim.device("io", 3).expect("the I/O module");
+    holds(
+        &rig,
+        "configured export (input value 0: 100 %)",
+        -40_000.0,
+        -39_200.0,
+    )
+    .await;
+    let st = rig.state().await;
+    assert_eq!(
+        st["gridLoop"]["signals"],
+        json!([{"name": "ripple control", "inputs": 0, "online": true, "error": null}])
+    );
+
+    // Input 1 on: 60 % of 50 kW.
+    assert!(io.set_inputs(0b0001));
+    holds(&rig, "60 % of the rated production", -30_000.0, -29_400.0).await;
+    let st = rig.state().await;
+    assert_eq!(st["gridLoop"]["maxExport"]["source"], "gridSignal", "{st}");
+    assert_eq!(st["gridLoop"]["signals"][0]["inputs"], 1);
+
+    // A partner's temporary limit looser than the operator's changes nothing.
+    let body = json!({"setting": {"maxExport": {"value": 35, "unit": "kW"}}, "validUntil": now_ms() + 60_000});
+    let (s, v) = rig
+        .post(&format!("/sites/{SITE}/steering/grid-limit"), STEER, &body)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    holds(&rig, "the operator's limit wins", -30_000.0, -29_400.0).await;
+
+    // Input 3 on alone: 0 % (zero export).
+    assert!(io.set_inputs(0b0100));
+    holds(&rig, "zero export", 0.0, 500.0).await;
+
+    // All off again: the partner's 35 kW is the tightest now.
+    assert!(io.set_inputs(0));
+    holds(&rig, "the partner's limit", -35_000.0, -34_300.0).await;
+    assert_eq!(
+        rig.state().await["gridLoop"]["maxExport"]["source"],
+        "gridLimit"
+    );
     rig.shutdown().await;
 }

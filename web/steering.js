@@ -32,6 +32,7 @@ const COMPONENTS = [
   ["ess", "energyStorageSetting", "Energy storage"],
   ["curtailment", "productionCurtailment", "Production curtailment"],
   ["maximizeGridImport", "maximizeGridImport", "Maximize grid import"],
+  ["gridLimit", "gridLimit", "Grid limits"],
 ];
 
 /** An ESS setting in words (positive discharges, negative charges). */
@@ -54,6 +55,27 @@ function mgiText(value) {
   return value ? "On: storage charges, production is limited, import kept within max import" : "Off";
 }
 
+/** Temporary grid limits in words; an absent member keeps the configured limit. */
+function gridLimitText(setting) {
+  if (!setting) return "–";
+  const part = (q, what) => (q ? `${what} at most ${quantity(q)}` : null);
+  return [part(setting.maxImport, "Import"), part(setting.maxExport, "Export")].filter(Boolean).join(", ");
+}
+
+const LOOP_MODES = {
+  off: "off (no grid meter, or turned off: limits only clamp what the agent commands)",
+  free: "within the limits",
+  holdingExport: "holding the export limit",
+  holdingImport: "holding the import limit",
+  meterLost: "grid meter lost: safe state (production within max export as if there were no load, no storage discharge)",
+};
+
+/** The grid loop's mode and the limits in force with where they come from. */
+function gridLoopText(g) {
+  const limit = (l) => (l ? `${quantity(l)} (${l.source === "config" ? "configured" : l.source})` : "none");
+  return `Grid loop: ${LOOP_MODES[g.mode] || g.mode}. Max import ${limit(g.maxImport)}, max export ${limit(g.maxExport)}.`;
+}
+
 function toWatts(q) {
   const f = { W: 1, kW: 1e3, MW: 1e6 }[q.unit];
   return f ? q.value * f : q.value;
@@ -62,6 +84,7 @@ function toWatts(q) {
 function settingText(component, entry) {
   if (component === "ess") return essText(entry.setting) + (entry.untilSocReached ? " (target reached: idle)" : "");
   if (component === "curtailment") return curtailmentText(entry.setting);
+  if (component === "gridLimit") return gridLimitText(entry.setting);
   return mgiText(entry.value);
 }
 
@@ -70,6 +93,7 @@ function fallbackText(component, site) {
     return site && site.essFallback === "idle" ? "Idle (fallback)" : "Auto (fallback: the batteries run their own logic)";
   }
   if (component === "curtailment") return "No limit (fallback)";
+  if (component === "gridLimit") return "The configured limits (fallback)";
   return "Off (fallback)";
 }
 
@@ -154,6 +178,7 @@ export function renderState(container, st, ctx) {
       ),
     );
   }
+  if (st.gridLoop) parts.push(h("p", { class: `grid-loop loop-${st.gridLoop.mode}` }, gridLoopText(st.gridLoop)));
   const devices = st.devices || [];
   parts.push(
     h(
@@ -193,7 +218,11 @@ export function renderState(container, st, ctx) {
       h(
         "ul",
         { class: "limits" },
-        limits.map((l) => h("li", {}, `${l.component}: requested ${quantity(l.requested)}, applied ${quantity(l.applied)}: ${l.reason}`)),
+        limits.map((l) => {
+          const w = (q) => (q ? quantity(q) : "released");
+          const who = (l.devices || []).map(name).join(", ");
+          return h("li", {}, `${l.component}: requested ${w(l.requested)}, applied ${w(l.applied)}${who ? ` (${who})` : ""}: ${l.reason}`);
+        }),
       ),
     );
   }
@@ -231,8 +260,19 @@ export function readForm(form, now) {
     body.productionCurtailment = { value: number(f["curt-value"], "Curtailment"), unit: f["curt-unit"].value };
   }
   if (f["mgi"].checked) body.maximizeGridImport = true;
+  if (f["grid-on"].checked) {
+    const g = {};
+    for (const [key, field, what] of [["maxImport", "grid-import", "Max import"], ["maxExport", "grid-export", "Max export"]]) {
+      if (f[field].value.trim() !== "") g[key] = { value: number(f[field], what), unit: f["grid-unit"].value };
+    }
+    if (!Object.keys(g).length) {
+      f["grid-import"].focus();
+      throw new Error("Grid limits: give a max import, a max export or both.");
+    }
+    body.gridLimit = g;
+  }
   if (!Object.keys(body).length) {
-    throw new Error("Choose at least one component: a storage setting, a curtailment or maximize grid import.");
+    throw new Error("Choose at least one component: a storage setting, a curtailment, maximize grid import or grid limits.");
   }
   const validity = number(f["validity"], "Valid for");
   const ms = validity * UNIT_FACTORS[f["validity-unit"].value];
@@ -250,6 +290,7 @@ export function describe(body, now) {
     "Maximize grid import",
     body.maximizeGridImport ? mgiText(true) : "Off for this validity (an absent value is set to false, rule 3)",
   ]);
+  lines.push(["Grid limits", body.gridLimit ? gridLimitText(body.gridLimit) : "unchanged"]);
   lines.push(["Valid", `now until ${clock(body.validUntil, now)} (${duration(body.validUntil - now)})`]);
   return lines;
 }

@@ -17,10 +17,10 @@ use std::sync::Arc;
 pub use load::{parse, parse_in, ConfigError, Problem};
 pub use raw::{
     BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder, GridLoopConfig,
-    LogFormat, LoggingConfig, MqttConfig, MqttProtocol, PollingConfig, RateLimitConfig, SiteConfig,
-    StorageConfig,
+    GridSignalConfig, GridSignalLevel, LogFormat, LoggingConfig, MqttConfig, MqttProtocol,
+    PollingConfig, RateLimitConfig, SiteConfig, StorageConfig,
 };
-pub use values::{AuthMode, Parity, Power, Scope};
+pub use values::{AuthMode, Parity, Power, PowerShare, Scope};
 
 use crate::modbus::profile::Profile;
 use crate::model::{DeviceId, DeviceType};

@@ -174,6 +174,59 @@ pub struct SiteConfig {
     /// How the grid limits are held at the meter.
     #[serde(default)]
     pub grid_loop: GridLoopConfig,
+    /// A grid operator's local signals (digital inputs on Modbus I/O modules).
+    #[serde(default)]
+    pub grid_signals: Vec<GridSignalConfig>,
+}
+
+/// A grid operator's local signal: a ripple-control receiver or control box
+/// wired to the digital inputs of a Modbus I/O module. The inputs make a number
+/// (input 1 in bit 0) and each level maps a number to limits that win over
+/// every partner signal (`docs/steering.md`, "Grid-operator signals").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct GridSignalConfig {
+    pub name: String,
+    /// The `[[buses]]` entry the module is on.
+    pub bus: String,
+    pub unit_id: u8,
+    /// A built-in module profile (`generic-di`, `generic-di-register`); `table`,
+    /// `register` and `inputs` override it or stand without it.
+    pub module: Option<String>,
+    pub table: Option<crate::modbus::plan::Table>,
+    pub register: Option<u16>,
+    pub inputs: Option<u8>,
+    #[serde(default = "default_poll_interval_ms")]
+    pub poll_interval_ms: u64,
+    /// The input value whose level applies while the module cannot be read;
+    /// absent: the last value read holds.
+    pub lost_value: Option<u16>,
+    pub levels: Vec<GridSignalLevel>,
+}
+
+impl GridSignalConfig {
+    /// Where the inputs are: the module profile, overridden by the explicit
+    /// keys. `None` when neither says.
+    pub fn block(&self) -> Option<crate::modbus::io::InputBlock> {
+        let base = self
+            .module
+            .as_deref()
+            .and_then(crate::modbus::io::module)
+            .map(|m| m.block);
+        Some(crate::modbus::io::InputBlock {
+            table: self.table.or(base.map(|b| b.table))?,
+            register: self.register.or(base.map(|b| b.register))?,
+            inputs: self.inputs.or(base.map(|b| b.inputs))?,
+        })
+    }
+}
+
+/// One value of a grid signal's inputs and the limits it sets.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct GridSignalLevel {
+    /// The inputs as a number, input 1 in bit 0.
+    pub value: u16,
+    pub max_import: Option<super::values::PowerShare>,
+    pub max_export: Option<super::values::PowerShare>,
 }
 
 /// The grid loop of a site (`docs/steering.md`, "The grid loop").

@@ -21,13 +21,53 @@ impl<'de> Deserialize<'de> for Power {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(QuantityVisitor {
             what: "a power such as \"25 kW\" or { value = 25, unit = \"kW\" }",
-            parse_unit: |u| {
-                u.parse::<PowerUnit>()
-                    .map(|u| u.factor())
-                    .map_err(|e| e.to_string())
+            make: |v, u| power_watts(v, u).map(Power),
+        })
+    }
+}
+
+fn power_watts(value: f64, unit: &str) -> Result<f64, String> {
+    unit.parse::<PowerUnit>()
+        .map(|u| value * u.factor())
+        .map_err(|e| e.to_string())
+}
+
+/// A power or a share of the site's rated production: `"30 kW"`, `"60 %"`,
+/// `{ value = 60, unit = "%" }`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PowerShare {
+    Watts(f64),
+    /// 0 to 100 % of the site's rated production power.
+    Percent(f64),
+}
+
+impl PowerShare {
+    pub fn watts(self, rated_production_w: f64) -> f64 {
+        match self {
+            PowerShare::Watts(w) => w,
+            PowerShare::Percent(p) => rated_production_w * p / 100.0,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PowerShare {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(QuantityVisitor {
+            what: "a power such as \"30 kW\" or a share of the rated production such as \"60 %\"",
+            make: |v, u| {
+                if u == "%" {
+                    if (0.0..=100.0).contains(&v) {
+                        Ok(PowerShare::Percent(v))
+                    } else {
+                        Err(format!("{v} % is not a share from 0 to 100 %"))
+                    }
+                } else {
+                    power_watts(v, u)
+                        .map(PowerShare::Watts)
+                        .map_err(|e| format!("{e} (or % of the rated production)"))
+                }
             },
         })
-        .map(Power)
     }
 }
 
@@ -56,40 +96,38 @@ impl<'de> Deserialize<'de> for Energy {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(QuantityVisitor {
             what: "an energy such as \"10 kWh\" or { value = 10, unit = \"kWh\" }",
-            parse_unit: energy_factor,
+            make: |v, u| energy_factor(u).map(|f| Energy(v * f)),
         })
-        .map(Energy)
     }
 }
 
 /// Reads a number with a unit, from a string or a `{value, unit}` table, and
-/// returns it in the base unit.
-struct QuantityVisitor {
+/// makes the value of it.
+struct QuantityVisitor<T> {
     what: &'static str,
-    parse_unit: fn(&str) -> Result<f64, String>,
+    make: fn(f64, &str) -> Result<T, String>,
 }
 
-impl QuantityVisitor {
-    fn finish<E: de::Error>(&self, value: f64, unit: &str) -> Result<f64, E> {
+impl<T> QuantityVisitor<T> {
+    fn finish<E: de::Error>(&self, value: f64, unit: &str) -> Result<T, E> {
         if !value.is_finite() {
             return Err(E::custom(format!("{value} is not a finite number")));
         }
-        let factor = (self.parse_unit)(unit).map_err(E::custom)?;
-        Ok(value * factor)
+        (self.make)(value, unit).map_err(E::custom)
     }
 }
 
-impl<'de> Visitor<'de> for QuantityVisitor {
-    type Value = f64;
+impl<'de, T> Visitor<'de> for QuantityVisitor<T> {
+    type Value = T;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str(self.what)
     }
 
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<f64, E> {
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<T, E> {
         let t = s.trim();
         let split = t
-            .find(|c: char| c.is_ascii_alphabetic())
+            .find(|c: char| c.is_ascii_alphabetic() || c == '%')
             .ok_or_else(|| E::custom(format!("{s:?} has no unit; expected {}", self.what)))?;
         let (number, unit) = t.split_at(split);
         let value: f64 = number.trim().parse().map_err(|_| {
@@ -101,7 +139,7 @@ impl<'de> Visitor<'de> for QuantityVisitor {
         self.finish(value, unit.trim())
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<f64, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
         let mut value: Option<f64> = None;
         let mut unit: Option<String> = None;
         while let Some(key) = map.next_key::<String>()? {

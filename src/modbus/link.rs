@@ -155,6 +155,10 @@ impl Port {
                 addr: span.addr,
                 count: span.len,
             },
+            Table::DiscreteInput => Pdu::ReadDiscrete {
+                addr: span.addr,
+                count: span.len,
+            },
         };
         let words = match self.call(unit, pdu).await? {
             Reply::Words(w) => w,
@@ -210,11 +214,16 @@ fn frame_error(e: FrameError) -> ModbusError {
 /// answer's length (a panic in debug builds when a device answers short), and
 /// the length is checked in [`Port::read`] anyway.
 async fn tcp_call(ctx: &mut Context, pdu: &Pdu) -> tokio_modbus::Result<Reply> {
+    let asked = match pdu {
+        Pdu::ReadDiscrete { count, .. } => usize::from(*count),
+        _ => 0,
+    };
     use tokio_modbus::client::Client;
     use tokio_modbus::{Request, Response};
     let req = match pdu {
         Pdu::ReadHolding { addr, count } => Request::ReadHoldingRegisters(*addr, *count),
         Pdu::ReadInput { addr, count } => Request::ReadInputRegisters(*addr, *count),
+        Pdu::ReadDiscrete { addr, count } => Request::ReadDiscreteInputs(*addr, *count),
         Pdu::WriteSingle { addr, value } => Request::WriteSingleRegister(*addr, *value),
         Pdu::WriteMultiple { addr, values } => {
             Request::WriteMultipleRegisters(*addr, values.as_slice().into())
@@ -222,6 +231,10 @@ async fn tcp_call(ctx: &mut Context, pdu: &Pdu) -> tokio_modbus::Result<Reply> {
     };
     Ok(Client::call(ctx, req).await?.map(|r| match r {
         Response::ReadHoldingRegisters(w) | Response::ReadInputRegisters(w) => Reply::Words(w),
+        // The answer carries whole bytes: the bits past `count` are padding.
+        Response::ReadDiscreteInputs(bits) => {
+            Reply::Words(bits.into_iter().take(asked).map(u16::from).collect())
+        }
         _ => Reply::Written,
     }))
 }

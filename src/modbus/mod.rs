@@ -6,6 +6,7 @@ pub mod bus;
 pub mod codec;
 pub mod device;
 pub mod error;
+pub mod io;
 pub mod link;
 pub mod maps;
 pub mod plan;

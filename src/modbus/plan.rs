@@ -5,13 +5,15 @@
 //! the unused registers between them are at most `max_gap` and the joined request
 //! stays within the 125-register limit.
 
-/// Holding (function 3) or input (function 4) registers.
+/// Holding (function 3) or input (function 4) registers, or discrete inputs
+/// (function 2: one bit each, read as words of 0 or 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum Table {
     #[default]
     Holding,
     Input,
+    DiscreteInput,
 }
 
 /// Most registers one read request may ask for (Modbus application protocol).

@@ -30,10 +30,13 @@ impl SimSiteSpec {
                     return None;
                 };
                 let ip: IpAddr = host.parse().ok()?;
+                let mut devices: Vec<SimDeviceSpec> =
+                    cfg.devices_on_bus(&bus.name).map(device_spec).collect();
+                devices.extend(input_modules(cfg, &bus.name));
                 ip.is_loopback().then(|| SimServerSpec {
                     name: bus.name.clone(),
                     listen: SocketAddr::new(ip, *port),
-                    devices: cfg.devices_on_bus(&bus.name).map(device_spec).collect(),
+                    devices,
                 })
             })
             .collect();
@@ -44,6 +47,23 @@ impl SimSiteSpec {
             base_load_w: DEFAULT_BASE_LOAD_W,
         }
     }
+}
+
+/// A digital input module for every grid signal on `bus`.
+fn input_modules<'a>(cfg: &'a Config, bus: &'a str) -> impl Iterator<Item = SimDeviceSpec> + 'a {
+    cfg.sites
+        .iter()
+        .flat_map(|s| &s.grid_signals)
+        .filter(move |g| g.bus == bus)
+        .map(|g| SimDeviceSpec {
+            unit_id: g.unit_id,
+            kind: SimKind::Inputs {
+                count: g.block().map_or(16, |b| b.inputs),
+            },
+            serial: format!("io-{}", g.unit_id),
+            refuse_writes: false,
+            sunspec_base: super::DEFAULT_SUNSPEC_BASE,
+        })
 }
 
 fn device_spec(d: &DeviceConfig) -> SimDeviceSpec {

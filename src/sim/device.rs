@@ -26,6 +26,11 @@ pub enum Kind {
     Profile(ProfileDevice),
     /// Values fixed at build time.
     Fixed,
+    /// A digital input module: the inputs as bits (input 1 in bit 0).
+    Inputs {
+        bits: u16,
+        count: u8,
+    },
 }
 
 pub struct Device {
@@ -87,6 +92,13 @@ impl Device {
                 RegisterMap::empty(),
                 Kind::Profile(ProfileDevice::build(profile.clone(), readable_gaps)),
             ),
+            SimKind::Inputs { count } => (
+                RegisterMap::empty(),
+                Kind::Inputs {
+                    bits: 0,
+                    count: count.min(16),
+                },
+            ),
         };
         Device {
             map,
@@ -102,6 +114,8 @@ impl Device {
         self.reads += 1;
         match &self.kind {
             Kind::Profile(p) => p.read(table, addr, count),
+            Kind::Inputs { bits, count: n } => read_inputs(*bits, *n, table, addr, count),
+            _ if table == Table::DiscreteInput => Err(ExceptionCode::IllegalFunction),
             _ => self.map.read(addr, count),
         }
     }
@@ -116,18 +130,21 @@ impl Device {
         if let Kind::Profile(p) = &mut self.kind {
             return p.write(addr, values);
         }
+        if let Kind::Inputs { .. } = self.kind {
+            return Err(ExceptionCode::IllegalDataAddress);
+        }
         let count = u16::try_from(values.len()).map_err(|_| ExceptionCode::IllegalDataValue)?;
         self.map.check_write(addr, count)?;
         match &self.kind {
             Kind::Inverter(inv) => inv.validate(&self.map, addr, values)?,
             Kind::Battery(bat) => bat.validate(&self.map, addr, values)?,
-            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
         }
         self.map.write(addr, values)?;
         match &mut self.kind {
             Kind::Inverter(inv) => inv.on_write(addr, count, at),
             Kind::Battery(bat) => bat.on_write(addr, count, at),
-            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
         }
         Ok(())
     }
@@ -137,7 +154,7 @@ impl Device {
         match &mut self.kind {
             Kind::Inverter(inv) => inv.check_revert(&mut self.map, now),
             Kind::Battery(bat) => bat.check_revert(&mut self.map, now),
-            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
+            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
         }
     }
 
@@ -173,7 +190,7 @@ impl Device {
                 s.ac_power_w = meter.ac_power_w();
                 (s.energy_produced_wh, s.energy_consumed_wh) = meter.energy_wh();
             }
-            Kind::Fixed => {}
+            Kind::Fixed | Kind::Inputs { .. } => {}
             Kind::Profile(p) => {
                 let v = |x| p.value(x).unwrap_or(0.0);
                 s.ac_power_w = v(Property::ActivePower);
@@ -183,6 +200,27 @@ impl Device {
             }
         }
         s
+    }
+}
+
+/// A digital input module's answer: discrete inputs `0..n` (function 2), or
+/// all of them as one word in input or holding register 0.
+fn read_inputs(
+    bits: u16,
+    n: u8,
+    table: Table,
+    addr: u16,
+    count: u16,
+) -> Result<Vec<u16>, ExceptionCode> {
+    match table {
+        Table::DiscreteInput => {
+            if count == 0 || u32::from(addr) + u32::from(count) > u32::from(n) {
+                return Err(ExceptionCode::IllegalDataAddress);
+            }
+            Ok((addr..addr + count).map(|i| bits >> i & 1).collect())
+        }
+        Table::Input | Table::Holding if addr == 0 && count == 1 => Ok(vec![bits]),
+        Table::Input | Table::Holding => Err(ExceptionCode::IllegalDataAddress),
     }
 }
 
@@ -230,6 +268,18 @@ impl SimDeviceHandle {
         match &mut lock(&self.cell).kind {
             Kind::Profile(p) => {
                 p.set(property, value);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Digital input modules: sets the inputs (input 1 in bit 0). Returns false
+    /// for other devices.
+    pub fn set_inputs(&self, value: u16) -> bool {
+        match &mut lock(&self.cell).kind {
+            Kind::Inputs { bits, count } => {
+                *bits = value & (((1u32 << *count) - 1) as u16);
                 true
             }
             _ => false,

@@ -174,6 +174,11 @@ pub enum SimKind {
         profile: std::sync::Arc<crate::modbus::profile::Profile>,
         readable_gaps: bool,
     },
+    /// A digital input module (a grid operator's ripple-control receiver or
+    /// control box wired to it): `count` inputs (at most 16), read as discrete
+    /// inputs from 0 (function 2) and as one word of bits in input and holding
+    /// register 0 (input 1 in bit 0). [`SimDeviceHandle::set_inputs`] flips them.
+    Inputs { count: u8 },
 }
 
 /// A device's physical state, in the agent's vocabulary and signs.

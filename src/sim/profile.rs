@@ -27,6 +27,8 @@ pub struct ProfileDevice {
     profile: Arc<Profile>,
     holding: BTreeMap<u16, u16>,
     input: BTreeMap<u16, u16>,
+    /// Empty: profiles read registers only (their points refuse discrete inputs).
+    discrete: BTreeMap<u16, u16>,
     writable: BTreeSet<u16>,
     readable_gaps: bool,
     values: BTreeMap<Property, f64>,
@@ -58,6 +60,7 @@ impl ProfileDevice {
             profile,
             holding: BTreeMap::new(),
             input: BTreeMap::new(),
+            discrete: BTreeMap::new(),
             writable: BTreeSet::new(),
             readable_gaps,
             values: BTreeMap::new(),
@@ -100,6 +103,7 @@ impl ProfileDevice {
         match t {
             Table::Holding => &mut self.holding,
             Table::Input => &mut self.input,
+            Table::DiscreteInput => &mut self.discrete,
         }
     }
 
@@ -151,6 +155,7 @@ impl ProfileDevice {
         let table = match t {
             Table::Holding => &self.holding,
             Table::Input => &self.input,
+            Table::DiscreteInput => &self.discrete,
         };
         let lo = table.keys().next().copied();
         let hi = table.keys().next_back().copied();

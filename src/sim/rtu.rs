@@ -129,6 +129,7 @@ fn respond(shared: &ServerShared, req: &[u8]) -> Option<Vec<u8>> {
     let request = match &pdu {
         Pdu::ReadHolding { addr, count } => Request::ReadHoldingRegisters(*addr, *count),
         Pdu::ReadInput { addr, count } => Request::ReadInputRegisters(*addr, *count),
+        Pdu::ReadDiscrete { addr, count } => Request::ReadDiscreteInputs(*addr, *count),
         Pdu::WriteSingle { addr, value } => Request::WriteSingleRegister(*addr, *value),
         Pdu::WriteMultiple { addr, values } => {
             Request::WriteMultipleRegisters(*addr, values.as_slice().into())
@@ -140,6 +141,9 @@ fn respond(shared: &ServerShared, req: &[u8]) -> Option<Vec<u8>> {
     }) {
         Err(code) => Answer::Exception(code),
         Ok(Response::ReadHoldingRegisters(w) | Response::ReadInputRegisters(w)) => Answer::Words(w),
+        Ok(Response::ReadDiscreteInputs(bits)) => {
+            Answer::Words(bits.into_iter().map(u16::from).collect())
+        }
         Ok(_) => Answer::Written,
     };
     Some(frame::answer(unit, function, &a, Some(&pdu)))

@@ -107,6 +107,16 @@ impl ServerShared {
                 )?;
                 Ok(Response::ReadInputRegisters(words))
             }
+            Request::ReadDiscreteInputs(addr, count) => {
+                let words = lock(device.ok_or(ExceptionCode::GatewayTargetDevice)?).read(
+                    Table::DiscreteInput,
+                    addr,
+                    count,
+                )?;
+                Ok(Response::ReadDiscreteInputs(
+                    words.into_iter().map(|w| w != 0).collect(),
+                ))
+            }
             Request::WriteSingleRegister(addr, value) => {
                 self.write(seq, unit, device, addr, &[value])?;
                 Ok(Response::WriteSingleRegister(addr, value))
@@ -170,7 +180,9 @@ impl tokio_modbus::server::Service for Session {
     fn call(&self, req: Self::Request) -> Self::Future {
         let is_read = matches!(
             req.request,
-            Request::ReadHoldingRegisters(..) | Request::ReadInputRegisters(..)
+            Request::ReadHoldingRegisters(..)
+                | Request::ReadInputRegisters(..)
+                | Request::ReadDiscreteInputs(..)
         );
         if is_read && *self.shared.hold.borrow() {
             let shared = Arc::clone(&self.shared);

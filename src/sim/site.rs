@@ -90,7 +90,7 @@ impl SimSite {
             Kind::Inverter(_) => 0,
             Kind::Battery(_) => 1,
             Kind::Meter(_) => 2,
-            Kind::Profile(_) | Kind::Fixed => 3,
+            Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => 3,
         });
         let physics = Arc::new(Physics {
             clock: SimClock::new(start_ms, spec.time_factor),
@@ -220,7 +220,7 @@ fn site_max_w(spec: &SimSiteSpec) -> f64 {
     let rated: f64 = devices
         .map(|d| match d.kind {
             SimKind::Inverter { rated_w } | SimKind::Battery { rated_w, .. } => rated_w,
-            SimKind::Meter | SimKind::Profile { .. } => 0.0,
+            SimKind::Meter | SimKind::Profile { .. } | SimKind::Inputs { .. } => 0.0,
             SimKind::Fixed { rated_w, .. } => rated_w,
         })
         .sum();
@@ -273,7 +273,7 @@ impl Physics {
             match &mut d.kind {
                 Kind::Inverter(inv) => pv += inv.step(&mut d.map, sim_ms, dt_s, weather.sun),
                 Kind::Battery(bat) => battery_rated += bat.rated_w(),
-                Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed => {}
+                Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
             }
         }
         let surplus = pv - load;
@@ -288,7 +288,7 @@ impl Physics {
                     battery += bat.step(&mut d.map, own, own.max(0.0), sim_ms, dt_s, real_s);
                 }
                 Kind::Meter(meter) => meter.step(&mut d.map, load - pv - battery, sim_ms, dt_s),
-                Kind::Inverter(_) | Kind::Profile(_) | Kind::Fixed => {}
+                Kind::Inverter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
             }
         }
     }

@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::audit::setpoint_json;
 use super::decide::{decide, Command, Decision, GridStatus, Note, Site};
+use super::grid_signal::{combine, SignalStatus};
 use super::hold::{LoopMode, LoopState};
 use super::inputs::{gather, Context, SiteDevices};
-use super::limits::OperatorLimits;
 use super::report::{Desired, DeviceReport};
 use super::signal::SiteSignal;
 use super::stats::WriteCounters;
@@ -59,8 +59,8 @@ pub struct SiteRuntime {
     pub writes: Arc<[WriteCounters]>,
     /// The control loop's heartbeat, for the watchdog.
     pub heartbeat: Heartbeat,
-    /// Limits a grid operator's signal sets now (written by the grid-signal reader).
-    pub operator: Mutex<OperatorLimits>,
+    /// What each grid operator's signal says now (written by `grid_signal::run`).
+    pub signals: Mutex<Vec<SignalStatus>>,
     /// What the grid loop keeps from one tick to the next.
     loop_state: Mutex<LoopState>,
     desired: Vec<watch::Sender<Option<Desired>>>,
@@ -81,6 +81,14 @@ impl SiteRuntime {
         let writes = steered.clone().map(|_| WriteCounters::default()).collect();
         let heartbeat = Heartbeat::new(format!("control loop {}", config.reference));
         let desired = steered.map(|_| watch::channel(None).0).collect();
+        let signals = config
+            .grid_signals
+            .iter()
+            .map(|g| SignalStatus {
+                name: g.name.clone(),
+                ..SignalStatus::default()
+            })
+            .collect();
         Self {
             config,
             devices,
@@ -91,7 +99,7 @@ impl SiteRuntime {
             status: Mutex::new(LoopStatus::default()),
             writes,
             heartbeat,
-            operator: Mutex::new(OperatorLimits::default()),
+            signals: Mutex::new(signals),
             loop_state: Mutex::new(LoopState::default()),
             desired,
         }
@@ -138,9 +146,23 @@ impl SiteRuntime {
         let ctx = Context {
             now_ms: now,
             inverter_limits: &limits,
-            operator: *lock(&self.operator),
+            operator: combine(&lock(&self.signals)),
         };
         gather(live, &self.config, &self.devices, &ctx)
+    }
+
+    /// Changes the status of grid signal `index`; returns what `f` returns.
+    pub fn update_signal<R>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&mut SignalStatus) -> R,
+    ) -> Option<R> {
+        lock(&self.signals).get_mut(index).map(f)
+    }
+
+    /// What each grid signal says now.
+    pub fn signal_statuses(&self) -> Vec<SignalStatus> {
+        lock(&self.signals).clone()
     }
 
     /// What `signal` would make of the site now (the grid loop's memory is read,

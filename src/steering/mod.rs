@@ -17,6 +17,7 @@ pub mod audit;
 pub mod control;
 pub mod decide;
 pub mod feed;
+pub mod grid_signal;
 pub mod hold;
 pub mod inputs;
 pub mod limits;
@@ -109,6 +110,21 @@ pub async fn start(
                 audit: audit_tx.clone(),
             };
             tracker.spawn(a.run(cancel.child_token()));
+        }
+        let rated = site.inputs(now, &live).rules.rated_production_w;
+        for (index, g) in cfg.grid_signals.iter().enumerate() {
+            let Some(bus) = buses.get(&g.bus) else {
+                tracing::warn!(site = %cfg.reference, signal = %g.name, bus = %g.bus, "grid signal's bus is not running");
+                continue;
+            };
+            tracker.spawn(grid_signal::run(
+                site.clone(),
+                index,
+                g.clone(),
+                bus.clone(),
+                rated,
+                cancel.child_token(),
+            ));
         }
         tracker.spawn(control::run(
             site.clone(),

@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::control::SiteRuntime;
 use super::decide::GridStatus;
+use super::grid_signal::SignalStatus;
 use super::limits::Limit;
 use super::signal::SiteSignal;
 use super::timeline::Entry;
@@ -103,7 +104,7 @@ pub fn state_json(site: &SiteRuntime, signal: &SiteSignal, now: i64) -> Value {
             "reason": n.reason,
             "devices": n.devices.iter().filter_map(|i| reports.get(*i)).map(|r| r.device.as_str()).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-        "gridLoop": grid_json(&status.grid),
+        "gridLoop": grid_json(&status.grid, &site.signal_statuses()),
         "evaluatedAt": status.evaluated_at_ms,
     })
 }
@@ -114,7 +115,7 @@ fn watts(w: Option<f64>) -> Value {
 }
 
 /// The grid loop's mode and the limits in force, with where each came from.
-fn grid_json(g: &GridStatus) -> Value {
+fn grid_json(g: &GridStatus, signals: &[SignalStatus]) -> Value {
     let limit = |l: Option<Limit>| match l {
         Some(l) => json!({"value": l.w.round(), "unit": "W", "source": l.source.wire_name()}),
         None => Value::Null,
@@ -123,5 +124,11 @@ fn grid_json(g: &GridStatus) -> Value {
         "mode": g.mode.wire_name(),
         "maxImport": limit(g.limits.import),
         "maxExport": limit(g.limits.export),
+        "signals": signals.iter().map(|s| json!({
+            "name": s.name,
+            "inputs": s.value,
+            "online": s.online,
+            "error": s.error,
+        })).collect::<Vec<_>>(),
     })
 }

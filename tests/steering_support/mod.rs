@@ -44,6 +44,49 @@ pub fn config_text(control_interval_ms: u64, revert_timeout_s: u16) -> String {
     t
 }
 
+/// The demo's site: PV 30 + 20 kW, batteries 20 + 10 kW, a meter; 60 kW
+/// import, 40 kW export; every device polled and the site controlled every
+/// `interval_ms`. `extra_site_keys` go into the site's table.
+pub fn demo_site(interval_ms: u64, extra_site_keys: &str) -> String {
+    let mut t = site_header(interval_ms, 30)
+        .replace("max_import = \"10 MW\"", "max_import = \"60 kW\"")
+        .replace("max_export = \"10 MW\"", "max_export = \"40 kW\"")
+        .replace("{rated_production}", extra_site_keys);
+    for (bus, reference, kind, extra) in [
+        (
+            "pv-east",
+            "dvc_pv_east",
+            "inverter",
+            "rated_power = \"30 kW\"",
+        ),
+        (
+            "pv-west",
+            "dvc_pv_west",
+            "inverter",
+            "rated_power = \"20 kW\"",
+        ),
+        (
+            "bat-a",
+            "dvc_bat_a",
+            "battery",
+            "rated_power = \"20 kW\"\ncapacity = \"40 kWh\"\nsoc_min = 5\nsoc_max = 95",
+        ),
+        (
+            "bat-b",
+            "dvc_bat_b",
+            "battery",
+            "rated_power = \"10 kW\"\ncapacity = \"20 kWh\"\nsoc_min = 10\nsoc_max = 90",
+        ),
+        ("grid", "dvc_grid", "meter", ""),
+    ] {
+        t.push_str(&device_block(bus, reference, kind, extra).replace(
+            "poll_interval_ms = 200",
+            &format!("poll_interval_ms = {interval_ms}"),
+        ));
+    }
+    t
+}
+
 /// Tokens, storage and the site `SITE` (grid limits far away, proportional
 /// fulfilment, fallback `auto`); `{rated_production}` is left for the caller
 /// to replace (with a `rated_production_power` line or nothing).
@@ -148,6 +191,23 @@ impl Rig {
         };
         rig.settle().await;
         rig
+    }
+
+    /// As [`Rig::start`] with every battery full (at its SoC max).
+    pub async fn start_full(text: &str) -> Rig {
+        Rig::start_with(text, |spec| {
+            for d in spec.servers.iter_mut().flat_map(|s| s.devices.iter_mut()) {
+                if let sitegate::sim::SimKind::Battery {
+                    initial_soc,
+                    soc_max,
+                    ..
+                } = &mut d.kind
+                {
+                    *initial_soc = *soc_max;
+                }
+            }
+        })
+        .await
     }
 
     /// Stops the agent (gracefully) and starts it again on the same config and

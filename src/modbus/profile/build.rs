@@ -10,6 +10,7 @@ use super::controls::ProfileControls;
 use super::raw::{RawPoint, RawProfile};
 use super::{Profile, ProfileError, ProfileProblem};
 use crate::modbus::codec::{Absent, ValueType};
+use crate::modbus::plan::Table;
 use crate::modbus::point::{PointSpec, Scale, SignFlag};
 use crate::model::{Kind, Property, Unit};
 use controls::{ess, limit};
@@ -187,6 +188,12 @@ fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
             _ => Scale::One,
         }),
     };
+    if rp.table == Table::DiscreteInput {
+        p.push(
+            format!("{path}.table"),
+            "a profile reads holding or input registers; discrete inputs are read by a site's grid_signals",
+        );
+    }
     if let Some(a) = rp.absent {
         let max = if rp.ty.words() >= 4 {
             u64::MAX

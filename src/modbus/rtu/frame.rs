@@ -38,10 +38,27 @@ pub fn seal(mut body: Vec<u8>) -> Vec<u8> {
 /// What a request asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pdu {
-    ReadHolding { addr: u16, count: u16 },
-    ReadInput { addr: u16, count: u16 },
-    WriteSingle { addr: u16, value: u16 },
-    WriteMultiple { addr: u16, values: Vec<u16> },
+    ReadHolding {
+        addr: u16,
+        count: u16,
+    },
+    ReadInput {
+        addr: u16,
+        count: u16,
+    },
+    /// Discrete inputs: `count` bits, answered as words of 0 or 1.
+    ReadDiscrete {
+        addr: u16,
+        count: u16,
+    },
+    WriteSingle {
+        addr: u16,
+        value: u16,
+    },
+    WriteMultiple {
+        addr: u16,
+        values: Vec<u16>,
+    },
 }
 
 impl Pdu {
@@ -49,6 +66,7 @@ impl Pdu {
         match self {
             Pdu::ReadHolding { .. } => 3,
             Pdu::ReadInput { .. } => 4,
+            Pdu::ReadDiscrete { .. } => 2,
             Pdu::WriteSingle { .. } => 6,
             Pdu::WriteMultiple { .. } => 16,
         }
@@ -80,7 +98,9 @@ pub enum FrameError {
 pub fn request(unit: u8, pdu: &Pdu) -> Vec<u8> {
     let mut b = vec![unit, pdu.function()];
     match pdu {
-        Pdu::ReadHolding { addr, count } | Pdu::ReadInput { addr, count } => {
+        Pdu::ReadHolding { addr, count }
+        | Pdu::ReadInput { addr, count }
+        | Pdu::ReadDiscrete { addr, count } => {
             b.extend_from_slice(&addr.to_be_bytes());
             b.extend_from_slice(&count.to_be_bytes());
         }
@@ -108,7 +128,7 @@ pub fn answer_len(head: &[u8]) -> Option<usize> {
         return Some(5);
     }
     match function {
-        3 | 4 => head.get(2).map(|&n| 3 + usize::from(n) + 2),
+        2..=4 => head.get(2).map(|&n| 3 + usize::from(n) + 2),
         _ => Some(8),
     }
 }
@@ -144,6 +164,24 @@ fn words(bytes: &[u8]) -> Vec<u16> {
         .collect()
 }
 
+/// Bits packed LSB first (input `addr` in bit 0 of the first byte), as words of 0 or 1.
+fn unpack_bits(bytes: &[u8], count: u16) -> Vec<u16> {
+    (0..usize::from(count))
+        .map(|i| u16::from(bytes[i / 8] >> (i % 8) & 1))
+        .collect()
+}
+
+/// Words of 0 or 1 packed as bits, LSB first.
+pub fn pack_bits(bits: &[u16]) -> Vec<u8> {
+    let mut out = vec![0u8; bits.len().div_ceil(8)];
+    for (i, b) in bits.iter().enumerate() {
+        if *b != 0 {
+            out[i / 8] |= 1 << (i % 8);
+        }
+    }
+    out
+}
+
 /// Decodes the answer to `pdu` sent to `unit`.
 pub fn decode_answer(unit: u8, pdu: &Pdu, frame: &[u8]) -> Result<Answer, FrameError> {
     let body = check_crc(frame)?;
@@ -173,6 +211,15 @@ pub fn decode_answer(unit: u8, pdu: &Pdu, frame: &[u8]) -> Result<Answer, FrameE
             }
             Ok(Answer::Words(words(&body[3..])))
         }
+        Pdu::ReadDiscrete { count, .. } => {
+            let n = usize::from(body[2]);
+            if n != usize::from(*count).div_ceil(8) || body.len() != 3 + n {
+                return Err(FrameError::Malformed(format!(
+                    "asked for {count} discrete inputs, answer carries {n} bytes"
+                )));
+            }
+            Ok(Answer::Words(unpack_bits(&body[3..], *count)))
+        }
         Pdu::WriteSingle { addr, .. } | Pdu::WriteMultiple { addr, .. } => {
             let echoed = u16::from_be_bytes([body[2], body[3]]);
             if echoed != *addr {
@@ -185,7 +232,7 @@ pub fn decode_answer(unit: u8, pdu: &Pdu, frame: &[u8]) -> Result<Answer, FrameE
     }
 }
 
-/// Server side: the unit and request in a frame (function codes 3, 4, 6, 16;
+/// Server side: the unit and request in a frame (function codes 2, 3, 4, 6, 16;
 /// others come back as `Err(function)` so the server can answer exception 1).
 pub fn decode_request(frame: &[u8]) -> Result<(u8, Result<Pdu, u8>), FrameError> {
     let body = check_crc(frame)?;
@@ -197,6 +244,10 @@ pub fn decode_request(frame: &[u8]) -> Result<(u8, Result<Pdu, u8>), FrameError>
         ]))
     };
     let pdu = match body[1] {
+        2 => Ok(Pdu::ReadDiscrete {
+            addr: u(2)?,
+            count: u(4)?,
+        }),
         3 => Ok(Pdu::ReadHolding {
             addr: u(2)?,
             count: u(4)?,
@@ -225,6 +276,12 @@ pub fn answer(unit: u8, function: u8, a: &Answer, pdu: Option<&Pdu>) -> Vec<u8> 
         Answer::Exception(code) => {
             b.push(function | 0x80);
             b.push(u8::from(*code));
+        }
+        Answer::Words(w) if function == 2 => {
+            let packed = pack_bits(w);
+            b.push(function);
+            b.push(packed.len() as u8);
+            b.extend_from_slice(&packed);
         }
         Answer::Words(w) => {
             b.push(function);
