@@ -210,14 +210,24 @@ fn control_registers(p: &Profile) -> Vec<RegisterWrite> {
         if let Some(r) = e.revert_timeout {
             out.push(zeros(r.addr, r.ty.words()));
         }
-        out.extend(e.enable.iter().chain(&e.release).map(|f| zeros(f.addr, 1)));
+        out.extend(
+            e.enable
+                .iter()
+                .chain(&e.release)
+                .map(|f| zeros(f.addr, f.values.len() as u16)),
+        );
     }
     if let Some(l) = &p.controls.production_limit {
         out.push(zeros(l.register.addr, l.register.ty.words()));
         if let Some(r) = l.revert_timeout {
             out.push(zeros(r.addr, r.ty.words()));
         }
-        out.extend(l.enable.iter().chain(&l.release).map(|f| zeros(f.addr, 1)));
+        out.extend(
+            l.enable
+                .iter()
+                .chain(&l.release)
+                .map(|f| zeros(f.addr, f.values.len() as u16)),
+        );
     }
     out
 }

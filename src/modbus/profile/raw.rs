@@ -75,6 +75,9 @@ pub(super) struct RawValueRegister {
     pub word_order: WordOrder,
     #[serde(default = "one")]
     pub scale: f64,
+    /// Added after scaling: raw = value / scale + offset.
+    #[serde(default)]
+    pub offset: f64,
 }
 
 fn one() -> f64 {
@@ -91,6 +94,9 @@ pub(super) struct RawSigned {
     pub word_order: WordOrder,
     #[serde(default = "one")]
     pub scale: f64,
+    /// Added after scaling: raw = value / scale + offset.
+    #[serde(default)]
+    pub offset: f64,
     /// Which direction the register counts positive: "discharge" or "charge".
     pub positive: String,
 }
@@ -108,7 +114,12 @@ pub(super) struct RawDirection {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFixed {
     pub register: u16,
-    pub value: u16,
+    /// Written as `type` (default u16): an integer, or a number for f32.
+    pub value: f64,
+    #[serde(rename = "type", default = "u16_type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
 }
 
 #[derive(Debug, Deserialize)]
@@ -159,6 +170,9 @@ pub(super) struct RawLimit {
     pub word_order: WordOrder,
     #[serde(default = "one")]
     pub scale: f64,
+    /// Added after scaling: raw = value / scale + offset.
+    #[serde(default)]
+    pub offset: f64,
     /// "%" (of rated power) or "W" / "kW".
     pub unit: String,
     #[serde(default)]

@@ -138,6 +138,7 @@ fn profiles_give_storage_or_limit_by_type() {
             ty: crate::modbus::codec::ValueType::U16,
             order: crate::modbus::codec::WordOrder::HighFirst,
             scale: 1.0,
+            offset: 0.0,
         },
         unit: LimitUnit::Percent,
         enable: Vec::new(),
