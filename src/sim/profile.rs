@@ -1,7 +1,9 @@
 //! A simulated non-SunSpec device built from a register-map profile: every
 //! point's registers hold a plausible value encoded the way the profile says it
-//! is decoded (scale, unit, word order, sign flag, negation), and every control
-//! register accepts writes.
+//! is decoded (scale, unit, word order, sign flag, negation), the
+//! identification register (`[identify]`) holds what `scan` looks for, and
+//! every control register accepts writes. Tests can also lay a documented
+//! register image over it word for word ([`ProfileDevice::poke`]).
 //!
 //! Registers the profile does not name answer "illegal data address" unless
 //! `readable_gaps` is set (then holes between named registers read 0, as on
@@ -69,6 +71,12 @@ impl ProfileDevice {
                 d.holding.entry(addr).or_insert(0);
             }
         }
+        if let Some(id) = d.profile.identify.clone() {
+            let span = id.span();
+            for (i, w) in id.example().into_iter().enumerate() {
+                d.table(span.table).insert(span.addr.wrapping_add(i as u16), w);
+            }
+        }
         let props: BTreeSet<Property> = d.profile.points.iter().map(|p| p.property).collect();
         for p in props {
             d.set(p, default_value(p));
@@ -132,6 +140,16 @@ impl ProfileDevice {
             Err(e) => {
                 tracing::warn!(addr = p.addr, error = %e, "simulated profile value does not fit")
             }
+        }
+    }
+
+    /// Lays raw words into a table from `addr` on (a register image taken
+    /// from a vendor document), creating the registers where needed. The
+    /// values shown through [`ProfileDevice::value`] are then stale.
+    pub fn poke(&mut self, t: Table, addr: u16, words: &[u16]) {
+        let table = self.table(t);
+        for (i, w) in words.iter().enumerate() {
+            table.insert(addr.wrapping_add(i as u16), *w);
         }
     }
 

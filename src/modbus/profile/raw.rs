@@ -18,6 +18,28 @@ pub(super) struct RawProfile {
     pub points: Vec<RawPoint>,
     #[serde(default)]
     pub controls: RawControls,
+    pub identify: Option<RawIdentify>,
+}
+
+/// `[identify]`: a register whose value names the device (for `scan`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawIdentify {
+    pub register: u16,
+    #[serde(default)]
+    pub table: Table,
+    /// An integer type, or "string".
+    #[serde(rename = "type")]
+    pub ty: String,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    /// For "string": registers to read.
+    pub words: Option<u16>,
+    /// For integer types: the values that identify the device.
+    #[serde(default)]
+    pub values: Vec<i64>,
+    /// For "string": how the text starts.
+    pub prefix: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
