@@ -103,8 +103,12 @@ pub fn scan(args: ScanArgs) -> ExitCode {
             scan::Progress::Asking(u) => complain(&format!("asking unit {u} ...")),
             scan::Progress::Failed(u, e) => complain(&format!("  unit {u}: {e}")),
             scan::Progress::NotSunspec(u) => complain(&format!(
-                "  unit {u}: answers, but {}",
+                "  unit {u}: answers, but {}, and no profile recognises it",
                 sitegate::modbus::sunspec::DiscoveryError::NotSunspec
+            )),
+            scan::Progress::Identified(d) => complain(&format!(
+                "  unit {}: no SunSpec map; recognised by profile {}",
+                d.unit, d.profile
             )),
         })
         .await;
@@ -113,12 +117,12 @@ pub fn scan(args: ScanArgs) -> ExitCode {
     })
 }
 
-fn report(args: &ScanArgs, transport: &Transport, found: &[scan::Found]) -> ExitCode {
+fn report(args: &ScanArgs, transport: &Transport, found: &scan::Scan) -> ExitCode {
     if found.is_empty() {
-        complain("no SunSpec device answered");
+        complain("no SunSpec device answered, and no profile recognised a device");
         return ExitCode::FAILURE;
     }
-    for f in found {
+    for f in &found.sunspec {
         for d in &f.devices {
             say(&format!(
                 "# unit {} (map at {}): {}",
@@ -127,6 +131,13 @@ fn report(args: &ScanArgs, transport: &Transport, found: &[scan::Found]) -> Exit
                 scan::describe(d)
             ));
         }
+    }
+    for d in &found.profiles {
+        say(&format!(
+            "# unit {}: {}",
+            d.unit,
+            scan::describe_identified(d)
+        ));
     }
     say("");
     say(&scan::snippet(

@@ -1,12 +1,18 @@
 //! Finding SunSpec devices on a bus: every unit id of a range is asked for the
 //! "SunS" marker; where it answers, the model chain is walked and each logical
-//! device (one per Common model) read for its nameplate. [`snippet`] turns the
-//! result into `[[buses]]` and `[[devices]]` config blocks.
+//! device (one per Common model) read for its nameplate. A unit that answers
+//! without a SunSpec map is offered to the built-in profiles that can
+//! recognise their device (`identify`). [`snippet`] turns the result into
+//! `[[buses]]` and `[[devices]]` config blocks.
 //!
 //! Reads only; never writes to a device. One unit at a time, each bounded by
 //! the port's timeout.
 
 use std::fmt::Write as _;
+
+mod identify;
+
+pub use identify::{candidates, Identified};
 
 use super::link::{Port, UnitReader};
 use super::sunspec::{self, ModelBlock};
@@ -40,6 +46,23 @@ pub enum Progress<'a> {
     /// The unit id answers but holds no SunSpec map at any base (a device for
     /// a register-map profile, or a map where discovery does not look).
     NotSunspec(u8),
+    /// A unit without SunSpec recognised by a profile's identification register.
+    Identified(&'a Identified),
+}
+
+/// Everything a scan found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scan {
+    /// Units with a SunSpec map.
+    pub sunspec: Vec<Found>,
+    /// Units recognised by a register-map profile.
+    pub profiles: Vec<Identified>,
+}
+
+impl Scan {
+    pub fn is_empty(&self) -> bool {
+        self.sunspec.is_empty() && self.profiles.is_empty()
+    }
 }
 
 /// Scans `units` in order, telling `progress` what happens.
@@ -47,8 +70,10 @@ pub async fn scan(
     port: &mut Port,
     units: &[u8],
     mut progress: impl FnMut(Progress<'_>),
-) -> Vec<Found> {
+) -> Scan {
     let mut found = Vec::new();
+    let mut profiles = Vec::new();
+    let candidates = candidates();
     for &unit in units {
         progress(Progress::Asking(unit));
         let mut r = UnitReader {
@@ -57,11 +82,20 @@ pub async fn scan(
         };
         match probe(&mut r).await {
             Ok(Some(f)) => found.push(Found { unit, ..f }),
-            Ok(None) => progress(Progress::NotSunspec(unit)),
+            Ok(None) => match identify::identify(port, unit, &candidates).await {
+                Some(id) => {
+                    progress(Progress::Identified(&id));
+                    profiles.push(id);
+                }
+                None => progress(Progress::NotSunspec(unit)),
+            },
             Err(e) => progress(Progress::Failed(unit, &e)),
         }
     }
-    found
+    Scan {
+        sunspec: found,
+        profiles,
+    }
 }
 
 async fn probe(r: &mut UnitReader<'_>) -> Result<Option<Found>, String> {
@@ -128,16 +162,33 @@ pub fn describe(d: &FoundDevice) -> String {
     )
 }
 
+/// What a recognised profile device is, on one line.
+pub fn describe_identified(d: &Identified) -> String {
+    let or = |s: &Option<String>| s.clone().unwrap_or_else(|| "?".into());
+    format!(
+        "{} {} ({} register {} = {:?}), {}, profile {}",
+        or(&d.manufacturer),
+        or(&d.model),
+        d.profile,
+        d.register,
+        d.evidence,
+        d.device_type.map_or("unknown kind", DeviceType::as_str),
+        d.profile
+    )
+}
+
 /// Config blocks for what a scan found: the bus, then one device per unit id
 /// (the first logical device whose models say what it is; the others are
-/// listed in comments, since a unit id takes one device).
+/// listed in comments, since a unit id takes one device), then the devices
+/// recognised by a profile.
 pub fn snippet(
     bus: &str,
     transport: &Transport,
     timeout_ms: u64,
-    found: &[Found],
+    scan: &Scan,
     site: &str,
 ) -> String {
+    let found = &scan.sunspec;
     let mut out = String::new();
     let _ = writeln!(out, "[[buses]]\nname = {}", quoted(bus));
     match transport {
@@ -188,6 +239,28 @@ pub fn snippet(
         let _ = writeln!(out, "profile = \"sunspec\"");
         if let Some(w) = d.info.rated_power_w {
             let _ = writeln!(out, "# rated_power = \"{w} W\"   (the device reports it)");
+        }
+    }
+    for d in &scan.profiles {
+        let Some(kind) = d.device_type else { continue };
+        let model = d.model.clone().unwrap_or_else(|| d.profile.clone());
+        let _ = writeln!(out, "\n# {}", describe_identified(d));
+        let _ = writeln!(out, "[[devices]]");
+        let _ = writeln!(
+            out,
+            "name = {}",
+            quoted(&format!("{model} unit {}", d.unit))
+        );
+        let _ = writeln!(out, "type = \"{}\"", kind.as_str());
+        let _ = writeln!(out, "site = {}", quoted(site));
+        let _ = writeln!(out, "bus = {}", quoted(bus));
+        let _ = writeln!(out, "unit_id = {}", d.unit);
+        let _ = writeln!(out, "profile = {}", quoted(&d.profile));
+        if kind != DeviceType::Meter {
+            let _ = writeln!(
+                out,
+                "# rated_power = \"... kW\"   (profiles read no rating: set it for steering)"
+            );
         }
     }
     out
