@@ -191,14 +191,10 @@ async fn scan_finds_devices_on_a_serial_line() {
     });
     let mut port = Port::new(transport.clone(), Duration::from_millis(200));
     let found = scan::scan(&mut port, &[1, 2, 3, 4, 5], |_| ()).await;
-    let units: Vec<u8> = found.sunspec.iter().map(|f| f.unit).collect();
+    let units: Vec<u8> = found.iter().map(|f| f.unit).collect();
     assert_eq!(units, [2, 5]);
-    assert!(found.profiles.is_empty());
-    assert_eq!(found.sunspec[0].devices[0].models, [1, 203]);
-    assert_eq!(
-        found.sunspec[1].devices[0].info.serial.as_deref(),
-        Some("RTU-5")
-    );
+    assert_eq!(found[0].devices[0].models, [1, 203]);
+    assert_eq!(found[1].devices[0].info.serial.as_deref(), Some("RTU-5"));
     let snippet = scan::snippet("rs485", &transport, 1000, &found, "ste_a");
     assert!(snippet.contains("baud = 38400"), "{snippet}");
     assert!(snippet.contains("unit_id = 5"), "{snippet}");

@@ -1,6 +1,7 @@
-//! `sitegate scan`: finds SunSpec devices on a Modbus TCP address or a serial
-//! line, says what they are, and prints config blocks for them. Progress goes to
-//! stderr, the report and the config to stdout.
+//! `sitegate scan`: finds SunSpec devices (and devices a built-in profile
+//! recognises) on a Modbus TCP address or a serial line, says what they are,
+//! and prints config blocks for them. Progress goes to stderr, the report and
+//! the config to stdout.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,7 +100,7 @@ pub fn scan(args: ScanArgs) -> ExitCode {
     }
     let mut port = Port::new(transport.clone(), Duration::from_millis(args.timeout_ms));
     super::run::block_on(async {
-        let found = scan::scan(&mut port, &units, |p| match p {
+        let found = scan::scan_all(&mut port, &units, |p| match p {
             scan::Progress::Asking(u) => complain(&format!("asking unit {u} ...")),
             scan::Progress::Failed(u, e) => complain(&format!("  unit {u}: {e}")),
             scan::Progress::NotSunspec(u) => complain(&format!(
@@ -140,7 +141,7 @@ fn report(args: &ScanArgs, transport: &Transport, found: &scan::Scan) -> ExitCod
         ));
     }
     say("");
-    say(&scan::snippet(
+    say(&scan::snippet_all(
         &args.bus_name,
         transport,
         args.timeout_ms.max(1000),

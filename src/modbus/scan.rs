@@ -65,15 +65,34 @@ impl Scan {
     }
 }
 
-/// Scans `units` in order, telling `progress` what happens.
+/// Scans `units` in order for SunSpec maps only, telling `progress` what
+/// happens.
 pub async fn scan(
     port: &mut Port,
     units: &[u8],
+    progress: impl FnMut(Progress<'_>),
+) -> Vec<Found> {
+    scan_units(port, units, &[], progress).await.sunspec
+}
+
+/// Scans `units` in order for SunSpec maps, and offers the units without one
+/// to the built-in profiles that can recognise their device.
+pub async fn scan_all(
+    port: &mut Port,
+    units: &[u8],
+    progress: impl FnMut(Progress<'_>),
+) -> Scan {
+    scan_units(port, units, &candidates(), progress).await
+}
+
+async fn scan_units(
+    port: &mut Port,
+    units: &[u8],
+    candidates: &[std::sync::Arc<crate::modbus::profile::Profile>],
     mut progress: impl FnMut(Progress<'_>),
 ) -> Scan {
     let mut found = Vec::new();
     let mut profiles = Vec::new();
-    let candidates = candidates();
     for &unit in units {
         progress(Progress::Asking(unit));
         let mut r = UnitReader {
@@ -82,7 +101,7 @@ pub async fn scan(
         };
         match probe(&mut r).await {
             Ok(Some(f)) => found.push(Found { unit, ..f }),
-            Ok(None) => match identify::identify(port, unit, &candidates).await {
+            Ok(None) => match identify::identify(port, unit, candidates).await {
                 Some(id) => {
                     progress(Progress::Identified(&id));
                     profiles.push(id);
@@ -177,11 +196,26 @@ pub fn describe_identified(d: &Identified) -> String {
     )
 }
 
-/// Config blocks for what a scan found: the bus, then one device per unit id
-/// (the first logical device whose models say what it is; the others are
-/// listed in comments, since a unit id takes one device), then the devices
-/// recognised by a profile.
+/// Config blocks for SunSpec devices a scan found: the bus, then one device
+/// per unit id (the first logical device whose models say what it is; the
+/// others are listed in comments, since a unit id takes one device).
 pub fn snippet(
+    bus: &str,
+    transport: &Transport,
+    timeout_ms: u64,
+    found: &[Found],
+    site: &str,
+) -> String {
+    let scan = Scan {
+        sunspec: found.to_vec(),
+        profiles: Vec::new(),
+    };
+    snippet_all(bus, transport, timeout_ms, &scan, site)
+}
+
+/// Config blocks for everything a scan found: the bus, the SunSpec devices
+/// as in [`snippet`], then the devices recognised by a profile.
+pub fn snippet_all(
     bus: &str,
     transport: &Transport,
     timeout_ms: u64,
