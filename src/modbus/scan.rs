@@ -67,21 +67,13 @@ impl Scan {
 
 /// Scans `units` in order for SunSpec maps only, telling `progress` what
 /// happens.
-pub async fn scan(
-    port: &mut Port,
-    units: &[u8],
-    progress: impl FnMut(Progress<'_>),
-) -> Vec<Found> {
+pub async fn scan(port: &mut Port, units: &[u8], progress: impl FnMut(Progress<'_>)) -> Vec<Found> {
     scan_units(port, units, &[], progress).await.sunspec
 }
 
 /// Scans `units` in order for SunSpec maps, and offers the units without one
 /// to the built-in profiles that can recognise their device.
-pub async fn scan_all(
-    port: &mut Port,
-    units: &[u8],
-    progress: impl FnMut(Progress<'_>),
-) -> Scan {
+pub async fn scan_all(port: &mut Port, units: &[u8], progress: impl FnMut(Progress<'_>)) -> Scan {
     scan_units(port, units, &candidates(), progress).await
 }
 

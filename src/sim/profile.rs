@@ -74,7 +74,8 @@ impl ProfileDevice {
         if let Some(id) = d.profile.identify.clone() {
             let span = id.span();
             for (i, w) in id.example().into_iter().enumerate() {
-                d.table(span.table).insert(span.addr.wrapping_add(i as u16), w);
+                d.table(span.table)
+                    .insert(span.addr.wrapping_add(i as u16), w);
             }
         }
         let props: BTreeSet<Property> = d.profile.points.iter().map(|p| p.property).collect();

@@ -1,8 +1,8 @@
 use super::*;
-use crate::model::DeviceType;
 use crate::modbus::codec::{ValueType, WordOrder};
 use crate::modbus::plan::Table;
 use crate::modbus::point::Scale;
+use crate::model::DeviceType;
 use crate::model::Property;
 
 fn problems(text: &str) -> Vec<String> {
@@ -25,10 +25,9 @@ fn every_builtin_profile_is_valid_and_steerable() {
         let mut needs = vec![Property::ActivePower];
         match ty {
             DeviceType::Battery => needs.push(Property::Soc),
-            DeviceType::Meter => needs.extend([
-                Property::TotalEnergyConsumed,
-                Property::TotalEnergyProduced,
-            ]),
+            DeviceType::Meter => {
+                needs.extend([Property::TotalEnergyConsumed, Property::TotalEnergyProduced])
+            }
             DeviceType::Inverter => needs.push(Property::TotalEnergyProduced),
         }
         for prop in needs {
@@ -38,7 +37,10 @@ fn every_builtin_profile_is_valid_and_steerable() {
             );
         }
         // Controls fit the type: storage power on batteries, a limit on inverters.
-        assert!(p.controls.ess_power.is_none() || ty == DeviceType::Battery, "{name}");
+        assert!(
+            p.controls.ess_power.is_none() || ty == DeviceType::Battery,
+            "{name}"
+        );
         assert!(
             p.controls.production_limit.is_none() || ty == DeviceType::Inverter,
             "{name}"

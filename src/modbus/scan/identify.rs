@@ -40,7 +40,11 @@ pub fn candidates() -> Vec<Arc<Profile>> {
 
 /// Asks `unit` for each candidate's identification register; the first
 /// profile whose register matches.
-pub async fn identify(port: &mut Port, unit: u8, candidates: &[Arc<Profile>]) -> Option<Identified> {
+pub async fn identify(
+    port: &mut Port,
+    unit: u8,
+    candidates: &[Arc<Profile>],
+) -> Option<Identified> {
     for p in candidates {
         let Some(id) = &p.identify else { continue };
         let span = id.span();
@@ -73,7 +77,11 @@ mod tests {
     #[test]
     fn every_identifiable_builtin_names_its_device_type() {
         let c = candidates();
-        assert!(c.len() >= 3, "{:?}", c.iter().map(|p| &p.name).collect::<Vec<_>>());
+        assert!(
+            c.len() >= 3,
+            "{:?}",
+            c.iter().map(|p| &p.name).collect::<Vec<_>>()
+        );
         for p in &c {
             assert!(p.device_types.first().is_some(), "{}", p.name);
         }

@@ -25,9 +25,15 @@ pub(super) fn identify(path: &str, r: &RawIdentify, p: &mut Problems) -> Option<
     let expect = if r.ty == "string" {
         let words = r.words.unwrap_or(0);
         if !(1..=32).contains(&words) {
-            p.push(sub("words"), format!("a string needs 1 to 32 registers, found {words}"));
+            p.push(
+                sub("words"),
+                format!("a string needs 1 to 32 registers, found {words}"),
+            );
         } else if u32::from(r.register) + u32::from(words) > 65_536 {
-            p.push(sub("register"), format!("{} + {words} registers runs past 65535", r.register));
+            p.push(
+                sub("register"),
+                format!("{} + {words} registers runs past 65535", r.register),
+            );
         }
         let prefix = r.prefix.clone().unwrap_or_default();
         if prefix.trim().is_empty() || prefix.len() > usize::from(words) * 2 {
@@ -37,7 +43,10 @@ pub(super) fn identify(path: &str, r: &RawIdentify, p: &mut Problems) -> Option<
             );
         }
         if !r.values.is_empty() {
-            p.push(sub("values"), "a string is matched by `prefix`, not `values`");
+            p.push(
+                sub("values"),
+                "a string is matched by `prefix`, not `values`",
+            );
         }
         IdentifyMatch::Text { words, prefix }
     } else {
@@ -50,7 +59,10 @@ pub(super) fn identify(path: &str, r: &RawIdentify, p: &mut Problems) -> Option<
         };
         check_span(&sub("register"), r.register, ty, p);
         if r.values.is_empty() {
-            p.push(sub("values"), "needs at least one value that identifies the device");
+            p.push(
+                sub("values"),
+                "needs at least one value that identifies the device",
+            );
         }
         if r.prefix.is_some() || r.words.is_some() {
             p.push(path, "`prefix` and `words` are for type = \"string\"");
