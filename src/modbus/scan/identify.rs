@@ -83,7 +83,7 @@ mod tests {
             c.iter().map(|p| &p.name).collect::<Vec<_>>()
         );
         for p in &c {
-            assert!(p.device_types.first().is_some(), "{}", p.name);
+            assert!(!p.device_types.is_empty(), "{}", p.name);
         }
     }
 }
