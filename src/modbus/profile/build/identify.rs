@@ -79,3 +79,74 @@ pub(super) fn identify(path: &str, r: &RawIdentify, p: &mut Problems) -> Option<
         expect,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::modbus::profile::{parse, ProfileError};
+
+    const POINT: &str = "[[points]]\nproperty = \"activePower\"\nregister = 0\ntype = \"i16\"\n";
+
+    fn problems(extra: &str) -> Vec<String> {
+        match parse("t", "t.toml", &format!("{POINT}{extra}")) {
+            Err(ProfileError::Invalid { problems, .. }) => {
+                problems.iter().map(ToString::to_string).collect()
+            }
+            other => panic!("expected problems, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn identify_sections_are_checked_with_their_paths() {
+        assert_eq!(
+            problems("[identify]\nregister = 1\ntype = \"f32\"\nvalues = [1]\n"),
+            ["identify.type: \"f32\" is not u16, i16, u32, i32, u64, i64 or string"]
+        );
+        assert_eq!(
+            problems("[identify]\nregister = 1\ntype = \"u16\"\n"),
+            ["identify.values: needs at least one value that identifies the device"]
+        );
+        let p =
+            problems("[identify]\nregister = 1\ntype = \"string\"\nwords = 1\nprefix = \"ABC\"\n");
+        assert_eq!(
+            p,
+            ["identify.prefix: needs text that fits in 1 registers, found \"ABC\""]
+        );
+        assert_eq!(
+            problems(
+                "[identify]\nregister = 65535\ntype = \"string\"\nwords = 2\nprefix = \"A\"\n"
+            ),
+            ["identify.register: 65535 + 2 registers runs past 65535"]
+        );
+    }
+
+    #[test]
+    fn wide_fixed_writes_and_offsets() {
+        let text = format!(
+            "{POINT}[controls.ess_power]\n\
+             signed = {{ register = 10, type = \"u32\", offset = 32000, positive = \"discharge\" }}\n\
+             enable = [{{ register = 20, value = 802, type = \"u32\" }}]\n\
+             release = [{{ register = 30, value = 0.5, type = \"f32\", word_order = \"low_first\" }}]\n"
+        );
+        let p = parse("t", "t.toml", &text).unwrap();
+        let ess = p.controls.ess_power.unwrap();
+        let w = ess.writes(-1500.0, 60).unwrap();
+        assert_eq!(w[0].addr, 20);
+        assert_eq!(w[0].values, [0, 802], "one request, both words");
+        assert_eq!(w[1].values, [0, 30_500], "32000 - 1500");
+        assert_eq!(
+            ess.release_writes()[0].values,
+            [0, 0x3F00],
+            "0.5 low word first"
+        );
+        assert_eq!(
+            problems(
+                "[controls.ess_power]\nsigned = { register = 1, type = \"i16\", positive = \"discharge\" }\n\
+                 release = [{ register = 2, value = 1.5 }, { register = 3, value = 70000 }]\n"
+            ),
+            [
+                "controls.ess_power.release[0].value: 1.5 is not a whole number for U16",
+                "controls.ess_power.release[1].value: 70000 does not fit in U16"
+            ]
+        );
+    }
+}
