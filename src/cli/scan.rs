@@ -1,6 +1,7 @@
-//! `sitegate scan`: finds SunSpec devices on a Modbus TCP address or a serial
-//! line, says what they are, and prints config blocks for them. Progress goes to
-//! stderr, the report and the config to stdout.
+//! `sitegate scan`: finds SunSpec devices (and devices a built-in profile
+//! recognises) on a Modbus TCP address or a serial line, says what they are,
+//! and prints config blocks for them. Progress goes to stderr, the report and
+//! the config to stdout.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,12 +100,16 @@ pub fn scan(args: ScanArgs) -> ExitCode {
     }
     let mut port = Port::new(transport.clone(), Duration::from_millis(args.timeout_ms));
     super::run::block_on(async {
-        let found = scan::scan(&mut port, &units, |p| match p {
+        let found = scan::scan_all(&mut port, &units, |p| match p {
             scan::Progress::Asking(u) => complain(&format!("asking unit {u} ...")),
             scan::Progress::Failed(u, e) => complain(&format!("  unit {u}: {e}")),
             scan::Progress::NotSunspec(u) => complain(&format!(
-                "  unit {u}: answers, but {}",
+                "  unit {u}: answers, but {}, and no profile recognises it",
                 sitegate::modbus::sunspec::DiscoveryError::NotSunspec
+            )),
+            scan::Progress::Identified(d) => complain(&format!(
+                "  unit {}: no SunSpec map; recognised by profile {}",
+                d.unit, d.profile
             )),
         })
         .await;
@@ -113,12 +118,12 @@ pub fn scan(args: ScanArgs) -> ExitCode {
     })
 }
 
-fn report(args: &ScanArgs, transport: &Transport, found: &[scan::Found]) -> ExitCode {
+fn report(args: &ScanArgs, transport: &Transport, found: &scan::Scan) -> ExitCode {
     if found.is_empty() {
-        complain("no SunSpec device answered");
+        complain("no SunSpec device answered, and no profile recognised a device");
         return ExitCode::FAILURE;
     }
-    for f in found {
+    for f in &found.sunspec {
         for d in &f.devices {
             say(&format!(
                 "# unit {} (map at {}): {}",
@@ -128,8 +133,15 @@ fn report(args: &ScanArgs, transport: &Transport, found: &[scan::Found]) -> Exit
             ));
         }
     }
+    for d in &found.profiles {
+        say(&format!(
+            "# unit {}: {}",
+            d.unit,
+            scan::describe_identified(d)
+        ));
+    }
     say("");
-    say(&scan::snippet(
+    say(&scan::snippet_all(
         &args.bus_name,
         transport,
         args.timeout_ms.max(1000),

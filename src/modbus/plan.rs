@@ -16,6 +16,17 @@ pub enum Table {
     DiscreteInput,
 }
 
+impl Table {
+    /// The name used in config files.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Table::Holding => "holding",
+            Table::Input => "input",
+            Table::DiscreteInput => "discrete_input",
+        }
+    }
+}
+
 /// Most registers one read request may ask for (Modbus application protocol).
 pub const MAX_READ: u16 = 125;
 

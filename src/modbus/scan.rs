@@ -1,12 +1,18 @@
 //! Finding SunSpec devices on a bus: every unit id of a range is asked for the
 //! "SunS" marker; where it answers, the model chain is walked and each logical
-//! device (one per Common model) read for its nameplate. [`snippet`] turns the
-//! result into `[[buses]]` and `[[devices]]` config blocks.
+//! device (one per Common model) read for its nameplate. A unit that answers
+//! without a SunSpec map is offered to the built-in profiles that can
+//! recognise their device (`identify`). [`snippet`] turns the result into
+//! `[[buses]]` and `[[devices]]` config blocks.
 //!
 //! Reads only; never writes to a device. One unit at a time, each bounded by
 //! the port's timeout.
 
 use std::fmt::Write as _;
+
+mod identify;
+
+pub use identify::{candidates, Identified};
 
 use super::link::{Port, UnitReader};
 use super::sunspec::{self, ModelBlock};
@@ -40,15 +46,45 @@ pub enum Progress<'a> {
     /// The unit id answers but holds no SunSpec map at any base (a device for
     /// a register-map profile, or a map where discovery does not look).
     NotSunspec(u8),
+    /// A unit without SunSpec recognised by a profile's identification register.
+    Identified(&'a Identified),
 }
 
-/// Scans `units` in order, telling `progress` what happens.
-pub async fn scan(
+/// Everything a scan found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scan {
+    /// Units with a SunSpec map.
+    pub sunspec: Vec<Found>,
+    /// Units recognised by a register-map profile.
+    pub profiles: Vec<Identified>,
+}
+
+impl Scan {
+    pub fn is_empty(&self) -> bool {
+        self.sunspec.is_empty() && self.profiles.is_empty()
+    }
+}
+
+/// Scans `units` in order for SunSpec maps only, telling `progress` what
+/// happens.
+pub async fn scan(port: &mut Port, units: &[u8], progress: impl FnMut(Progress<'_>)) -> Vec<Found> {
+    scan_units(port, units, &[], progress).await.sunspec
+}
+
+/// Scans `units` in order for SunSpec maps, and offers the units without one
+/// to the built-in profiles that can recognise their device.
+pub async fn scan_all(port: &mut Port, units: &[u8], progress: impl FnMut(Progress<'_>)) -> Scan {
+    scan_units(port, units, &candidates(), progress).await
+}
+
+async fn scan_units(
     port: &mut Port,
     units: &[u8],
+    candidates: &[std::sync::Arc<crate::modbus::profile::Profile>],
     mut progress: impl FnMut(Progress<'_>),
-) -> Vec<Found> {
+) -> Scan {
     let mut found = Vec::new();
+    let mut profiles = Vec::new();
     for &unit in units {
         progress(Progress::Asking(unit));
         let mut r = UnitReader {
@@ -57,11 +93,20 @@ pub async fn scan(
         };
         match probe(&mut r).await {
             Ok(Some(f)) => found.push(Found { unit, ..f }),
-            Ok(None) => progress(Progress::NotSunspec(unit)),
+            Ok(None) => match identify::identify(port, unit, candidates).await {
+                Some(id) => {
+                    progress(Progress::Identified(&id));
+                    profiles.push(id);
+                }
+                None => progress(Progress::NotSunspec(unit)),
+            },
             Err(e) => progress(Progress::Failed(unit, &e)),
         }
     }
-    found
+    Scan {
+        sunspec: found,
+        profiles,
+    }
 }
 
 async fn probe(r: &mut UnitReader<'_>) -> Result<Option<Found>, String> {
@@ -128,9 +173,24 @@ pub fn describe(d: &FoundDevice) -> String {
     )
 }
 
-/// Config blocks for what a scan found: the bus, then one device per unit id
-/// (the first logical device whose models say what it is; the others are
-/// listed in comments, since a unit id takes one device).
+/// What a recognised profile device is, on one line.
+pub fn describe_identified(d: &Identified) -> String {
+    let or = |s: &Option<String>| s.clone().unwrap_or_else(|| "?".into());
+    format!(
+        "{} {} ({} register {} = {:?}), {}, profile {}",
+        or(&d.manufacturer),
+        or(&d.model),
+        d.profile,
+        d.register,
+        d.evidence,
+        d.device_type.map_or("unknown kind", DeviceType::as_str),
+        d.profile
+    )
+}
+
+/// Config blocks for SunSpec devices a scan found: the bus, then one device
+/// per unit id (the first logical device whose models say what it is; the
+/// others are listed in comments, since a unit id takes one device).
 pub fn snippet(
     bus: &str,
     transport: &Transport,
@@ -138,6 +198,23 @@ pub fn snippet(
     found: &[Found],
     site: &str,
 ) -> String {
+    let scan = Scan {
+        sunspec: found.to_vec(),
+        profiles: Vec::new(),
+    };
+    snippet_all(bus, transport, timeout_ms, &scan, site)
+}
+
+/// Config blocks for everything a scan found: the bus, the SunSpec devices
+/// as in [`snippet`], then the devices recognised by a profile.
+pub fn snippet_all(
+    bus: &str,
+    transport: &Transport,
+    timeout_ms: u64,
+    scan: &Scan,
+    site: &str,
+) -> String {
+    let found = &scan.sunspec;
     let mut out = String::new();
     let _ = writeln!(out, "[[buses]]\nname = {}", quoted(bus));
     match transport {
@@ -188,6 +265,28 @@ pub fn snippet(
         let _ = writeln!(out, "profile = \"sunspec\"");
         if let Some(w) = d.info.rated_power_w {
             let _ = writeln!(out, "# rated_power = \"{w} W\"   (the device reports it)");
+        }
+    }
+    for d in &scan.profiles {
+        let Some(kind) = d.device_type else { continue };
+        let model = d.model.clone().unwrap_or_else(|| d.profile.clone());
+        let _ = writeln!(out, "\n# {}", describe_identified(d));
+        let _ = writeln!(out, "[[devices]]");
+        let _ = writeln!(
+            out,
+            "name = {}",
+            quoted(&format!("{model} unit {}", d.unit))
+        );
+        let _ = writeln!(out, "type = \"{}\"", kind.as_str());
+        let _ = writeln!(out, "site = {}", quoted(site));
+        let _ = writeln!(out, "bus = {}", quoted(bus));
+        let _ = writeln!(out, "unit_id = {}", d.unit);
+        let _ = writeln!(out, "profile = {}", quoted(&d.profile));
+        if kind != DeviceType::Meter {
+            let _ = writeln!(
+                out,
+                "# rated_power = \"... kW\"   (profiles read no rating: set it for steering)"
+            );
         }
     }
     out

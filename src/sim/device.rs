@@ -286,6 +286,18 @@ impl SimDeviceHandle {
         }
     }
 
+    /// Profile devices: lays raw words into a register table from `addr` on
+    /// (a documented register image). Returns false for SunSpec devices.
+    pub fn poke(&self, table: Table, addr: u16, words: &[u16]) -> bool {
+        match &mut lock(&self.cell).kind {
+            Kind::Profile(p) => {
+                p.poke(table, addr, words);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Makes every later write answer exception 4 (ServerDeviceFailure), or not.
     pub fn set_refuse_writes(&self, on: bool) {
         lock(&self.cell).refuse_writes = on;

@@ -1,7 +1,9 @@
 //! A simulated non-SunSpec device built from a register-map profile: every
 //! point's registers hold a plausible value encoded the way the profile says it
-//! is decoded (scale, unit, word order, sign flag, negation), and every control
-//! register accepts writes.
+//! is decoded (scale, unit, word order, sign flag, negation), the
+//! identification register (`[identify]`) holds what `scan` looks for, and
+//! every control register accepts writes. Tests can also lay a documented
+//! register image over it word for word ([`ProfileDevice::poke`]).
 //!
 //! Registers the profile does not name answer "illegal data address" unless
 //! `readable_gaps` is set (then holes between named registers read 0, as on
@@ -72,6 +74,13 @@ impl ProfileDevice {
                 d.holding.entry(addr).or_insert(0);
             }
         }
+        if let Some(id) = d.profile.identify.clone() {
+            let span = id.span();
+            for (i, w) in id.example().into_iter().enumerate() {
+                d.table(span.table)
+                    .insert(span.addr.wrapping_add(i as u16), w);
+            }
+        }
         let props: BTreeSet<Property> = d.profile.points.iter().map(|p| p.property).collect();
         for p in props {
             d.set(p, default_value(p));
@@ -136,6 +145,16 @@ impl ProfileDevice {
             Err(e) => {
                 tracing::warn!(addr = p.addr, error = %e, "simulated profile value does not fit")
             }
+        }
+    }
+
+    /// Lays raw words into a table from `addr` on (a register image taken
+    /// from a vendor document), creating the registers where needed. The
+    /// values shown through [`ProfileDevice::value`] are then stale.
+    pub fn poke(&mut self, t: Table, addr: u16, words: &[u16]) {
+        let table = self.table(t);
+        for (i, w) in words.iter().enumerate() {
+            table.insert(addr.wrapping_add(i as u16), *w);
         }
     }
 
@@ -215,14 +234,24 @@ fn control_registers(p: &Profile) -> Vec<RegisterWrite> {
         if let Some(r) = e.revert_timeout {
             out.push(zeros(r.addr, r.ty.words()));
         }
-        out.extend(e.enable.iter().chain(&e.release).map(|f| zeros(f.addr, 1)));
+        out.extend(
+            e.enable
+                .iter()
+                .chain(&e.release)
+                .map(|f| zeros(f.addr, f.values.len() as u16)),
+        );
     }
     if let Some(l) = &p.controls.production_limit {
         out.push(zeros(l.register.addr, l.register.ty.words()));
         if let Some(r) = l.revert_timeout {
             out.push(zeros(r.addr, r.ty.words()));
         }
-        out.extend(l.enable.iter().chain(&l.release).map(|f| zeros(f.addr, 1)));
+        out.extend(
+            l.enable
+                .iter()
+                .chain(&l.release)
+                .map(|f| zeros(f.addr, f.values.len() as u16)),
+        );
     }
     out
 }

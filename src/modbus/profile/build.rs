@@ -5,6 +5,7 @@
 //! Every problem is collected; nothing stops at the first.
 
 mod controls;
+mod identify;
 
 use super::controls::ProfileControls;
 use super::raw::{RawPoint, RawProfile};
@@ -68,6 +69,10 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileErr
             .as_ref()
             .and_then(|l| limit("controls.production_limit", l, &mut p)),
     };
+    let identify = raw
+        .identify
+        .as_ref()
+        .and_then(|r| identify::identify("identify", r, &mut p));
     if !p.0.is_empty() {
         return Err(invalid(p.0));
     }
@@ -79,6 +84,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileErr
         device_types: raw.device_types,
         points,
         controls,
+        identify,
     })
 }
 

@@ -15,36 +15,48 @@ pub struct RegisterWrite {
     pub values: Vec<u16>,
 }
 
-/// A register a value is written to: raw = engineering value / `scale`.
+/// A register a value is written to: raw = engineering value / `scale` +
+/// `offset` (a vendor that shifts signed powers into unsigned registers, such
+/// as Alpha ESS's 32000 = 0 W).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ValueRegister {
     pub addr: u16,
     pub ty: ValueType,
     pub order: WordOrder,
     pub scale: f64,
+    pub offset: f64,
 }
 
 impl ValueRegister {
     fn write(&self, value: f64) -> Result<RegisterWrite, EncodeError> {
         Ok(RegisterWrite {
             addr: self.addr,
-            values: codec::encode(value / self.scale, self.ty, self.order)?,
+            values: codec::encode(value / self.scale + self.offset, self.ty, self.order)?,
         })
     }
 }
 
-/// A fixed word written as is (mode switches, enable flags).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Fixed words written as they are (mode switches, enable flags): one word,
+/// or the two or four of a 32/64-bit register, which go out in one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FixedWrite {
     pub addr: u16,
-    pub value: u16,
+    pub values: Vec<u16>,
 }
 
 impl FixedWrite {
+    /// One 16-bit word.
+    pub fn word(addr: u16, value: u16) -> FixedWrite {
+        FixedWrite {
+            addr,
+            values: vec![value],
+        }
+    }
+
     fn write(&self) -> RegisterWrite {
         RegisterWrite {
             addr: self.addr,
-            values: vec![self.value],
+            values: self.values.clone(),
         }
     }
 }

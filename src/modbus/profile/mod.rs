@@ -7,11 +7,13 @@
 //! [`ProfileControls`] for the writes of a setpoint. Layout: `raw` (the TOML
 //! shapes), `build` (validation into typed points and controls, every problem
 //! with its path), `controls` (the pure write recipes), `resolve` (finding a
-//! profile by name or path: the profiles directory, then the built-in ones).
+//! profile by name or path: the profiles directory, then the built-in ones),
+//! `identify` (the register that names the device, for `scan`).
 //! Nothing here does Modbus I/O.
 
 mod build;
 mod controls;
+mod identify;
 mod raw;
 mod resolve;
 
@@ -22,6 +24,7 @@ pub use controls::{
     Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitError, LimitUnit,
     ProfileControls, RegisterWrite, RevertTimeout, ValueRegister,
 };
+pub use identify::{Identify, IdentifyMatch};
 pub use resolve::{builtin_names, Resolver, BUILTIN, DEFAULT_PROFILES_DIR};
 
 use super::point::PointSpec;
@@ -41,6 +44,8 @@ pub struct Profile {
     /// Points in order of preference (the first with a value wins per property).
     pub points: Vec<PointSpec>,
     pub controls: ProfileControls,
+    /// How `scan` recognises the device, when the vendor offers a way.
+    pub identify: Option<Identify>,
 }
 
 /// One thing wrong with a profile file: the TOML path inside it and the message.

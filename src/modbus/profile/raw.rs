@@ -18,6 +18,28 @@ pub(super) struct RawProfile {
     pub points: Vec<RawPoint>,
     #[serde(default)]
     pub controls: RawControls,
+    pub identify: Option<RawIdentify>,
+}
+
+/// `[identify]`: a register whose value names the device (for `scan`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawIdentify {
+    pub register: u16,
+    #[serde(default)]
+    pub table: Table,
+    /// An integer type, or "string".
+    #[serde(rename = "type")]
+    pub ty: String,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    /// For "string": registers to read.
+    pub words: Option<u16>,
+    /// For integer types: the values that identify the device.
+    #[serde(default)]
+    pub values: Vec<i64>,
+    /// For "string": how the text starts.
+    pub prefix: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,6 +97,9 @@ pub(super) struct RawValueRegister {
     pub word_order: WordOrder,
     #[serde(default = "one")]
     pub scale: f64,
+    /// Added after scaling: raw = value / scale + offset.
+    #[serde(default)]
+    pub offset: f64,
 }
 
 fn one() -> f64 {
@@ -91,6 +116,9 @@ pub(super) struct RawSigned {
     pub word_order: WordOrder,
     #[serde(default = "one")]
     pub scale: f64,
+    /// Added after scaling: raw = value / scale + offset.
+    #[serde(default)]
+    pub offset: f64,
     /// Which direction the register counts positive: "discharge" or "charge".
     pub positive: String,
 }
@@ -108,7 +136,12 @@ pub(super) struct RawDirection {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFixed {
     pub register: u16,
-    pub value: u16,
+    /// Written as `type` (default u16): an integer, or a number for f32.
+    pub value: f64,
+    #[serde(rename = "type", default = "u16_type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
 }
 
 #[derive(Debug, Deserialize)]
@@ -159,6 +192,9 @@ pub(super) struct RawLimit {
     pub word_order: WordOrder,
     #[serde(default = "one")]
     pub scale: f64,
+    /// Added after scaling: raw = value / scale + offset.
+    #[serde(default)]
+    pub offset: f64,
     /// "%" (of rated power) or "W" / "kW".
     pub unit: String,
     #[serde(default)]

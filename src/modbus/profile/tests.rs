@@ -2,6 +2,7 @@ use super::*;
 use crate::modbus::codec::{ValueType, WordOrder};
 use crate::modbus::plan::Table;
 use crate::modbus::point::Scale;
+use crate::model::DeviceType;
 use crate::model::Property;
 
 fn problems(text: &str) -> Vec<String> {
@@ -18,13 +19,32 @@ fn every_builtin_profile_is_valid_and_steerable() {
     for (name, text) in BUILTIN {
         let p = parse(name, "built-in", text).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(p.manufacturer.is_some(), "{name}");
-        assert!(p.controls.ess_power.is_some(), "{name}");
-        for prop in [Property::ActivePower, Property::Soc] {
+        let [ty] = p.device_types[..] else {
+            panic!("{name}: one device type");
+        };
+        let mut needs = vec![Property::ActivePower];
+        match ty {
+            DeviceType::Battery => needs.push(Property::Soc),
+            DeviceType::Meter => {
+                needs.extend([Property::TotalEnergyConsumed, Property::TotalEnergyProduced])
+            }
+            DeviceType::Inverter => needs.push(Property::TotalEnergyProduced),
+        }
+        for prop in needs {
             assert!(
                 p.points.iter().any(|x| x.property == prop),
                 "{name} maps {prop:?}"
             );
         }
+        // Controls fit the type: storage power on batteries, a limit on inverters.
+        assert!(
+            p.controls.ess_power.is_none() || ty == DeviceType::Battery,
+            "{name}"
+        );
+        assert!(
+            p.controls.production_limit.is_none() || ty == DeviceType::Inverter,
+            "{name}"
+        );
     }
 }
 

@@ -3,7 +3,7 @@
 //! with their paths, like the points' in the parent module.
 
 use super::{check_scale, check_span, Problems};
-use crate::modbus::codec::ValueType;
+use crate::modbus::codec::{self, ValueType};
 use crate::modbus::profile::controls::{
     Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, RevertTimeout,
     ValueRegister,
@@ -13,21 +13,45 @@ use crate::modbus::profile::raw::{RawEss, RawFixed, RawLimit, RawRevert, RawValu
 fn value_register(path: &str, r: &RawValueRegister, p: &mut Problems) -> Option<ValueRegister> {
     let ok = check_scale(&format!("{path}.scale"), r.scale, p)
         & check_span(&format!("{path}.register"), r.register, r.ty, p);
-    ok.then_some(ValueRegister {
+    let offset_ok = r.offset.is_finite();
+    if !offset_ok {
+        p.push(
+            format!("{path}.offset"),
+            format!("must be a finite number, found {}", r.offset),
+        );
+    }
+    (ok && offset_ok).then_some(ValueRegister {
         addr: r.register,
         ty: r.ty,
         order: r.word_order,
         scale: r.scale,
+        offset: r.offset,
     })
 }
 
-fn fixed(list: &[RawFixed]) -> Vec<FixedWrite> {
-    list.iter()
-        .map(|f| FixedWrite {
-            addr: f.register,
-            value: f.value,
-        })
-        .collect()
+/// Fixed writes, each value encoded as its register's type (a u32 mode
+/// register gets both words in one write).
+fn fixed(path: &str, list: &[RawFixed], p: &mut Problems) -> Vec<FixedWrite> {
+    let mut out = Vec::new();
+    for (i, f) in list.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        if !check_span(&format!("{at}.register"), f.register, f.ty, p) {
+            continue;
+        }
+        let integral = f.ty == ValueType::F32 || f.value.fract() == 0.0;
+        match codec::encode(f.value, f.ty, f.word_order) {
+            Ok(values) if integral => out.push(FixedWrite {
+                addr: f.register,
+                values,
+            }),
+            Ok(_) => p.push(
+                format!("{at}.value"),
+                format!("{} is not a whole number for {:?}", f.value, f.ty),
+            ),
+            Err(e) => p.push(format!("{at}.value"), e.to_string()),
+        }
+    }
+    out
 }
 
 fn revert(path: &str, r: &RawRevert, p: &mut Problems) -> Option<RevertTimeout> {
@@ -78,6 +102,7 @@ pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl
                 ty: s.ty,
                 word_order: s.word_order,
                 scale: s.scale,
+                offset: s.offset,
             };
             let register = value_register(&sub("signed"), &reg, p);
             match (register, discharge_positive) {
@@ -131,14 +156,16 @@ pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl
         .revert_timeout
         .as_ref()
         .and_then(|r| revert(&sub("revert_timeout"), r, p));
+    let enable = fixed(&sub("enable"), &e.enable, p);
+    let release = fixed(&sub("release"), &e.release, p);
     if p.0.len() > before {
         return None;
     }
     Some(EssControl {
         setpoint: setpoint?,
         direction,
-        enable: fixed(&e.enable),
-        release: fixed(&e.release),
+        enable,
+        release,
         revert_timeout,
     })
 }
@@ -162,6 +189,7 @@ pub(super) fn limit(path: &str, l: &RawLimit, p: &mut Problems) -> Option<LimitC
         ty: l.ty,
         word_order: l.word_order,
         scale: l.scale * factor,
+        offset: l.offset,
     };
     let register = value_register(path, &reg, p);
     let revert_timeout = l
@@ -174,11 +202,13 @@ pub(super) fn limit(path: &str, l: &RawLimit, p: &mut Problems) -> Option<LimitC
             "needs at least one write that lifts the limit",
         );
     }
+    let enable = fixed(&format!("{path}.enable"), &l.enable, p);
+    let release = fixed(&format!("{path}.release"), &l.release, p);
     (p.0.len() == before).then_some(LimitControl {
         register: register?,
         unit,
-        enable: fixed(&l.enable),
-        release: fixed(&l.release),
+        enable,
+        release,
         revert_timeout,
     })
 }

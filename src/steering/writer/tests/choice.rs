@@ -60,7 +60,10 @@ fn sunspec_map(chain: Vec<ModelBlock>, rated_w: Option<f64>) -> DeviceMap {
 }
 
 fn profile_map(controls: ProfileControls, dev: &DeviceConfig) -> DeviceMap {
-    let (name, text) = BUILTIN[0];
+    let (name, text) = *BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "goodwe-et")
+        .expect("a shipped battery profile");
     let shipped = parse(name, "built-in", text).unwrap();
     DeviceMap::from_profile(
         Arc::new(Profile {
@@ -115,7 +118,10 @@ fn sunspec_prefers_123_and_124_and_falls_back_to_704() {
 
 #[test]
 fn profiles_give_storage_or_limit_by_type() {
-    let (name, text) = BUILTIN[0];
+    let (name, text) = *BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "goodwe-et")
+        .expect("a shipped battery profile");
     let shipped = parse(name, "built-in", text).unwrap();
     let ess = shipped.controls.ess_power.clone().unwrap();
     let bat = device(DeviceType::Battery, None);
@@ -138,6 +144,7 @@ fn profiles_give_storage_or_limit_by_type() {
             ty: crate::modbus::codec::ValueType::U16,
             order: crate::modbus::codec::WordOrder::HighFirst,
             scale: 1.0,
+            offset: 0.0,
         },
         unit: LimitUnit::Percent,
         enable: Vec::new(),

@@ -106,22 +106,11 @@ fn limit(unit: LimitUnit, rated_w: Option<f64>) -> ProfileLimit {
                 ty: ValueType::U16,
                 order: WordOrder::HighFirst,
                 scale: 0.1,
+                offset: 0.0,
             },
             unit,
-            enable: vec![FixedWrite {
-                addr: 501,
-                value: 1,
-            }],
-            release: vec![
-                FixedWrite {
-                    addr: 501,
-                    value: 0,
-                },
-                FixedWrite {
-                    addr: 500,
-                    value: 1000,
-                },
-            ],
+            enable: vec![FixedWrite::word(501, 1)],
+            release: vec![FixedWrite::word(501, 0), FixedWrite::word(500, 1000)],
             revert_timeout: Some(RevertTimeout {
                 addr: 502,
                 ty: ValueType::U32,
@@ -177,7 +166,9 @@ fn shipped_revert_timers_never_fire_before_the_refresh() {
     // least revert_s, whatever its unit.
     for (name, text) in BUILTIN {
         let p = parse(name, "built-in", text).unwrap();
-        let ess = p.controls.ess_power.unwrap();
+        let Some(ess) = p.controls.ess_power else {
+            continue;
+        };
         let Some(timer) = ess.revert_timeout else {
             continue;
         };
