@@ -222,8 +222,10 @@ pub fn decide(
     let bats = storage_commands(rules.ess, batteries, held.storage);
     let invs = production_commands(rules.curtailment, inverters, held.production, plan_limit);
 
-    let by_loop =
-        |side: Side| held.changes.iter().any(|c| c.side == side) && held.mode != LoopMode::Off;
+    // Maximize grid import holds maxImport by definition: its devices stay its own.
+    let by_loop = |side: Side| {
+        !mgi && held.mode != LoopMode::Off && held.changes.iter().any(|c| c.side == side)
+    };
     let storage_by = if by_loop(Side::Storage) && bats != planned_batteries {
         Some(Component::GridLimit)
     } else {

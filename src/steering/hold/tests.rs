@@ -350,7 +350,9 @@ fn maximize_grid_import_holds_max_import() {
     );
     let d = run.decision();
     assert_eq!(d.inverters, [Command::ProductionLimit(0.0); 2]);
-    assert_eq!(d.storage_by, Some(Component::GridLimit));
+    // Holding maxImport is part of maximize grid import: its devices stay its own.
+    assert_eq!(d.storage_by, Some(Component::MaximizeGridImport));
+    assert!(!d.notes.is_empty());
     // A small load: the storage charges all it can, the import stays below.
     run.plant.load_w = 5_000.0;
     let g = run.ticks(&rules(ExportOrder::StorageFirst), &a, 3);
