@@ -136,6 +136,101 @@ fn incomplete_controls_are_refused() {
     );
 }
 
+#[test]
+fn several_absent_patterns_and_their_problems() {
+    let p = parse(
+        "t",
+        "t.toml",
+        "[[points]]\nproperty = \"temperature\"\nregister = 1\ntype = \"i16\"\nabsent = [0xFFFF, 0x7FFF]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        p.points[0].absent,
+        crate::modbus::codec::Absent::RawAny(
+            crate::modbus::codec::Sentinels::new(&[0xFFFF, 0x7FFF]).unwrap()
+        )
+    );
+    let got = problems(
+        "[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"u16\"\nabsent = [0x10000, 1, 2, 3, 4]\n",
+    );
+    let joined = got.join("\n");
+    assert!(
+        joined.contains("points[0].absent: 65536 does not fit in U16"),
+        "{got:?}"
+    );
+    assert!(
+        joined.contains("points[0].absent: give 1 to 4 raw patterns, found 5"),
+        "{got:?}"
+    );
+    let got =
+        problems("[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"i16\"\nabsent = [-1]\n");
+    assert!(got[0].starts_with("points[0].absent"), "{got:?}");
+    assert!(got[0].contains("-1 is negative"), "{got:?}");
+}
+
+#[test]
+fn overlapping_points_are_refused() {
+    let got = problems(
+        r#"
+[[points]]
+property = "activePower"
+register = 100
+type = "i32"
+
+[[points]]
+property = "soc"
+register = 101
+type = "u16"
+
+[[points]]
+property = "stateOfHealth"
+register = 101
+table = "input"
+type = "u16"
+"#,
+    );
+    assert_eq!(
+        got,
+        [
+            "points[1].register: registers 101 overlap points[0].register (registers 100-101): \
+          two points cannot decode the same registers"
+        ]
+    );
+}
+
+#[test]
+fn a_recipe_that_writes_a_register_twice_is_refused() {
+    // The enable write to 47100 is overwritten by the direction in the same
+    // recipe: its read-back could never confirm it.
+    let got = problems(&format!(
+        "{SOC}[controls.ess_power]\n\
+         charge_power = {{ register = 47247, type = \"u32\" }}\n\
+         discharge_power = {{ register = 47248, type = \"u32\" }}\n\
+         direction = {{ register = 47100, charge = 1, discharge = 2, idle = 2 }}\n\
+         enable = [{{ register = 47100, value = 5 }}]\n\
+         release = [{{ register = 47100, value = 0 }}, {{ register = 47100, value = 1 }}]\n"
+    ));
+    let joined = got.join("\n");
+    for want in [
+        "controls.ess_power.discharge_power.register: registers 47248-47249 overlap \
+         controls.ess_power.charge_power.register (registers 47247-47248)",
+        "controls.ess_power.direction.register: registers 47100 overlap \
+         controls.ess_power.enable[0].register (registers 47100)",
+        "controls.ess_power.release[1].register: registers 47100 overlap \
+         controls.ess_power.release[0].register",
+    ] {
+        assert!(joined.contains(want), "{want}\n{joined}");
+    }
+    let got = problems(&format!(
+        "{SOC}[controls.production_limit]\nregister = 3\ntype = \"u16\"\nunit = \"%\"\n\
+         enable = [{{ register = 3, value = 1 }}]\nrelease = [{{ register = 3, value = 1000 }}]\n"
+    ));
+    assert!(
+        got[0].starts_with("controls.production_limit.register: registers 3 overlap"),
+        "{got:?}"
+    );
+}
+
 fn w(addr: u16, values: &[u16]) -> RegisterWrite {
     RegisterWrite {
         addr,
