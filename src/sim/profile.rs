@@ -135,6 +135,14 @@ impl ProfileDevice {
         }
     }
 
+    /// Sets raw registers as they are (a documented sample frame).
+    pub fn poke(&mut self, t: Table, addr: u16, words: &[u16]) {
+        let table = self.table(t);
+        for (i, w) in words.iter().enumerate() {
+            table.insert(addr.wrapping_add(i as u16), *w);
+        }
+    }
+
     /// Holding registers from `addr` on, up to `count` or the first one the
     /// device does not have.
     pub fn peek_holding(&self, addr: u16, count: u16) -> Vec<u16> {
