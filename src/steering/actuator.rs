@@ -13,6 +13,7 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{AuditEvent, AuditKind};
+use super::decide::Command;
 use super::report::{due, Desired, DeviceReport, Due, Last};
 use super::stats::WriteCounters;
 use super::writer::{verify, DeviceControls, WritePlan};
@@ -20,6 +21,7 @@ use crate::config::DeviceConfig;
 use crate::modbus::plan::{Image, Span};
 use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, Op, OpOutput};
 use crate::model::time::now_ms;
+use crate::model::DeviceType;
 
 /// How often to look again for a device that is not discovered yet.
 const UNDISCOVERED_RETRY_MS: i64 = 1000;
@@ -40,6 +42,19 @@ pub struct Actuator {
     /// The site's `SiteRuntime::changed`: notified when the report changes.
     pub changed: Arc<Notify>,
     pub audit: mpsc::Sender<AuditEvent>,
+}
+
+/// Why a battery gets 0 W when nothing gives its rating (the allocation
+/// shares storage power by rating).
+fn unrated_note(device: &DeviceConfig, map: &DeviceMap, cmd: Command) -> Option<String> {
+    let storage = matches!(cmd, Command::EssPower(_));
+    let unrated = device.device_type == DeviceType::Battery
+        && super::inputs::battery_rating(device, &map.info).is_none();
+    (storage && unrated).then(|| {
+        "no power rating known for this battery (the device reports none): it is held at 0 W; \
+         set rated_power (or max_charge_power and max_discharge_power) on the device"
+            .to_string()
+    })
 }
 
 /// The words of each read of a transaction, in order.
@@ -116,6 +131,8 @@ impl Actuator {
                 return Due::At(now + retry);
             }
         };
+        let note = unrated_note(&self.device, &c.map, d.command);
+        self.report(|r| r.note = note);
         let plan = match c.controls.plan(d.command, self.revert_s, &c.image) {
             Ok(p) => p,
             Err(e) => {

@@ -246,12 +246,14 @@ fn split_ess_writes_in_device_order() {
         .unwrap();
     let p = parse("h", "h", text).unwrap();
     let ess = p.controls.ess_power.unwrap();
-    // 2.5 kW charge for 90 s: 2 minutes, duration mode, charge power, charge.
+    // 2.5 kW charge for 90 s: 2 minutes, duration mode, charge from grid on,
+    // charge power, charge.
     assert_eq!(
         ess.writes(-2500.0, 90).unwrap(),
         [
             w(47083, &[2]),
             w(47246, &[0]),
+            w(47087, &[1]),
             w(47247, &[0, 2500]),
             w(47249, &[0, 0]),
             w(47100, &[1]),
@@ -259,11 +261,12 @@ fn split_ess_writes_in_device_order() {
     );
     let discharge = ess.writes(70_000.0, 60).unwrap();
     assert_eq!(
-        discharge[2..],
+        discharge[3..],
         [w(47247, &[0, 0]), w(47249, &[1, 4464]), w(47100, &[2])]
     );
-    assert_eq!(ess.writes(0.0, 60).unwrap()[4], w(47100, &[2]));
-    assert_eq!(ess.release_writes(), [w(47100, &[0])]);
+    assert_eq!(ess.writes(0.0, 60).unwrap()[5], w(47100, &[2]));
+    // Release: charge from grid off again (the device's default), forcing stopped.
+    assert_eq!(ess.release_writes(), [w(47087, &[0]), w(47100, &[0])]);
 }
 
 #[test]
