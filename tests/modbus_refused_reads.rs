@@ -246,3 +246,75 @@ async fn devices_that_refuse_part_of_a_block_come_online_are_scanned_and_steered
     .await;
     rig.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_battery_whose_rating_cannot_be_read_is_held_at_0_w_and_says_why() {
+    // No rating in the config, and the device refuses 120's WRtg, the only
+    // rating its chain has: steering shares storage power by rating, so the
+    // battery gets 0 W, and its steering state must say why.
+    let text = site_header(300, 30).replace("{rated_production}", "")
+        + &device_block("bat-u", "dvc_bat_u", "battery", "capacity = \"10 kWh\"");
+    let mut config = sitegate::config::parse(&text).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    config.storage.path = dir.path().join("sitegate.db");
+    let sim = start_sim(&mut config).await;
+    let b120 = block(&chain(&sim, "bat-u").await, 120);
+    sim.device("bat-u", 1).unwrap().refuse_reads(span(
+        &b120,
+        p(&::sunspec::models::model120::Model120::W_RTG),
+        p(&::sunspec::models::model120::Model120::W_RTG_SF),
+    ));
+    let agent = sitegate::agent::Agent::start(config.clone()).await.unwrap();
+    let base = format!("http://{}", agent.http_addrs()[0]);
+    let rig = Rig {
+        sim,
+        agent,
+        base,
+        http: reqwest::Client::new(),
+        config,
+        dir,
+    };
+    eventually("at fallback", Duration::from_secs(10), || async {
+        rig.device_state("dvc_bat_u").await["state"] == "fallback"
+    })
+    .await;
+    let id = rig.agent.live().find("dvc_bat_u").unwrap();
+    assert_eq!(rig.agent.live().snapshot(id).info.rated_power_w, None);
+
+    let until = now_ms() + 60_000;
+    let (s, v) = rig
+        .post(
+            &format!("/sites/{SITE}/steering/ess"),
+            STEER,
+            &json!({"setting": {"value": 2, "unit": "kW"}, "validUntil": until}),
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    eventually(
+        "held at 0 W, with the reason",
+        Duration::from_secs(5),
+        || async {
+            let d = rig.device_state("dvc_bat_u").await;
+            d["state"] == "applied"
+                && d["confirmed"] == true
+                && d["setpoint"] == json!({"value": 0.0, "unit": "W"})
+                && d["error"].as_str().is_some_and(|e| {
+                    e.contains("no power rating known") && e.contains("rated_power")
+                })
+        },
+    )
+    .await;
+    // Released: nothing to explain any more.
+    let (s, _) = rig.delete(&format!("/sites/{SITE}/steering"), STEER).await;
+    assert_eq!(s, 200);
+    eventually(
+        "fallback without a note",
+        Duration::from_secs(5),
+        || async {
+            let d = rig.device_state("dvc_bat_u").await;
+            d["state"] == "fallback" && d["error"].is_null()
+        },
+    )
+    .await;
+    rig.shutdown().await;
+}
