@@ -269,6 +269,45 @@ fn split_ess_writes_in_device_order() {
     assert_eq!(ess.release_writes(), [w(47087, &[0]), w(47100, &[0])]);
 }
 
+fn builtin(name: &str) -> EssControl {
+    let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).unwrap();
+    parse(name, "built-in", text)
+        .unwrap()
+        .controls
+        .ess_power
+        .unwrap()
+}
+
+#[test]
+fn goodwe_and_sungrow_writes_are_pinned() {
+    // GoodWe ET: EMS power 47512 (W), then EMS mode 47511: 11 charge,
+    // 12 discharge, 8 standby; release: 1 auto. No timer.
+    let g = builtin("goodwe-et");
+    assert_eq!(
+        g.writes(-3000.0, 60).unwrap(),
+        [w(47512, &[3000]), w(47511, &[11])]
+    );
+    assert_eq!(
+        g.writes(2500.0, 60).unwrap(),
+        [w(47512, &[2500]), w(47511, &[12])]
+    );
+    assert_eq!(g.writes(0.0, 60).unwrap(), [w(47512, &[0]), w(47511, &[8])]);
+    assert_eq!(g.release_writes(), [w(47511, &[1])]);
+    // Sungrow SH: forced mode 13049 = 2, power 13051 (W), command 13050:
+    // 0xAA charge, 0xBB discharge, 0xCC stop; release: self-consumption, stop.
+    let s = builtin("sungrow-sh");
+    assert_eq!(
+        s.writes(-1500.0, 60).unwrap(),
+        [w(13049, &[2]), w(13051, &[1500]), w(13050, &[0xAA])]
+    );
+    assert_eq!(
+        s.writes(4000.0, 60).unwrap(),
+        [w(13049, &[2]), w(13051, &[4000]), w(13050, &[0xBB])]
+    );
+    assert_eq!(s.writes(0.0, 60).unwrap()[2], w(13050, &[0xCC]));
+    assert_eq!(s.release_writes(), [w(13049, &[0]), w(13050, &[0xCC])]);
+}
+
 #[test]
 fn signed_ess_and_limits() {
     let p = parse(
