@@ -618,17 +618,32 @@ async fn scan_recognises_profile_devices_and_prints_a_valid_config() {
         "the SDM72 answers but is not recognised:\n{stderr}"
     );
 
-    // The printed blocks pass check-config once the site exists.
+    // The printed blocks pass check-config once the site exists and the
+    // battery has the rating the scan asks for (profiles read none: without
+    // it check-config refuses the battery, naming the key).
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("scanned.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[http]\nlisten = [\"127.0.0.1:8080\"]\nauth = \"none\"\n\n\
-             [[sites]]\nreference = \"ste_home\"\nname = \"Home\"\n\n{stdout}"
-        ),
-    )
-    .unwrap();
+    let write = |blocks: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "[http]\nlisten = [\"127.0.0.1:8080\"]\nauth = \"none\"\n\n\
+                 [[sites]]\nreference = \"ste_home\"\nname = \"Home\"\n\n{blocks}"
+            ),
+        )
+        .unwrap();
+    };
+    write(&stdout);
+    let check = sitegate(&["check-config", file.to_str().unwrap()]).await;
+    let summary = String::from_utf8_lossy(&check.stdout).to_string()
+        + &String::from_utf8_lossy(&check.stderr);
+    assert!(!check.status.success(), "{summary}");
+    assert!(
+        summary.contains("devices[3].rated_power: required"),
+        "{summary}"
+    );
+    assert!(stdout.contains("# rated_power = \"... kW\""), "{stdout}");
+    write(&stdout.replace("# rated_power = \"... kW\"", "rated_power = \"5 kW\" #"));
     let check = sitegate(&["check-config", file.to_str().unwrap()]).await;
     let summary = String::from_utf8_lossy(&check.stdout).to_string();
     assert!(

@@ -690,6 +690,7 @@ fn resolve_device(
             problems,
         ),
     };
+    unrated_profile_battery(path, &d, &profile, problems);
     for (key, v) in [("soc_min", d.soc_min), ("soc_max", d.soc_max)] {
         if let Some(v) = v {
             if !(0.0..=100.0).contains(&v) {
@@ -744,6 +745,35 @@ fn resolve_device(
         max_charge_power_w: d.max_charge_power.map(|p| p.watts()),
         max_discharge_power_w: d.max_discharge_power.map(|p| p.watts()),
         priority: d.priority,
+    }
+}
+
+/// A battery steered through a profile's `ess_power` needs a rating from the
+/// config: profiles read none, and steering shares storage power by rating, so
+/// without one every setpoint would be 0 W.
+fn unrated_profile_battery(
+    path: &str,
+    d: &RawDevice,
+    profile: &ProfileRef,
+    problems: &mut Vec<Problem>,
+) {
+    let ProfileRef::Registers(p) = profile else {
+        return;
+    };
+    let steered =
+        d.device_type == crate::model::DeviceType::Battery && p.controls.ess_power.is_some();
+    let rated =
+        d.rated_power.is_some() || d.max_charge_power.is_some() || d.max_discharge_power.is_some();
+    if steered && !rated {
+        problems.push(Problem::new(
+            format!("{path}.rated_power"),
+            format!(
+                "required for a battery steered through profile {:?}, which reads no rating: \
+                 without it every setpoint would be 0 W (or give max_charge_power and \
+                 max_discharge_power)",
+                p.name
+            ),
+        ));
     }
 }
 

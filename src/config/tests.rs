@@ -296,7 +296,7 @@ fn profiles_resolve_from_the_profiles_dir_or_the_binary() {
     .unwrap();
     let profile_dev = |profile: &str, ty: &str| {
         format!(
-            "profiles_dir = {:?}\n{GOOD}\n[[devices]]\nname = \"Hybrid\"\ntype = \"{ty}\"\nsite = \"ste_home\"\nbus = \"lan\"\nunit_id = 3\nprofile = \"{profile}\"\n",
+            "profiles_dir = {:?}\n{GOOD}\n[[devices]]\nname = \"Hybrid\"\ntype = \"{ty}\"\nsite = \"ste_home\"\nbus = \"lan\"\nunit_id = 3\nprofile = \"{profile}\"\nrated_power = \"5 kW\"\n",
             dir.path().display().to_string()
         )
     };
@@ -315,6 +315,19 @@ fn profiles_resolve_from_the_profiles_dir_or_the_binary() {
         has(&got, "devices[2].profile: profile ") && has(&got, "bad.toml: points[0].unit: \"W\""),
         "{got:?}"
     );
+    // A profile battery without a rating would be steered at 0 W: refused.
+    let got =
+        problems(&profile_dev("goodwe-et", "battery").replace("rated_power = \"5 kW\"\n", ""));
+    assert!(
+        has(
+            &got,
+            "devices[2].rated_power: required for a battery steered through profile \"goodwe-et\""
+        ),
+        "{got:?}"
+    );
+    let capped = profile_dev("goodwe-et", "battery")
+        .replace("rated_power = \"5 kW\"", "max_discharge_power = \"4 kW\"");
+    assert!(parse(&capped).is_ok());
     let got = problems(&profile_dev("sungrow-sh", "meter"));
     assert!(
         has(&got, "written for battery devices, not meter"),

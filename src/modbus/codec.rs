@@ -53,6 +53,38 @@ pub enum Absent {
     /// One raw bit pattern (register-map profiles: a vendor's "not available",
     /// such as 0x7FFF), compared before any sign interpretation.
     Raw(u64),
+    /// Several raw bit patterns (a vendor with more than one "not available",
+    /// such as GoodWe's temperatures: 0xFFFF and 0x7FFF).
+    RawAny(Sentinels),
+}
+
+/// Up to [`Sentinels::MAX`] raw bit patterns that mean "no value".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Sentinels {
+    len: u8,
+    values: [u64; Sentinels::MAX],
+}
+
+impl Sentinels {
+    /// Most patterns one point may list.
+    pub const MAX: usize = 4;
+
+    /// `None` when `values` is empty or longer than [`Sentinels::MAX`].
+    pub fn new(values: &[u64]) -> Option<Sentinels> {
+        if values.is_empty() || values.len() > Self::MAX {
+            return None;
+        }
+        let mut s = Sentinels {
+            len: values.len() as u8,
+            values: [0; Self::MAX],
+        };
+        s.values[..values.len()].copy_from_slice(values);
+        Some(s)
+    }
+
+    pub fn contains(&self, bits: u64) -> bool {
+        self.values[..usize::from(self.len)].contains(&bits)
+    }
 }
 
 /// Assembles registers into one unsigned integer per the word order.
@@ -75,6 +107,11 @@ pub fn decode(words: &[u16], ty: ValueType, order: WordOrder, absent: Absent) ->
     }
     if absent == Absent::Raw(bits) {
         return None;
+    }
+    if let Absent::RawAny(s) = absent {
+        if s.contains(bits) {
+            return None;
+        }
     }
     let sunspec = absent == Absent::SunspecNumber;
     let v = match ty {

@@ -29,8 +29,9 @@ pub struct Gate {
     pub otherwise: f64,
 }
 
-/// A register bit that gives the sign of an unsigned magnitude (a vendor that
-/// reports battery power as a magnitude plus "charging" and "discharging" flags).
+/// A register bit that gives the sign of a magnitude (a vendor that reports
+/// battery power as a magnitude plus "charging" and "discharging" flags). A
+/// signed register whose raw value is negative keeps that sign whatever the flag.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SignFlag {
     pub table: Table,
@@ -52,7 +53,8 @@ pub struct PointSpec {
     /// Flip the sign after scaling (vendor sign conventions, `invert_power`).
     pub negate: bool,
     pub gate: Option<Gate>,
-    /// Negates the value while a flag register says so (applied before `negate`).
+    /// Negates a non-negative raw value while a flag register says so (applied
+    /// before `negate`).
     pub sign: Option<SignFlag>,
 }
 
@@ -120,8 +122,11 @@ impl PointSpec {
                 codec::apply_sf(raw, sf)
             }
         };
+        // A raw value that is already negative carries its own sign: the flag
+        // gives the sign of a magnitude only (a vendor whose newer firmware made
+        // the register signed, e.g. Sungrow 13021, reads right either way).
         let flagged = match self.sign {
-            Some(s) => img.get(s.table, s.addr, 1)?[0] & s.mask != 0,
+            Some(s) => img.get(s.table, s.addr, 1)?[0] & s.mask != 0 && raw >= 0.0,
             None => false,
         };
         let v = if self.negate ^ flagged { -v } else { v };
@@ -241,6 +246,37 @@ mod tests {
             ),
         ];
         assert_eq!(decode_points(&points, &i), vec![(Property::Soc, 55.0)]);
+    }
+
+    #[test]
+    fn a_flag_signs_magnitudes_and_leaves_negative_values_alone() {
+        // 13021 (i16) at 0, running state at 1 with bit 1 = charging.
+        let p = PointSpec {
+            sign: Some(SignFlag {
+                table: Table::Holding,
+                addr: 1,
+                mask: 0x0002,
+            }),
+            ..PointSpec::sunspec(
+                Property::ActivePower,
+                0,
+                ValueType::I16,
+                Absent::Never,
+                Scale::One,
+            )
+        };
+        // Older firmware: a magnitude and the flag.
+        assert_eq!(p.decode(&img(0, &[1500, 0x0002])), Some(-1500.0));
+        assert_eq!(p.decode(&img(0, &[1500, 0x0004])), Some(1500.0));
+        // Newer firmware: signed, with or without the flag.
+        assert_eq!(
+            p.decode(&img(0, &[(-1500i16) as u16, 0x0002])),
+            Some(-1500.0)
+        );
+        assert_eq!(
+            p.decode(&img(0, &[(-1500i16) as u16, 0x0000])),
+            Some(-1500.0)
+        );
     }
 
     #[test]

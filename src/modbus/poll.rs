@@ -1,8 +1,9 @@
 //! One poll of one device: discover it when its map is missing, read its planned
 //! requests, decode its points. A request the device refuses with "illegal data
-//! address" is split (see [`plan::split_refused`]) and retried at once; the
-//! split plan is kept for the life of the map, so the device is asked the
-//! smaller requests from then on.
+//! address" is split (see [`crate::modbus::plan::split_refused`]) and retried
+//! at once; the split plan is kept for the life of the map, so the device is
+//! asked the smaller requests from then on. Discovery's nameplate reads split
+//! the same way (`reader::read_spans`).
 //!
 //! Generic over [`RegisterReader`], so it never owns a connection and never
 //! sleeps; the bus task decides when to poll and what a failure costs.
@@ -10,9 +11,9 @@
 use std::sync::Arc;
 
 use super::device::DeviceMap;
-use super::plan::{self, Image, Span};
+use super::plan::{Image, Span};
 use super::point;
-use super::reader::RegisterReader;
+use super::reader::{self, RegisterReader};
 use super::sunspec;
 use crate::config::{DeviceConfig, ProfileRef};
 use crate::model::Property;
@@ -79,31 +80,18 @@ async fn read_plan<R: RegisterReader>(
     map: &DeviceMap,
     plan: &mut Vec<Span>,
 ) -> Result<Image, String> {
-    let mut img = Image::new();
-    let mut i = 0;
-    while i < plan.len() {
-        let req = plan[i];
-        match reader.read(req).await {
-            Ok(words) => {
-                img.insert(req, words);
-                i += 1;
-            }
-            Err(e) if e.is_illegal_address() => {
-                let parts = plan::split_refused(req, &map.needed());
-                tracing::warn!(
-                    device,
-                    table = ?req.table,
-                    addr = req.addr,
-                    len = req.len,
-                    replaced_by = ?parts,
-                    "device refused a read (illegal data address); splitting it"
-                );
-                plan.splice(i..=i, parts);
-            }
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-    Ok(img)
+    reader::read_splitting(reader, plan, &map.needed(), |req, parts| {
+        tracing::warn!(
+            device,
+            table = ?req.table,
+            addr = req.addr,
+            len = req.len,
+            replaced_by = ?parts,
+            "device refused a read (illegal data address); splitting it"
+        );
+    })
+    .await
+    .map_err(|e| e.to_string())
 }
 
 async fn discover<R: RegisterReader>(

@@ -15,7 +15,7 @@ use super::map::RegisterMap;
 use super::meter::Meter;
 use super::profile::ProfileDevice;
 use super::{SimDeviceSpec, SimDeviceState, SimKind, StorageControl};
-use crate::modbus::plan::Table;
+use crate::modbus::plan::{Span, Table};
 use crate::model::Property;
 
 /// Behaviour by device kind.
@@ -39,6 +39,10 @@ pub struct Device {
     pub refuse_writes: bool,
     /// Read requests answered (with data or an exception).
     pub reads: u64,
+    /// Registers the device does not implement: a read that touches one is
+    /// answered with "illegal data address", as some devices do for optional
+    /// points inside a SunSpec block.
+    pub refused: Vec<Span>,
 }
 
 /// A device shared between its server's connections, the physics task and handles.
@@ -105,6 +109,7 @@ impl Device {
             kind,
             refuse_writes: spec.refuse_writes,
             reads: 0,
+            refused: Vec::new(),
         }
     }
 
@@ -112,6 +117,12 @@ impl Device {
     /// devices answer both from one image).
     pub fn read(&mut self, table: Table, addr: u16, count: u16) -> Result<Vec<u16>, ExceptionCode> {
         self.reads += 1;
+        let end = u32::from(addr) + u32::from(count);
+        let touches =
+            |s: &Span| s.table == table && u32::from(s.addr) < end && u32::from(addr) < s.end();
+        if self.refused.iter().any(touches) {
+            return Err(ExceptionCode::IllegalDataAddress);
+        }
         match &self.kind {
             Kind::Profile(p) => p.read(table, addr, count),
             Kind::Inputs { bits, count: n } => read_inputs(*bits, *n, table, addr, count),
@@ -301,5 +312,11 @@ impl SimDeviceHandle {
     /// Makes every later write answer exception 4 (ServerDeviceFailure), or not.
     pub fn set_refuse_writes(&self, on: bool) {
         lock(&self.cell).refuse_writes = on;
+    }
+
+    /// Makes every later read that touches `span` answer exception 2 ("illegal
+    /// data address"), like a device that leaves those registers out.
+    pub fn refuse_reads(&self, span: Span) {
+        lock(&self.cell).refused.push(span);
     }
 }

@@ -13,12 +13,15 @@ use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::audit::{AuditEvent, AuditKind};
+use super::decide::Command;
 use super::report::{due, Desired, DeviceReport, Due, Last};
 use super::stats::WriteCounters;
 use super::writer::{verify, DeviceControls, WritePlan};
 use crate::config::DeviceConfig;
+use crate::modbus::plan::{Image, Span};
 use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, Op, OpOutput};
 use crate::model::time::now_ms;
+use crate::model::DeviceType;
 
 /// How often to look again for a device that is not discovered yet.
 const UNDISCOVERED_RETRY_MS: i64 = 1000;
@@ -41,11 +44,43 @@ pub struct Actuator {
     pub audit: mpsc::Sender<AuditEvent>,
 }
 
-/// The device's controls and the last read of their registers.
+/// Why a battery gets 0 W when nothing gives its rating (the allocation
+/// shares storage power by rating).
+fn unrated_note(device: &DeviceConfig, map: &DeviceMap, cmd: Command) -> Option<String> {
+    let storage = matches!(cmd, Command::EssPower(_));
+    let unrated = device.device_type == DeviceType::Battery
+        && super::inputs::battery_rating(device, &map.info).is_none();
+    (storage && unrated).then(|| {
+        "no power rating known for this battery (the device reports none): it is held at 0 W; \
+         set rated_power (or max_charge_power and max_discharge_power) on the device"
+            .to_string()
+    })
+}
+
+/// The words of each read of a transaction, in order.
+fn words_of(out: Vec<OpOutput>) -> Vec<Vec<u16>> {
+    out.into_iter()
+        .filter_map(|o| match o {
+            OpOutput::Words(w) => Some(w),
+            OpOutput::Written => None,
+        })
+        .collect()
+}
+
+/// The reads of `spans` (in order) as an image.
+fn image_of(spans: &[Span], reads: Vec<Vec<u16>>) -> Image {
+    let mut img = Image::new();
+    for (span, words) in spans.iter().zip(reads) {
+        img.insert(*span, words);
+    }
+    img
+}
+
+/// The device's controls and the last read of their calibration registers.
 struct Calibrated {
     map: Arc<DeviceMap>,
     controls: DeviceControls,
-    words: Vec<u16>,
+    image: Image,
 }
 
 impl Actuator {
@@ -96,7 +131,9 @@ impl Actuator {
                 return Due::At(now + retry);
             }
         };
-        let plan = match c.controls.plan(d.command, self.revert_s, &c.words) {
+        let note = unrated_note(&self.device, &c.map, d.command);
+        self.report(|r| r.note = note);
+        let plan = match c.controls.plan(d.command, self.revert_s, &c.image) {
             Ok(p) => p,
             Err(e) => {
                 let e = e.to_string();
@@ -114,10 +151,8 @@ impl Actuator {
         }
         let changed = last.as_ref().is_none_or(|l| l.writes != plan.writes);
         // The calibration registers, when the plan reads them back anyway.
-        let recal = c
-            .controls
-            .span()
-            .and_then(|s| plan.read_back.iter().position(|r| *r == s));
+        let cal_spans = c.controls.calibration();
+        let recal = !cal_spans.is_empty() && cal_spans.iter().all(|s| plan.read_back.contains(s));
         let result = self.write(&plan).await;
         let at = now_ms();
         let failures = match last.as_ref() {
@@ -131,10 +166,8 @@ impl Actuator {
             },
             Err(e) => (false, Some(e), None),
         };
-        if let (Some(mut reads), Some(i), Some(c)) = (reads, recal, cal.as_mut()) {
-            if i < reads.len() {
-                c.words = reads.swap_remove(i);
-            }
+        if let (Some(reads), true, Some(c)) = (reads, recal, cal.as_mut()) {
+            c.image = image_of(&plan.read_back, reads);
         }
         if let Some(c) = self.writes.get(self.slot) {
             c.record(changed, ok);
@@ -191,24 +224,20 @@ impl Actuator {
         if stale {
             let controls = DeviceControls::for_device(&self.device, &map)
                 .map_err(|e| (e.to_string(), super::report::MAX_BACKOFF_MS))?;
-            let words = match controls.span() {
-                Some(span) => match self
-                    .bus
-                    .transact(self.device.unit_id, vec![Op::Read(span)])
-                    .await
-                {
-                    Ok(mut out) => match out.pop() {
-                        Some(OpOutput::Words(w)) => w,
-                        _ => return Err(("control registers: no answer".into(), 1000)),
-                    },
+            let spans = controls.calibration();
+            let image = if spans.is_empty() {
+                Image::new()
+            } else {
+                let ops = spans.iter().map(|s| Op::Read(*s)).collect();
+                match self.bus.transact(self.device.unit_id, ops).await {
+                    Ok(out) => image_of(&spans, words_of(out)),
                     Err(e) => return Err((format!("reading the control registers: {e}"), 1000)),
-                },
-                None => Vec::new(),
+                }
             };
             *cal = Some(Calibrated {
                 map,
                 controls,
-                words,
+                image,
             });
         }
         cal.as_ref().ok_or(("no controls".to_string(), 1000))
@@ -231,13 +260,7 @@ impl Actuator {
             .transact(self.device.unit_id, ops)
             .await
             .map_err(|e| e.to_string())?;
-        Ok(out
-            .into_iter()
-            .filter_map(|o| match o {
-                OpOutput::Words(w) => Some(w),
-                OpOutput::Written => None,
-            })
-            .collect())
+        Ok(words_of(out))
     }
 
     fn report(&self, f: impl FnOnce(&mut DeviceReport)) {

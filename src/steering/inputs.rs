@@ -9,7 +9,7 @@ use super::hold::{LoopSettings, Meter};
 use super::limits::OperatorLimits;
 use crate::config::{DeviceConfig, SiteConfig};
 use crate::model::{DeviceId, DeviceType, Property};
-use crate::telemetry::{DeviceSnapshot, Live};
+use crate::telemetry::{DeviceInfo, DeviceSnapshot, Live};
 
 /// A site's devices by role, in config order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -46,14 +46,19 @@ fn priority(cfg: &DeviceConfig) -> u32 {
     cfg.priority.unwrap_or(u32::MAX)
 }
 
+/// A battery's rating: configured, else reported by the device, else the
+/// tighter of its configured charge and discharge limits. `None` when nothing
+/// says: the battery is then steered at 0 W (and its steering state says why).
+pub fn battery_rating(cfg: &DeviceConfig, info: &DeviceInfo) -> Option<f64> {
+    cfg.rated_power_w
+        .or(info.rated_power_w)
+        .or(min_of(&[cfg.max_charge_power_w, cfg.max_discharge_power_w]))
+}
+
 /// A battery's view. An offline battery can do nothing now (its share is spread
 /// over the others).
 pub fn battery_view(cfg: &DeviceConfig, s: &DeviceSnapshot) -> BatteryView {
-    let rated = cfg
-        .rated_power_w
-        .or(s.info.rated_power_w)
-        .or(min_of(&[cfg.max_charge_power_w, cfg.max_discharge_power_w]))
-        .unwrap_or(0.0);
+    let rated = battery_rating(cfg, &s.info).unwrap_or(0.0);
     let online = s.online;
     let cap = |configured: Option<f64>, reported: Option<f64>| {
         if !online {

@@ -101,6 +101,10 @@ pub struct DeviceReport {
     pub written_at_ms: Option<i64>,
     pub confirmed: bool,
     pub error: Option<String>,
+    /// Why the device is told what it is told, when that is not obvious (a
+    /// battery without a known rating gets 0 W); shown as `error` when there
+    /// is no error.
+    pub note: Option<String>,
 }
 
 impl DeviceReport {
@@ -112,6 +116,7 @@ impl DeviceReport {
             written_at_ms: None,
             confirmed: false,
             error: None,
+            note: None,
         }
     }
 
@@ -167,7 +172,7 @@ impl DeviceReport {
             "state": self.state.as_str(),
             "writtenAt": self.written_at_ms,
             "confirmed": self.confirmed,
-            "error": self.error,
+            "error": self.error.as_ref().or(self.note.as_ref()),
         })
     }
 }

@@ -85,6 +85,18 @@ fn sunspec_sentinels_are_absent() {
 }
 
 #[test]
+fn several_raw_patterns_are_absent() {
+    let temp = Absent::RawAny(Sentinels::new(&[0xFFFF, 0x7FFF]).unwrap());
+    // GoodWe's battery temperature: -1 and 0x7FFF mean "no value".
+    check(&[0xFFFF], I16, HighFirst, temp, None);
+    check(&[0x7FFF], I16, HighFirst, temp, None);
+    check(&[0xFFFE], I16, HighFirst, temp, Some(-2.0));
+    check(&[0x00F5], I16, HighFirst, temp, Some(245.0));
+    assert!(Sentinels::new(&[]).is_none());
+    assert!(Sentinels::new(&[1, 2, 3, 4, 5]).is_none());
+}
+
+#[test]
 fn short_input_is_absent() {
     check(&[0x0001], U32, HighFirst, Never, None);
     check(&[], U16, HighFirst, Never, None);

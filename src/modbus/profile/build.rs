@@ -8,9 +8,9 @@ mod controls;
 mod identify;
 
 use super::controls::ProfileControls;
-use super::raw::{RawPoint, RawProfile};
+use super::raw::{RawAbsent, RawPoint, RawProfile};
 use super::{Profile, ProfileError, ProfileProblem};
-use crate::modbus::codec::{Absent, ValueType};
+use crate::modbus::codec::{Absent, Sentinels, ValueType};
 use crate::modbus::plan::Table;
 use crate::modbus::point::{PointSpec, Scale, SignFlag};
 use crate::model::{Kind, Property, Unit};
@@ -57,6 +57,22 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileErr
     if raw.points.is_empty() {
         p.push("points", "a profile needs at least one [[points]] entry");
     }
+    let spans: Vec<Registers> = raw
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, rp)| Registers {
+            path: format!("points[{i}].register"),
+            table: rp.table,
+            addr: rp.register,
+            len: rp.ty.words(),
+        })
+        .collect();
+    disjoint(
+        &spans,
+        "two points cannot decode the same registers",
+        &mut p,
+    );
     let controls = ProfileControls {
         ess_power: raw
             .controls
@@ -124,6 +140,89 @@ pub(super) fn check_span(path: &str, register: u16, ty: ValueType, p: &mut Probl
         );
     }
     ok
+}
+
+/// The "no value" patterns of a point: each must fit its type; one list holds
+/// at most [`Sentinels::MAX`].
+fn absent(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<Absent> {
+    let Some(RawAbsent(list)) = &rp.absent else {
+        return Some(Absent::Never);
+    };
+    let max = if rp.ty.words() >= 4 {
+        u64::MAX
+    } else {
+        (1u64 << (16 * u32::from(rp.ty.words()))) - 1
+    };
+    let mut ok = true;
+    for a in list.iter().filter(|a| **a > max) {
+        p.push(path, format!("{a} does not fit in {:?}", rp.ty));
+        ok = false;
+    }
+    match list.as_slice() {
+        [one] => ok.then_some(Absent::Raw(*one)),
+        many => match Sentinels::new(many) {
+            Some(s) => ok.then_some(Absent::RawAny(s)),
+            None => {
+                p.push(
+                    path,
+                    format!(
+                        "give 1 to {} raw patterns, found {}",
+                        Sentinels::MAX,
+                        many.len()
+                    ),
+                );
+                None
+            }
+        },
+    }
+}
+
+/// Registers one entry of a profile reads or writes, for the overlap checks.
+pub(super) struct Registers {
+    pub path: String,
+    pub table: Table,
+    pub addr: u16,
+    pub len: u16,
+}
+
+impl Registers {
+    fn end(&self) -> u32 {
+        u32::from(self.addr) + u32::from(self.len)
+    }
+
+    fn overlaps(&self, other: &Registers) -> bool {
+        self.table == other.table
+            && u32::from(self.addr) < other.end()
+            && u32::from(other.addr) < self.end()
+    }
+
+    fn describe(&self) -> String {
+        if self.len <= 1 {
+            self.addr.to_string()
+        } else {
+            format!("{}-{}", self.addr, self.end() - 1)
+        }
+    }
+}
+
+/// Refuses entries whose registers overlap an earlier entry's: two points
+/// decoding the same registers (one of them is wrong), or two writes of one
+/// recipe to the same register (the read-back could only ever confirm the
+/// later one, so the earlier write would go unchecked).
+pub(super) fn disjoint(entries: &[Registers], why: &str, p: &mut Problems) {
+    for (j, later) in entries.iter().enumerate() {
+        if let Some(earlier) = entries[..j].iter().find(|e| e.overlaps(later)) {
+            p.push(
+                &later.path,
+                format!(
+                    "registers {} overlap {} (registers {}): {why}",
+                    later.describe(),
+                    earlier.path,
+                    earlier.describe()
+                ),
+            );
+        }
+    }
 }
 
 fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
@@ -200,19 +299,7 @@ fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
             "a profile reads holding or input registers; discrete inputs are read by a site's grid_signals",
         );
     }
-    if let Some(a) = rp.absent {
-        let max = if rp.ty.words() >= 4 {
-            u64::MAX
-        } else {
-            (1u64 << (16 * u32::from(rp.ty.words()))) - 1
-        };
-        if a > max {
-            p.push(
-                format!("{path}.absent"),
-                format!("{a} does not fit in {:?}", rp.ty),
-            );
-        }
-    }
+    let absent = absent(&format!("{path}.absent"), rp, p);
     if p.0.len() > before {
         return None;
     }
@@ -222,7 +309,7 @@ fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
         addr: rp.register,
         ty: rp.ty,
         order: rp.word_order,
-        absent: rp.absent.map_or(Absent::Never, Absent::Raw),
+        absent: absent?,
         scale: scale?,
         negate: rp.negate,
         gate: None,

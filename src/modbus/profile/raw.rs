@@ -61,13 +61,76 @@ pub(super) struct RawPoint {
     pub unit: Option<String>,
     /// Must match the property's kind when given (a check, not a setting).
     pub kind: Option<String>,
-    /// Raw bit pattern meaning "not available".
-    pub absent: Option<u64>,
+    /// Raw bit pattern(s) meaning "not available": one number or a list.
+    pub absent: Option<RawAbsent>,
     /// Flip the sign (vendor sign convention).
     #[serde(default)]
     pub negate: bool,
     /// Negative while a flag register has any bit of `mask` set.
     pub negative_when: Option<RawFlag>,
+}
+
+/// `absent = 0x7FFF` or `absent = [0xFFFF, 0x7FFF]`.
+#[derive(Debug)]
+pub(super) struct RawAbsent(pub Vec<u64>);
+
+/// One raw pattern: a non-negative number.
+struct Pattern(u64);
+
+fn negative<E: serde::de::Error>(v: i64) -> E {
+    E::custom(format!(
+        "{v} is negative: give the raw pattern (-1 of an i16 is 0xFFFF)"
+    ))
+}
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Pattern;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a raw register value such as 0x7FFF")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Pattern, E> {
+                Ok(Pattern(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Pattern, E> {
+                u64::try_from(v).map(Pattern).map_err(|_| negative(v))
+            }
+        }
+        d.deserialize_u64(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawAbsent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RawAbsent;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a raw register value (e.g. 0x7FFF) or a list of them")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RawAbsent, E> {
+                Ok(RawAbsent(vec![v]))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<RawAbsent, E> {
+                u64::try_from(v)
+                    .map(|v| RawAbsent(vec![v]))
+                    .map_err(|_| negative(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawAbsent, A::Error> {
+                let mut out = Vec::new();
+                while let Some(Pattern(v)) = seq.next_element()? {
+                    out.push(v);
+                }
+                Ok(RawAbsent(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -156,6 +156,101 @@ fn incomplete_controls_are_refused() {
     );
 }
 
+#[test]
+fn several_absent_patterns_and_their_problems() {
+    let p = parse(
+        "t",
+        "t.toml",
+        "[[points]]\nproperty = \"temperature\"\nregister = 1\ntype = \"i16\"\nabsent = [0xFFFF, 0x7FFF]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        p.points[0].absent,
+        crate::modbus::codec::Absent::RawAny(
+            crate::modbus::codec::Sentinels::new(&[0xFFFF, 0x7FFF]).unwrap()
+        )
+    );
+    let got = problems(
+        "[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"u16\"\nabsent = [0x10000, 1, 2, 3, 4]\n",
+    );
+    let joined = got.join("\n");
+    assert!(
+        joined.contains("points[0].absent: 65536 does not fit in U16"),
+        "{got:?}"
+    );
+    assert!(
+        joined.contains("points[0].absent: give 1 to 4 raw patterns, found 5"),
+        "{got:?}"
+    );
+    let got =
+        problems("[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"i16\"\nabsent = [-1]\n");
+    assert!(got[0].starts_with("points[0].absent"), "{got:?}");
+    assert!(got[0].contains("-1 is negative"), "{got:?}");
+}
+
+#[test]
+fn overlapping_points_are_refused() {
+    let got = problems(
+        r#"
+[[points]]
+property = "activePower"
+register = 100
+type = "i32"
+
+[[points]]
+property = "soc"
+register = 101
+type = "u16"
+
+[[points]]
+property = "stateOfHealth"
+register = 101
+table = "input"
+type = "u16"
+"#,
+    );
+    assert_eq!(
+        got,
+        [
+            "points[1].register: registers 101 overlap points[0].register (registers 100-101): \
+          two points cannot decode the same registers"
+        ]
+    );
+}
+
+#[test]
+fn a_recipe_that_writes_a_register_twice_is_refused() {
+    // The enable write to 47100 is overwritten by the direction in the same
+    // recipe: its read-back could never confirm it.
+    let got = problems(&format!(
+        "{SOC}[controls.ess_power]\n\
+         charge_power = {{ register = 47247, type = \"u32\" }}\n\
+         discharge_power = {{ register = 47248, type = \"u32\" }}\n\
+         direction = {{ register = 47100, charge = 1, discharge = 2, idle = 2 }}\n\
+         enable = [{{ register = 47100, value = 5 }}]\n\
+         release = [{{ register = 47100, value = 0 }}, {{ register = 47100, value = 1 }}]\n"
+    ));
+    let joined = got.join("\n");
+    for want in [
+        "controls.ess_power.discharge_power.register: registers 47248-47249 overlap \
+         controls.ess_power.charge_power.register (registers 47247-47248)",
+        "controls.ess_power.direction.register: registers 47100 overlap \
+         controls.ess_power.enable[0].register (registers 47100)",
+        "controls.ess_power.release[1].register: registers 47100 overlap \
+         controls.ess_power.release[0].register",
+    ] {
+        assert!(joined.contains(want), "{want}\n{joined}");
+    }
+    let got = problems(&format!(
+        "{SOC}[controls.production_limit]\nregister = 3\ntype = \"u16\"\nunit = \"%\"\n\
+         enable = [{{ register = 3, value = 1 }}]\nrelease = [{{ register = 3, value = 1000 }}]\n"
+    ));
+    assert!(
+        got[0].starts_with("controls.production_limit.register: registers 3 overlap"),
+        "{got:?}"
+    );
+}
+
 fn w(addr: u16, values: &[u16]) -> RegisterWrite {
     RegisterWrite {
         addr,
@@ -171,12 +266,14 @@ fn split_ess_writes_in_device_order() {
         .unwrap();
     let p = parse("h", "h", text).unwrap();
     let ess = p.controls.ess_power.unwrap();
-    // 2.5 kW charge for 90 s: 2 minutes, duration mode, charge power, charge.
+    // 2.5 kW charge for 90 s: 2 minutes, duration mode, charge from grid on,
+    // charge power, charge.
     assert_eq!(
         ess.writes(-2500.0, 90).unwrap(),
         [
             w(47083, &[2]),
             w(47246, &[0]),
+            w(47087, &[1]),
             w(47247, &[0, 2500]),
             w(47249, &[0, 0]),
             w(47100, &[1]),
@@ -184,11 +281,51 @@ fn split_ess_writes_in_device_order() {
     );
     let discharge = ess.writes(70_000.0, 60).unwrap();
     assert_eq!(
-        discharge[2..],
+        discharge[3..],
         [w(47247, &[0, 0]), w(47249, &[1, 4464]), w(47100, &[2])]
     );
-    assert_eq!(ess.writes(0.0, 60).unwrap()[4], w(47100, &[2]));
-    assert_eq!(ess.release_writes(), [w(47100, &[0])]);
+    assert_eq!(ess.writes(0.0, 60).unwrap()[5], w(47100, &[2]));
+    // Release: charge from grid off again (the device's default), forcing stopped.
+    assert_eq!(ess.release_writes(), [w(47087, &[0]), w(47100, &[0])]);
+}
+
+fn builtin(name: &str) -> EssControl {
+    let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).unwrap();
+    parse(name, "built-in", text)
+        .unwrap()
+        .controls
+        .ess_power
+        .unwrap()
+}
+
+#[test]
+fn goodwe_and_sungrow_writes_are_pinned() {
+    // GoodWe ET: EMS power 47512 (W), then EMS mode 47511: 11 charge,
+    // 12 discharge, 8 standby; release: 1 auto. No timer.
+    let g = builtin("goodwe-et");
+    assert_eq!(
+        g.writes(-3000.0, 60).unwrap(),
+        [w(47512, &[3000]), w(47511, &[11])]
+    );
+    assert_eq!(
+        g.writes(2500.0, 60).unwrap(),
+        [w(47512, &[2500]), w(47511, &[12])]
+    );
+    assert_eq!(g.writes(0.0, 60).unwrap(), [w(47512, &[0]), w(47511, &[8])]);
+    assert_eq!(g.release_writes(), [w(47511, &[1])]);
+    // Sungrow SH: forced mode 13049 = 2, power 13051 (W), command 13050:
+    // 0xAA charge, 0xBB discharge, 0xCC stop; release: self-consumption, stop.
+    let s = builtin("sungrow-sh");
+    assert_eq!(
+        s.writes(-1500.0, 60).unwrap(),
+        [w(13049, &[2]), w(13051, &[1500]), w(13050, &[0xAA])]
+    );
+    assert_eq!(
+        s.writes(4000.0, 60).unwrap(),
+        [w(13049, &[2]), w(13051, &[4000]), w(13050, &[0xBB])]
+    );
+    assert_eq!(s.writes(0.0, 60).unwrap()[2], w(13050, &[0xCC]));
+    assert_eq!(s.release_writes(), [w(13049, &[0]), w(13050, &[0xCC])]);
 }
 
 #[test]

@@ -38,8 +38,10 @@ fn text<G: Group, T: Value>(img: &Image, b: &ModelBlock, p: &Point<G, T>) -> Opt
 }
 
 /// Reads identity (Common model) and ratings (120, 121, 702, 713, 802) in as few
-/// requests as the planner allows (a SunSpec map is readable end to end, so
-/// reads span any gap).
+/// requests as the planner allows: a SunSpec map should be readable end to end,
+/// so reads span any gap; a device that refuses part of one (model 1's `Opt`,
+/// 103's event registers answered with "illegal data address") gets the read
+/// split, and a point it refuses alone is left out of the info.
 pub async fn read_info<R: RegisterReader>(
     r: &mut R,
     chain: &[ModelBlock],

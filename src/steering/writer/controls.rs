@@ -12,7 +12,7 @@ use super::{
     WritePlan,
 };
 use crate::config::DeviceConfig;
-use crate::modbus::plan::Span;
+use crate::modbus::plan::{Image, Span};
 use crate::modbus::profile::ProfileControls;
 use crate::modbus::sunspec::ModelBlock;
 use crate::modbus::{Controls, DeviceMap};
@@ -60,30 +60,26 @@ impl DeviceControls {
         }
     }
 
-    /// Registers read before planning (calibration); `None` when the writer
-    /// needs none.
-    pub fn span(&self) -> Option<Span> {
+    /// Registers read before planning (calibration: reference values and
+    /// scale factors), each point on its own; empty when the writer needs none.
+    pub fn calibration(&self) -> Vec<Span> {
         match self {
-            DeviceControls::Storage124(s) => Some(s.span()),
-            DeviceControls::Inverter123(s) => Some(s.span()),
-            DeviceControls::Storage704(s) => Some(s.span()),
-            DeviceControls::Inverter704(s) => Some(s.span()),
-            DeviceControls::ProfileStorage(_) | DeviceControls::ProfileInverter(_) => None,
+            DeviceControls::Storage124(s) => s.calibration(),
+            DeviceControls::Inverter123(s) => s.calibration(),
+            DeviceControls::Storage704(s) => s.calibration(),
+            DeviceControls::Inverter704(s) => s.calibration(),
+            DeviceControls::ProfileStorage(_) | DeviceControls::ProfileInverter(_) => Vec::new(),
         }
     }
 
-    /// The writes for `cmd`; `words` are the registers of [`Self::span`] as read.
-    pub fn plan(
-        &self,
-        cmd: Command,
-        revert_s: u16,
-        words: &[u16],
-    ) -> Result<WritePlan, WriteError> {
+    /// The writes for `cmd`; `cal` holds the registers of [`Self::calibration`]
+    /// as read.
+    pub fn plan(&self, cmd: Command, revert_s: u16, cal: &Image) -> Result<WritePlan, WriteError> {
         match self {
-            DeviceControls::Storage124(s) => s.plan(cmd, revert_s, words),
-            DeviceControls::Inverter123(s) => s.plan(cmd, revert_s, words),
-            DeviceControls::Storage704(s) => s.plan(cmd, revert_s, words),
-            DeviceControls::Inverter704(s) => s.plan(cmd, revert_s, words),
+            DeviceControls::Storage124(s) => s.plan(cmd, revert_s, cal),
+            DeviceControls::Inverter123(s) => s.plan(cmd, revert_s, cal),
+            DeviceControls::Storage704(s) => s.plan(cmd, revert_s, cal),
+            DeviceControls::Inverter704(s) => s.plan(cmd, revert_s, cal),
             DeviceControls::ProfileStorage(p) => p.plan(cmd, revert_s),
             DeviceControls::ProfileInverter(p) => p.plan(cmd, revert_s),
         }

@@ -15,10 +15,10 @@
 use ::sunspec::models::model704::Model704 as M704;
 use ::sunspec::{Group, Point, Value};
 
-use super::sunspec::{addr, empty_plan, encode, sf, span_of, write};
+use super::sunspec::{addr, empty_plan, encode, finish, point_span, sf, spans_of, write};
 use super::{RegWrite, WriteError, WritePlan};
 use crate::modbus::codec::{self, ValueType, WordOrder};
-use crate::modbus::plan::Span;
+use crate::modbus::plan::{Image, Span};
 use crate::modbus::sunspec::ModelBlock;
 use crate::steering::decide::Command;
 
@@ -51,22 +51,18 @@ pub struct Sunspec704Limit {
 }
 
 impl Sunspec704Limit {
-    pub fn span(&self) -> Span {
-        span_of(&self.block)
+    /// `WMaxLimPct_SF`.
+    pub fn calibration(&self) -> Vec<Span> {
+        spans_of([point_span(&self.block, &M704::W_MAX_LIM_PCT_SF)])
     }
 
-    pub fn plan(
-        &self,
-        cmd: Command,
-        revert_s: u16,
-        words: &[u16],
-    ) -> Result<WritePlan, WriteError> {
+    pub fn plan(&self, cmd: Command, revert_s: u16, cal: &Image) -> Result<WritePlan, WriteError> {
         let b = &self.block;
         let ena = addr(b, &M704::W_MAX_LIM_PCT_ENA)?;
-        let mut plan = empty_plan(b);
+        let mut plan = empty_plan();
         match cmd {
             Command::ProductionLimit(w) => {
-                let pct_sf = sf(b, words, &M704::W_MAX_LIM_PCT_SF)?;
+                let pct_sf = sf(b, cal, &M704::W_MAX_LIM_PCT_SF)?;
                 let pct = (w / self.wmax_w * 100.0).clamp(0.0, 100.0);
                 let raw = encode(codec::unapply_sf(pct, pct_sf), ValueType::U16)?;
                 write(addr(b, &M704::W_MAX_LIM_PCT)?, raw, &mut plan);
@@ -82,7 +78,7 @@ impl Sunspec704Limit {
             Command::ProductionRelease => write(ena, 0, &mut plan),
             other => return Err(WriteError::WrongCommand(other)),
         }
-        Ok(plan)
+        Ok(finish(plan, self.calibration()))
     }
 }
 
@@ -93,22 +89,18 @@ pub struct Sunspec704Power {
 }
 
 impl Sunspec704Power {
-    pub fn span(&self) -> Span {
-        span_of(&self.block)
+    /// `WSet_SF`.
+    pub fn calibration(&self) -> Vec<Span> {
+        spans_of([point_span(&self.block, &M704::W_SET_SF)])
     }
 
-    pub fn plan(
-        &self,
-        cmd: Command,
-        revert_s: u16,
-        words: &[u16],
-    ) -> Result<WritePlan, WriteError> {
+    pub fn plan(&self, cmd: Command, revert_s: u16, cal: &Image) -> Result<WritePlan, WriteError> {
         let b = &self.block;
         let ena = addr(b, &M704::W_SET_ENA)?;
-        let mut plan = empty_plan(b);
+        let mut plan = empty_plan();
         match cmd {
             Command::EssPower(w) => {
-                let w_sf = sf(b, words, &M704::W_SET_SF)?;
+                let w_sf = sf(b, cal, &M704::W_SET_SF)?;
                 let mode = addr(b, &M704::W_SET_MOD)?;
                 let set = addr(b, &M704::W_SET)?;
                 let raw = codec::encode(
@@ -140,6 +132,6 @@ impl Sunspec704Power {
             Command::EssRelease => write(ena, 0, &mut plan),
             other => return Err(WriteError::WrongCommand(other)),
         }
-        Ok(plan)
+        Ok(finish(plan, self.calibration()))
     }
 }

@@ -6,19 +6,35 @@
 //! Release: `StorCtl_Mod = 0`, both rates 100 %.
 //! Model 123: `WMaxLimPct` in % of `WMax` scaled by `WMaxLimPct_SF`, then
 //! `WMaxLimPct_RvrtTms`, then `WMaxLim_Ena = 1`. Release: `WMaxLim_Ena = 0`.
+//!
+//! A writer reads only the registers it needs (its calibration: reference
+//! values and scale factors) and reads back only the registers it wrote, each
+//! on its own: never a whole control block, which a device may refuse when it
+//! leaves some of the block's points out.
 
 use ::sunspec::models::model123::Model123 as M123;
 use ::sunspec::models::model124::Model124 as M124;
 use ::sunspec::{Group, Point, Value};
 
-use super::{word_at, RegWrite, WriteError, WritePlan};
+use super::{RegWrite, WriteError, WritePlan};
 use crate::modbus::codec::{self, Absent, ValueType, WordOrder};
-use crate::modbus::plan::{Span, Table};
+use crate::modbus::plan::{self, Image, Span, Table};
 use crate::modbus::sunspec::ModelBlock;
 use crate::steering::decide::Command;
 
-pub(super) fn span_of(block: &ModelBlock) -> Span {
-    Span::new(Table::Holding, block.point(0), block.len)
+/// The registers of point `p` in `block`, when the block holds it.
+pub(super) fn point_span<G: Group, T: Value>(block: &ModelBlock, p: &Point<G, T>) -> Option<Span> {
+    block
+        .holds(p.offset, p.length)
+        .then(|| Span::new(Table::Holding, block.point(p.offset), p.length))
+}
+
+/// The calibration reads of a writer: each point on its own, so that a device
+/// that refuses other registers of the block (power factor, ramp times) still
+/// answers; adjacent points are read together.
+pub(super) fn spans_of(spans: impl IntoIterator<Item = Option<Span>>) -> Vec<Span> {
+    let spans: Vec<Span> = spans.into_iter().flatten().collect();
+    plan::plan(&spans, 0)
 }
 
 pub(super) fn addr<G: Group, T: Value>(
@@ -38,15 +54,16 @@ pub(super) fn addr<G: Group, T: Value>(
     }
 }
 
-/// A scale factor point; "not implemented" counts as 0.
+/// A scale factor point; "not implemented" (or not read) counts as 0.
 pub(super) fn sf<G: Group, T: Value>(
     block: &ModelBlock,
-    words: &[u16],
+    cal: &Image,
     p: &Point<G, T>,
 ) -> Result<i32, WriteError> {
     let a = addr(block, p)?;
-    Ok(word_at(span_of(block), words, a)
-        .and_then(codec::decode_sf)
+    Ok(cal
+        .get(Table::Holding, a, 1)
+        .and_then(|w| codec::decode_sf(w[0]))
         .unwrap_or(0))
 }
 
@@ -66,13 +83,28 @@ pub(super) fn write(addr: u16, word: u16, plan: &mut WritePlan) {
     plan.expect.push((addr, word));
 }
 
-/// A plan with no writes yet that reads the whole block back.
-pub(super) fn empty_plan(block: &ModelBlock) -> WritePlan {
+/// A plan with no writes yet; [`finish`] adds its read-back.
+pub(super) fn empty_plan() -> WritePlan {
     WritePlan {
         writes: Vec::new(),
-        read_back: vec![span_of(block)],
+        read_back: Vec::new(),
         expect: Vec::new(),
     }
+}
+
+/// Reads back exactly the registers written (adjacent ones together), never
+/// the whole block: a device may refuse registers of a control model it does
+/// not implement (e.g. model 123's power factor). The calibration registers
+/// follow, so that each write also refreshes them.
+pub(super) fn finish(mut plan: WritePlan, calibration: Vec<Span>) -> WritePlan {
+    let written: Vec<Span> = plan
+        .writes
+        .iter()
+        .map(|w| Span::new(Table::Holding, w.addr, w.values.len() as u16))
+        .collect();
+    plan.read_back = plan::plan(&written, 0);
+    plan.read_back.extend(calibration);
+    plan
 }
 
 /// Model 124 at `block`.
@@ -82,26 +114,27 @@ pub struct Sunspec124 {
 }
 
 impl Sunspec124 {
-    pub fn span(&self) -> Span {
-        span_of(&self.block)
+    /// `WChaMax`, its scale factor and `InOutWRte_SF`.
+    pub fn calibration(&self) -> Vec<Span> {
+        let b = &self.block;
+        spans_of([
+            point_span(b, &M124::W_CHA_MAX),
+            point_span(b, &M124::W_CHA_MAX_SF),
+            point_span(b, &M124::IN_OUT_W_RTE_SF),
+        ])
     }
 
-    pub fn plan(
-        &self,
-        cmd: Command,
-        revert_s: u16,
-        words: &[u16],
-    ) -> Result<WritePlan, WriteError> {
+    pub fn plan(&self, cmd: Command, revert_s: u16, cal: &Image) -> Result<WritePlan, WriteError> {
         let b = &self.block;
-        let rte_sf = sf(b, words, &M124::IN_OUT_W_RTE_SF)?;
+        let rte_sf = sf(b, cal, &M124::IN_OUT_W_RTE_SF)?;
         let raw_pct = |pct: f64| encode(codec::unapply_sf(pct, rte_sf), ValueType::I16);
         let out_addr = addr(b, &M124::OUT_W_RTE)?;
         let in_addr = addr(b, &M124::IN_W_RTE)?;
         let mode_addr = addr(b, &M124::STOR_CTL_MOD)?;
-        let mut plan = empty_plan(b);
+        let mut plan = empty_plan();
         match cmd {
             Command::EssPower(w) => {
-                let cha_max = self.w_cha_max(words)?;
+                let cha_max = self.w_cha_max(cal)?;
                 // Never beyond 100 %: the window cannot express more.
                 let pct = (w.abs() / cha_max * 100.0).min(100.0);
                 let (out_pct, in_pct) = if w > 0.0 { (pct, -pct) } else { (-pct, pct) };
@@ -126,22 +159,22 @@ impl Sunspec124 {
             other => return Err(WriteError::WrongCommand(other)),
         }
         debug_assert_eq!(in_addr, out_addr + 1);
-        Ok(plan)
+        Ok(finish(plan, self.calibration()))
     }
 
     /// `WChaMax` in W: the 100 % of both rates.
-    fn w_cha_max(&self, words: &[u16]) -> Result<f64, WriteError> {
+    fn w_cha_max(&self, cal: &Image) -> Result<f64, WriteError> {
         let b = &self.block;
         let a = addr(b, &M124::W_CHA_MAX)?;
-        let raw = word_at(self.span(), words, a).and_then(|w| {
+        let raw = cal.get(Table::Holding, a, 1).and_then(|w| {
             codec::decode(
-                &[w],
+                w,
                 ValueType::U16,
                 WordOrder::HighFirst,
                 Absent::SunspecNumber,
             )
         });
-        let scale = sf(b, words, &M124::W_CHA_MAX_SF)?;
+        let scale = sf(b, cal, &M124::W_CHA_MAX_SF)?;
         match raw.map(|r| codec::apply_sf(r, scale)) {
             Some(w) if w > 0.0 => Ok(w),
             other => Err(WriteError::Missing {
@@ -160,22 +193,18 @@ pub struct Sunspec123 {
 }
 
 impl Sunspec123 {
-    pub fn span(&self) -> Span {
-        span_of(&self.block)
+    /// `WMaxLimPct_SF`.
+    pub fn calibration(&self) -> Vec<Span> {
+        spans_of([point_span(&self.block, &M123::W_MAX_LIM_PCT_SF)])
     }
 
-    pub fn plan(
-        &self,
-        cmd: Command,
-        revert_s: u16,
-        words: &[u16],
-    ) -> Result<WritePlan, WriteError> {
+    pub fn plan(&self, cmd: Command, revert_s: u16, cal: &Image) -> Result<WritePlan, WriteError> {
         let b = &self.block;
         let ena = addr(b, &M123::W_MAX_LIM_ENA)?;
-        let mut plan = empty_plan(b);
+        let mut plan = empty_plan();
         match cmd {
             Command::ProductionLimit(w) => {
-                let pct_sf = sf(b, words, &M123::W_MAX_LIM_PCT_SF)?;
+                let pct_sf = sf(b, cal, &M123::W_MAX_LIM_PCT_SF)?;
                 let pct = (w / self.wmax_w * 100.0).clamp(0.0, 100.0);
                 let raw = encode(codec::unapply_sf(pct, pct_sf), ValueType::U16)?;
                 write(addr(b, &M123::W_MAX_LIM_PCT)?, raw, &mut plan);
@@ -185,6 +214,6 @@ impl Sunspec123 {
             Command::ProductionRelease => write(ena, 0, &mut plan),
             other => return Err(WriteError::WrongCommand(other)),
         }
-        Ok(plan)
+        Ok(finish(plan, self.calibration()))
     }
 }

@@ -2,8 +2,9 @@
 //! registers for magnitudes, release writes, time units. Problems are collected
 //! with their paths, like the points' in the parent module.
 
-use super::{check_scale, check_span, Problems};
+use super::{check_scale, check_span, disjoint, Problems, Registers};
 use crate::modbus::codec::{self, ValueType};
+use crate::modbus::plan::Table;
 use crate::modbus::profile::controls::{
     Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, RevertTimeout,
     ValueRegister,
@@ -27,6 +28,26 @@ fn value_register(path: &str, r: &RawValueRegister, p: &mut Problems) -> Option<
         scale: r.scale,
         offset: r.offset,
     })
+}
+
+fn written(path: String, addr: u16, len: u16) -> Registers {
+    Registers {
+        path,
+        table: Table::Holding,
+        addr,
+        len,
+    }
+}
+
+const SAME_RECIPE: &str =
+    "one recipe writes each register once (the read-back could only confirm the last write)";
+
+/// The registers of fixed writes, with their paths.
+fn fixed_regs(path: &str, list: &[RawFixed]) -> Vec<Registers> {
+    list.iter()
+        .enumerate()
+        .map(|(i, f)| written(format!("{path}[{i}].register"), f.register, f.ty.words()))
+        .collect()
 }
 
 /// Fixed writes, each value encoded as its register's type (a u32 mode
@@ -156,6 +177,37 @@ pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl
         .revert_timeout
         .as_ref()
         .and_then(|r| revert(&sub("revert_timeout"), r, p));
+    // The setpoint recipe in write order: timer, enable, power, direction.
+    let mut writes: Vec<Registers> = Vec::new();
+    if let Some(r) = &e.revert_timeout {
+        writes.push(written(
+            sub("revert_timeout.register"),
+            r.register,
+            r.ty.words(),
+        ));
+    }
+    writes.extend(fixed_regs(&sub("enable"), &e.enable));
+    for (key, r) in [
+        ("signed", e.signed.as_ref().map(|s| (s.register, s.ty))),
+        ("power", e.power.as_ref().map(|r| (r.register, r.ty))),
+        (
+            "charge_power",
+            e.charge_power.as_ref().map(|r| (r.register, r.ty)),
+        ),
+        (
+            "discharge_power",
+            e.discharge_power.as_ref().map(|r| (r.register, r.ty)),
+        ),
+    ] {
+        if let Some((addr, ty)) = r {
+            writes.push(written(sub(&format!("{key}.register")), addr, ty.words()));
+        }
+    }
+    if let Some(d) = &e.direction {
+        writes.push(written(sub("direction.register"), d.register, 1));
+    }
+    disjoint(&writes, SAME_RECIPE, p);
+    disjoint(&fixed_regs(&sub("release"), &e.release), SAME_RECIPE, p);
     let enable = fixed(&sub("enable"), &e.enable, p);
     let release = fixed(&sub("release"), &e.release, p);
     if p.0.len() > before {
@@ -202,6 +254,26 @@ pub(super) fn limit(path: &str, l: &RawLimit, p: &mut Problems) -> Option<LimitC
             "needs at least one write that lifts the limit",
         );
     }
+    let mut writes: Vec<Registers> = Vec::new();
+    if let Some(r) = &l.revert_timeout {
+        writes.push(written(
+            format!("{path}.revert_timeout.register"),
+            r.register,
+            r.ty.words(),
+        ));
+    }
+    writes.extend(fixed_regs(&format!("{path}.enable"), &l.enable));
+    writes.push(written(
+        format!("{path}.register"),
+        l.register,
+        l.ty.words(),
+    ));
+    disjoint(&writes, SAME_RECIPE, p);
+    disjoint(
+        &fixed_regs(&format!("{path}.release"), &l.release),
+        SAME_RECIPE,
+        p,
+    );
     let enable = fixed(&format!("{path}.enable"), &l.enable, p);
     let release = fixed(&format!("{path}.release"), &l.release, p);
     (p.0.len() == before).then_some(LimitControl {

@@ -132,7 +132,10 @@ fn profiles_give_storage_or_limit_by_type() {
             control: ess.clone()
         }))
     );
-    assert_eq!(DeviceControls::for_device(&bat, &map).unwrap().span(), None);
+    assert!(DeviceControls::for_device(&bat, &map)
+        .unwrap()
+        .calibration()
+        .is_empty());
     let inv = device(DeviceType::Inverter, Some(6_000.0));
     assert!(matches!(
         DeviceControls::for_device(&inv, &map),

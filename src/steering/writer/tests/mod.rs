@@ -5,6 +5,7 @@ use ::sunspec::models::model123::Model123 as M123;
 use ::sunspec::models::model124::Model124 as M124;
 
 use super::*;
+use crate::modbus::plan::{Image, Span, Table};
 use crate::modbus::sunspec::ModelBlock;
 
 mod choice;
@@ -31,6 +32,16 @@ fn words124() -> Vec<u16> {
     w
 }
 
+/// A block's data words as the calibration image.
+fn img(b: &ModelBlock, words: &[u16]) -> Image {
+    let mut i = Image::new();
+    i.insert(
+        Span::new(Table::Holding, b.point(0), words.len() as u16),
+        words.to_vec(),
+    );
+    i
+}
+
 fn at(b: &ModelBlock, offset: u16) -> u16 {
     b.point(offset)
 }
@@ -39,7 +50,7 @@ fn at(b: &ModelBlock, offset: u16) -> u16 {
 fn storage_discharge_is_a_window_written_mode_last() {
     let c = Sunspec124 { block: B124 };
     let p = c
-        .plan(Command::EssPower(150_000.0), 30, &words124())
+        .plan(Command::EssPower(150_000.0), 30, &img(&B124, &words124()))
         .unwrap();
     let out = at(&B124, M124::OUT_W_RTE.offset);
     assert_eq!(
@@ -60,14 +71,16 @@ fn storage_discharge_is_a_window_written_mode_last() {
         ]
     );
     let charge = c
-        .plan(Command::EssPower(-50_000.0), 30, &words124())
+        .plan(Command::EssPower(-50_000.0), 30, &img(&B124, &words124()))
         .unwrap();
     assert_eq!(charge.writes[1].values, [(-2500i16) as u16, 2500]);
-    let idle = c.plan(Command::EssPower(0.0), 30, &words124()).unwrap();
+    let idle = c
+        .plan(Command::EssPower(0.0), 30, &img(&B124, &words124()))
+        .unwrap();
     assert_eq!(idle.writes[1].values, [0, 0]);
     // Beyond WChaMax the window stays at 100 %.
     let big = c
-        .plan(Command::EssPower(900_000.0), 30, &words124())
+        .plan(Command::EssPower(900_000.0), 30, &img(&B124, &words124()))
         .unwrap();
     assert_eq!(big.writes[1].values, [10_000, (-10_000i16) as u16]);
 }
@@ -75,17 +88,24 @@ fn storage_discharge_is_a_window_written_mode_last() {
 #[test]
 fn storage_release_and_missing_reference() {
     let c = Sunspec124 { block: B124 };
-    let p = c.plan(Command::EssRelease, 30, &words124()).unwrap();
+    let p = c
+        .plan(Command::EssRelease, 30, &img(&B124, &words124()))
+        .unwrap();
     assert_eq!(p.writes[0].values, [0]);
     assert_eq!(p.writes[1].values, [10_000, 10_000]);
     let mut w = words124();
     w[M124::W_CHA_MAX.offset as usize] = 0xFFFF;
     assert!(matches!(
-        c.plan(Command::EssPower(1.0), 30, &w),
+        c.plan(Command::EssPower(1.0), 30, &img(&B124, &w)),
+        Err(WriteError::Missing { .. })
+    ));
+    // Nothing read at all: no reference either.
+    assert!(matches!(
+        c.plan(Command::EssPower(1.0), 30, &Image::new()),
         Err(WriteError::Missing { .. })
     ));
     assert!(matches!(
-        c.plan(Command::ProductionRelease, 30, &w),
+        c.plan(Command::ProductionRelease, 30, &img(&B124, &w)),
         Err(WriteError::WrongCommand(_))
     ));
 }
@@ -98,7 +118,9 @@ fn inverter_limit_in_percent_of_wmax_then_enable() {
     };
     let mut w = vec![0u16; 24];
     w[M123::W_MAX_LIM_PCT_SF.offset as usize] = (-1i16) as u16;
-    let p = c.plan(Command::ProductionLimit(150_000.0), 60, &w).unwrap();
+    let p = c
+        .plan(Command::ProductionLimit(150_000.0), 60, &img(&B123, &w))
+        .unwrap();
     let addrs: Vec<(u16, Vec<u16>)> = p
         .writes
         .iter()
@@ -112,7 +134,9 @@ fn inverter_limit_in_percent_of_wmax_then_enable() {
             (at(&B123, M123::W_MAX_LIM_ENA.offset), vec![1]),
         ]
     );
-    let r = c.plan(Command::ProductionRelease, 60, &w).unwrap();
+    let r = c
+        .plan(Command::ProductionRelease, 60, &img(&B123, &w))
+        .unwrap();
     assert_eq!(
         r.writes,
         [RegWrite {
@@ -126,15 +150,72 @@ fn inverter_limit_in_percent_of_wmax_then_enable() {
 fn verify_compares_the_read_back() {
     let c = Sunspec124 { block: B124 };
     let plan = c
-        .plan(Command::EssPower(150_000.0), 30, &words124())
+        .plan(Command::EssPower(150_000.0), 30, &img(&B124, &words124()))
         .unwrap();
-    let mut back = words124();
+    // Each read-back span, as the device would show it after the writes.
+    let mut block = words124();
     for (addr, word) in &plan.expect {
-        back[(addr - c.span().addr) as usize] = *word;
+        block[(addr - B124.point(0)) as usize] = *word;
     }
-    assert_eq!(plan.read_back, [c.span()]);
-    assert_eq!(verify(&plan, &[back.clone()]), Ok(()));
-    back[M124::STOR_CTL_MOD.offset as usize] = 0;
-    let e = verify(&plan, &[back]).unwrap_err();
+    let reads = |block: &[u16]| -> Vec<Vec<u16>> {
+        plan.read_back
+            .iter()
+            .map(|s| {
+                let from = (s.addr - B124.point(0)) as usize;
+                block[from..from + s.len as usize].to_vec()
+            })
+            .collect()
+    };
+    assert_eq!(verify(&plan, &reads(&block)), Ok(()));
+    block[M124::STOR_CTL_MOD.offset as usize] = 0;
+    let e = verify(&plan, &reads(&block)).unwrap_err();
     assert!(e.contains("shows 0 instead of 3"), "{e}");
+}
+
+#[test]
+fn only_the_registers_needed_are_read_never_the_whole_block() {
+    // A device may refuse the registers of a control block it leaves out
+    // (model 123's power factor, 124's ramp times): calibration reads the
+    // reference and scale factors alone, the read-back the registers written,
+    // then the calibration registers again.
+    let c = Sunspec124 { block: B124 };
+    let at = |o: u16| B124.point(o);
+    let one = |o: u16| Span::new(Table::Holding, at(o), 1);
+    assert_eq!(
+        c.calibration(),
+        [
+            one(M124::W_CHA_MAX.offset),
+            one(M124::W_CHA_MAX_SF.offset),
+            one(M124::IN_OUT_W_RTE_SF.offset)
+        ]
+    );
+    let p = c
+        .plan(Command::EssPower(150_000.0), 30, &img(&B124, &words124()))
+        .unwrap();
+    let mut want = vec![
+        one(M124::STOR_CTL_MOD.offset),
+        Span::new(Table::Holding, at(M124::OUT_W_RTE.offset), 2),
+        one(M124::IN_OUT_W_RTE_RVRT_TMS.offset),
+    ];
+    want.extend(c.calibration());
+    assert_eq!(p.read_back, want);
+
+    let c = Sunspec123 {
+        block: B123,
+        wmax_w: 200_000.0,
+    };
+    assert_eq!(
+        c.calibration(),
+        [Span::new(
+            Table::Holding,
+            B123.point(M123::W_MAX_LIM_PCT_SF.offset),
+            1
+        )]
+    );
+    let r = c
+        .plan(Command::ProductionRelease, 60, &Image::new())
+        .unwrap();
+    let ena = Span::new(Table::Holding, B123.point(M123::W_MAX_LIM_ENA.offset), 1);
+    assert_eq!(r.read_back[0], ena);
+    assert!(r.read_back.iter().all(|s| s.len <= 2), "{:?}", r.read_back);
 }

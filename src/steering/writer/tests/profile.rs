@@ -64,6 +64,7 @@ fn huawei_revert_timer_in_minutes_and_split_power() {
         [
             w(47083, &[1]),
             w(47246, &[0]),
+            w(47087, &[1]),
             w(47247, &[0, 0]),
             w(47249, &[0, 2500]),
             w(47100, &[2]),
@@ -71,15 +72,21 @@ fn huawei_revert_timer_in_minutes_and_split_power() {
     );
     assert_eq!(
         p.read_back,
-        [holding(47083, 1), holding(47100, 1), holding(47246, 5)]
+        [
+            holding(47083, 1),
+            holding(47087, 1),
+            holding(47100, 1),
+            holding(47246, 5)
+        ]
     );
     let charge = c.plan(Command::EssPower(-70_000.0), 600).unwrap();
     assert_eq!(charge.writes[0], w(47083, &[10]));
-    assert_eq!(charge.writes[2], w(47247, &[1, 0x1170]));
-    assert_eq!(charge.writes[4], w(47100, &[1]));
+    assert_eq!(charge.writes[3], w(47247, &[1, 0x1170]));
+    assert_eq!(charge.writes[5], w(47100, &[1]));
+    // Release: charge from grid off (the device's default), forcing stopped.
     let release = c.plan(Command::EssRelease, 30).unwrap();
-    assert_eq!(release.writes, [w(47100, &[0])]);
-    assert_eq!(release.expect, [(47100, 0)]);
+    assert_eq!(release.writes, [w(47087, &[0]), w(47100, &[0])]);
+    assert_eq!(release.expect, [(47087, 0), (47100, 0)]);
 }
 
 #[test]
