@@ -179,7 +179,10 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
         json!(false)
     );
 
-    // A valid one: the confirmation shows exactly what will be sent.
+    // A valid one, with a temporary export limit: the confirmation shows
+    // exactly what will be sent.
+    b.click("#grid-on").await;
+    b.type_into("#grid-export", "5").await;
     b.type_into("#validity", "10").await;
     b.click("select[name=validity-unit] option[value=min]")
         .await;
@@ -197,6 +200,10 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
     assert_eq!(
         sent["energyStorageSetting"],
         json!({"value": 2, "unit": "kW"})
+    );
+    assert_eq!(
+        sent["gridLimit"],
+        json!({"maxExport": {"value": 5, "unit": "kW"}})
     );
     let until = sent["validUntil"].as_i64().expect("validUntil");
     let ahead = until - sitegate::model::time::now_ms();
@@ -231,6 +238,18 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
     assert_eq!(ess["validUntil"], json!(until), "{state}");
     let request_id = ess["requestId"].as_str().expect("requestId");
     assert!(done.as_str().unwrap_or("").contains(request_id), "{done}");
+    assert_eq!(state["gridLimit"]["requestId"], json!(request_id), "{state}");
+
+    // The grid limit and the limit in force, with its source.
+    b.wait_js(
+        "the grid limit component and the grid loop line",
+        WAIT,
+        r#"const td = document.querySelector('#steer-state td[data-component=gridLimit]');
+           const loop = document.querySelector('#steer-state p.grid-loop');
+           return !!td && /Export at most 5 kW/.test(td.textContent)
+               && !!loop && /max export 5 kW \(gridLimit\)/.test(loop.textContent);"#,
+    )
+    .await;
 
     // The page shows the component counting down and the battery confirming.
     b.wait_js(
