@@ -380,3 +380,65 @@ fn v5_event(e: v5::Event) -> LinkEvent {
         _ => LinkEvent::Other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rumqttc::v5::{ConnectionError as C5, StateError as S5};
+    use rumqttc::{ConnectionError as C4, StateError as S4};
+
+    #[test]
+    fn lost_connections_are_told_apart() {
+        let taken = C5::MqttState(S5::ServerDisconnect {
+            reason_code: m5::DisconnectReasonCode::SessionTakenOver,
+            reason_string: None,
+        });
+        assert_eq!(v5_lost(&taken).kind, LostKind::TakenOver);
+        let too_big = C5::MqttState(S5::Deserialization(
+            v5::mqttbytes::Error::PayloadSizeLimitExceeded {
+                pkt_size: 2 << 20,
+                max: 1 << 20,
+            },
+        ));
+        assert_eq!(v5_lost(&too_big).kind, LostKind::Oversized);
+        assert_eq!(
+            v5_lost(&C5::MqttState(S5::ConnectionAborted)).kind,
+            LostKind::ClosedByPeer
+        );
+        let other = C5::MqttState(S5::ServerDisconnect {
+            reason_code: m5::DisconnectReasonCode::ServerShuttingDown,
+            reason_string: None,
+        });
+        assert_eq!(v5_lost(&other).kind, LostKind::Other);
+
+        let too_big = C4::MqttState(S4::Deserialization(
+            rumqttc::mqttbytes::Error::PayloadSizeLimitExceeded(2 << 20),
+        ));
+        assert_eq!(v4_lost(&too_big).kind, LostKind::Oversized);
+        let reset = C4::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert_eq!(v4_lost(&reset).kind, LostKind::ClosedByPeer);
+        assert_eq!(v4_lost(&C4::NetworkTimeout).kind, LostKind::Other);
+    }
+
+    #[test]
+    fn refusing_pubacks_carry_their_reason() {
+        let puback = |reason| {
+            v5_event(v5::Event::Incoming(m5::Packet::PubAck(m5::PubAck {
+                pkid: 7,
+                reason,
+                properties: None,
+            })))
+        };
+        assert!(matches!(
+            puback(m5::PubAckReason::NotAuthorized),
+            LinkEvent::Refused {
+                pkid: 7,
+                reason: Reason(0x87)
+            }
+        ));
+        assert!(matches!(
+            puback(m5::PubAckReason::NoMatchingSubscribers),
+            LinkEvent::Acked(7)
+        ));
+    }
+}

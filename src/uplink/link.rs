@@ -353,7 +353,7 @@ impl Link {
                     tracing::warn!(
                         client_id,
                         closes = s.short_closes,
-                        "MQTT broker keeps closing the connection soon after connect: another client with this client id may be taking the session over (MQTT 3.1.1 brokers and rumqttd do not say)"
+                        "MQTT broker keeps closing the connection soon after connect: another client with this client id may be taking the session over (many brokers do not say so)"
                     );
                 }
             }

@@ -31,7 +31,7 @@ mod topics;
 
 pub use backoff::{Backoff, Jitter};
 pub use dedup::{
-    Dedup, MAX_ANSWER as DEDUP_MAX_ANSWER, MAX_BYTES as DEDUP_MAX_BYTES,
+    Dedup, DedupStats, Seen, MAX_ANSWER as DEDUP_MAX_ANSWER, MAX_BYTES as DEDUP_MAX_BYTES,
     MAX_ROWS as DEDUP_MAX_ROWS, WINDOW_MS as DEDUP_WINDOW_MS,
 };
 pub use outbox::{Cap, Outbox, OutboxSink, OutboxState, OutboxStats};

@@ -212,7 +212,7 @@ pub fn rpc_trim(
     let mut dropped = 0;
     if rows > max_rows || bytes > max_bytes {
         let mut oldest = conn.prepare_cached(
-            "SELECT id, length(id) + length(response) FROM uplink_rpc_seen ORDER BY at_ms, id",
+            "SELECT id, length(id) + length(response) FROM uplink_rpc_seen ORDER BY at_ms, rowid",
         )?;
         let mut cursor = oldest.query([])?;
         let mut doomed = Vec::new();
