@@ -121,5 +121,8 @@ async fn two_demos_on_one_broker_keep_to_their_own_gateway_ids() {
         .expect("run the demo");
     assert_eq!(out.status.code(), Some(64));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--gateway-id: \"site/1\" must be"), "{stderr}");
+    assert!(
+        stderr.contains("--gateway-id: \"site/1\" must be"),
+        "{stderr}"
+    );
 }

@@ -82,7 +82,10 @@ async fn restart_spread(kind: Kind) {
     let mut spread: Vec<Duration> = futures_join(returns).await;
     spread.sort();
     let ms: Vec<u128> = spread.iter().map(|d| d.as_millis()).collect();
-    let within_1s = spread.iter().filter(|d| **d < Duration::from_secs(1)).count();
+    let within_1s = spread
+        .iter()
+        .filter(|d| **d < Duration::from_secs(1))
+        .count();
     #[allow(clippy::print_stderr, reason = "the spread is this test's report")]
     {
         eprintln!(

@@ -85,7 +85,12 @@ async fn under_the_bound(kind: Kind, protocol: &str) {
     let mark = logs.mark();
     answers
         .client
-        .publish(format!("{ROOT}/rpc/request"), QoS::AtLeastOnce, false, vec![b'x'; BIG])
+        .publish(
+            format!("{ROOT}/rpc/request"),
+            QoS::AtLeastOnce,
+            false,
+            vec![b'x'; BIG],
+        )
         .await
         .expect("publish noise");
     logs.wait_for(
@@ -98,7 +103,11 @@ async fn under_the_bound(kind: Kind, protocol: &str) {
 
     telemetry_flows(&site, &mut telemetry).await;
     assert!(uplink(&site).is_connected());
-    assert_eq!(connects(&site).await, before, "{kind:?} {protocol}: reconnected");
+    assert_eq!(
+        connects(&site).await,
+        before,
+        "{kind:?} {protocol}: reconnected"
+    );
     let m = scrape(&site.http, &site.base).await;
     assert_eq!(
         m.get("sitegate_mqtt_incoming_too_large_total{outcome=\"answered\"}"),
@@ -124,7 +133,12 @@ async fn over_the_bound(kind: Kind, protocol: &str) {
     let mark = logs.mark();
     answers
         .client
-        .publish(format!("{ROOT}/rpc/request"), QoS::AtLeastOnce, false, vec![b'x'; BIG])
+        .publish(
+            format!("{ROOT}/rpc/request"),
+            QoS::AtLeastOnce,
+            false,
+            vec![b'x'; BIG],
+        )
         .await
         .expect("publish");
     let broker_drops_it = kind == Kind::Mosquitto && protocol == "5";
@@ -147,7 +161,11 @@ async fn over_the_bound(kind: Kind, protocol: &str) {
         })
         .await;
         tokio::time::sleep(Duration::from_secs(3)).await;
-        assert_eq!(connects(&site).await, before + 1.0, "{kind:?} {protocol}: a loop");
+        assert_eq!(
+            connects(&site).await,
+            before + 1.0,
+            "{kind:?} {protocol}: a loop"
+        );
         let m = scrape(&site.http, &site.base).await;
         assert_eq!(
             m.get("sitegate_mqtt_incoming_too_large_total{outcome=\"disconnected\"}"),

@@ -38,7 +38,9 @@ async fn an_acl_that_refuses_then_allows_loses_no_sequence_number() {
     }
     #[allow(clippy::print_stderr, reason = "a test run should say what it skipped")]
     {
-        eprintln!("rumqttd cannot refuse a publish (no ACL): this test runs against mosquitto only");
+        eprintln!(
+            "rumqttd cannot refuse a publish (no ACL): this test runs against mosquitto only"
+        );
     }
     let logs = logs::capture();
     // mosquitto 2.0.11 drops a client right after denying its publish when
@@ -63,7 +65,10 @@ async fn an_acl_that_refuses_then_allows_loses_no_sequence_number() {
             e["fields"]["reason"] == "not_authorized"
         })
         .await;
-    let topic = refused["fields"]["topic"].as_str().expect("topic").to_string();
+    let topic = refused["fields"]["topic"]
+        .as_str()
+        .expect("topic")
+        .to_string();
     assert!(topic.starts_with(&format!("{ROOT}/")), "{refused}");
     common::wait_for("refused rows kept in the outbox", T, || async {
         (uplink(&site).stats().rows >= 10).then_some(())
@@ -72,7 +77,12 @@ async fn an_acl_that_refuses_then_allows_loses_no_sequence_number() {
     let m = scrape(&site.http, &site.base).await;
     assert_eq!(m.get("sitegate_mqtt_connected"), Some(1.0));
     assert_eq!(m.get("sitegate_mqtt_refusing"), Some(1.0));
-    assert!(m.sum("sitegate_mqtt_publishes_refused_total", &[("reason", "not_authorized")]) >= 1.0);
+    assert!(
+        m.sum(
+            "sitegate_mqtt_publishes_refused_total",
+            &[("reason", "not_authorized")]
+        ) >= 1.0
+    );
     let stats = uplink(&site).stats();
     assert_eq!(stats.rows, stats.last_seq, "nothing deleted: {stats:?}");
     assert_eq!(

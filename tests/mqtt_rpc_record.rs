@@ -125,15 +125,33 @@ async fn kept_answers_are_bounded_and_never_count_against_the_store_cap() {
             .expect("record");
     }
     let (rows, bytes) = record_rows(&store).await;
-    assert!(rows as u64 <= DEDUP_MAX_ROWS && bytes as u64 <= DEDUP_MAX_BYTES, "{rows} rows, {bytes} bytes");
-    assert!(bytes as u64 > DEDUP_MAX_BYTES - 60_100, "the record is full: {bytes}");
-    assert!(dedup.stats().dropped.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    assert!(
+        rows as u64 <= DEDUP_MAX_ROWS && bytes as u64 <= DEDUP_MAX_BYTES,
+        "{rows} rows, {bytes} bytes"
+    );
+    assert!(
+        bytes as u64 > DEDUP_MAX_BYTES - 60_100,
+        "the record is full: {bytes}"
+    );
+    assert!(
+        dedup
+            .stats()
+            .dropped
+            .load(std::sync::atomic::Ordering::Relaxed)
+            > 0
+    );
     // The newest answers are the ones kept.
-    assert!(matches!(dedup.claim("post-299", now).await.expect("claim"), Seen::Answered(_)));
+    assert!(matches!(
+        dedup.claim("post-299", now).await.expect("claim"),
+        Seen::Answered(_)
+    ));
 
     // The file is over the cap only because of the record: nothing is deleted.
     let used = store.used_bytes().await.expect("size");
-    assert!(used > 4 * MIB, "the record must push the file over the cap: {used}");
+    assert!(
+        used > 4 * MIB,
+        "the record must push the file over the cap: {used}"
+    );
     let report = store.enforce_retention(now_ms()).await.expect("retention");
     assert_eq!(report.evicted_rows, 0, "{report:?}");
     assert_eq!(history(&store).await, kept);
@@ -211,12 +229,18 @@ async fn get_flood(kind: Kind) {
     let mut answered = std::collections::BTreeSet::new();
     while answered.len() < n {
         let m = answers
-            .expect("the answers", T, |m| m.topic.starts_with(&format!("{ROOT}/rpc/response/get-")))
+            .expect("the answers", T, |m| {
+                m.topic.starts_with(&format!("{ROOT}/rpc/response/get-"))
+            })
             .await;
         assert_eq!(m.json()["status"], 200);
         answered.insert(m.topic);
     }
-    assert_eq!(record_rows(&store).await, (0, 0), "GET answers are not kept");
+    assert_eq!(
+        record_rows(&store).await,
+        (0, 0),
+        "GET answers are not kept"
+    );
     let m = scrape(&site.http, &site.base).await;
     assert_eq!(m.get("sitegate_mqtt_rpc_record_rows"), Some(0.0));
     let report = store.enforce_retention(now_ms()).await.expect("retention");

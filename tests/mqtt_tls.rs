@@ -159,8 +159,15 @@ fn check_config_reports_each_unusable_tls_file_with_its_path() {
     let (code, _, stderr) = check_config(dir.path(), "client.key", "client.pem", "other.key");
     assert_eq!(code, Some(78), "{stderr}");
     for expected in [
-        format!("mqtt.ca_file: {}: holds no PEM certificate (it holds a private key)", path("client.key")),
-        format!("mqtt.client_key_file: {}: does not match the certificate in {}", path("other.key"), path("client.pem")),
+        format!(
+            "mqtt.ca_file: {}: holds no PEM certificate (it holds a private key)",
+            path("client.key")
+        ),
+        format!(
+            "mqtt.client_key_file: {}: does not match the certificate in {}",
+            path("other.key"),
+            path("client.pem")
+        ),
     ] {
         assert!(stderr.contains(&expected), "{expected:?} in:\n{stderr}");
     }
@@ -171,7 +178,10 @@ fn check_config_reports_each_unusable_tls_file_with_its_path() {
     assert_eq!(code, Some(78), "{stderr}");
     for expected in [
         format!("mqtt.ca_file: {}: cannot read", path("missing.pem")),
-        format!("mqtt.client_key_file: {}: holds no PEM private key (it holds a certificate)", path("client.pem")),
+        format!(
+            "mqtt.client_key_file: {}: holds no PEM private key (it holds a certificate)",
+            path("client.pem")
+        ),
     ] {
         assert!(stderr.contains(&expected), "{expected:?} in:\n{stderr}");
     }
@@ -198,31 +208,49 @@ async fn runs_without_usable_tls(kind: Kind) {
         mark,
         "MQTT uplink cannot be set up; polling, storing and steering go on without it",
         T,
-        |e| e["fields"]["error"].as_str().is_some_and(|s| s.contains("mqtt.client_key_file")),
+        |e| {
+            e["fields"]["error"]
+                .as_str()
+                .is_some_and(|s| s.contains("mqtt.client_key_file"))
+        },
     )
     .await;
-    let (first, _) = common::wait_for("a reading", T, || async { site.latest("dvc_grid", "activePower").await }).await;
+    let (first, _) = common::wait_for("a reading", T, || async {
+        site.latest("dvc_grid", "activePower").await
+    })
+    .await;
     common::wait_for("a newer reading", T, || async {
-        site.latest("dvc_grid", "activePower").await.filter(|(ts, _)| *ts > first)
+        site.latest("dvc_grid", "activePower")
+            .await
+            .filter(|(ts, _)| *ts > first)
     })
     .await;
     let (status, body) = site.call(Method::GET, "/readyz", None, None).await;
     assert_eq!(status, 503, "{body}");
     let reasons = body["reasons"].to_string();
     assert!(
-        reasons.contains("mqtt: mqtt.client_key_file") && reasons.contains("does not match the certificate"),
+        reasons.contains("mqtt: mqtt.client_key_file")
+            && reasons.contains("does not match the certificate"),
         "{body}"
     );
     let m = scrape(&site.http, &site.base).await;
     assert_eq!(m.get("sitegate_mqtt_set_up"), Some(0.0));
-    assert!(mqtt::uplink(&site).stats().rows > 0, "telemetry waits in the outbox");
+    assert!(
+        mqtt::uplink(&site).stats().rows > 0,
+        "telemetry waits in the outbox"
+    );
 
     // Fixed on disk: the uplink picks it up at its next try and connects.
     pki.write(certs.path());
     mqtt::wait_connected(&site, true, Duration::from_secs(90)).await;
     site.ready().await;
-    logs.wait_for(mark, "MQTT uplink set up: its TLS files can be used now", T, |_| true)
-        .await;
+    logs.wait_for(
+        mark,
+        "MQTT uplink set up: its TLS files can be used now",
+        T,
+        |_| true,
+    )
+    .await;
     site.stop().await;
 }
 
