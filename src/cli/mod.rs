@@ -29,16 +29,16 @@ pub fn complain(line: &str) {
 /// warnings (a default gateway id cloned controllers would share) do not fail.
 pub fn check_config(file: &Path) -> ExitCode {
     match Config::load(file) {
-        Ok(c) if !c.file_problems.is_empty() => {
-            let e = ConfigError {
-                problems: c.file_problems.clone(),
-            };
-            complain(&format!("{}: {e}", file.display()));
-            ExitCode::from(EXIT_CONFIG)
-        }
         Ok(c) => {
             for w in c.warnings() {
                 complain(&format!("{}: warning: {w}", file.display()));
+            }
+            if !c.file_problems.is_empty() {
+                let e = ConfigError {
+                    problems: c.file_problems.clone(),
+                };
+                complain(&format!("{}: {e}", file.display()));
+                return ExitCode::from(EXIT_CONFIG);
             }
             say(&format!(
                 "{}: ok ({} site{}, {} bus{}, {} device{})",
