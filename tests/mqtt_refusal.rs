@@ -21,6 +21,9 @@ use common::mqtt::{self, mqtt_section, plain_url, site_config, uplink, ROOT};
 use common::prom::scrape;
 
 const T: Duration = Duration::from_secs(60);
+/// After the ACL allows again, the next retry may be a whole backoff window
+/// (at most 60 s) away.
+const RETRY: Duration = Duration::from_secs(150);
 const DENY: &str = "topic read #\n";
 const ALLOW: &str = "topic readwrite #\n";
 const REFUSED_LOG: &str = "MQTT broker refuses publishes; refused telemetry stays in the outbox and is sent again after a backoff";
@@ -98,7 +101,9 @@ async fn an_acl_that_refuses_then_allows_loses_no_sequence_number() {
     let mut got = BTreeSet::new();
     while !(1..=upto).all(|s| got.contains(&s)) {
         let m = watch
-            .expect(&format!("every seq up to {upto}"), T, |m| seq(m).is_some())
+            .expect(&format!("every seq up to {upto}"), RETRY, |m| {
+                seq(m).is_some()
+            })
             .await;
         got.extend(seq(&m));
     }

@@ -235,10 +235,10 @@ async fn runs_without_usable_tls(kind: Kind) {
     );
     let m = scrape(&site.http, &site.base).await;
     assert_eq!(m.get("sitegate_mqtt_set_up"), Some(0.0));
-    assert!(
-        mqtt::uplink(&site).stats().rows > 0,
-        "telemetry waits in the outbox"
-    );
+    common::wait_for("telemetry waiting in the outbox", T, || async {
+        (mqtt::uplink(&site).stats().rows > 0).then_some(())
+    })
+    .await;
 
     // Fixed on disk: the uplink picks it up at its next try and connects.
     pki.write(certs.path());

@@ -77,8 +77,8 @@ impl Link {
             s.refusals.reconnected();
             return;
         }
-        if s.flight.telemetry_in_flight() > 0 {
-            // Rows still on their way would go out twice after a rewind.
+        if s.refusals.holds_telemetry() && s.flight.telemetry_in_flight() > 0 {
+            // Rows still on their way would go out twice after the rewind.
             s.refusals.postpone(Instant::now() + SETTLE);
             return;
         }
