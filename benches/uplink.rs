@@ -166,8 +166,7 @@ fn main() {
             },
             &tracker,
             cancel.clone(),
-        )
-        .expect("uplink");
+        );
         while uplink.stats().rows > 0 {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }

@@ -32,8 +32,17 @@ impl LogHandle {
 }
 
 fn parse_level(level: &str) -> Result<EnvFilter, String> {
-    EnvFilter::try_new(level)
-        .map_err(|e| format!("logging.level {level:?} is not a valid filter: {e}"))
+    let filter = EnvFilter::try_new(level)
+        .map_err(|e| format!("logging.level {level:?} is not a valid filter: {e}"))?;
+    // rumqttc warns once per refused PUBACK; the uplink logs refusals itself,
+    // once per spell with the topic. A level naming rumqttc is taken as given.
+    if level.contains("rumqttc") {
+        return Ok(filter);
+    }
+    Ok(match "rumqttc::v5::state=error".parse() {
+        Ok(quiet) => filter.add_directive(quiet),
+        Err(_) => filter,
+    })
 }
 
 /// Installs the global subscriber. `RUST_LOG`, when set, wins over the config.

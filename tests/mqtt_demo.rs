@@ -1,7 +1,8 @@
 //! `sitegate demo --mqtt URL` joins the demo to a broker: the binary, run as
 //! docs/mqtt.md says, is online on `sitegate/demo/status` (retained), lists the
 //! demo's devices and sends their telemetry; on SIGINT it exits 0 and leaves
-//! the retained status offline.
+//! the retained status offline. Two demos on one broker with their own
+//! `--gateway-id` each keep to their own root; a bad id is a usage error.
 
 mod common;
 
@@ -89,4 +90,39 @@ async fn the_demo_joins_a_broker_and_leaves_it_offline_on_sigint() {
     for kind in kinds() {
         demo_on(kind).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_demos_on_one_broker_keep_to_their_own_gateway_ids() {
+    let broker = Broker::start(Kind::Rumqttd).await;
+    let mut sub = Subscriber::connect(broker.addr("5"), "watch-two", "sitegate/+/status").await;
+    let url = format!("mqtt://{}", broker.addr("5"));
+    let mut east = Demo::start(&["--mqtt", &url, "--gateway-id", "site-east"]).await;
+    let mut west = Demo::start(&["--mqtt", &url, "--gateway-id", "site-west"]).await;
+    let mut online = std::collections::BTreeSet::new();
+    while online.len() < 2 {
+        let m = sub
+            .expect("both demos online", T, |m| m.json()["online"] == true)
+            .await;
+        online.insert(m.topic);
+    }
+    assert_eq!(
+        online.into_iter().collect::<Vec<_>>(),
+        ["sitegate/site-east/status", "sitegate/site-west/status"]
+    );
+    for demo in [&mut east, &mut west] {
+        let exit = demo.stop(Signal::SIGINT).await;
+        assert_eq!(exit.code(), Some(0), "{exit}: {}", demo.log());
+    }
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .args(["demo", "--gateway-id", "site/1", "--mqtt", &url])
+        .output()
+        .expect("run the demo");
+    assert_eq!(out.status.code(), Some(64));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--gateway-id: \"site/1\" must be"),
+        "{stderr}"
+    );
 }

@@ -1,8 +1,9 @@
 //! The RPC bridge end to end, on every broker: every device-data endpoint (the
 //! latest values, the lists, the time series from the store) answers over MQTT
 //! as it does over HTTP, errors included; MQTT 5 response topics and
-//! correlation data; duplicate ids get the first answer, also after a restart;
-//! the optional token check.
+//! correlation data; a duplicate id of a state-changing request gets the first
+//! answer, also after a restart, while a GET is simply answered again; the
+//! optional token check.
 
 mod common;
 
@@ -133,26 +134,31 @@ async fn equality(kind: Kind) {
     assert_eq!(answer["body"]["code"], "invalid_value");
     assert_eq!(answer["body"]["field"], "method");
 
-    // A duplicate id gets the first answer (not a new one), also after a restart.
-    let first = rpc(
-        &mut sub,
-        json!({"id": "dup-1", "method": "GET", "path": "/devices/dvc_bat/measurements"}),
-    )
-    .await;
-    let again = rpc(
-        &mut sub,
-        json!({"id": "dup-1", "method": "GET", "path": "/healthz"}),
-    )
-    .await;
+    // A duplicate id of a POST gets the first answer (not a new one), also
+    // after a restart.
+    let until = sitegate::model::time::now_ms() + 600_000;
+    let post = |kw: u32| {
+        json!({
+            "id": "dup-1",
+            "method": "POST",
+            "path": "/sites/ste_test/steering/ess?dryRun=true",
+            "body": {"setting": {"value": kw, "unit": "kW"}, "validUntil": until},
+        })
+    };
+    let first = rpc(&mut sub, post(2)).await;
+    assert_eq!(first["status"], 200, "{first}");
+    let again = rpc(&mut sub, post(3)).await;
     assert_eq!(again, first);
     let site = mqtt::restart(site, &text).await;
     mqtt::wait_connected(&site, true, T).await;
-    let after = rpc(
-        &mut sub,
-        json!({"id": "dup-1", "method": "GET", "path": "/healthz"}),
-    )
-    .await;
+    let after = rpc(&mut sub, post(4)).await;
     assert_eq!(after, first);
+    // A GET with a used id is answered again: reads keep nothing.
+    let get = |path: &str| json!({"id": "dup-get", "method": "GET", "path": path});
+    let healthz = rpc(&mut sub, get("/healthz")).await;
+    assert_eq!(healthz["body"], json!({"status": "ok"}));
+    let devices = rpc(&mut sub, get("/devices")).await;
+    assert!(devices["body"].is_array(), "{devices}");
     site.stop().await;
 }
 

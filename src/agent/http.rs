@@ -28,20 +28,26 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
 }
 
 /// The API router over every subsystem, its token table (the MQTT RPC bridge
-/// checks payload tokens against it and SIGHUP reloads it), and its metrics
-/// registry (`None` with `http.metrics = false`).
+/// checks payload tokens against it and SIGHUP reloads it), its metrics
+/// registry (`None` with `http.metrics = false`), and its readiness checks.
 pub(super) fn router(
     config: &Config,
     live: Arc<Live>,
     store: StoreHandle,
     steering: crate::steering::SteeringService,
-) -> (axum::Router, Arc<crate::api::Auth>, Option<Registry>) {
+) -> (
+    axum::Router,
+    Arc<crate::api::Auth>,
+    Option<Registry>,
+    crate::api::Readiness,
+) {
     let state = crate::api::ApiState::new(config, live)
         .with_store(store)
         .with_steering(steering);
     let auth = state.auth.clone();
     let metrics = state.metrics.clone();
-    (crate::api::router(state), auth, metrics)
+    let readiness = state.readiness.clone();
+    (crate::api::router(state), auth, metrics, readiness)
 }
 
 /// Serves `router` on every listener until `cancel`; returns the bound addresses.

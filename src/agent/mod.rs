@@ -23,7 +23,7 @@ use crate::modbus::{BusHandle, BusTask, DeviceMaps};
 use crate::store::{CommitHook, StoreError, StoreHandle};
 use crate::telemetry::{Live, Reading, Telemetry};
 use crate::uplink::outbox::{self, Cap, Outbox};
-use crate::uplink::{SteeringFeed, TlsError, Uplink, UplinkParts};
+use crate::uplink::{SteeringFeed, Uplink, UplinkParts};
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -40,8 +40,6 @@ pub enum StartError {
     Store { path: String, source: StoreError },
     #[error("cannot restore the steering signals: {0}")]
     Steering(#[from] crate::steering::PersistError),
-    #[error(transparent)]
-    MqttTls(#[from] TlsError),
 }
 
 /// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].
@@ -113,7 +111,7 @@ impl Agent {
         )
         .await?;
 
-        let (router, auth, metrics) =
+        let (router, auth, metrics, readiness) =
             http::router(&config, live.clone(), store.clone(), steering.clone());
         let steering_feed = SteeringFeed::new();
         let uplink = match (&config.mqtt, outbox) {
@@ -125,7 +123,7 @@ impl Agent {
                     &tracker,
                     cancel.child_token(),
                 );
-                Some(Uplink::start(
+                let uplink = Uplink::start(
                     UplinkParts {
                         config: mqtt.clone(),
                         gateway_id: config.gateway_id.clone(),
@@ -138,7 +136,11 @@ impl Agent {
                     },
                     &tracker,
                     cancel.child_token(),
-                )?)
+                );
+                // Unready while the uplink cannot be set up (its TLS files), and why.
+                let probe = uplink.clone();
+                readiness.register("mqtt", move || probe.setup_problem().map_or(Ok(()), Err));
+                Some(uplink)
             }
             _ => None,
         };

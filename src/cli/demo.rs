@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sitegate::config::{parse, MqttConfig};
+use sitegate::config::{parse, Config, MqttConfig};
 use sitegate::sim::{SimSite, SimSiteSpec};
 
 use super::{complain, say};
@@ -24,6 +24,10 @@ pub struct DemoArgs {
     /// Also join an MQTT broker, e.g. mqtt://127.0.0.1:1883 (see docs/mqtt.md).
     #[arg(long, value_name = "URL")]
     mqtt: Option<String>,
+    /// The gateway id in the MQTT topics (`sitegate/{ID}/...`; default "demo"):
+    /// give each demo on one broker its own.
+    #[arg(long, value_name = "ID")]
+    gateway_id: Option<String>,
     /// How much faster than real time the simulated site runs.
     #[arg(long, default_value_t = 60.0)]
     speed: f64,
@@ -45,6 +49,13 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         return ExitCode::from(super::EXIT_USAGE);
     }
     config.http.listen = vec![args.listen];
+    if let Some(id) = args.gateway_id {
+        if let Err(e) = Config::check_gateway_id(&id) {
+            complain(&format!("--gateway-id: {e}"));
+            return ExitCode::from(super::EXIT_USAGE);
+        }
+        config.gateway_id = id;
+    }
     let data = args
         .data
         .unwrap_or_else(|| std::env::temp_dir().join("sitegate-demo"));

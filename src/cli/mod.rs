@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use sitegate::api::{new_token, token_config_snippet};
-use sitegate::config::{Config, Scope};
+use sitegate::config::{Config, ConfigError, Scope};
 
 use super::{EXIT_CONFIG, EXIT_USAGE};
 
@@ -25,9 +25,21 @@ pub fn complain(line: &str) {
     let _ = writeln!(err, "{line}");
 }
 
+/// Every problem in the file (TLS files too) with its path, exit 78 when any;
+/// warnings (a default gateway id cloned controllers would share) do not fail.
 pub fn check_config(file: &Path) -> ExitCode {
     match Config::load(file) {
         Ok(c) => {
+            for w in c.warnings() {
+                complain(&format!("{}: warning: {w}", file.display()));
+            }
+            if !c.file_problems.is_empty() {
+                let e = ConfigError {
+                    problems: c.file_problems.clone(),
+                };
+                complain(&format!("{}: {e}", file.display()));
+                return ExitCode::from(EXIT_CONFIG);
+            }
             say(&format!(
                 "{}: ok ({} site{}, {} bus{}, {} device{})",
                 file.display(),

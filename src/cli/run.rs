@@ -67,6 +67,13 @@ pub async fn serve(
             return ExitCode::FAILURE;
         }
     };
+    // What check-config would say and the agent survives: said once at start.
+    for w in config.warnings() {
+        tracing::warn!(problem = %w, "config warning");
+    }
+    for p in &config.file_problems {
+        tracing::warn!(problem = %p, "config file problem: the MQTT uplink retries until it is fixed");
+    }
     let agent = match Agent::start(config).await {
         Ok(a) => a,
         Err(e) => {

@@ -7,7 +7,9 @@ use serde::de::DeserializeOwned;
 
 use super::raw::{RawBus, RawDevice, RawHttp};
 use super::resolve::resolve;
-use super::{Config, LoggingConfig, MqttConfig, PollingConfig, SiteConfig, StorageConfig};
+use super::{
+    Config, GatewayIdSource, LoggingConfig, MqttConfig, PollingConfig, SiteConfig, StorageConfig,
+};
 
 /// One thing wrong with the config, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,15 +106,15 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
         }
     }
 
-    let gateway_id = match table.remove("gateway_id") {
-        None => default_gateway_id(),
-        Some(toml::Value::String(s)) => s,
+    let (gateway_id, gateway_id_source) = match table.remove("gateway_id") {
+        None => super::gateway_id::default_gateway_id(),
+        Some(toml::Value::String(s)) => (s, GatewayIdSource::Configured),
         Some(other) => {
             problems.push(Problem::new(
                 "gateway_id",
                 format!("expected a string, found {}", other.type_str()),
             ));
-            String::new()
+            (String::new(), GatewayIdSource::Configured)
         }
     };
     let profiles_dir = match table.remove("profiles_dir") {
@@ -140,6 +142,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let config = resolve(
         super::resolve::Sections {
             gateway_id,
+            gateway_id_source,
             http: http.unwrap_or_default(),
             storage: storage.unwrap_or_default(),
             polling: polling.unwrap_or_default(),
@@ -160,14 +163,6 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     } else {
         Err(ConfigError { problems })
     }
-}
-
-fn default_gateway_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "sitegate".to_string())
 }
 
 /// Deserializes one value, reporting unknown keys and the first bad value under `path`.

@@ -5,15 +5,18 @@
 //! fatal at first sight), then a cross-reference pass. Every problem found is
 //! reported at once with its TOML path. Nothing here starts a task or opens a socket.
 
+mod gateway_id;
 mod load;
 mod raw;
 mod resolve;
+pub mod tls;
 mod values;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use gateway_id::GatewayIdSource;
 pub use load::{parse, parse_in, ConfigError, Problem};
 pub use raw::{
     BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder, GridLoopConfig,
@@ -30,6 +33,8 @@ use crate::model::{DeviceId, DeviceType};
 pub struct Config {
     /// Names this gateway in MQTT topics and logs.
     pub gateway_id: String,
+    /// Where `gateway_id` came from (see `config/gateway_id.rs`).
+    pub gateway_id_source: GatewayIdSource,
     pub http: HttpConfig,
     pub storage: StorageConfig,
     pub polling: PollingConfig,
@@ -40,6 +45,11 @@ pub struct Config {
     pub mqtt: Option<MqttConfig>,
     /// Where named register-map profiles are looked for before the built-in ones.
     pub profiles_dir: PathBuf,
+    /// Problems with the TLS files `[mqtt]` names (unreadable, not a CA, a key
+    /// that does not match its certificate). `check-config` reports them like
+    /// any other; `run` starts anyway: the uplink retries with backoff and
+    /// `/readyz` says why, while polling, storing and steering go on.
+    pub file_problems: Vec<Problem>,
 }
 
 /// The local HTTP API.
@@ -133,6 +143,20 @@ impl Config {
             .map_err(|e| ConfigError::single("", format!("cannot read {}: {e}", path.display())))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         parse_in(&text, dir)
+    }
+
+    /// What `check-config` warns about without failing (a default gateway id
+    /// that cloned controllers would share).
+    pub fn warnings(&self) -> Vec<Problem> {
+        gateway_id::warning(&self.gateway_id, self.gateway_id_source)
+            .into_iter()
+            .collect()
+    }
+
+    /// Checks a gateway id given outside a file (`sitegate demo --gateway-id`)
+    /// by the rule the file's `gateway_id` follows.
+    pub fn check_gateway_id(id: &str) -> Result<(), String> {
+        resolve::identifier(id)
     }
 
     pub fn site(&self, reference: &str) -> Option<&SiteConfig> {

@@ -446,6 +446,9 @@ pub struct MqttConfig {
     pub drain_rate: u32,
     /// Demand an API token (`"token"` in the payload) on every RPC request.
     pub require_token: bool,
+    /// The largest incoming message the client reads, in KiB. MQTT 5 tells the
+    /// broker at connect (it then drops bigger messages for us); 3.1.1 cannot.
+    pub max_incoming_kb: u32,
 }
 
 impl Default for MqttConfig {
@@ -466,6 +469,7 @@ impl Default for MqttConfig {
             outbox_max_mb: 256,
             drain_rate: 200,
             require_token: false,
+            max_incoming_kb: 4096,
         }
     }
 }

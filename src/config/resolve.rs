@@ -15,6 +15,7 @@ use crate::model::DeviceId;
 
 pub(super) struct Sections {
     pub gateway_id: String,
+    pub gateway_id_source: super::GatewayIdSource,
     pub http: RawHttp,
     pub storage: StorageConfig,
     pub polling: PollingConfig,
@@ -37,8 +38,9 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
     let http = resolve_http(s.http, problems);
     check_storage(&s.storage, problems);
     check_polling(&s.polling, problems);
+    let mut file_problems = Vec::new();
     if let Some(mqtt) = &s.mqtt {
-        check_mqtt(mqtt, &s.storage, problems);
+        check_mqtt(mqtt, &s.storage, problems, &mut file_problems);
     }
 
     let mut site_refs = HashSet::new();
@@ -196,6 +198,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
 
     Config {
         gateway_id: s.gateway_id,
+        gateway_id_source: s.gateway_id_source,
         http,
         storage: s.storage,
         polling: s.polling,
@@ -205,21 +208,30 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         devices,
         mqtt: s.mqtt,
         profiles_dir: s.profiles_dir,
+        file_problems,
     }
 }
 
 /// References and ids go into URLs and MQTT topics: keep them to a safe alphabet.
 fn check_identifier(path: &str, value: &str, problems: &mut Vec<Problem>) {
+    if let Err(message) = identifier(value) {
+        problems.push(Problem::new(path, message));
+    }
+}
+
+/// The rule for references and ids (also `sitegate demo --gateway-id`).
+pub(super) fn identifier(value: &str) -> Result<(), String> {
     let ok = !value.is_empty()
         && value.len() <= 64
         && value
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if !ok {
-        problems.push(Problem::new(
-            path,
-            format!("{value:?} must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '-', '.'"),
-        ));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value:?} must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '-', '.'"
+        ))
     }
 }
 
@@ -476,7 +488,19 @@ fn check_polling(p: &PollingConfig, problems: &mut Vec<Problem>) {
     }
 }
 
-fn check_mqtt(m: &MqttConfig, storage: &StorageConfig, problems: &mut Vec<Problem>) {
+/// `problems` make the file unusable; `file_problems` are about the TLS files it
+/// names, which `check-config` reports and the running agent survives.
+/// `mqtt.max_incoming_kb` bounds: room for the largest RPC request the API
+/// takes, and MQTT's own largest packet (256 MiB).
+const MIN_INCOMING_KB: u32 = 128;
+const MAX_INCOMING_KB: u32 = 256 * 1024;
+
+fn check_mqtt(
+    m: &MqttConfig,
+    storage: &StorageConfig,
+    problems: &mut Vec<Problem>,
+    file_problems: &mut Vec<Problem>,
+) {
     let mut bad =
         |key: &str, message: String| problems.push(Problem::new(format!("mqtt.{key}"), message));
     let tls = match m.broker() {
@@ -507,6 +531,7 @@ fn check_mqtt(m: &MqttConfig, storage: &StorageConfig, problems: &mut Vec<Proble
     if m.password.is_some() && m.username.is_none() {
         bad("password", "a password needs a username".to_string());
     }
+    let mut files_ok = true;
     for (key, file) in [
         ("ca_file", &m.ca_file),
         ("client_cert_file", &m.client_cert_file),
@@ -514,18 +539,32 @@ fn check_mqtt(m: &MqttConfig, storage: &StorageConfig, problems: &mut Vec<Proble
     ] {
         let Some(file) = file else { continue };
         if !tls {
+            files_ok = false;
             bad(
                 key,
                 format!("{} is only used with an mqtts:// url", file.display()),
             );
-        } else if !file.is_file() {
-            bad(key, format!("{} is not a readable file", file.display()));
         }
     }
     if m.client_cert_file.is_some() != m.client_key_file.is_some() {
+        files_ok = false;
         bad(
             "client_key_file",
             "client_cert_file and client_key_file go together".to_string(),
+        );
+    }
+    if tls && files_ok {
+        if let Err(found) = super::tls::load_tls(m) {
+            file_problems.extend(found);
+        }
+    }
+    if !(MIN_INCOMING_KB..=MAX_INCOMING_KB).contains(&m.max_incoming_kb) {
+        bad(
+            "max_incoming_kb",
+            format!(
+                "must be {MIN_INCOMING_KB} to {MAX_INCOMING_KB} (MQTT's largest packet), found {}",
+                m.max_incoming_kb
+            ),
         );
     }
     if !(5..=3600).contains(&m.keep_alive_s) {

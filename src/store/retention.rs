@@ -5,6 +5,10 @@
 //! is too small for the configured retention shortens the raw history before it
 //! touches the long, cheap rollup history.
 //!
+//! The size counted against `max_size_mb` leaves out the tables another layer
+//! bounds on its own ([`ACCOUNTED_APART`]: the uplink's RPC record), so traffic
+//! there can never make retention delete measurements.
+//!
 //! Work is cut into steps of at most [`CHUNK_ROWS`] rows, each its own short
 //! transaction on the writer thread, so sample batches and steering writes wait
 //! for one small delete at most, never for a whole pass. Deleted pages go to
@@ -19,6 +23,9 @@ use super::agg::align;
 pub const CHUNK_ROWS: i64 = 5_000;
 const DAY_MS: i64 = 86_400_000;
 const TABLES: [&str; 3] = ["raw", "rollup_1m", "rollup_1h"];
+/// Tables (with their indexes) bounded by the layer that writes them, not by
+/// `max_size_mb`: the uplink's RPC record (`uplink/dedup.rs`, rows and bytes).
+pub const ACCOUNTED_APART: [&str; 1] = ["uplink_rpc_seen"];
 
 /// How long data is kept and how big the database may grow.
 #[derive(Clone, Copy, Debug)]
@@ -74,7 +81,7 @@ impl Policy {
                 return Ok(Step::Expired(n));
             }
         }
-        if used_bytes(conn)? > self.max_bytes {
+        if capped_bytes(conn)? > self.max_bytes {
             for table in TABLES {
                 let Some(oldest) = oldest(conn, table, &series)? else {
                     continue;
@@ -114,6 +121,26 @@ pub(crate) fn used_bytes(conn: &Connection) -> rusqlite::Result<u64> {
     let free: i64 = conn.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
     let size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
     Ok(((pages - free).max(0) * size) as u64)
+}
+
+/// What counts against `max_size_mb`: [`used_bytes`] without the pages of the
+/// tables in [`ACCOUNTED_APART`] (read from `dbstat`, walking only their small
+/// b-trees).
+pub(crate) fn capped_bytes(conn: &Connection) -> rusqlite::Result<u64> {
+    let mut objects = conn.prepare_cached("SELECT name FROM sqlite_schema WHERE tbl_name = ?1")?;
+    let mut size = conn.prepare_cached(
+        "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?1 AND aggregate = TRUE",
+    )?;
+    let mut apart = 0u64;
+    for table in ACCOUNTED_APART {
+        let names = objects
+            .query_map([table], |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        for name in names {
+            apart += size.query_row([&name], |r| r.get::<_, i64>(0))?.max(0) as u64;
+        }
+    }
+    Ok(used_bytes(conn)?.saturating_sub(apart))
 }
 
 fn series_ids(conn: &Connection) -> rusqlite::Result<Vec<i64>> {

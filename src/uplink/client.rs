@@ -1,9 +1,10 @@
 //! One face for rumqttc's MQTT 3.1.1 and MQTT 5 clients: building the options
-//! (persistent session, keep-alive, credentials, TLS, last will) and turning their
-//! events into the few the uplink cares about.
+//! (persistent session, keep-alive, credentials, TLS, last will, the largest
+//! incoming message) and turning their events and errors into the few the
+//! uplink acts on.
 //!
-//! Owns no decisions: what to publish and when is `link.rs`'s job. Every publish
-//! here is QoS 1.
+//! Owns no decisions: what to publish, when to retry and how to read a lost
+//! connection is `link.rs`'s job. Every publish here is QoS 1.
 
 use std::time::Duration;
 
@@ -12,7 +13,8 @@ use rumqttc::v5::mqttbytes::v5 as m5;
 use rumqttc::{v5, TlsConfiguration, Transport};
 
 use super::payload;
-use super::tls::{client_config, TlsError};
+use super::refusal::Reason;
+use super::tls::{client_config, SetupError};
 use super::topics::Topics;
 use crate::config::{MqttConfig, MqttProtocol};
 
@@ -21,6 +23,9 @@ use crate::config::{MqttConfig, MqttProtocol};
 const REQUEST_CAPACITY: usize = 1024;
 /// Unacknowledged QoS 1 publishes rumqttc allows at once.
 const INFLIGHT_LIMIT: u16 = 256;
+/// The largest message the uplink sends (3.1.1; with MQTT 5 the broker's
+/// CONNACK says).
+const MAX_OUTGOING: usize = 1 << 20;
 
 /// What the event loop reported, reduced to what the uplink acts on.
 #[derive(Debug)]
@@ -29,11 +34,13 @@ pub enum LinkEvent {
     Connected { session_present: bool },
     /// A QoS 1 publish went out with this packet id.
     Sent(u16),
-    /// The broker acknowledged packet `pkid`.
+    /// The broker accepted packet `pkid`.
     Acked(u16),
+    /// The broker refused packet `pkid` (MQTT 5 PUBACK reason 0x80 or more).
+    Refused { pkid: u16, reason: Reason },
     /// A message arrived on a subscribed topic.
     Message(Incoming),
-    /// SUBACK: the RPC subscription is in place.
+    /// SUBACK: the subscriptions are in place.
     Subscribed,
     /// Anything else (pings, our own DISCONNECT, ...).
     Other,
@@ -46,8 +53,30 @@ pub enum LinkEvent {
 pub struct Incoming {
     pub topic: String,
     pub payload: Bytes,
+    /// Delivered because it was retained (not published just now).
+    pub retain: bool,
     pub response_topic: Option<String>,
     pub correlation: Option<Bytes>,
+}
+
+/// Why a connection ended (or did not come up), as far as the link cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostKind {
+    /// MQTT 5 DISCONNECT 0x8E: another client connected with our client id.
+    TakenOver,
+    /// The broker sent a message larger than `max_incoming_kb`.
+    Oversized,
+    /// The broker closed the connection without saying why.
+    ClosedByPeer,
+    /// Anything else (refused, timeout, TLS, DNS, ...).
+    Other,
+}
+
+/// A lost connection: its kind and rumqttc's words.
+#[derive(Debug, Clone)]
+pub struct Lost {
+    pub kind: LostKind,
+    pub message: String,
 }
 
 /// The request side (cloneable).
@@ -64,21 +93,14 @@ pub enum EventLoop {
 }
 
 /// Builds a client and its event loop from config. Nothing connects until the
-/// event loop is polled.
+/// event loop is polled; an error means the TLS files cannot be used now.
 pub fn build(
     m: &MqttConfig,
     gateway_id: &str,
     topics: &Topics,
-) -> Result<(Client, EventLoop), TlsError> {
-    let broker = m.broker().map_err(|why| TlsError::File {
-        key: "url",
-        file: m.url.clone(),
-        why,
-    })?;
-    let client_id = m
-        .client_id
-        .clone()
-        .unwrap_or_else(|| format!("sitegate-{gateway_id}"));
+) -> Result<(Client, EventLoop), SetupError> {
+    let broker = m.broker().map_err(SetupError::Url)?;
+    let client_id = client_id(m, gateway_id);
     let transport = if broker.tls {
         Transport::Tls(TlsConfiguration::Rustls(client_config(m)?))
     } else {
@@ -86,6 +108,7 @@ pub fn build(
     };
     let keep_alive = Duration::from_secs(m.keep_alive_s);
     let will_topic = topics.status();
+    let max_incoming = m.max_incoming_kb as usize * 1024;
     Ok(match m.protocol {
         MqttProtocol::V311 => {
             let mut o = rumqttc::MqttOptions::new(client_id, broker.host, broker.port);
@@ -93,7 +116,7 @@ pub fn build(
                 .set_keep_alive(keep_alive)
                 .set_transport(transport)
                 .set_inflight(INFLIGHT_LIMIT)
-                .set_max_packet_size(1 << 20, 1 << 20)
+                .set_max_packet_size(max_incoming, MAX_OUTGOING)
                 .set_last_will(rumqttc::LastWill::new(
                     will_topic,
                     payload::status_offline(),
@@ -108,12 +131,14 @@ pub fn build(
         }
         MqttProtocol::V5 => {
             let mut o = v5::MqttOptions::new(client_id, broker.host, broker.port);
+            // The maximum packet size goes to the broker in CONNECT: a
+            // conforming broker drops bigger messages for us (MQTT 5, 3.1.2.11.4).
             o.set_clean_start(false)
                 .set_session_expiry_interval(Some(m.session_expiry_s))
                 .set_keep_alive(keep_alive)
                 .set_transport(transport)
                 .set_outgoing_inflight_upper_limit(INFLIGHT_LIMIT)
-                .set_max_packet_size(Some(1 << 20))
+                .set_max_packet_size(Some(m.max_incoming_kb.saturating_mul(1024)))
                 .set_last_will(m5::LastWill::new(
                     will_topic,
                     payload::status_offline(),
@@ -128,6 +153,13 @@ pub fn build(
             (Client::V5(c), EventLoop::V5(Box::new(e)))
         }
     })
+}
+
+/// `client_id`, or `sitegate-{gateway_id}`.
+pub fn client_id(m: &MqttConfig, gateway_id: &str) -> String {
+    m.client_id
+        .clone()
+        .unwrap_or_else(|| format!("sitegate-{gateway_id}"))
 }
 
 /// Why a request could not be queued.
@@ -166,15 +198,19 @@ impl Client {
         }
     }
 
-    /// Queues a QoS 1 subscription.
-    pub fn subscribe(&self, topic: String) -> Result<(), QueueFull> {
+    /// Queues a QoS 1 subscription to the RPC request topic. With MQTT 5 the
+    /// broker is asked not to send retained messages on it (a request is never
+    /// meant to be retained); with 3.1.1 the link ignores retained ones.
+    pub fn subscribe_requests(&self, topic: String) -> Result<(), QueueFull> {
         match self {
             Client::V4(c) => c
                 .try_subscribe(topic, rumqttc::QoS::AtLeastOnce)
                 .map_err(|_| QueueFull),
-            Client::V5(c) => c
-                .try_subscribe(topic, v5::mqttbytes::QoS::AtLeastOnce)
-                .map_err(|_| QueueFull),
+            Client::V5(c) => {
+                let mut filter = m5::Filter::new(topic, v5::mqttbytes::QoS::AtLeastOnce);
+                filter.retain_forward_rule = m5::RetainForwardRule::Never;
+                c.try_subscribe_many([filter]).map_err(|_| QueueFull)
+            }
         }
     }
 
@@ -190,10 +226,10 @@ impl Client {
 impl EventLoop {
     /// The next event; an error means the connection is gone (the next call
     /// reconnects). Not cancel-safe: keep the future alive until it completes.
-    pub async fn poll(&mut self) -> Result<LinkEvent, String> {
+    pub async fn poll(&mut self) -> Result<LinkEvent, Lost> {
         match self {
-            EventLoop::V4(e) => e.poll().await.map(v4_event).map_err(|e| e.to_string()),
-            EventLoop::V5(e) => e.poll().await.map(v5_event).map_err(|e| e.to_string()),
+            EventLoop::V4(e) => e.poll().await.map(v4_event).map_err(|e| v4_lost(&e)),
+            EventLoop::V5(e) => e.poll().await.map(v5_event).map_err(|e| v5_lost(&e)),
         }
     }
 
@@ -205,6 +241,64 @@ impl EventLoop {
             EventLoop::V4(e) => e.pending.clear(),
             EventLoop::V5(e) => e.pending.clear(),
         }
+    }
+
+    /// With `clean`, the next connect asks the broker to discard the session
+    /// (and the messages it queued for us); then back to the persistent one.
+    pub fn set_clean(&mut self, clean: bool) {
+        match self {
+            EventLoop::V4(e) => {
+                e.mqtt_options.set_clean_session(clean);
+            }
+            EventLoop::V5(e) => {
+                e.options.set_clean_start(clean);
+            }
+        }
+    }
+}
+
+fn io_closed(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof};
+    matches!(
+        e.kind(),
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+    )
+}
+
+fn v4_lost(e: &rumqttc::ConnectionError) -> Lost {
+    use rumqttc::{mqttbytes, ConnectionError as C, StateError as S};
+    let kind = match e {
+        C::MqttState(S::Deserialization(mqttbytes::Error::PayloadSizeLimitExceeded(_))) => {
+            LostKind::Oversized
+        }
+        C::MqttState(S::ConnectionAborted) => LostKind::ClosedByPeer,
+        C::MqttState(S::Io(io)) | C::Io(io) if io_closed(io) => LostKind::ClosedByPeer,
+        _ => LostKind::Other,
+    };
+    Lost {
+        kind,
+        message: e.to_string(),
+    }
+}
+
+fn v5_lost(e: &v5::ConnectionError) -> Lost {
+    use rumqttc::v5::{mqttbytes, ConnectionError as C, StateError as S};
+    let kind = match e {
+        C::MqttState(S::ServerDisconnect {
+            reason_code: m5::DisconnectReasonCode::SessionTakenOver,
+            ..
+        }) => LostKind::TakenOver,
+        C::MqttState(S::IncomingPacketTooLarge { .. })
+        | C::MqttState(S::Deserialization(mqttbytes::Error::PayloadSizeLimitExceeded { .. })) => {
+            LostKind::Oversized
+        }
+        C::MqttState(S::ConnectionAborted) => LostKind::ClosedByPeer,
+        C::MqttState(S::Io(io)) | C::Io(io) if io_closed(io) => LostKind::ClosedByPeer,
+        _ => LostKind::Other,
+    };
+    Lost {
+        kind,
+        message: e.to_string(),
     }
 }
 
@@ -219,12 +313,29 @@ fn v4_event(e: rumqttc::Event) -> LinkEvent {
         Event::Incoming(Packet::Publish(p)) => LinkEvent::Message(Incoming {
             topic: String::from_utf8_lossy(p.topic.as_bytes()).into_owned(),
             payload: p.payload,
+            retain: p.retain,
             response_topic: None,
             correlation: None,
         }),
         Event::Outgoing(Outgoing::Publish(pkid)) => LinkEvent::Sent(pkid),
         Event::Outgoing(Outgoing::Disconnect) => LinkEvent::Disconnecting,
         _ => LinkEvent::Other,
+    }
+}
+
+/// The PUBACK reason code as a number (rumqttc keeps it as an enum).
+fn puback_code(r: &m5::PubAckReason) -> u8 {
+    use m5::PubAckReason as R;
+    match r {
+        R::Success => 0x00,
+        R::NoMatchingSubscribers => 0x10,
+        R::UnspecifiedError => 0x80,
+        R::ImplementationSpecificError => 0x83,
+        R::NotAuthorized => 0x87,
+        R::TopicNameInvalid => 0x90,
+        R::PacketIdentifierInUse => 0x91,
+        R::QuotaExceeded => 0x97,
+        R::PayloadFormatInvalid => 0x99,
     }
 }
 
@@ -235,15 +346,13 @@ fn v5_event(e: v5::Event) -> LinkEvent {
         Event::Incoming(Packet::ConnAck(a)) => LinkEvent::Connected {
             session_present: a.session_present,
         },
-        Event::Incoming(Packet::PubAck(a)) => {
-            if !matches!(
-                a.reason,
-                m5::PubAckReason::Success | m5::PubAckReason::NoMatchingSubscribers
-            ) {
-                tracing::warn!(pkid = a.pkid, reason = ?a.reason, "broker refused a publish");
-            }
-            LinkEvent::Acked(a.pkid)
-        }
+        Event::Incoming(Packet::PubAck(a)) => match puback_code(&a.reason) {
+            code if code >= 0x80 => LinkEvent::Refused {
+                pkid: a.pkid,
+                reason: Reason(code),
+            },
+            _ => LinkEvent::Acked(a.pkid),
+        },
         Event::Incoming(Packet::SubAck(a)) => {
             if a.return_codes
                 .iter()
@@ -261,6 +370,7 @@ fn v5_event(e: v5::Event) -> LinkEvent {
             LinkEvent::Message(Incoming {
                 topic: String::from_utf8_lossy(&p.topic).into_owned(),
                 payload: p.payload,
+                retain: p.retain,
                 response_topic,
                 correlation,
             })
@@ -268,5 +378,67 @@ fn v5_event(e: v5::Event) -> LinkEvent {
         Event::Outgoing(rumqttc::Outgoing::Publish(pkid)) => LinkEvent::Sent(pkid),
         Event::Outgoing(rumqttc::Outgoing::Disconnect) => LinkEvent::Disconnecting,
         _ => LinkEvent::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rumqttc::v5::{ConnectionError as C5, StateError as S5};
+    use rumqttc::{ConnectionError as C4, StateError as S4};
+
+    #[test]
+    fn lost_connections_are_told_apart() {
+        let taken = C5::MqttState(S5::ServerDisconnect {
+            reason_code: m5::DisconnectReasonCode::SessionTakenOver,
+            reason_string: None,
+        });
+        assert_eq!(v5_lost(&taken).kind, LostKind::TakenOver);
+        let too_big = C5::MqttState(S5::Deserialization(
+            v5::mqttbytes::Error::PayloadSizeLimitExceeded {
+                pkt_size: 2 << 20,
+                max: 1 << 20,
+            },
+        ));
+        assert_eq!(v5_lost(&too_big).kind, LostKind::Oversized);
+        assert_eq!(
+            v5_lost(&C5::MqttState(S5::ConnectionAborted)).kind,
+            LostKind::ClosedByPeer
+        );
+        let other = C5::MqttState(S5::ServerDisconnect {
+            reason_code: m5::DisconnectReasonCode::ServerShuttingDown,
+            reason_string: None,
+        });
+        assert_eq!(v5_lost(&other).kind, LostKind::Other);
+
+        let too_big = C4::MqttState(S4::Deserialization(
+            rumqttc::mqttbytes::Error::PayloadSizeLimitExceeded(2 << 20),
+        ));
+        assert_eq!(v4_lost(&too_big).kind, LostKind::Oversized);
+        let reset = C4::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert_eq!(v4_lost(&reset).kind, LostKind::ClosedByPeer);
+        assert_eq!(v4_lost(&C4::NetworkTimeout).kind, LostKind::Other);
+    }
+
+    #[test]
+    fn refusing_pubacks_carry_their_reason() {
+        let puback = |reason| {
+            v5_event(v5::Event::Incoming(m5::Packet::PubAck(m5::PubAck {
+                pkid: 7,
+                reason,
+                properties: None,
+            })))
+        };
+        assert!(matches!(
+            puback(m5::PubAckReason::NotAuthorized),
+            LinkEvent::Refused {
+                pkid: 7,
+                reason: Reason(0x87)
+            }
+        ));
+        assert!(matches!(
+            puback(m5::PubAckReason::NoMatchingSubscribers),
+            LinkEvent::Acked(7)
+        ));
     }
 }

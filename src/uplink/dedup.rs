@@ -1,13 +1,22 @@
-//! RPC duplicate suppression: the first answer to an id is kept for 24 h in
-//! the store (`uplink_rpc_seen`), so a redelivery (even after a restart) gets the
-//! same answer and the request is applied once. Concurrent duplicates wait for
-//! the first one. Look-ups run on the store's read connections, records through
-//! its writer.
+//! RPC duplicate suppression for requests that change state: the first answer
+//! to an id is kept for 24 h in the store (`uplink_rpc_seen`), so a redelivery
+//! (even after a restart) gets the same answer and the request is applied once.
+//! Concurrent duplicates wait for the first one. Look-ups run on the store's read
+//! connections, records through its writer.
+//!
+//! The record is bounded: at most [`MAX_ROWS`] answers of at most
+//! [`MAX_BYTES`] together, the oldest forgotten first (counted, and logged at
+//! most once a minute); an answer over [`MAX_ANSWER`] is not kept. The store
+//! does not count the table against `storage.max_size_mb`, so RPC traffic can
+//! never make retention delete measurements. Only the caller decides which
+//! requests are recorded (`rpc.rs`: POST and DELETE).
 //!
 //! Knows nothing of MQTT or HTTP: ids in, answer bytes out.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -16,6 +25,47 @@ use crate::store::{StoreError, StoreHandle};
 
 /// How long an id is remembered.
 pub const WINDOW_MS: i64 = 24 * 3_600_000;
+/// Answers kept at most.
+pub const MAX_ROWS: u64 = 5_000;
+/// Bytes the kept answers count at most (ids, answers, row overhead).
+pub const MAX_BYTES: u64 = 2 << 20;
+/// A larger answer is not kept (a duplicate runs again; steering's
+/// `Idempotency-Key` still applies a change once).
+pub const MAX_ANSWER: usize = 64 << 10;
+/// At most one log line about forgotten answers per this long.
+const LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// The record's size after the last write, and what the bounds made it forget.
+#[derive(Debug, Default)]
+pub struct DedupStats {
+    pub rows: AtomicU64,
+    pub bytes: AtomicU64,
+    pub dropped: AtomicU64,
+    unlogged: Mutex<(u64, Option<Instant>)>,
+}
+
+impl DedupStats {
+    fn update(&self, t: sql::RpcTrim) {
+        self.rows.store(t.rows, Ordering::Relaxed);
+        self.bytes.store(t.bytes, Ordering::Relaxed);
+        if t.dropped == 0 {
+            return;
+        }
+        let total = self.dropped.fetch_add(t.dropped, Ordering::Relaxed) + t.dropped;
+        let mut unlogged = self.unlogged.lock().unwrap_or_else(|e| e.into_inner());
+        unlogged.0 += t.dropped;
+        if unlogged.1.is_none_or(|at| at.elapsed() >= LOG_EVERY) {
+            tracing::warn!(
+                dropped = unlogged.0,
+                dropped_total = total,
+                max_rows = MAX_ROWS,
+                max_bytes = MAX_BYTES,
+                "RPC duplicate record full: forgot the oldest answers before their 24 h"
+            );
+            *unlogged = (0, Some(Instant::now()));
+        }
+    }
+}
 
 type Waiters = HashMap<String, Vec<oneshot::Sender<Vec<u8>>>>;
 
@@ -24,6 +74,7 @@ type Waiters = HashMap<String, Vec<oneshot::Sender<Vec<u8>>>>;
 pub struct Dedup {
     store: StoreHandle,
     running: Arc<Mutex<Waiters>>,
+    stats: Arc<DedupStats>,
 }
 
 /// The outcome of [`Dedup::claim`].
@@ -58,7 +109,12 @@ impl Dedup {
         Self {
             store,
             running: Arc::default(),
+            stats: Arc::default(),
         }
+    }
+
+    pub fn stats(&self) -> &DedupStats {
+        &self.stats
     }
 
     /// Whether `id` was answered in the last 24 h; waits while another copy of
@@ -106,20 +162,29 @@ impl Dedup {
         }
     }
 
-    /// Stores the first answer (durably) and hands it to waiting duplicates.
+    /// Stores the first answer (durably, within the bounds) and hands it to
+    /// waiting duplicates. An answer over [`MAX_ANSWER`] only goes to them.
     pub async fn record(
         &self,
         claim: Claim,
         answer: Vec<u8>,
         now_ms: i64,
     ) -> Result<(), StoreError> {
+        if answer.len() > MAX_ANSWER {
+            tracing::debug!(rpc_id = %claim.id, bytes = answer.len(), "RPC answer too large to keep for duplicates");
+            self.wake(&claim.id, &answer);
+            return Ok(());
+        }
         let (id, bytes) = (claim.id.clone(), answer.clone());
         let stored = self
             .store
-            .execute(move |c| Ok::<_, StoreError>(sql::rpc_record(c, &id, now_ms, &bytes)?))
+            .execute(move |c| {
+                sql::rpc_record(c, &id, now_ms, &bytes)?;
+                Ok::<_, StoreError>(sql::rpc_trim(c, now_ms - WINDOW_MS, MAX_ROWS, MAX_BYTES)?)
+            })
             .await;
         self.wake(&claim.id, &answer);
-        stored
+        stored.map(|t| self.stats.update(t))
     }
 
     fn wake(&self, id: &str, answer: &[u8]) {
@@ -130,11 +195,17 @@ impl Dedup {
         }
     }
 
-    /// Forgets ids older than the window.
-    pub async fn prune(&self, now_ms: i64) -> Result<usize, StoreError> {
-        self.store
-            .execute(move |c| Ok::<_, StoreError>(sql::rpc_prune(c, now_ms - WINDOW_MS)?))
-            .await
+    /// Forgets ids older than the window, and the oldest beyond the bounds (a
+    /// record written by an older version may hold more).
+    pub async fn prune(&self, now_ms: i64) -> Result<(), StoreError> {
+        let trim = self
+            .store
+            .execute(move |c| {
+                Ok::<_, StoreError>(sql::rpc_trim(c, now_ms - WINDOW_MS, MAX_ROWS, MAX_BYTES)?)
+            })
+            .await?;
+        self.stats.update(trim);
+        Ok(())
     }
 }
 

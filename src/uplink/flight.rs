@@ -1,10 +1,12 @@
-//! Pure bookkeeping for the link task: which packet id carries which outbox row,
-//! and how fast the backlog may drain.
+//! Pure bookkeeping for the link task: which packet id carries which publish (an
+//! outbox row, retained state, an RPC answer) to which topic, and how fast the
+//! backlog may drain.
 //!
 //! rumqttc reports `Sent(pkid)` for each QoS 1 publish in the order the requests
-//! were queued, and `Acked(pkid)` on PUBACK. [`Flight`] matches the two so that a
-//! PUBACK names the `seq` to delete. [`Pacer`] is a token bucket. No I/O, no clock
-//! reads: the caller passes `Instant`s.
+//! were queued, and the PUBACK (accepted or refused) with the same packet id.
+//! [`Flight`] matches the two so that a PUBACK names the `seq` to delete, or the
+//! topic the broker refused. [`Pacer`] is a token bucket. No I/O, no clock reads:
+//! the caller passes `Instant`s.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -14,45 +16,58 @@ use tokio::time::Instant;
 /// What a queued publish carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tag {
-    /// An outbox row.
+    /// An outbox row: deleted on an accepting PUBACK, kept on a refusal.
     Telemetry(u64),
-    /// Status, listing, steering state, RPC answer: nothing to delete on PUBACK.
-    Other,
+    /// Status, listing or a steering state: published again after a refusal.
+    Retained,
+    /// An RPC answer: its requester retries with the same id.
+    Answer,
+}
+
+/// A publish on its way, as the PUBACK will name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Publish {
+    pub tag: Tag,
+    pub topic: String,
 }
 
 /// Publishes queued or unacknowledged on the current connection.
 #[derive(Debug, Default)]
 pub struct Flight {
-    queued: VecDeque<Tag>,
-    unacked: HashMap<u16, u64>,
+    queued: VecDeque<Publish>,
+    unacked: HashMap<u16, Publish>,
     telemetry: usize,
 }
 
 impl Flight {
-    /// A publish was handed to the client.
-    pub fn queued(&mut self, tag: Tag) {
+    /// A publish to `topic` was handed to the client.
+    pub fn queued(&mut self, tag: Tag, topic: impl Into<String>) {
         if let Tag::Telemetry(_) = tag {
             self.telemetry += 1;
         }
-        self.queued.push_back(tag);
+        self.queued.push_back(Publish {
+            tag,
+            topic: topic.into(),
+        });
     }
 
     /// The client wrote the oldest queued publish with packet id `pkid`.
     pub fn sent(&mut self, pkid: u16) {
         match self.queued.pop_front() {
-            Some(Tag::Telemetry(seq)) => {
-                self.unacked.insert(pkid, seq);
+            Some(p) => {
+                self.unacked.insert(pkid, p);
             }
-            Some(Tag::Other) => {}
             None => tracing::debug!(pkid, "publish sent that the uplink did not queue"),
         }
     }
 
-    /// PUBACK for `pkid`: the telemetry seq it carried, if any.
-    pub fn acked(&mut self, pkid: u16) -> Option<u64> {
-        let seq = self.unacked.remove(&pkid)?;
-        self.telemetry -= 1;
-        Some(seq)
+    /// The PUBACK for `pkid` came (accepting or refusing): what it was for.
+    pub fn settled(&mut self, pkid: u16) -> Option<Publish> {
+        let p = self.unacked.remove(&pkid)?;
+        if let Tag::Telemetry(_) = p.tag {
+            self.telemetry -= 1;
+        }
+        Some(p)
     }
 
     /// Telemetry queued or sent but not acknowledged.
@@ -113,31 +128,46 @@ impl Pacer {
 mod tests {
     use super::*;
 
+    fn tag(p: Option<Publish>) -> Option<Tag> {
+        p.map(|p| p.tag)
+    }
+
     #[test]
-    fn acks_name_the_rows_their_publishes_carried() {
+    fn acks_name_the_rows_and_topics_their_publishes_carried() {
         let mut f = Flight::default();
-        f.queued(Tag::Telemetry(10));
-        f.queued(Tag::Other);
-        f.queued(Tag::Telemetry(11));
+        f.queued(Tag::Telemetry(10), "r/devices/a/measurements");
+        f.queued(Tag::Retained, "r/status");
+        f.queued(Tag::Telemetry(11), "r/devices/b/measurements");
         assert_eq!(f.telemetry_in_flight(), 2);
         f.sent(1);
         f.sent(2);
         f.sent(3);
-        assert_eq!(f.acked(2), None);
-        assert_eq!(f.acked(3), Some(11));
-        assert_eq!(f.acked(1), Some(10));
-        assert_eq!(f.acked(1), None);
+        assert_eq!(
+            f.settled(2),
+            Some(Publish {
+                tag: Tag::Retained,
+                topic: "r/status".into()
+            })
+        );
+        assert_eq!(f.telemetry_in_flight(), 2);
+        assert_eq!(tag(f.settled(3)), Some(Tag::Telemetry(11)));
+        let first = f.settled(1).unwrap();
+        assert_eq!(first.tag, Tag::Telemetry(10));
+        assert_eq!(first.topic, "r/devices/a/measurements");
+        assert_eq!(f.settled(1), None);
         assert_eq!(f.telemetry_in_flight(), 0);
         f.sent(9); // unknown: ignored
+        assert_eq!(f.settled(9), None);
     }
 
     #[test]
     fn reset_forgets_the_connection() {
         let mut f = Flight::default();
-        f.queued(Tag::Telemetry(1));
+        f.queued(Tag::Telemetry(1), "t");
+        f.queued(Tag::Answer, "a");
         f.sent(1);
         f.reset();
-        assert_eq!(f.acked(1), None);
+        assert_eq!(f.settled(1), None);
         assert_eq!(f.telemetry_in_flight(), 0);
     }
 

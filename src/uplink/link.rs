@@ -1,55 +1,57 @@
-//! The task that owns the MQTT connection: it polls the event loop, reconnects
-//! with backoff, republishes retained state on every connect, drains the outbox
-//! (live rows at once, the backlog paced), deletes rows on PUBACK, and hands RPC
-//! requests to the bridge.
+//! The task that owns the MQTT connection: it sets the client up (retrying while
+//! the TLS files cannot be used), polls the event loop, reconnects with backoff,
+//! tells what ended a connection (a session taken over, a message too large, the
+//! broker closing it again and again), and hands RPC requests to the bridge.
+//! What goes out (retained state, the outbox, retries of what the broker
+//! refused) is `link/outgoing.rs`.
 //!
 //! The event loop's `poll` future is never dropped half-way (rumqttc is not
 //! cancel-safe): it stays pinned while other work runs beside it. Nothing is
 //! queued on the client while disconnected, so what rumqttc reports after a
-//! CONNACK belongs to this connection. Decisions live in `flight.rs` and
-//! `backoff.rs`; this file only sequences them.
+//! CONNACK belongs to this connection. Decisions live in `flight.rs`,
+//! `backoff.rs` and `refusal.rs`; this file only sequences them.
+
+mod outgoing;
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
-use tokio::time::{sleep, sleep_until, Instant};
+use tokio::time::{sleep, sleep_until, Instant, Interval};
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::{Backoff, Jitter};
-use super::client::{Client, EventLoop, Incoming, LinkEvent};
+use super::backoff::{Attempts, Backoff, Ended, Jitter};
+use super::client::{self, Client, EventLoop, Incoming, LinkEvent, Lost, LostKind};
 use super::dedup::Dedup;
 use super::flight::{Flight, Pacer, Tag};
-use super::outbox::{decode, Outbox, Row};
-use super::payload;
+use super::outbox::Outbox;
+use super::refusal::Refusals;
 use super::rpc::{Answer, Bridge};
 use super::stats::{bump, LinkStats};
 use super::steering::SteeringStates;
 use super::topics::Topics;
-use crate::api::device_views;
+use crate::config::MqttConfig;
 use crate::liveness::Heartbeat;
-use crate::model::{time::now_ms, DeviceId};
 use crate::telemetry::Live;
 
-/// Telemetry publishes awaiting PUBACK at most.
-const WINDOW: usize = 64;
-/// Rows read from the outbox per query at most.
-const FETCH: usize = 64;
 /// How long a clean shutdown waits for DISCONNECT to go out.
 const GOODBYE: Duration = Duration::from_secs(2);
 const HOUSEKEEPING: Duration = Duration::from_secs(60);
 
-/// An RPC answer on its way out.
-pub(super) struct Outgoing {
-    topic: String,
-    correlation: Option<axum::body::Bytes>,
-    payload: Vec<u8>,
+/// What building the client needs.
+pub(super) struct Setup {
+    pub config: MqttConfig,
+    pub gateway_id: String,
+    pub topics: Topics,
 }
 
-pub(super) struct Link {
-    pub client: Client,
+/// Everything else the link needs.
+pub(super) struct Parts {
+    pub client_id: String,
+    pub max_incoming_kb: u32,
     pub topics: Topics,
     pub outbox: Outbox,
     pub bridge: Arc<Bridge>,
@@ -64,40 +66,133 @@ pub(super) struct Link {
     pub heartbeat: Heartbeat,
 }
 
+/// An RPC answer on its way out.
+pub(super) struct Outgoing {
+    topic: String,
+    correlation: Option<axum::body::Bytes>,
+    payload: Vec<u8>,
+}
+
+struct Link {
+    client: Client,
+    p: Parts,
+}
+
 struct State {
     flight: Flight,
     connected: bool,
-    /// Rows up to here existed at connect time: the backlog.
+    /// Rows up to here existed at connect time (or at the last retry): the backlog.
     boundary: u64,
     backlog_cursor: u64,
     live_cursor: u64,
     pacer: Pacer,
     acked: Vec<u64>,
     steering_sent: HashMap<String, Arc<Value>>,
+    refusals: Refusals,
+    attempts: Attempts,
+    jitter: Jitter,
+    /// Connections in a row the broker closed before they were stable.
+    short_closes: u32,
+    /// The next connect asks for a clean session (set back after it).
+    clean_next: bool,
 }
 
 enum Step {
-    Event(Result<LinkEvent, String>),
+    Event(Result<LinkEvent, Lost>),
     Stop,
 }
 
+/// Sets the client up, then runs the link until `cancel`.
+pub(super) async fn run(setup: Setup, parts: Parts, cancel: CancellationToken) {
+    let Some((client, eventloop)) = set_up(&setup, &parts, &cancel).await else {
+        return;
+    };
+    Link { client, p: parts }.run(eventloop, cancel).await;
+}
+
+/// Builds the client, retrying with backoff while its TLS files cannot be used
+/// (the reason is kept for `/readyz`). `None` when cancelled first.
+async fn set_up(
+    setup: &Setup,
+    parts: &Parts,
+    cancel: &CancellationToken,
+) -> Option<(Client, EventLoop)> {
+    let backoff = Backoff::default();
+    let mut jitter = Jitter::from_os();
+    let mut attempts = Attempts::default();
+    let mut beat = Heartbeat::ticker();
+    loop {
+        let (config, gateway_id, topics) = (
+            setup.config.clone(),
+            setup.gateway_id.clone(),
+            setup.topics.clone(),
+        );
+        // Reads and parses files: off the runtime's threads.
+        let built =
+            tokio::task::spawn_blocking(move || client::build(&config, &gateway_id, &topics)).await;
+        let error = match built {
+            Ok(Ok(pair)) => {
+                if parts.stats.setup_problem().is_some() {
+                    tracing::info!("MQTT uplink set up: its TLS files can be used now");
+                }
+                parts.stats.set_setup_problem(None);
+                return Some(pair);
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => format!("the setup task failed: {e}"),
+        };
+        let (attempt, _) = attempts.failed(Instant::now());
+        let delay = backoff.delay(attempt, jitter.next_u64());
+        tracing::warn!(
+            error,
+            retry_in_ms = delay.as_millis() as u64,
+            "MQTT uplink cannot be set up; polling, storing and steering go on without it"
+        );
+        parts.stats.set_setup_problem(Some(error));
+        if !pause(delay, &parts.heartbeat, &mut beat, cancel).await {
+            return None;
+        }
+    }
+}
+
+/// Waits `delay`, beating; false when cancelled first.
+async fn pause(
+    delay: Duration,
+    heartbeat: &Heartbeat,
+    beat: &mut Interval,
+    cancel: &CancellationToken,
+) -> bool {
+    let wait = sleep(delay);
+    tokio::pin!(wait);
+    loop {
+        heartbeat.beat();
+        tokio::select! {
+            () = &mut wait => return true,
+            _ = beat.tick() => {}
+            () = cancel.cancelled() => return false,
+        }
+    }
+}
+
 impl Link {
-    pub(super) async fn run(mut self, mut eventloop: EventLoop, cancel: CancellationToken) {
+    async fn run(mut self, mut eventloop: EventLoop, cancel: CancellationToken) {
         let (answers_tx, mut answers) = mpsc::channel::<Outgoing>(64);
-        let mut appended = self.outbox.appended();
+        let mut appended = self.p.outbox.appended();
         let mut s = State {
             flight: Flight::default(),
             connected: false,
             boundary: 0,
             backlog_cursor: 0,
             live_cursor: 0,
-            pacer: Pacer::new(self.drain_rate, Instant::now()),
+            pacer: Pacer::new(self.p.drain_rate, Instant::now()),
             acked: Vec::new(),
             steering_sent: HashMap::new(),
+            refusals: Refusals::default(),
+            attempts: Attempts::default(),
+            jitter: Jitter::from_os(),
+            short_closes: 0,
+            clean_next: false,
         };
-        let backoff = Backoff::default();
-        let mut jitter = Jitter::from_os();
-        let mut attempt = 0u32;
         let mut stopping: Option<Instant> = None;
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         let mut beat = Heartbeat::ticker();
@@ -107,8 +202,9 @@ impl Link {
                 let poll = eventloop.poll();
                 tokio::pin!(poll);
                 loop {
-                    self.heartbeat.beat();
+                    self.p.heartbeat.beat();
                     let pace = self.pace_deadline(&s);
+                    let hold = s.refusals.hold_until();
                     tokio::select! {
                         r = &mut poll => break Step::Event(r),
                         () = cancel.cancelled(), if stopping.is_none() => {
@@ -121,9 +217,10 @@ impl Link {
                         () = sleep_until(stopping.unwrap_or_else(Instant::now)), if stopping.is_some() => break Step::Stop,
                         Some(out) = answers.recv() => self.send_answer(&mut s, out),
                         Ok(()) = appended.changed() => self.pump(&mut s).await,
-                        Ok(()) = self.catalog.changed() => self.publish_listing(&mut s),
-                        Ok(()) = self.steering.changed() => self.publish_steering(&mut s, false),
+                        Ok(()) = self.p.catalog.changed() => self.publish_listing(&mut s),
+                        Ok(()) = self.p.steering.changed() => self.publish_steering(&mut s, false),
                         () = sleep_until(pace.unwrap_or_else(Instant::now)), if pace.is_some() => self.pump(&mut s).await,
+                        () = sleep_until(hold.unwrap_or_else(Instant::now)), if hold.is_some() => self.end_hold(&mut s).await,
                         _ = housekeeping.tick() => self.housekeeping(),
                         _ = beat.tick() => {}
                     }
@@ -133,28 +230,30 @@ impl Link {
                 Step::Stop => break,
                 Step::Event(Ok(LinkEvent::Disconnecting)) if stopping.is_some() => break,
                 Step::Event(Ok(event)) => {
-                    if let LinkEvent::Connected { .. } = event {
-                        attempt = 0;
+                    if matches!(event, LinkEvent::Connected { .. }) && s.clean_next {
+                        // Only this connect started a clean session.
+                        eventloop.set_clean(false);
+                        s.clean_next = false;
                     }
                     self.on_event(&mut s, event, &answers_tx).await;
                 }
-                Step::Event(Err(error)) => {
-                    self.on_lost(&mut s, &error, attempt);
+                Step::Event(Err(lost)) => {
+                    let delay = self.on_lost(&mut s, &lost);
+                    if s.clean_next {
+                        eventloop.set_clean(true);
+                    }
                     eventloop.forget_pending();
                     if stopping.is_some() {
                         break;
                     }
-                    let delay = backoff.delay(attempt, jitter.next_u64());
-                    attempt = attempt.saturating_add(1);
                     tracing::debug!(
                         delay_ms = delay.as_millis() as u64,
-                        attempt,
                         "MQTT reconnect after backoff"
                     );
                     let wait = sleep(delay);
                     tokio::pin!(wait);
                     loop {
-                        self.heartbeat.beat();
+                        self.p.heartbeat.beat();
                         tokio::select! {
                             () = &mut wait => break,
                             _ = beat.tick() => {}
@@ -166,8 +265,8 @@ impl Link {
                 }
             }
         }
-        self.outbox.remove(std::mem::take(&mut s.acked));
-        if let Err(e) = self.outbox.commit_removals().await {
+        self.p.outbox.remove(std::mem::take(&mut s.acked));
+        if let Err(e) = self.p.outbox.commit_removals().await {
             tracing::warn!(error = %e, "cannot delete acknowledged outbox rows at shutdown");
         }
         tracing::info!("MQTT uplink stopped");
@@ -182,73 +281,138 @@ impl Link {
         match event {
             LinkEvent::Connected { session_present } => {
                 s.connected = true;
-                bump(&self.stats.connects);
+                bump(&self.p.stats.connects);
                 s.flight.reset();
+                s.attempts.connected(Instant::now());
+                s.refusals.reconnected();
                 tracing::info!(session_present, "MQTT connected");
-                if self.client.subscribe(self.topics.rpc_request()).is_err() {
+                if self
+                    .client
+                    .subscribe_requests(self.p.topics.rpc_request())
+                    .is_err()
+                {
                     tracing::warn!("cannot queue the RPC subscription");
                 }
-                let status = payload::status_online(env!("CARGO_PKG_VERSION"), self.started_at_ms);
-                self.send(s, self.topics.status(), true, status, None, Tag::Other);
-                self.publish_listing(s);
-                self.publish_steering(s, true);
+                self.publish_retained(s);
                 // Rows acknowledged on the last connection must not count as backlog.
-                if let Err(e) = self.outbox.commit_removals().await {
-                    tracing::warn!(error = %e, "acknowledged outbox rows not deleted; they are sent again");
-                }
-                s.boundary = *self.outbox.appended().borrow();
-                s.backlog_cursor = 0;
-                s.live_cursor = s.boundary;
-                s.pacer = Pacer::new(self.drain_rate, Instant::now());
+                self.rewind(s).await;
                 self.pump(s).await;
             }
             LinkEvent::Sent(pkid) => s.flight.sent(pkid),
             LinkEvent::Acked(pkid) => {
-                if let Some(seq) = s.flight.acked(pkid) {
-                    bump(&self.stats.telemetry_acked);
-                    s.acked.push(seq);
+                let Some(p) = s.flight.settled(pkid) else {
+                    return;
+                };
+                self.on_accepted(s, p.tag);
+                if let Tag::Telemetry(_) = p.tag {
                     self.pump(s).await;
+                }
+            }
+            LinkEvent::Refused { pkid, reason } => {
+                if let Some(p) = s.flight.settled(pkid) {
+                    self.on_refused(s, p, reason);
                 }
             }
             LinkEvent::Message(m) => self.on_message(m, answers),
             // Connected for the outside once RPC requests reach us too.
             LinkEvent::Subscribed => {
-                self.connected.send_replace(true);
+                self.p.connected.send_replace(true);
             }
             LinkEvent::Other | LinkEvent::Disconnecting => {}
         }
     }
 
-    fn on_lost(&mut self, s: &mut State, error: &str, attempt: u32) {
+    /// Says what ended the connection and returns how long to wait.
+    fn on_lost(&mut self, s: &mut State, lost: &Lost) -> Duration {
+        let (attempt, ended) = s.attempts.failed(Instant::now());
+        let client_id = self.p.client_id.as_str();
+        match (lost.kind, ended) {
+            (LostKind::TakenOver, _) => {
+                s.short_closes = 0;
+                bump(&self.p.stats.takeovers_said);
+                tracing::warn!(
+                    client_id,
+                    "MQTT session taken over by another client with this client id: two agents share it (give each its own gateway_id)"
+                );
+            }
+            (LostKind::Oversized, _) => {
+                bump(&self.p.stats.oversized_breaks);
+                s.clean_next = true;
+                tracing::error!(
+                    max_incoming_kb = self.p.max_incoming_kb,
+                    error = %lost.message,
+                    "MQTT broker sent a message over mqtt.max_incoming_kb; reconnecting with a clean session to drop it (messages the broker queued for this gateway are dropped; RPC requesters retry)"
+                );
+            }
+            (LostKind::ClosedByPeer, Ended::Short) => {
+                s.short_closes += 1;
+                if s.short_closes >= 2 {
+                    bump(&self.p.stats.takeovers_suspected);
+                }
+                if s.short_closes == 2 || (s.short_closes > 2 && s.short_closes % 10 == 0) {
+                    tracing::warn!(
+                        client_id,
+                        closes = s.short_closes,
+                        "MQTT broker keeps closing the connection soon after connect: another client with this client id may be taking the session over (many brokers do not say so)"
+                    );
+                }
+            }
+            (_, Ended::NotConnected | Ended::Stable) => s.short_closes = 0,
+            _ => {}
+        }
         if s.connected {
-            bump(&self.stats.connections_lost);
-            tracing::warn!(error, "MQTT connection lost; telemetry waits in the outbox");
+            bump(&self.p.stats.connections_lost);
+            tracing::warn!(error = %lost.message, "MQTT connection lost; telemetry waits in the outbox");
         } else {
-            bump(&self.stats.connect_failures);
-            tracing::warn!(error, attempt, "MQTT connect failed");
+            bump(&self.p.stats.connect_failures);
+            tracing::warn!(error = %lost.message, attempt, "MQTT connect failed");
         }
         s.connected = false;
         s.flight.reset();
-        self.connected.send_replace(false);
-        self.outbox.remove(std::mem::take(&mut s.acked));
+        self.p.connected.send_replace(false);
+        self.p.outbox.remove(std::mem::take(&mut s.acked));
+        self.p
+            .stats
+            .refusing
+            .store(s.refusals.active(), Ordering::Relaxed);
+        Backoff::default().delay(attempt, s.jitter.next_u64())
     }
 
     fn on_message(&self, m: Incoming, answers: &mpsc::Sender<Outgoing>) {
-        if m.topic != self.topics.rpc_request() {
+        if m.topic != self.p.topics.rpc_request() {
             tracing::debug!(topic = %m.topic, "message on an unexpected topic ignored");
             return;
         }
-        bump(&self.stats.rpc_requests);
-        let bridge = self.bridge.clone();
+        if m.retain {
+            // MQTT 3.1.1 cannot ask the broker to keep retained messages back.
+            tracing::warn!(
+                bytes = m.payload.len(),
+                "retained RPC request ignored: requests must not be retained (clear it on the broker)"
+            );
+            return;
+        }
+        bump(&self.p.stats.rpc_requests);
+        let bridge = self.p.bridge.clone();
         let answers = answers.clone();
-        let topics = self.topics.clone();
+        let topics = self.p.topics.clone();
+        let stats = self.p.stats.clone();
         tokio::spawn(async move {
-            let Answer { id, payload } = bridge.answer(&m.payload).await;
+            let bytes = m.payload.len();
+            let Answer {
+                id,
+                payload,
+                oversized,
+            } = bridge.answer(&m.payload).await;
+            if oversized {
+                bump(&stats.rpc_too_large);
+                tracing::warn!(rpc_id = ?id, bytes, "RPC request too large: answered 413");
+            }
             let topic = match (m.response_topic, id) {
                 (Some(t), _) => t,
                 (None, Some(id)) => topics.rpc_response(&id),
                 (None, None) => {
                     tracing::warn!(
+                        bytes,
                         "RPC request without a usable id or response topic: not answered"
                     );
                     return;
@@ -264,156 +428,10 @@ impl Link {
         });
     }
 
-    fn send_answer(&self, s: &mut State, out: Outgoing) {
-        if s.connected {
-            self.send(
-                s,
-                out.topic,
-                false,
-                out.payload,
-                out.correlation,
-                Tag::Other,
-            );
-        }
-    }
-
-    /// Queues one QoS 1 publish on the current connection.
-    fn send(
-        &self,
-        s: &mut State,
-        topic: String,
-        retain: bool,
-        payload: Vec<u8>,
-        correlation: Option<axum::body::Bytes>,
-        tag: Tag,
-    ) -> bool {
-        match self.client.publish(topic, retain, payload, correlation) {
-            Ok(()) => {
-                bump(&self.stats.published);
-                s.flight.queued(tag);
-                true
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "MQTT publish not queued");
-                false
-            }
-        }
-    }
-
-    fn publish_listing(&self, s: &mut State) {
-        if !s.connected {
-            return;
-        }
-        let body = serde_json::to_vec(&device_views(&self.live, None)).unwrap_or_default();
-        self.send(s, self.topics.devices(), true, body, None, Tag::Other);
-    }
-
-    fn publish_steering(&mut self, s: &mut State, all: bool) {
-        if !s.connected {
-            return;
-        }
-        let states = self.steering.borrow_and_update().clone();
-        for (site, body) in states {
-            let fresh = s
-                .steering_sent
-                .get(&site)
-                .is_none_or(|b| !Arc::ptr_eq(b, &body));
-            if all || fresh {
-                let bytes = serde_json::to_vec(&*body).unwrap_or_default();
-                if self.send(
-                    s,
-                    self.topics.steering(&site),
-                    true,
-                    bytes,
-                    None,
-                    Tag::Other,
-                ) {
-                    s.steering_sent.insert(site, body);
-                }
-            }
-        }
-    }
-
-    fn pace_deadline(&self, s: &State) -> Option<Instant> {
-        let backlog_left = s.backlog_cursor < s.boundary;
-        let room = s.flight.telemetry_in_flight() < WINDOW;
-        (s.connected && backlog_left && room).then(|| s.pacer.next_token())
-    }
-
-    /// Sends what the window allows: live rows first, then paced backlog rows.
-    async fn pump(&self, s: &mut State) {
-        self.outbox.remove(std::mem::take(&mut s.acked));
-        if !s.connected {
-            return;
-        }
-        let room = WINDOW
-            .saturating_sub(s.flight.telemetry_in_flight())
-            .min(FETCH);
-        if room > 0 && *self.outbox.appended().borrow() > s.live_cursor {
-            let rows = self.fetch(s.live_cursor, u64::MAX, room).await;
-            if let Some(last) = self.send_rows(s, &rows) {
-                s.live_cursor = last;
-            }
-        }
-        let room = WINDOW
-            .saturating_sub(s.flight.telemetry_in_flight())
-            .min(FETCH);
-        if room > 0 && s.backlog_cursor < s.boundary {
-            let n = s.pacer.take(Instant::now(), room);
-            if n > 0 {
-                let rows = self.fetch(s.backlog_cursor, s.boundary, n).await;
-                if rows.len() < n {
-                    s.backlog_cursor = s.boundary;
-                }
-                if let Some(last) = self.send_rows(s, &rows) {
-                    s.backlog_cursor = s.backlog_cursor.max(last);
-                }
-            }
-        }
-    }
-
-    async fn fetch(&self, after: u64, upto: u64, limit: usize) -> Vec<Row> {
-        self.outbox
-            .fetch(after, upto, limit)
-            .await
-            .unwrap_or_else(|e| {
-                tracing::error!(error = %e, "cannot read the outbox");
-                Vec::new()
-            })
-    }
-
-    /// Publishes rows in order until the client refuses; returns the last seq sent.
-    fn send_rows(&self, s: &mut State, rows: &[Row]) -> Option<u64> {
-        let mut last = None;
-        for row in rows {
-            let Some(samples) = decode(DeviceId(0), &row.body) else {
-                tracing::error!(seq = row.seq, device = %row.device, "corrupt outbox row dropped");
-                s.acked.push(row.seq);
-                last = Some(row.seq);
-                continue;
-            };
-            let body = payload::measurements(&row.device, &samples, row.seq);
-            let topic = self.topics.measurements(&row.device);
-            if !self.send(s, topic, false, body, None, Tag::Telemetry(row.seq)) {
-                break;
-            }
-            last = Some(row.seq);
-        }
-        last
-    }
-
-    /// Retained offline status, then DISCONNECT (which makes the broker drop the will).
-    fn say_goodbye(&self) {
-        let _ = self
-            .client
-            .publish(self.topics.status(), true, payload::status_offline(), None);
-        let _ = self.client.disconnect();
-    }
-
     fn housekeeping(&self) {
-        let dedup = self.dedup.clone();
+        let dedup = self.p.dedup.clone();
         tokio::spawn(async move {
-            if let Err(e) = dedup.prune(now_ms()).await {
+            if let Err(e) = dedup.prune(crate::model::time::now_ms()).await {
                 tracing::warn!(error = %e, "RPC dedup prune failed");
             }
         });

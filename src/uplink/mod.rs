@@ -3,8 +3,9 @@
 //! RPC bridge onto the HTTP router.
 //!
 //! Only this module knows topics and MQTT. It must never hold up measuring or
-//! steering: without a broker everything else goes on and telemetry waits in the
-//! outbox.
+//! steering: without a broker, with a broker that refuses our publishes, and
+//! with TLS files it cannot use, everything else goes on and telemetry waits in
+//! the outbox.
 //!
 //! # Wiring
 //!
@@ -21,6 +22,7 @@ mod flight;
 mod link;
 pub mod outbox;
 mod payload;
+mod refusal;
 mod rpc;
 mod stats;
 mod steering;
@@ -28,12 +30,17 @@ mod tls;
 mod topics;
 
 pub use backoff::{Backoff, Jitter};
-pub use dedup::{Dedup, WINDOW_MS as DEDUP_WINDOW_MS};
+pub use dedup::{
+    Dedup, DedupStats, Seen, MAX_ANSWER as DEDUP_MAX_ANSWER, MAX_BYTES as DEDUP_MAX_BYTES,
+    MAX_ROWS as DEDUP_MAX_ROWS, WINDOW_MS as DEDUP_WINDOW_MS,
+};
 pub use outbox::{Cap, Outbox, OutboxSink, OutboxState, OutboxStats};
 pub use payload::{measurements as measurements_payload, parse_rpc_request, RpcMethod, RpcRequest};
-pub use rpc::{idempotency_key, Answer, Bridge, MQTT_CALLER, MQTT_TRANSPORT};
+pub use rpc::{
+    idempotency_key, Answer, Bridge, MAX_REQUEST as RPC_MAX_REQUEST, MQTT_CALLER, MQTT_TRANSPORT,
+};
 pub use steering::SteeringFeed;
-pub use tls::TlsError;
+pub use tls::SetupError;
 pub use topics::Topics;
 
 use std::sync::Arc;
@@ -76,21 +83,18 @@ pub struct Uplink {
     task: AbortHandle,
     /// The link task's counters (`stats()` is the outbox's).
     link_stats: Arc<LinkStats>,
+    dedup: Dedup,
     pulse: Pulse,
 }
 
 impl Uplink {
     /// Starts the link task and the outbox's upkeep on `tracker`; they run until
     /// `cancel`, then the link publishes `{"online": false}` and disconnects
-    /// cleanly. Fails only on unusable TLS settings; an unreachable broker is
-    /// retried forever.
-    pub fn start(
-        parts: UplinkParts,
-        tracker: &TaskTracker,
-        cancel: CancellationToken,
-    ) -> Result<Uplink, TlsError> {
+    /// cleanly. Never fails: TLS files that cannot be used are retried with
+    /// backoff ([`Uplink::setup_problem`] says why meanwhile), an unreachable
+    /// broker forever.
+    pub fn start(parts: UplinkParts, tracker: &TaskTracker, cancel: CancellationToken) -> Uplink {
         let topics = Topics::new(&parts.config.prefix, &parts.gateway_id);
-        let (client, eventloop) = client::build(&parts.config, &parts.gateway_id, &topics)?;
         let dedup = Dedup::new(parts.outbox.store().clone());
         let bridge = Bridge::new(
             parts.router,
@@ -102,12 +106,20 @@ impl Uplink {
         let link_stats = Arc::new(LinkStats::default());
         let heartbeat = Heartbeat::new("mqtt link");
         let pulse = heartbeat.pulse();
-        let link = link::Link {
-            client,
+        let client_id = client::client_id(&parts.config, &parts.gateway_id);
+        tracing::info!(url = %parts.config.url, root = topics.root(), client_id, "MQTT uplink starting");
+        let setup = link::Setup {
+            config: parts.config.clone(),
+            gateway_id: parts.gateway_id,
+            topics: topics.clone(),
+        };
+        let link = link::Parts {
+            client_id,
+            max_incoming_kb: parts.config.max_incoming_kb,
             topics: topics.clone(),
             outbox: parts.outbox.clone(),
             bridge: Arc::new(bridge),
-            dedup,
+            dedup: dedup.clone(),
             live: parts.live,
             catalog: parts.catalog,
             steering: parts.steering.subscribe(),
@@ -117,18 +129,24 @@ impl Uplink {
             stats: link_stats.clone(),
             heartbeat,
         };
-        tracing::info!(url = %parts.config.url, root = topics.root(), "MQTT uplink starting");
         tracker.spawn(parts.outbox.clone().run_upkeep(cancel.child_token()));
-        let task = tracker.spawn(link.run(eventloop, cancel)).abort_handle();
-        Ok(Uplink {
+        let task = tracker.spawn(link::run(setup, link, cancel)).abort_handle();
+        Uplink {
             connected,
             outbox: parts.outbox,
             steering: parts.steering,
             topics,
             task,
             link_stats,
+            dedup,
             pulse,
-        })
+        }
+    }
+
+    /// Why the uplink cannot be set up (its TLS files), while it cannot; `None`
+    /// once it could. For `/readyz`.
+    pub fn setup_problem(&self) -> Option<String> {
+        self.link_stats.setup_problem()
     }
 
     /// The link task's heartbeat, for the watchdog.

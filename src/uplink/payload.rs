@@ -187,6 +187,20 @@ pub fn parse_rpc_request(payload: &[u8]) -> Result<RpcRequest, RpcRejection> {
     })
 }
 
+/// The id of a request payload that is not parsed as a whole (too large): the
+/// top-level `"id"` when the payload is a JSON object with a usable one. The
+/// other members are skipped without being kept.
+pub fn rpc_id(payload: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct IdOnly {
+        id: Option<Value>,
+    }
+    match serde_json::from_slice::<IdOnly>(payload).ok()?.id? {
+        Value::String(id) if super::topics::valid_rpc_id(&id) => Some(id),
+        _ => None,
+    }
+}
+
 /// `{"id", "status", "body"}`; `id` is `null` when the request had none usable.
 pub fn rpc_response(id: Option<&str>, status: u16, body: &Value) -> Vec<u8> {
     #[derive(Serialize)]

@@ -3,11 +3,13 @@
 //! the same body and the same problem.
 //!
 //! Who may publish requests is the broker's ACL; with `require_token` the payload
-//! must also carry an API token, checked like a bearer token. Each id is answered
-//! once ([`Dedup`]); state-changing requests also carry it as `Idempotency-Key`
-//! (steering scopes keys per caller, so an id is "once" per token). Requests are
-//! marked `api::Transport("mqtt")` for steering's audit log. This file must not
-//! interpret endpoints or bodies.
+//! must also carry an API token, checked like a bearer token. A request larger
+//! than [`MAX_REQUEST`] is answered 413 without being parsed beyond its id.
+//! Requests that may change state (POST, DELETE) are answered once per id
+//! ([`Dedup`]) and also carry it as `Idempotency-Key` (steering scopes keys per
+//! caller, so an id is "once" per token); a GET is simply answered again, so
+//! reads leave nothing behind. Requests are marked `api::Transport("mqtt")` for
+//! steering's audit log. This file must not interpret endpoints or bodies.
 
 use std::sync::Arc;
 
@@ -22,7 +24,7 @@ use tower::ServiceExt;
 
 use super::dedup::{Dedup, Seen};
 use super::payload::{self, RpcRequest};
-use crate::api::{ApiError, Auth, Caller, Transport};
+use crate::api::{ApiError, Auth, Caller, ErrorCode, Transport, DEFAULT_BODY_LIMIT};
 use crate::config::Scope;
 use crate::model::time::now_ms;
 
@@ -31,6 +33,10 @@ pub const MQTT_CALLER: &str = "mqtt";
 
 /// What the audit log records as the transport of RPC requests.
 pub const MQTT_TRANSPORT: Transport = Transport("mqtt");
+
+/// The largest request payload answered: the API's body limit and room for the
+/// envelope (id, method, path, token).
+pub const MAX_REQUEST: usize = DEFAULT_BODY_LIMIT + 8 * 1024;
 
 /// Answers RPC payloads.
 pub struct Bridge {
@@ -46,6 +52,8 @@ pub struct Bridge {
 pub struct Answer {
     pub id: Option<String>,
     pub payload: Vec<u8>,
+    /// The request was over [`MAX_REQUEST`] (answered 413).
+    pub oversized: bool,
 }
 
 impl Bridge {
@@ -60,15 +68,28 @@ impl Bridge {
 
     /// Answers one request payload. Never fails: every problem is an answer.
     pub async fn answer(&self, raw: &[u8]) -> Answer {
+        if raw.len() > MAX_REQUEST {
+            let id = payload::rpc_id(raw);
+            let err = ApiError::new(
+                ErrorCode::PayloadTooLarge,
+                format!(
+                    "the RPC request is {} bytes, larger than the limit of {MAX_REQUEST} bytes",
+                    raw.len()
+                ),
+            );
+            let payload = render(id.as_deref(), err.into_response()).await;
+            return Answer {
+                id,
+                payload,
+                oversized: true,
+            };
+        }
         let request = match payload::parse_rpc_request(raw) {
             Ok(r) => r,
             Err(rejection) => {
                 let payload =
                     render(rejection.id.as_deref(), rejection.error.into_response()).await;
-                return Answer {
-                    id: rejection.id,
-                    payload,
-                };
+                return answer(rejection.id, payload);
             }
         };
         let id = request.id.clone();
@@ -76,19 +97,17 @@ impl Bridge {
             Ok(c) => c,
             Err(e) => {
                 let payload = render(Some(&id), e.into_response()).await;
-                return Answer {
-                    id: Some(id),
-                    payload,
-                };
+                return answer(Some(id), payload);
             }
         };
+        if !request.method.changes_state() {
+            let response = self.call(request, caller).await;
+            return answer(Some(id.clone()), render(Some(&id), response).await);
+        }
         let claim = match self.dedup.claim(&id, now_ms()).await {
             Ok(Seen::Answered(payload)) => {
                 tracing::debug!(rpc_id = %id, "duplicate RPC request: first answer sent again");
-                return Answer {
-                    id: Some(id),
-                    payload,
-                };
+                return answer(Some(id), payload);
             }
             Ok(Seen::New(claim)) => claim,
             Err(e) => {
@@ -97,10 +116,7 @@ impl Bridge {
                 let err =
                     ApiError::internal("the RPC duplicate record is unavailable; retry later");
                 let payload = render(Some(&id), err.into_response()).await;
-                return Answer {
-                    id: Some(id),
-                    payload,
-                };
+                return answer(Some(id), payload);
             }
         };
         let response = self.call(request, caller).await;
@@ -108,10 +124,7 @@ impl Bridge {
         if let Err(e) = self.dedup.record(claim, payload.clone(), now_ms()).await {
             tracing::error!(rpc_id = %id, error = %e, "cannot record the RPC answer");
         }
-        Answer {
-            id: Some(id),
-            payload,
-        }
+        answer(Some(id), payload)
     }
 
     fn caller(&self, request: &RpcRequest) -> Result<Caller, ApiError> {
@@ -155,6 +168,14 @@ impl Bridge {
             Ok(r) => r,
             Err(never) => match never {},
         }
+    }
+}
+
+fn answer(id: Option<String>, payload: Vec<u8>) -> Answer {
+    Answer {
+        id,
+        payload,
+        oversized: false,
     }
 }
 

@@ -1,11 +1,17 @@
-//! The uplink's counters (connections, publishes, acknowledged telemetry, RPC
-//! requests) and its `/metrics` collector, which adds the connection state and
-//! the outbox backlog. The link task counts; `/metrics` reads.
+//! The uplink's counters (connections, publishes, acknowledged and refused
+//! publishes, takeovers, RPC requests) and its `/metrics` collector, which adds
+//! the connection and refusal state, the RPC record and the outbox backlog. The
+//! link task counts; `/metrics` reads.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
+use super::refusal::Reason;
 use super::Uplink;
 use crate::metrics::{Collect, Encoder, Kind};
+
+/// One slot per refusal reason MQTT 5 defines, and one for others.
+const REASONS: usize = Reason::KNOWN.len() + 1;
 
 #[derive(Debug, Default)]
 pub(super) struct LinkStats {
@@ -15,6 +21,32 @@ pub(super) struct LinkStats {
     pub(super) published: AtomicU64,
     pub(super) telemetry_acked: AtomicU64,
     pub(super) rpc_requests: AtomicU64,
+    /// Refused publishes by [`Reason::index`].
+    pub(super) refused: [AtomicU64; REASONS],
+    /// A refusal spell is on.
+    pub(super) refusing: AtomicBool,
+    /// Sessions taken over, as the broker said (MQTT 5) or as it looked.
+    pub(super) takeovers_said: AtomicU64,
+    pub(super) takeovers_suspected: AtomicU64,
+    /// RPC requests answered 413.
+    pub(super) rpc_too_large: AtomicU64,
+    /// Connections broken by an incoming message over `max_incoming_kb`.
+    pub(super) oversized_breaks: AtomicU64,
+    /// Why the uplink cannot be set up (TLS files), while it cannot.
+    setup_problem: Mutex<Option<String>>,
+}
+
+impl LinkStats {
+    pub(super) fn set_setup_problem(&self, problem: Option<String>) {
+        *self.setup_problem.lock().unwrap_or_else(|e| e.into_inner()) = problem;
+    }
+
+    pub(super) fn setup_problem(&self) -> Option<String> {
+        self.setup_problem
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 pub(super) fn bump(c: &AtomicU64) {
@@ -23,6 +55,14 @@ pub(super) fn bump(c: &AtomicU64) {
 
 fn get(c: &AtomicU64) -> f64 {
     c.load(Ordering::Relaxed) as f64
+}
+
+fn flag(b: &AtomicBool) -> f64 {
+    if b.load(Ordering::Relaxed) {
+        1.0
+    } else {
+        0.0
+    }
 }
 
 impl Collect for Uplink {
@@ -34,6 +74,33 @@ impl Collect for Uplink {
             "1 while a broker session is up and the RPC subscription is acknowledged.",
         )
         .sample(&[], if self.is_connected() { 1.0 } else { 0.0 });
+        out.family(
+            "sitegate_mqtt_refusing",
+            Kind::Gauge,
+            "1 while the broker refuses publishes (MQTT 5 PUBACK reason 0x80 or more) that were not accepted again: connected, but not delivering.",
+        )
+        .sample(&[], flag(&l.refusing));
+        out.family(
+            "sitegate_mqtt_set_up",
+            Kind::Gauge,
+            "1 once the uplink could be set up (its TLS files are usable); 0 while it retries (see /readyz).",
+        )
+        .sample(&[], if l.setup_problem().is_none() { 1.0 } else { 0.0 });
+        let mut refused = out.family(
+            "sitegate_mqtt_publishes_refused_total",
+            Kind::Counter,
+            "Publishes the broker refused, by PUBACK reason; refused telemetry stays in the outbox and is sent again.",
+        );
+        for (i, reason) in Reason::labels().enumerate() {
+            refused.sample(&[("reason", reason)], get(&l.refused[i]));
+        }
+        out.family(
+            "sitegate_mqtt_takeovers_total",
+            Kind::Counter,
+            "Sessions lost to another client with this client id: as the broker said (MQTT 5), or as it looked (closed again soon after connecting).",
+        )
+        .sample(&[("evidence", "broker")], get(&l.takeovers_said))
+        .sample(&[("evidence", "suspected")], get(&l.takeovers_suspected));
         out.family(
             "sitegate_mqtt_connections_total",
             Kind::Counter,
@@ -60,6 +127,32 @@ impl Collect for Uplink {
             "RPC requests received.",
         )
         .sample(&[], get(&l.rpc_requests));
+        out.family(
+            "sitegate_mqtt_incoming_too_large_total",
+            Kind::Counter,
+            "Incoming messages too large: RPC requests answered 413, and connections a message over mqtt.max_incoming_kb broke.",
+        )
+        .sample(&[("outcome", "answered")], get(&l.rpc_too_large))
+        .sample(&[("outcome", "disconnected")], get(&l.oversized_breaks));
+        let d = self.dedup.stats();
+        out.family(
+            "sitegate_mqtt_rpc_record_rows",
+            Kind::Gauge,
+            "Answers to state-changing RPC requests kept for duplicates (24 h, bounded).",
+        )
+        .sample(&[], get(&d.rows));
+        out.family(
+            "sitegate_mqtt_rpc_record_bytes",
+            Kind::Gauge,
+            "What those answers count against their byte bound.",
+        )
+        .sample(&[], get(&d.bytes));
+        out.family(
+            "sitegate_mqtt_rpc_record_dropped_total",
+            Kind::Counter,
+            "Answers forgotten before their 24 h to stay within the record's bounds.",
+        )
+        .sample(&[], get(&d.dropped));
         let o = self.stats();
         out.family(
             "sitegate_outbox_rows",

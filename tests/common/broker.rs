@@ -1,7 +1,12 @@
 //! Brokers for the MQTT tests: rumqttd in-process (always) and mosquitto as a
 //! child process (where the binary exists), each on an ephemeral loopback port;
-//! a TCP gate that can cut the agent off from the broker and let it back; a TLS
-//! front with a CA generated in the test; and a subscriber that records messages.
+//! mosquitto can be given files (an ACL) and reloaded (SIGHUP); a TCP gate that
+//! can cut the agent off from the broker and let it back; a TLS front with a CA
+//! generated in the test; and a subscriber that records messages.
+//!
+//! rumqttd takes messages up to 16 MiB (so oversized RPC requests reach the
+//! agent), acknowledges every publish (it has no ACL: it cannot refuse one), and
+//! drops the older of two connections with one client id without saying why.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -111,7 +116,7 @@ impl Broker {
             next_connection_delay_ms: 1,
             connections: ConnectionSettings {
                 connection_timeout_ms: 60_000,
-                max_payload_size: 1 << 20,
+                max_payload_size: 16 << 20,
                 max_inflight_count: 500,
                 auth: None,
                 external_auth: None,
@@ -158,8 +163,18 @@ impl Broker {
     /// the plain listener comes first, so settings in `extra` that follow a
     /// `listener` line apply to that listener only.
     pub async fn mosquitto_with(extra: &str) -> Broker {
+        Self::mosquitto_files(extra, &[]).await
+    }
+
+    /// [`Broker::mosquitto_with`], with `files` written into its directory first;
+    /// `{dir}` in `extra` names that directory (`acl_file {dir}/acl`).
+    pub async fn mosquitto_files(extra: &str, files: &[(&str, &str)]) -> Broker {
         let bin = mosquitto_binary().expect("mosquitto installed");
         let dir = tempfile::tempdir().expect("temp dir");
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).expect("write a mosquitto file");
+        }
+        let extra = extra.replace("{dir}", &dir.path().display().to_string());
         let addr = free_port();
         let conf = dir.path().join("mosquitto.conf");
         std::fs::write(
@@ -186,6 +201,17 @@ impl Broker {
             _child: Some(guard),
             _dir: Some(dir),
         }
+    }
+
+    /// Rewrites a file given to [`Broker::mosquitto_files`] and has mosquitto
+    /// read its config again (SIGHUP: ACLs, password files).
+    pub fn reload_with(&self, name: &str, text: &str) {
+        let (Some(child), Some(dir)) = (&self._child, &self._dir) else {
+            panic!("only a mosquitto child can be reloaded");
+        };
+        std::fs::write(dir.path().join(name), text).expect("rewrite a mosquitto file");
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.0.id()).expect("pid fits i32"));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).expect("SIGHUP mosquitto");
     }
 }
 
@@ -376,6 +402,8 @@ impl Subscriber {
     pub async fn connect(addr: SocketAddr, id: &str, filter: &str) -> Subscriber {
         let mut options = MqttOptions::new(id, addr.ip().to_string(), addr.port());
         options.set_keep_alive(Duration::from_secs(30));
+        // Large RPC answers (the OpenAPI document) must not break the watcher.
+        options.set_max_packet_size(Some(16 << 20));
         let (client, mut eventloop) = AsyncClient::new(options, 100);
         let (tx, messages) = mpsc::unbounded_channel();
         let (subscribed_tx, mut subscribed) = mpsc::unbounded_channel();

@@ -177,9 +177,63 @@ pub fn rpc_record(
     .map(drop)
 }
 
-/// Forgets answers recorded before `before_ms`.
-pub fn rpc_prune(conn: &Connection, before_ms: i64) -> rusqlite::Result<usize> {
-    conn.execute("DELETE FROM uplink_rpc_seen WHERE at_ms < ?1", [before_ms])
+/// What one record costs against the RPC record's byte bound: id, answer,
+/// and the row's overhead.
+pub fn rpc_cost(id: &str, response: &[u8]) -> u64 {
+    (id.len() + response.len()) as u64 + ROW_OVERHEAD
+}
+
+/// What the RPC record holds after [`rpc_trim`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RpcTrim {
+    pub rows: u64,
+    pub bytes: u64,
+    /// Records deleted before their time (younger than `window_from_ms`) to stay
+    /// within the bounds.
+    pub dropped: u64,
+}
+
+/// Forgets answers recorded before `window_from_ms`, then the oldest ones until
+/// at most `max_rows` rows of at most `max_bytes` (by [`rpc_cost`]) are left.
+pub fn rpc_trim(
+    conn: &Connection,
+    window_from_ms: i64,
+    max_rows: u64,
+    max_bytes: u64,
+) -> rusqlite::Result<RpcTrim> {
+    conn.prepare_cached("DELETE FROM uplink_rpc_seen WHERE at_ms < ?1")?
+        .execute([window_from_ms])?;
+    let (rows, len): (i64, i64) = conn.query_row(
+        "SELECT count(*), coalesce(sum(length(id) + length(response)), 0) FROM uplink_rpc_seen",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let (mut rows, mut bytes) = (rows as u64, len as u64 + rows as u64 * ROW_OVERHEAD);
+    let mut dropped = 0;
+    if rows > max_rows || bytes > max_bytes {
+        let mut oldest = conn.prepare_cached(
+            "SELECT id, length(id) + length(response) FROM uplink_rpc_seen ORDER BY at_ms, rowid",
+        )?;
+        let mut cursor = oldest.query([])?;
+        let mut doomed = Vec::new();
+        while rows > max_rows || bytes > max_bytes {
+            let Some(r) = cursor.next()? else { break };
+            doomed.push(r.get::<_, String>(0)?);
+            rows -= 1;
+            bytes = bytes.saturating_sub(r.get::<_, i64>(1)? as u64 + ROW_OVERHEAD);
+        }
+        drop(cursor);
+        let mut delete = conn.prepare_cached("DELETE FROM uplink_rpc_seen WHERE id = ?1")?;
+        for id in &doomed {
+            delete.execute([id])?;
+        }
+        dropped = doomed.len() as u64;
+    }
+    Ok(RpcTrim {
+        rows,
+        bytes,
+        dropped,
+    })
 }
 
 #[cfg(test)]
@@ -267,6 +321,42 @@ mod tests {
         );
         assert_eq!(rpc_seen(&conn, "a", 1001).unwrap(), None);
         assert_eq!(rpc_seen(&conn, "b", 0).unwrap(), None);
-        assert_eq!(rpc_prune(&conn, 2000).unwrap(), 1);
+        assert_eq!(
+            rpc_trim(&conn, 2000, 10, 1 << 20).unwrap(),
+            RpcTrim::default()
+        );
+    }
+
+    #[test]
+    fn the_rpc_record_stays_within_rows_and_bytes_oldest_first() {
+        let conn = db();
+        for i in 0..10 {
+            rpc_record(&conn, &format!("r{i}"), 1000 + i, &[b'x'; 98]).unwrap();
+            // 124 bytes a record
+        }
+        // Six rows at most: the four oldest go, before their time.
+        assert_eq!(
+            rpc_trim(&conn, 0, 6, u64::MAX).unwrap(),
+            RpcTrim {
+                rows: 6,
+                bytes: 6 * 124,
+                dropped: 4
+            }
+        );
+        assert_eq!(rpc_seen(&conn, "r3", 0).unwrap(), None);
+        assert!(rpc_seen(&conn, "r4", 0).unwrap().is_some());
+        // 400 bytes at most: three records.
+        assert_eq!(rpc_trim(&conn, 0, 6, 400).unwrap().rows, 3);
+        assert!(rpc_seen(&conn, "r7", 0).unwrap().is_some());
+        // Past the window they just expire.
+        assert_eq!(
+            rpc_trim(&conn, 1009, 6, 400).unwrap(),
+            RpcTrim {
+                rows: 1,
+                bytes: 124,
+                dropped: 0
+            }
+        );
+        assert_eq!(rpc_cost("r9", &[0; 98]), 124);
     }
 }

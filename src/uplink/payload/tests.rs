@@ -122,3 +122,21 @@ fn response_shape() {
     let v: Value = serde_json::from_slice(&rpc_response(None, 400, &json!({}))).unwrap();
     assert_eq!(v, json!({"id": null, "status": 400, "body": {}}));
 }
+
+#[test]
+fn the_id_of_an_unparsed_request() {
+    let big = json!({"method": "POST", "body": {"x": "y".repeat(100_000)}, "id": "big-1"});
+    assert_eq!(rpc_id(big.to_string().as_bytes()).as_deref(), Some("big-1"));
+    for (raw, why) in [
+        (
+            r#"{"id": "a/b", "method": "GET"}"#,
+            "an id that cannot be a topic level",
+        ),
+        (r#"{"id": 7}"#, "not a string"),
+        (r#"{"method": "GET"}"#, "no id"),
+        (r#"{"id": "x", "body": "#, "cut off"),
+        ("[1, 2]", "not an object"),
+    ] {
+        assert_eq!(rpc_id(raw.as_bytes()), None, "{why}");
+    }
+}
