@@ -3,8 +3,8 @@
 //!
 //! Pure core: `timeline`, `signal` (the combined signal), `request` (bodies),
 //! `alloc` (fulfilment rules), `decide` (what each device should get now),
-//! `report` (when to write, what to report), `writer` (register recipes per
-//! protocol). I/O at the edges: `actuator` (one task per steered device, the only
+//! `report` (when to write, what to report). The registers a command becomes
+//! are `modbus::control`'s. I/O at the edges: `actuator` (one task per steered device, the only
 //! writer of its setpoints), `control` (one loop per site), `service` (the handle
 //! the API uses), `persist` (timelines, audit, idempotency keys; SQLite or memory).
 //!
@@ -32,7 +32,6 @@ mod stats;
 pub mod timeline;
 pub mod value;
 mod view;
-pub mod writer;
 
 pub use feed::{follow_states, Publish};
 pub use persist::{MemoryStore, PersistError, SteeringStore};

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::audit::setpoint_json;
 use super::decide::Command;
 use super::value::Component;
-use super::writer::{RegWrite, WritePlan};
+use crate::modbus::control::{RegWrite, WritePlan};
 
 /// What the control loop wants a device to have.
 #[derive(Clone, Debug, PartialEq)]
