@@ -1,6 +1,6 @@
 //! Where steering keeps what must survive a restart: the component timelines, the
 //! audit log and the idempotency keys. A trait, so the service does not care
-//! whether it is SQLite (`sqlite.rs`, through the store's writer) or memory (tests).
+//! whether it is SQLite (`sqlite/`, through the store's writer) or memory (tests).
 //!
 //! A [`Commit`] is atomic: timelines, audit record and idempotency answer are
 //! written together or not at all, and `commit` returns only once they are durable.
