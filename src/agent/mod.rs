@@ -119,7 +119,7 @@ impl Agent {
                 let feed = steering_feed.clone();
                 crate::steering::follow_states(
                     &steering,
-                    Arc::new(move |site: &str, body| feed.publish_steering_state(site, body)),
+                    Arc::new(move |site: &str, state| feed.publish_steering_state(site, state)),
                     &tracker,
                     cancel.child_token(),
                 );

@@ -3,9 +3,16 @@
 //! on the transport (no peer addresses, no connection state).
 //!
 //! This module must not hold business logic: handlers parse and validate the
-//! request, call the owning layer (`telemetry`, later `store` and `steering`), and
+//! request, call the owning layer (`telemetry`, `store`, `steering`), and
 //! render the answer. They must not block the runtime or hold a lock across an
-//! await.
+//! await of their own (a steering `Change` holds its site's signal lock from
+//! `begin` to `commit`: that lock is steering's, so that changes reach memory
+//! in the order they reached the disk).
+//!
+//! With `uplink`, this is the only layer that knows JSON: the other layers hand
+//! it typed values (steering's views, requests and records), and it parses and
+//! renders them (`steering/parse.rs`, `steering/render.rs`, which the uplink's
+//! retained steering state uses too).
 //!
 //! # Adding a route
 //!
@@ -73,6 +80,7 @@ pub use openapi::OPENAPI_DOCUMENT;
 pub use query::QueryParams;
 pub use readiness::{Readiness, ReadyFlag};
 pub use route_table::{Access, RouteInfo};
+pub use steering::render::site_state as render_steering_state;
 pub use steering::Transport;
 pub use token::{hash_token, new_token, token_config_snippet, NewToken, TOKEN_PREFIX};
 

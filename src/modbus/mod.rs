@@ -1,9 +1,10 @@
 //! Modbus: the register codec, the read planner, SunSpec discovery and model maps,
-//! the link that owns a connection, and the bus task that serialises everything
-//! on one bus.
+//! the control recipes (a command as register writes), the link that owns a
+//! connection, and the bus task that serialises everything on one bus.
 
 pub mod bus;
 pub mod codec;
+pub mod control;
 pub mod device;
 pub mod error;
 pub mod io;

@@ -17,9 +17,10 @@ use tokio_modbus::ExceptionCode;
 
 use super::map::{MAX_READ, MAX_WRITE};
 use crate::modbus::codec;
+use crate::modbus::control::RegWrite;
 use crate::modbus::plan::Table;
 use crate::modbus::point::{PointSpec, Scale};
-use crate::modbus::profile::{EssSetpoint, Profile, RegisterWrite};
+use crate::modbus::profile::{EssSetpoint, Profile};
 use crate::model::Property;
 
 /// The scale factor a `scale_factor` register holds in the simulation.
@@ -212,8 +213,8 @@ impl ProfileDevice {
 }
 
 /// Every register a profile's controls may write, as writes of zeros.
-fn control_registers(p: &Profile) -> Vec<RegisterWrite> {
-    let zeros = |addr: u16, n: u16| RegisterWrite {
+fn control_registers(p: &Profile) -> Vec<RegWrite> {
+    let zeros = |addr: u16, n: u16| RegWrite {
         addr,
         values: vec![0; usize::from(n)],
     };

@@ -3,8 +3,9 @@
 //! device's bus task (ahead of polls), reads back, retries with backoff, refreshes
 //! before the device's revert timer fires, and reports the device's state.
 //!
-//! Decisions (what to write, when) are the pure functions of `report.rs` and
-//! `writer`; this file only runs them. It never decides setpoints.
+//! Decisions (what to write, when) are the pure functions of `report.rs`, and
+//! the registers are `modbus::control`'s recipes; this file only runs them. It
+//! never decides setpoints.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,8 +17,8 @@ use super::audit::{AuditEvent, AuditKind};
 use super::decide::Command;
 use super::report::{due, Desired, DeviceReport, Due, Last};
 use super::stats::WriteCounters;
-use super::writer::{verify, DeviceControls, WritePlan};
 use crate::config::DeviceConfig;
+use crate::modbus::control::{verify, Recipe, WritePlan};
 use crate::modbus::plan::{Image, Span};
 use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, Op, OpOutput};
 use crate::model::time::now_ms;
@@ -76,10 +77,10 @@ fn image_of(spans: &[Span], reads: Vec<Vec<u16>>) -> Image {
     img
 }
 
-/// The device's controls and the last read of their calibration registers.
+/// The device's recipe and the last read of its calibration registers.
 struct Calibrated {
     map: Arc<DeviceMap>,
-    controls: DeviceControls,
+    recipe: Recipe,
     image: Image,
 }
 
@@ -133,7 +134,7 @@ impl Actuator {
         };
         let note = unrated_note(&self.device, &c.map, d.command);
         self.report(|r| r.note = note);
-        let plan = match c.controls.plan(d.command, self.revert_s, &c.image) {
+        let plan = match c.recipe.plan(d.command, self.revert_s, &c.image) {
             Ok(p) => p,
             Err(e) => {
                 let e = e.to_string();
@@ -151,7 +152,7 @@ impl Actuator {
         }
         let changed = last.as_ref().is_none_or(|l| l.writes != plan.writes);
         // The calibration registers, when the plan reads them back anyway.
-        let cal_spans = c.controls.calibration();
+        let cal_spans = c.recipe.calibration();
         let recal = !cal_spans.is_empty() && cal_spans.iter().all(|s| plan.read_back.contains(s));
         let result = self.write(&plan).await;
         let at = now_ms();
@@ -208,7 +209,7 @@ impl Actuator {
         due(&plan, d.command, last.as_ref(), refresh_ms)
     }
 
-    /// The device's controls and a fresh enough read of their registers.
+    /// The device's recipe and a fresh enough read of its calibration registers.
     async fn calibrate<'a>(
         &self,
         cal: &'a mut Option<Calibrated>,
@@ -222,9 +223,10 @@ impl Actuator {
         };
         let stale = cal.as_ref().is_none_or(|c| !Arc::ptr_eq(&c.map, &map));
         if stale {
-            let controls = DeviceControls::for_device(&self.device, &map)
-                .map_err(|e| (e.to_string(), super::report::MAX_BACKOFF_MS))?;
-            let spans = controls.calibration();
+            let recipe =
+                Recipe::for_device(self.device.device_type, self.device.rated_power_w, &map)
+                    .map_err(|e| (e.to_string(), super::report::MAX_BACKOFF_MS))?;
+            let spans = recipe.calibration();
             let image = if spans.is_empty() {
                 Image::new()
             } else {
@@ -234,13 +236,9 @@ impl Actuator {
                     Err(e) => return Err((format!("reading the control registers: {e}"), 1000)),
                 }
             };
-            *cal = Some(Calibrated {
-                map,
-                controls,
-                image,
-            });
+            *cal = Some(Calibrated { map, recipe, image });
         }
-        cal.as_ref().ok_or(("no controls".to_string(), 1000))
+        cal.as_ref().ok_or(("no recipe".to_string(), 1000))
     }
 
     /// Runs the writes, then the plan's read-back, in one bus transaction;

@@ -1,13 +1,22 @@
 //! The audit log's records: every accepted steering change (who, from where, what,
 //! which request id) and every device write that changed a setpoint or failed.
 //!
-//! Plain data with its JSON shape (`GET /sites/{s}/steering/history`); writing it
-//! down is the persistence layer's job.
-
-use serde_json::{json, Value};
+//! Plain data; they are also the records `GET /sites/{s}/steering/history`
+//! shows (the API renders them). Writing them down is the persistence layer's
+//! job.
 
 use super::decide::Command;
+use super::request::RawBody;
 use super::value::Component;
+
+/// What a request record shows as its body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RequestBody {
+    /// A POST: the body as received.
+    Posted(RawBody),
+    /// A DELETE: the component ended from now on (`None`: all of them).
+    Ended(Option<Component>),
+}
 
 /// One audit record of one site.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,7 +36,7 @@ pub enum AuditKind {
         token: String,
         /// Method and path, e.g. `POST /sites/ste_home/steering/ess`.
         action: String,
-        body: Value,
+        body: RequestBody,
         request_id: Option<String>,
     },
     /// A write to a device (or an attempt).
@@ -40,16 +49,6 @@ pub enum AuditKind {
         /// Read back and matched.
         confirmed: bool,
     },
-}
-
-/// The wire shape of a setpoint: W for powers and limits, `null` for a release.
-pub fn setpoint_json(c: Command) -> Value {
-    match c {
-        Command::EssPower(w) | Command::ProductionLimit(w) => {
-            json!({"value": w.round(), "unit": "W"})
-        }
-        Command::EssRelease | Command::ProductionRelease => Value::Null,
-    }
 }
 
 /// What a command means, in words, for logs and history.
@@ -67,43 +66,6 @@ impl AuditEvent {
         match self.kind {
             AuditKind::Request { .. } => "request",
             AuditKind::Write { .. } => "write",
-        }
-    }
-
-    pub fn to_json(&self) -> Value {
-        match &self.kind {
-            AuditKind::Request {
-                source,
-                token,
-                action,
-                body,
-                request_id,
-            } => json!({
-                "type": "request",
-                "time": self.at_ms,
-                "source": source,
-                "token": token,
-                "action": action,
-                "body": body,
-                "requestId": request_id,
-            }),
-            AuditKind::Write {
-                device,
-                component,
-                command,
-                error,
-                confirmed,
-            } => json!({
-                "type": "write",
-                "time": self.at_ms,
-                "deviceReference": device,
-                "component": component.map(Component::wire_name),
-                "action": describe(*command),
-                "setpoint": setpoint_json(*command),
-                "result": if error.is_none() { "ok" } else { "error" },
-                "confirmed": confirmed,
-                "error": error,
-            }),
         }
     }
 }

@@ -9,11 +9,9 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Value};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
-use super::audit::setpoint_json;
 use super::decide::{decide, Command, Decision, GridStatus, Note, Site};
 use super::grid_signal::{combine, SignalStatus};
 use super::hold::{LoopMode, LoopState};
@@ -22,6 +20,7 @@ use super::report::{Desired, DeviceReport};
 use super::signal::SiteSignal;
 use super::stats::WriteCounters;
 use super::value::Component;
+use super::view::{setpoint_w, Allocation};
 use crate::config::SiteConfig;
 use crate::liveness::{Heartbeat, BEAT_EVERY};
 use crate::model::time::now_ms;
@@ -46,8 +45,9 @@ pub struct SiteRuntime {
     pub config: SiteConfig,
     pub devices: SiteDevices,
     /// Locked across the store commit of a change, so that changes reach memory in
-    /// the order they reached the disk.
-    pub signal: tokio::sync::Mutex<SiteSignal>,
+    /// the order they reached the disk (an `Arc` so that a change in progress
+    /// can own the lock).
+    pub signal: Arc<tokio::sync::Mutex<SiteSignal>>,
     pub wake: Notify,
     /// Notified when what `GET /sites/{s}/steering` shows may have changed (a
     /// committed change, an evaluation, a device report); `feed` checks.
@@ -92,7 +92,7 @@ impl SiteRuntime {
         Self {
             config,
             devices,
-            signal: tokio::sync::Mutex::new(signal),
+            signal: Arc::new(tokio::sync::Mutex::new(signal)),
             wake: Notify::new(),
             changed: Arc::new(Notify::new()),
             reports: Arc::new(Mutex::new(reports)),
@@ -180,22 +180,17 @@ impl SiteRuntime {
         decide(&site, &signal.active(now), &reached, &prev, now)
     }
 
-    /// The per-device setpoints of a decision, as `dryRun` shows them.
-    pub fn allocation_json(&self, d: &Decision, live: &Live) -> Value {
-        let desired = self.desired_of(d);
-        let out: Vec<Value> = self
-            .steered()
-            .zip(desired)
-            .map(|((_, id), want)| {
-                json!({
-                    "deviceReference": live.config(id).reference,
-                    "component": want.shown.wire_name(),
-                    "setpoint": setpoint_json(want.command),
-                    "fallback": want.component.is_none(),
-                })
+    /// The per-device setpoints of a decision, as a dry run shows them.
+    pub fn allocation(&self, d: &Decision, live: &Live) -> Vec<Allocation> {
+        self.steered()
+            .zip(self.desired_of(d))
+            .map(|((_, id), want)| Allocation {
+                device: live.config(id).reference.clone(),
+                component: want.shown,
+                setpoint_w: setpoint_w(want.command),
+                fallback: want.component.is_none(),
             })
-            .collect();
-        Value::Array(out)
+            .collect()
     }
 
     fn desired_of(&self, d: &Decision) -> Vec<Desired> {

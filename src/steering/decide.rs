@@ -59,26 +59,9 @@ impl Measurements {
     }
 }
 
-/// What one device is told.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Command {
-    /// Exact storage power (W, + discharge); 0 is idle.
-    EssPower(f64),
-    /// Remote control released: the storage runs its own logic.
-    EssRelease,
-    /// Production limit (W).
-    ProductionLimit(f64),
-    /// No production limit.
-    ProductionRelease,
-}
-
-impl Command {
-    /// True for commands that hold a device under remote control (and so need
-    /// refreshing before the device's revert timer fires).
-    pub const fn is_control(self) -> bool {
-        matches!(self, Command::EssPower(_) | Command::ProductionLimit(_))
-    }
-}
+/// What one device is told: the command vocabulary of `modbus::control`, whose
+/// recipes turn it into register writes.
+pub use crate::modbus::control::Command;
 
 /// A target that a limit changed, for the steering state.
 #[derive(Clone, Debug, PartialEq)]

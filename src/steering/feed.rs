@@ -1,24 +1,25 @@
 //! Following each site's steering state for whoever publishes it (the MQTT
-//! uplink's retained `{root}/sites/{s}/steering`): the exact body of
+//! uplink's retained `{root}/sites/{s}/steering`): the state of
 //! `GET /sites/{s}/steering`, once at start and again on every change.
 //!
-//! A change is anything the body shows except `evaluatedAt` alone: a committed
+//! A change is anything the state shows except `evaluatedAt` alone: a committed
 //! request or DELETE, an entry starting or ending, a limit note, a device's
 //! setpoint or write state. `SiteRuntime::changed` is notified by the service,
-//! the control loop and the actuators; this task renders and compares. It must
-//! not know who receives the states.
+//! the control loop and the actuators; this task compares the typed states
+//! (a view holds exactly what is shown, so equal states render equally). It
+//! must not know who receives the states, nor how they are rendered.
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::control::SiteRuntime;
+use super::view::SiteState;
 use super::SteeringService;
 
-/// Receives `(site reference, state body)`; must not block.
-pub type Publish = Arc<dyn Fn(&str, Value) + Send + Sync>;
+/// Receives `(site reference, state)`; must not block.
+pub type Publish = Arc<dyn Fn(&str, &SiteState) + Send + Sync>;
 
 /// Starts one small task per site that calls `publish` with the site's state
 /// at start and on every change, until `cancel`.
@@ -45,17 +46,17 @@ async fn follow(
     cancel: CancellationToken,
 ) {
     let reference = site.config.reference.clone();
-    let mut last: Option<Value> = None;
+    let mut last: Option<SiteState> = None;
     loop {
         match service.state(&reference).await {
-            Ok(body) => {
-                let seen = without_clock(&body);
+            Ok(state) => {
+                let seen = state.without_clock();
                 if last.as_ref() != Some(&seen) {
-                    publish(&reference, body);
+                    publish(&reference, &state);
                     last = Some(seen);
                 }
             }
-            Err(e) => tracing::warn!(site = %reference, error = %e, "steering state not rendered"),
+            Err(e) => tracing::warn!(site = %reference, error = %e, "steering state not read"),
         }
         tokio::select! {
             () = cancel.cancelled() => break,
@@ -64,26 +65,43 @@ async fn follow(
     }
 }
 
-/// The body without `evaluatedAt`, which moves on every evaluation.
-fn without_clock(body: &Value) -> Value {
-    let mut v = body.clone();
-    if let Some(o) = v.as_object_mut() {
-        o.remove("evaluatedAt");
-    }
-    v
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::steering::decide::GridStatus;
+    use crate::steering::report::State;
+    use crate::steering::signal::Active;
+    use crate::steering::view::{DeviceState, GridLoopState};
+
+    fn state(evaluated_at: i64, setpoint_w: Option<f64>) -> SiteState {
+        SiteState {
+            site: "ste_s".into(),
+            active: Active::default(),
+            until_soc_reached: false,
+            scheduled: Vec::new(),
+            devices: vec![DeviceState {
+                device: "dvc_b".into(),
+                component: None,
+                setpoint_w,
+                state: State::Pending,
+                written_at_ms: None,
+                confirmed: false,
+                error: None,
+            }],
+            limits: Vec::new(),
+            grid_loop: GridLoopState {
+                grid: GridStatus::default(),
+                signals: Vec::new(),
+            },
+            evaluated_at_ms: Some(evaluated_at),
+        }
+    }
 
     #[test]
     fn the_evaluation_clock_alone_is_no_change() {
-        let a = json!({"siteReference": "s", "evaluatedAt": 1, "devices": []});
-        let b = json!({"siteReference": "s", "evaluatedAt": 2, "devices": []});
-        let c = json!({"siteReference": "s", "evaluatedAt": 2, "devices": [1]});
-        assert_eq!(without_clock(&a), without_clock(&b));
-        assert_ne!(without_clock(&b), without_clock(&c));
+        let (a, b, c) = (state(1, None), state(2, None), state(2, Some(5.0)));
+        assert_ne!(a, b);
+        assert_eq!(a.without_clock(), b.without_clock());
+        assert_ne!(b.without_clock(), c.without_clock());
     }
 }

@@ -1,12 +1,17 @@
 //! Site steering: partners' site-level signals turned into per-device setpoints
 //! that the devices follow (`spec/steering.md`).
 //!
-//! Pure core: `timeline`, `signal` (the combined signal), `request` (bodies),
-//! `alloc` (fulfilment rules), `decide` (what each device should get now),
-//! `report` (when to write, what to report), `writer` (register recipes per
-//! protocol). I/O at the edges: `actuator` (one task per steered device, the only
+//! Pure core: `timeline`, `signal` (the combined signal), `request` (the typed
+//! request), `alloc` (fulfilment rules), `decide` (what each device should get now),
+//! `report` (when to write, what to report). The registers a command becomes
+//! are `modbus::control`'s. I/O at the edges: `actuator` (one task per steered device, the only
 //! writer of its setpoints), `control` (one loop per site), `service` (the handle
-//! the API uses), `persist` (timelines, audit, idempotency keys; SQLite or memory).
+//! the API uses), `view` (what the API and the uplink render), `persist`
+//! (timelines, audit, idempotency keys; SQLite or memory).
+//!
+//! Steering speaks in typed values and knows no wire format: the API parses
+//! requests and renders views; only the SQLite adapter (`sqlite/rows.rs`)
+//! writes its rows as JSON text.
 //!
 //! Nothing here may command a device beyond its limits or the site's grid limits,
 //! or leave a device steered after its signal's validity ended.
@@ -31,17 +36,17 @@ pub mod sqlite;
 mod stats;
 pub mod timeline;
 pub mod value;
-mod view;
-pub mod writer;
+pub mod view;
 
 pub use feed::{follow_states, Publish};
 pub use persist::{MemoryStore, PersistError, SteeringStore};
-pub use request::{Endpoint, RejectCode, Rejection, SteeringRequest};
-pub use service::{Origin, SteeringError, SteeringService};
+pub use request::{Answer, Context, RawBody, SteeringRequest};
+pub use service::{Change, Origin, SteeringError, SteeringService};
 pub use signal::{Active, SiteSignal, StoredEntry};
 pub use sqlite::SqliteSteeringStore;
 pub use timeline::{Entry, Timeline};
-pub use value::{Component, ComponentValue, CurtailmentValue, EssSetting};
+pub use value::{Component, ComponentValue, CurtailmentValue, EssSetting, GridLimit};
+pub use view::{Allocation, SiteState, SiteView};
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! Where steering keeps what must survive a restart: the component timelines, the
 //! audit log and the idempotency keys. A trait, so the service does not care
-//! whether it is SQLite (`sqlite.rs`, through the store's writer) or memory (tests).
+//! whether it is SQLite (`sqlite/`, through the store's writer) or memory (tests).
 //!
 //! A [`Commit`] is atomic: timelines, audit record and idempotency answer are
 //! written together or not at all, and `commit` returns only once they are durable.
@@ -10,12 +10,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
 
-use serde_json::Value;
-
 use super::audit::AuditEvent;
-use super::request;
+use super::request::Answer;
 use super::signal::StoredEntry;
-use super::value::{Component, ComponentValue};
+use super::value::Component;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -36,7 +34,7 @@ pub struct Commit {
     pub entries: Vec<StoredEntry>,
     pub audit: AuditEvent,
     /// `(caller, key, answer)` to replay for the same key.
-    pub idempotency: Option<(String, String, Value)>,
+    pub idempotency: Option<(String, String, Answer)>,
 }
 
 pub trait SteeringStore: Send + Sync + 'static {
@@ -52,18 +50,17 @@ pub trait SteeringStore: Send + Sync + 'static {
         caller: String,
         key: String,
         since_ms: i64,
-    ) -> BoxFuture<'_, Result<Option<Value>, PersistError>>;
+    ) -> BoxFuture<'_, Result<Option<Answer>, PersistError>>;
 
     /// Appends device-write records.
     fn record(&self, events: Vec<AuditEvent>) -> BoxFuture<'_, Result<(), PersistError>>;
 
-    /// The newest `limit` records of a site as their JSON (`AuditEvent::to_json`),
-    /// newest first.
+    /// The newest `limit` records of a site, newest first.
     fn history(
         &self,
         site: String,
         limit: usize,
-    ) -> BoxFuture<'_, Result<Vec<Value>, PersistError>>;
+    ) -> BoxFuture<'_, Result<Vec<AuditEvent>, PersistError>>;
 }
 
 /// Keeps everything in memory: for tests and for running without a database.
@@ -76,7 +73,7 @@ pub struct MemoryStore {
 struct Memory {
     entries: Vec<(String, StoredEntry)>,
     audit: Vec<AuditEvent>,
-    keys: HashMap<(String, String), (i64, Value)>,
+    keys: HashMap<(String, String), (i64, Answer)>,
     /// Makes every commit fail (tests of "no partial state").
     fail: bool,
 }
@@ -121,7 +118,7 @@ impl SteeringStore for MemoryStore {
         caller: String,
         key: String,
         since_ms: i64,
-    ) -> BoxFuture<'_, Result<Option<Value>, PersistError>> {
+    ) -> BoxFuture<'_, Result<Option<Answer>, PersistError>> {
         Box::pin(async move {
             Ok(self
                 .lock()
@@ -143,63 +140,14 @@ impl SteeringStore for MemoryStore {
         &self,
         site: String,
         limit: usize,
-    ) -> BoxFuture<'_, Result<Vec<Value>, PersistError>> {
+    ) -> BoxFuture<'_, Result<Vec<AuditEvent>, PersistError>> {
         Box::pin(async move {
             let m = self.lock();
             let mut of_site: Vec<&AuditEvent> = m.audit.iter().filter(|e| e.site == site).collect();
             // Newest first by time; among equal times, the later recorded first.
             of_site.reverse();
             of_site.sort_by_key(|e| std::cmp::Reverse(e.at_ms));
-            Ok(of_site
-                .into_iter()
-                .take(limit)
-                .map(AuditEvent::to_json)
-                .collect())
+            Ok(of_site.into_iter().take(limit).cloned().collect())
         })
-    }
-}
-
-/// Reads a stored component value back (the shapes of `ComponentValue::to_json`).
-pub fn decode_value(component: Component, v: &Value) -> Option<ComponentValue> {
-    Some(match component {
-        Component::Ess => ComponentValue::Ess(request::ess_setting(v, "", None).ok()?),
-        Component::Curtailment => ComponentValue::Curtailment(request::curtailment(v, "").ok()?),
-        Component::MaximizeGridImport => ComponentValue::MaximizeGridImport(v.as_bool()?),
-        Component::GridLimit => {
-            ComponentValue::GridLimit(request::grid_limit(v, "", Default::default()).ok()?)
-        }
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::{PowerUnit, PowerValue};
-    use crate::steering::value::{CurtailmentValue, EssSetting};
-
-    #[test]
-    fn stored_values_read_back() {
-        let kw = PowerValue {
-            value: -2.5,
-            unit: PowerUnit::KW,
-        };
-        for v in [
-            ComponentValue::Ess(EssSetting::Power(kw)),
-            ComponentValue::Ess(EssSetting::UntilSoc {
-                power: kw,
-                until_soc: 80.0,
-            }),
-            ComponentValue::Ess(EssSetting::Idle),
-            ComponentValue::Curtailment(CurtailmentValue::Percent(40.0)),
-            ComponentValue::Curtailment(CurtailmentValue::Power(PowerValue::watts(3.0))),
-            ComponentValue::MaximizeGridImport(true),
-            ComponentValue::GridLimit(crate::steering::value::GridLimit {
-                max_import: None,
-                max_export: Some(PowerValue::watts(0.0)),
-            }),
-        ] {
-            assert_eq!(decode_value(v.component(), &v.to_json()), Some(v.clone()));
-        }
-        assert_eq!(decode_value(Component::Ess, &serde_json::json!(true)), None);
     }
 }

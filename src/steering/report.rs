@@ -4,12 +4,9 @@
 //!
 //! No I/O and no clock: the actuator passes `now`.
 
-use serde_json::{json, Value};
-
-use super::audit::setpoint_json;
 use super::decide::Command;
 use super::value::Component;
-use super::writer::{RegWrite, WritePlan};
+use crate::modbus::control::{RegWrite, WritePlan};
 
 /// What the control loop wants a device to have.
 #[derive(Clone, Debug, PartialEq)]
@@ -159,22 +156,6 @@ impl DeviceReport {
         self.confirmed = false;
         self.error = Some(why);
     }
-
-    pub fn to_json(&self) -> Value {
-        let (component, setpoint) = match &self.desired {
-            Some(d) => (Some(d.shown.wire_name()), setpoint_json(d.command)),
-            None => (None, Value::Null),
-        };
-        json!({
-            "deviceReference": self.device,
-            "component": component,
-            "setpoint": setpoint,
-            "state": self.state.as_str(),
-            "writtenAt": self.written_at_ms,
-            "confirmed": self.confirmed,
-            "error": self.error.as_ref().or(self.note.as_ref()),
-        })
-    }
 }
 
 #[cfg(test)]
@@ -268,8 +249,9 @@ mod tests {
         assert_eq!(r.state, State::Fallback);
         r.update(&d, Err("no model 124"), None);
         assert_eq!(r.state, State::Failed);
-        let j = r.to_json();
-        assert_eq!(j["setpoint"]["value"], 5.0);
-        assert_eq!(j["component"], "ess");
+        let shown = crate::steering::view::DeviceState::of(&r);
+        assert_eq!(shown.setpoint_w, Some(5.0));
+        assert_eq!(shown.component, Some(Component::Ess));
+        assert_eq!(shown.error.as_deref(), Some("no model 124"));
     }
 }

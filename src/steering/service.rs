@@ -3,20 +3,25 @@
 //! durable, applied in memory and handed to the site's control loop, in that
 //! order; a failure at any step leaves nothing changed.
 //!
+//! It speaks in typed values: a [`Change`] takes a typed request (the API
+//! parses bodies with the [`Context`] the change gives it), and reads return
+//! views (`view.rs`) and audit records, which the API renders.
+//!
 //! This file owns no task; `start` in `mod.rs` spawns the loops and actuators.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use tokio::sync::OwnedMutexGuard;
 
 use super::alloc::site_soc;
-use super::audit::{AuditEvent, AuditKind};
+use super::audit::{AuditEvent, AuditKind, RequestBody};
 use super::control::SiteRuntime;
 use super::persist::{Commit, PersistError, SteeringStore, IDEMPOTENCY_MS};
-use super::request::{self, Context, Endpoint, Rejection};
+use super::request::{Answer, ConfiguredLimits, Context, RawBody, SteeringRequest};
+use super::signal::SiteSignal;
 use super::value::Component;
-use super::view;
+use super::view::{Allocation, SiteState, SiteView};
 use crate::model::time::now_ms;
 use crate::telemetry::Live;
 
@@ -25,8 +30,6 @@ use crate::telemetry::Live;
 pub enum SteeringError {
     #[error("unknown site {0:?}")]
     SiteNotFound(String),
-    #[error("{0}")]
-    Invalid(#[from] Rejection),
     #[error("{0}")]
     Store(#[from] PersistError),
 }
@@ -102,73 +105,29 @@ impl SteeringService {
         &self.inner.live
     }
 
-    /// A steering POST. Returns the body as received plus `requestId`, or for a
-    /// dry run `{"requestId": null, "allocation": [...]}`.
-    pub async fn submit(
-        &self,
-        site_ref: &str,
-        endpoint: Endpoint,
-        body: &Value,
-        origin: &Origin,
-        dry_run: bool,
-    ) -> Result<Value, SteeringError> {
+    /// Starts a change of the site's signal (a steering POST): the site's
+    /// signal is locked until the change is committed or dropped, so that
+    /// changes reach memory in the order they reached the disk. The change
+    /// gives the [`Context`] a body is validated with.
+    pub async fn begin(&self, site_ref: &str, origin: Origin) -> Result<Change, SteeringError> {
         let site = self.site(site_ref)?.clone();
-        let live = &self.inner.live;
-        let mut signal = site.signal.lock().await;
-        if let (Some(key), false) = (&origin.idempotency_key, dry_run) {
-            let since = now_ms() - IDEMPOTENCY_MS;
-            let first = self
-                .inner
-                .store
-                .replay(origin.caller.clone(), key.clone(), since)
-                .await?;
-            if let Some(answer) = first {
-                return Ok(answer);
-            }
-        }
+        let signal = site.signal.clone().lock_owned().await;
         let now = now_ms();
-        let soc = site_soc(&site.inputs(now_ms(), live).batteries);
-        let req = request::parse(
-            endpoint,
-            body,
-            Context {
-                now_ms: now,
-                site_soc: soc,
-                limits: request::ConfiguredLimits {
-                    max_import_w: site.config.max_import.map(|p| p.watts()),
-                    max_export_w: site.config.max_export.map(|p| p.watts()),
-                },
+        let context = Context {
+            now_ms: now,
+            site_soc: site_soc(&site.inputs(now, &self.inner.live).batteries),
+            limits: ConfiguredLimits {
+                max_import_w: site.config.max_import.map(|p| p.watts()),
+                max_export_w: site.config.max_export.map(|p| p.watts()),
             },
-        )?;
-        let mut next = signal.clone();
-        next.prune(now);
-        if dry_run {
-            next.apply(&req, "dryRun", now);
-            let d = site.evaluate(&next, now, live);
-            return Ok(json!({"requestId": null, "allocation": site.allocation_json(&d, live)}));
-        }
-        let id = new_request_id();
-        let changed = next.apply(&req, &id, now);
-        let mut answer = body.clone();
-        if let Some(obj) = answer.as_object_mut() {
-            obj.insert("requestId".into(), Value::String(id.clone()));
-        }
-        let commit = Commit {
-            site: site_ref.to_string(),
-            entries: next.entries_of(&changed),
-            components: changed,
-            audit: self.request_event(site_ref, now, origin, body.clone(), Some(id)),
-            idempotency: origin
-                .idempotency_key
-                .clone()
-                .map(|k| (origin.caller.clone(), k, answer.clone())),
         };
-        self.inner.store.commit(commit).await?;
-        *signal = next;
-        drop(signal);
-        site.wake.notify_one();
-        site.changed.notify_one();
-        Ok(answer)
+        Ok(Change {
+            service: self.clone(),
+            site,
+            signal,
+            origin,
+            context,
+        })
     }
 
     /// `DELETE /sites/{s}/steering[?component=]`: the component (or all) is at its
@@ -178,19 +137,18 @@ impl SteeringService {
         site_ref: &str,
         component: Option<Component>,
         origin: &Origin,
-    ) -> Result<Value, SteeringError> {
+    ) -> Result<SiteState, SteeringError> {
         let site = self.site(site_ref)?.clone();
         let mut signal = site.signal.lock().await;
         let now = now_ms();
         let mut next = signal.clone();
         next.prune(now);
         let changed = next.end(component, now);
-        let body = json!({"component": component.map(Component::wire_name)});
         let commit = Commit {
             site: site_ref.to_string(),
             entries: next.entries_of(&changed),
             components: changed,
-            audit: self.request_event(site_ref, now, origin, body, None),
+            audit: request_event(site_ref, now, origin, RequestBody::Ended(component), None),
             idempotency: None,
         };
         self.inner.store.commit(commit).await?;
@@ -202,57 +160,144 @@ impl SteeringService {
     }
 
     /// `GET /sites/{s}/steering`.
-    pub async fn state(&self, site_ref: &str) -> Result<Value, SteeringError> {
+    pub async fn state(&self, site_ref: &str) -> Result<SiteState, SteeringError> {
         let site = self.site(site_ref)?;
         let signal = site.signal.lock().await.clone();
-        Ok(view::state_json(site, &signal, now_ms()))
+        Ok(SiteState::of(site, &signal, now_ms()))
     }
 
     /// `GET /sites/{s}/steering/history?limit=N`, newest first.
-    pub async fn history(&self, site_ref: &str, limit: usize) -> Result<Value, SteeringError> {
+    pub async fn history(
+        &self,
+        site_ref: &str,
+        limit: usize,
+    ) -> Result<Vec<AuditEvent>, SteeringError> {
         self.site(site_ref)?;
-        let records = self
+        Ok(self
             .inner
             .store
             .history(site_ref.to_string(), limit)
-            .await?;
-        Ok(Value::Array(records))
+            .await?)
     }
 
     /// `GET /sites`.
-    pub fn sites_json(&self) -> Value {
-        Value::Array(
-            self.inner
-                .sites
-                .iter()
-                .map(|s| view::site_json(s, &self.inner.live))
-                .collect(),
-        )
+    pub fn site_views(&self) -> Vec<SiteView> {
+        self.inner
+            .sites
+            .iter()
+            .map(|s| SiteView::of(s, &self.inner.live))
+            .collect()
     }
 
     /// `GET /sites/{s}`.
-    pub fn site_json(&self, site_ref: &str) -> Result<Value, SteeringError> {
-        Ok(view::site_json(self.site(site_ref)?, &self.inner.live))
+    pub fn site_view(&self, site_ref: &str) -> Result<SiteView, SteeringError> {
+        Ok(SiteView::of(self.site(site_ref)?, &self.inner.live))
+    }
+}
+
+fn request_event(
+    site: &str,
+    now: i64,
+    origin: &Origin,
+    body: RequestBody,
+    request_id: Option<String>,
+) -> AuditEvent {
+    AuditEvent {
+        site: site.to_string(),
+        at_ms: now,
+        kind: AuditKind::Request {
+            source: origin.source.clone(),
+            token: origin.caller.clone(),
+            action: origin.action.clone(),
+            body,
+            request_id,
+        },
+    }
+}
+
+/// A change of one site's signal in progress ([`SteeringService::begin`]);
+/// holds the site's signal lock until it is committed or dropped.
+pub struct Change {
+    service: SteeringService,
+    site: Arc<SiteRuntime>,
+    signal: OwnedMutexGuard<SiteSignal>,
+    origin: Origin,
+    context: Context,
+}
+
+impl Change {
+    /// What validation needs to know of the site now.
+    pub fn context(&self) -> &Context {
+        &self.context
     }
 
-    fn request_event(
-        &self,
-        site: &str,
-        now: i64,
-        origin: &Origin,
-        body: Value,
-        request_id: Option<String>,
-    ) -> AuditEvent {
-        AuditEvent {
-            site: site.to_string(),
-            at_ms: now,
-            kind: AuditKind::Request {
-                source: origin.source.clone(),
-                token: origin.caller.clone(),
-                action: origin.action.clone(),
-                body,
-                request_id,
-            },
-        }
+    /// The answer first given to the caller's `Idempotency-Key` within the last
+    /// 24 h, if any: it is the answer again, whatever the body says now.
+    pub async fn replay(&self) -> Result<Option<Answer>, SteeringError> {
+        let Some(key) = &self.origin.idempotency_key else {
+            return Ok(None);
+        };
+        let since = now_ms() - IDEMPOTENCY_MS;
+        Ok(self
+            .service
+            .inner
+            .store
+            .replay(self.origin.caller.clone(), key.clone(), since)
+            .await?)
+    }
+
+    /// What `req` would make of the devices now, changing nothing (a dry run:
+    /// no idempotency key is used or stored).
+    pub fn dry_run(&self, req: &SteeringRequest) -> Vec<Allocation> {
+        let now = self.context.now_ms;
+        let live = &self.service.inner.live;
+        let mut next = self.signal.clone();
+        next.prune(now);
+        next.apply(req, "dryRun", now);
+        let d = self.site.evaluate(&next, now, live);
+        self.site.allocation(&d, live)
+    }
+
+    /// Makes `req` durable (the changed timelines, the audit record with `body`
+    /// and the idempotency answer in one commit), then applies it and wakes the
+    /// site's control loop. Returns the answer: `body` and the new request id.
+    pub async fn commit(
+        mut self,
+        req: &SteeringRequest,
+        body: RawBody,
+    ) -> Result<Answer, SteeringError> {
+        let now = self.context.now_ms;
+        let site_ref = self.site.config.reference.clone();
+        let mut next = self.signal.clone();
+        next.prune(now);
+        let id = new_request_id();
+        let changed = next.apply(req, &id, now);
+        let answer = Answer {
+            body: body.clone(),
+            request_id: id.clone(),
+        };
+        let commit = Commit {
+            site: site_ref.clone(),
+            entries: next.entries_of(&changed),
+            components: changed,
+            audit: request_event(
+                &site_ref,
+                now,
+                &self.origin,
+                RequestBody::Posted(body),
+                Some(id),
+            ),
+            idempotency: self
+                .origin
+                .idempotency_key
+                .clone()
+                .map(|k| (self.origin.caller.clone(), k, answer.clone())),
+        };
+        self.service.inner.store.commit(commit).await?;
+        *self.signal = next;
+        drop(self.signal);
+        self.site.wake.notify_one();
+        self.site.changed.notify_one();
+        Ok(answer)
     }
 }

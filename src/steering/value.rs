@@ -1,9 +1,8 @@
-//! The typed values of the steering components and their wire (JSON) shapes.
+//! The typed values of the steering components.
 //!
-//! Plain data: a value here is already valid (finite, in range); parsing and
-//! validation live in `request.rs`. Nothing here knows devices or time.
-
-use serde_json::{json, Value};
+//! Plain data: a value here is already valid (finite, in range); the API
+//! parses and validates bodies into them, and renders them. Nothing here knows
+//! devices, time or a wire format.
 
 use crate::model::PowerValue;
 
@@ -59,16 +58,6 @@ impl EssSetting {
             EssSetting::Idle => 0.0,
         }
     }
-
-    pub fn to_json(&self) -> Value {
-        match self {
-            EssSetting::Power(p) => json!({"value": p.value, "unit": p.unit.as_str()}),
-            EssSetting::UntilSoc { power, until_soc } => {
-                json!({"value": power.value, "unit": power.unit.as_str(), "untilSoc": until_soc})
-            }
-            EssSetting::Idle => json!({"mode": "idle"}),
-        }
-    }
 }
 
 /// The most the site's production may deliver in total.
@@ -87,13 +76,6 @@ impl CurtailmentValue {
             CurtailmentValue::Percent(pct) => rated_production_w * pct / 100.0,
         }
     }
-
-    pub fn to_json(&self) -> Value {
-        match self {
-            CurtailmentValue::Power(p) => json!({"value": p.value, "unit": p.unit.as_str()}),
-            CurtailmentValue::Percent(pct) => json!({"value": pct, "unit": "%"}),
-        }
-    }
 }
 
 /// Temporary grid limits: each member, when given, tightens the configured limit
@@ -103,24 +85,6 @@ impl CurtailmentValue {
 pub struct GridLimit {
     pub max_import: Option<PowerValue>,
     pub max_export: Option<PowerValue>,
-}
-
-impl GridLimit {
-    pub fn to_json(&self) -> Value {
-        let mut o = serde_json::Map::new();
-        for (key, p) in [
-            ("maxImport", &self.max_import),
-            ("maxExport", &self.max_export),
-        ] {
-            if let Some(p) = p {
-                o.insert(
-                    key.into(),
-                    json!({"value": p.value, "unit": p.unit.as_str()}),
-                );
-            }
-        }
-        Value::Object(o)
-    }
 }
 
 /// The value of one timeline entry.
@@ -139,16 +103,6 @@ impl ComponentValue {
             ComponentValue::Curtailment(_) => Component::Curtailment,
             ComponentValue::MaximizeGridImport(_) => Component::MaximizeGridImport,
             ComponentValue::GridLimit(_) => Component::GridLimit,
-        }
-    }
-
-    /// The wire shape: the setting object, or a bare boolean for maximize grid import.
-    pub fn to_json(&self) -> Value {
-        match self {
-            ComponentValue::Ess(e) => e.to_json(),
-            ComponentValue::Curtailment(c) => c.to_json(),
-            ComponentValue::MaximizeGridImport(b) => Value::Bool(*b),
-            ComponentValue::GridLimit(g) => g.to_json(),
         }
     }
 }

@@ -1,134 +1,236 @@
-//! JSON views of sites and of a site's steering state (`api.md`, "Sites and
-//! steering"). Read-only renderings; nothing here changes state.
-
-use serde_json::{json, Value};
+//! Typed views of sites and of a site's steering state: what `GET /sites`,
+//! `GET /sites/{s}`, `GET /sites/{s}/steering` and a dry run show (`api.md`,
+//! "Sites and steering"). The API and the uplink render them; a view holds
+//! exactly what is shown (powers in whole watts), so two views are equal when
+//! their renderings are. Read-only; nothing here changes state or knows a wire
+//! format.
 
 use super::control::SiteRuntime;
-use super::decide::GridStatus;
+use super::decide::{Command, GridStatus};
 use super::grid_signal::SignalStatus;
-use super::limits::Limit;
-use super::signal::SiteSignal;
-use super::timeline::Entry;
-use crate::config::Power;
+use super::limits::{GridLimits, Limit};
+use super::report::{DeviceReport, State};
+use super::signal::{Active, SiteSignal, StoredEntry};
+use super::value::Component;
+use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
 use crate::telemetry::Live;
 
-fn power(p: Option<Power>) -> Value {
-    match p {
-        Some(p) => json!({"value": p.watts(), "unit": "W"}),
-        None => Value::Null,
+/// A device setpoint as shown: whole watts for a storage power or a
+/// production limit, `None` for a release.
+pub fn setpoint_w(c: Command) -> Option<f64> {
+    match c {
+        Command::EssPower(w) | Command::ProductionLimit(w) => Some(w.round()),
+        Command::EssRelease | Command::ProductionRelease => None,
     }
 }
 
-/// `GET /sites/{s}`.
-pub fn site_json(site: &SiteRuntime, live: &Live) -> Value {
-    let c = &site.config;
-    let devices: Vec<&str> = live
-        .devices()
-        .iter()
-        .filter(|d| d.site == c.reference)
-        .map(|d| d.reference.as_str())
-        .collect();
-    let rated = site
-        .inputs(crate::model::time::now_ms(), live)
-        .rules
-        .rated_production_w;
-    json!({
-        "siteReference": c.reference,
-        "name": c.name,
-        "devices": devices,
-        "gridConnection": {"maxImport": power(c.max_import), "maxExport": power(c.max_export)},
-        "ratedProductionPower": {"value": rated, "unit": "W"},
-        "fulfilment": {
-            "ess": c.ess_fulfilment.wire_name(),
-            "curtailment": c.curtailment_fulfilment.wire_name(),
-        },
-        "essFallback": match c.ess_fallback {
-            crate::config::EssFallback::Auto => "auto",
-            crate::config::EssFallback::Idle => "idle",
-        },
-        "controlIntervalMs": c.control_interval_ms,
-        "revertTimeoutS": c.revert_timeout_s,
-    })
+/// `GET /sites/{s}`: a site's configuration as partners see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteView {
+    pub reference: String,
+    pub name: String,
+    /// References of the site's devices, in config order.
+    pub devices: Vec<String>,
+    pub max_import_w: Option<f64>,
+    pub max_export_w: Option<f64>,
+    pub rated_production_w: f64,
+    pub ess_fulfilment: EssFulfilment,
+    pub curtailment_fulfilment: CurtailmentFulfilment,
+    pub ess_fallback: EssFallback,
+    pub control_interval_ms: u64,
+    pub revert_timeout_s: u16,
 }
 
-fn entry_json<T>(e: &Entry<T>, key: &str, value: Value) -> Value {
-    let mut v = json!({
-        "validFrom": e.from,
-        "validUntil": e.until,
-        "requestId": e.request_id,
-    });
-    v[key] = value;
-    v
-}
-
-/// `GET /sites/{s}/steering`: the combined signal at `now`, what is scheduled,
-/// what the devices were told, and where a limit changed a target.
-pub fn state_json(site: &SiteRuntime, signal: &SiteSignal, now: i64) -> Value {
-    let a = signal.active(now);
-    let status = site.status();
-    let scheduled: Vec<Value> = signal
-        .scheduled(now)
-        .iter()
-        .map(|s| {
-            let mut v = entry_json(&s.entry, "setting", s.entry.value.to_json());
-            v["component"] = json!(s.component.wire_name());
-            if let crate::steering::ComponentValue::MaximizeGridImport(b) = s.entry.value {
-                v.as_object_mut().map(|o| o.remove("setting"));
-                v["value"] = json!(b);
-            }
-            v
-        })
-        .collect();
-    let mut ess = a
-        .ess
-        .as_ref()
-        .map(|e| entry_json(e, "setting", e.value.to_json()));
-    if let (Some(v), Some(e)) = (ess.as_mut(), a.ess.as_ref()) {
-        if status.reached.contains(&e.request_id) {
-            v["untilSocReached"] = json!(true);
+impl SiteView {
+    pub fn of(site: &SiteRuntime, live: &Live) -> SiteView {
+        let c = &site.config;
+        let devices = live
+            .devices()
+            .iter()
+            .filter(|d| d.site == c.reference)
+            .map(|d| d.reference.clone())
+            .collect();
+        let rated = site
+            .inputs(crate::model::time::now_ms(), live)
+            .rules
+            .rated_production_w;
+        SiteView {
+            reference: c.reference.clone(),
+            name: c.name.clone(),
+            devices,
+            max_import_w: c.max_import.map(|p| p.watts()),
+            max_export_w: c.max_export.map(|p| p.watts()),
+            rated_production_w: rated,
+            ess_fulfilment: c.ess_fulfilment,
+            curtailment_fulfilment: c.curtailment_fulfilment,
+            ess_fallback: c.ess_fallback,
+            control_interval_ms: c.control_interval_ms,
+            revert_timeout_s: c.revert_timeout_s,
         }
     }
-    let reports = site.reports();
-    json!({
-        "siteReference": site.config.reference,
-        "energyStorageSetting": ess,
-        "productionCurtailment": a.curtailment.as_ref().map(|e| entry_json(e, "setting", e.value.to_json())),
-        "maximizeGridImport": a.maximize_grid_import.as_ref().map(|e| entry_json(e, "value", json!(e.value))),
-        "gridLimit": a.grid_limit.as_ref().map(|e| entry_json(e, "setting", e.value.to_json())),
-        "scheduled": scheduled,
-        "devices": reports.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
-        "limits": status.notes.iter().map(|n| json!({
-            "component": n.component.wire_name(),
-            "requested": watts(n.requested_w),
-            "applied": watts(n.applied_w),
-            "reason": n.reason,
-            "devices": n.devices.iter().filter_map(|i| reports.get(*i)).map(|r| r.device.as_str()).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "gridLoop": grid_json(&status.grid, &site.signal_statuses()),
-        "evaluatedAt": status.evaluated_at_ms,
-    })
 }
 
-/// `{"value", "unit": "W"}` rounded to the watt, or `null` (released).
-fn watts(w: Option<f64>) -> Value {
-    w.map_or(Value::Null, |w| json!({"value": w.round(), "unit": "W"}))
+/// What the state shows for one steered device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceState {
+    pub device: String,
+    /// The component shown for it; `None` before the control loop first decided.
+    pub component: Option<Component>,
+    pub setpoint_w: Option<f64>,
+    pub state: State,
+    pub written_at_ms: Option<i64>,
+    pub confirmed: bool,
+    /// The write's error, else why the device is told what it is told.
+    pub error: Option<String>,
 }
 
-/// The grid loop's mode and the limits in force, with where each came from.
-fn grid_json(g: &GridStatus, signals: &[SignalStatus]) -> Value {
-    let limit = |l: Option<Limit>| match l {
-        Some(l) => json!({"value": l.w.round(), "unit": "W", "source": l.source.wire_name()}),
-        None => Value::Null,
+impl DeviceState {
+    pub fn of(r: &DeviceReport) -> DeviceState {
+        DeviceState {
+            device: r.device.clone(),
+            component: r.desired.as_ref().map(|d| d.shown),
+            setpoint_w: r.desired.as_ref().and_then(|d| setpoint_w(d.command)),
+            state: r.state,
+            written_at_ms: r.written_at_ms,
+            confirmed: r.confirmed,
+            error: r.error.clone().or_else(|| r.note.clone()),
+        }
+    }
+}
+
+/// A target that a limit changed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LimitNote {
+    pub component: Component,
+    /// What the component asked for, whole W (`None`: released).
+    pub requested_w: Option<f64>,
+    /// What the site got, whole W (`None`: released).
+    pub applied_w: Option<f64>,
+    pub reason: String,
+    /// References of the devices whose command it changed.
+    pub devices: Vec<String>,
+}
+
+/// What one grid operator's signal says now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SignalState {
+    pub name: String,
+    /// The inputs last read, input 1 in bit 0.
+    pub inputs: Option<u16>,
+    pub online: bool,
+    pub error: Option<String>,
+}
+
+/// The grid loop's mode and the limits in force (whole W), with their sources.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GridLoopState {
+    pub grid: GridStatus,
+    pub signals: Vec<SignalState>,
+}
+
+/// `GET /sites/{s}/steering`: the combined signal at one instant, what is
+/// scheduled, what the devices were told, and where a limit changed a target.
+///
+/// Equal states render equally; the feed compares states with
+/// `evaluated_at_ms` left out, which moves on every evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteState {
+    pub site: String,
+    /// The entries active now; `None` is the component's fallback.
+    pub active: Active,
+    /// The active ESS entry is an `untilSoc` request whose target was reached.
+    pub until_soc_reached: bool,
+    /// Entries that start later, by start time.
+    pub scheduled: Vec<StoredEntry>,
+    pub devices: Vec<DeviceState>,
+    pub limits: Vec<LimitNote>,
+    pub grid_loop: GridLoopState,
+    /// When the control loop last evaluated the site.
+    pub evaluated_at_ms: Option<i64>,
+}
+
+impl SiteState {
+    /// The state of `site` with `signal` at `now`.
+    pub fn of(site: &SiteRuntime, signal: &SiteSignal, now: i64) -> SiteState {
+        let active = signal.active(now);
+        let status = site.status();
+        let reports = site.reports();
+        let until_soc_reached = active
+            .ess
+            .as_ref()
+            .is_some_and(|e| status.reached.contains(&e.request_id));
+        let limits = status
+            .notes
+            .iter()
+            .map(|n| LimitNote {
+                component: n.component,
+                requested_w: n.requested_w.map(f64::round),
+                applied_w: n.applied_w.map(f64::round),
+                reason: n.reason.clone(),
+                devices: n
+                    .devices
+                    .iter()
+                    .filter_map(|i| reports.get(*i))
+                    .map(|r| r.device.clone())
+                    .collect(),
+            })
+            .collect();
+        SiteState {
+            site: site.config.reference.clone(),
+            scheduled: signal.scheduled(now),
+            active,
+            until_soc_reached,
+            devices: reports.iter().map(DeviceState::of).collect(),
+            limits,
+            grid_loop: GridLoopState {
+                grid: GridStatus {
+                    mode: status.grid.mode,
+                    limits: whole_watts(status.grid.limits),
+                },
+                signals: site.signal_statuses().iter().map(signal_state).collect(),
+            },
+            evaluated_at_ms: status.evaluated_at_ms,
+        }
+    }
+
+    /// The state without the evaluation clock: what a change is measured by.
+    pub fn without_clock(&self) -> SiteState {
+        SiteState {
+            evaluated_at_ms: None,
+            ..self.clone()
+        }
+    }
+}
+
+fn whole_watts(l: GridLimits) -> GridLimits {
+    let round = |l: Option<Limit>| {
+        l.map(|l| Limit {
+            w: l.w.round(),
+            ..l
+        })
     };
-    json!({
-        "mode": g.mode.wire_name(),
-        "maxImport": limit(g.limits.import),
-        "maxExport": limit(g.limits.export),
-        "signals": signals.iter().map(|s| json!({
-            "name": s.name,
-            "inputs": s.value,
-            "online": s.online,
-            "error": s.error,
-        })).collect::<Vec<_>>(),
-    })
+    GridLimits {
+        import: round(l.import),
+        export: round(l.export),
+    }
+}
+
+fn signal_state(s: &SignalStatus) -> SignalState {
+    SignalState {
+        name: s.name.clone(),
+        inputs: s.value,
+        online: s.online,
+        error: s.error.clone(),
+    }
+}
+
+/// One device's setpoint in a dry run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Allocation {
+    pub device: String,
+    /// The component that decided it, or the device's own one at fallback.
+    pub component: Component,
+    pub setpoint_w: Option<f64>,
+    /// The setpoint is the component's fallback.
+    pub fallback: bool,
 }

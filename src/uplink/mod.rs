@@ -178,8 +178,8 @@ impl Uplink {
     }
 
     /// See [`SteeringFeed::publish_steering_state`].
-    pub fn publish_steering_state(&self, site: &str, body: serde_json::Value) {
-        self.steering.publish_steering_state(site, body);
+    pub fn publish_steering_state(&self, site: &str, state: &crate::steering::SiteState) {
+        self.steering.publish_steering_state(site, state);
     }
 
     /// Stops the link task at once, without DISCONNECT: the broker sees the

@@ -3,13 +3,16 @@
 //!
 //! Latest value wins: while offline only the newest state per site is kept, and
 //! every site's state is published again after a reconnect. This file must not
-//! build steering bodies; it carries what `GET /sites/{s}/steering` returns.
+//! build steering bodies: it renders the typed state with the API's own
+//! rendering, so it carries what `GET /sites/{s}/steering` returns.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::watch;
+
+use crate::steering::SiteState;
 
 /// The newest steering state of each site.
 pub type SteeringStates = BTreeMap<String, Arc<Value>>;
@@ -33,9 +36,10 @@ impl SteeringFeed {
         Self::default()
     }
 
-    /// Call on every change of a site's steering state with the exact body of
-    /// `GET /sites/{site}/steering`. Never blocks.
-    pub fn publish_steering_state(&self, site: &str, body: Value) {
+    /// Call on every change of a site's steering state; it is published as
+    /// the body of `GET /sites/{site}/steering`. Never blocks.
+    pub fn publish_steering_state(&self, site: &str, state: &SiteState) {
+        let body = crate::api::render_steering_state(state);
         self.tx.send_modify(|states| {
             states.insert(site.to_string(), Arc::new(body));
         });

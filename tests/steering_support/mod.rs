@@ -213,6 +213,11 @@ impl Rig {
     /// Stops the agent (gracefully) and starts it again on the same config and
     /// database; the simulated site keeps running.
     pub async fn restart(self) -> Rig {
+        self.restart_with(|_| {}).await
+    }
+
+    /// [`Rig::restart`], running `between` while the agent is down.
+    pub async fn restart_with(self, between: impl FnOnce(&Config)) -> Rig {
         let Rig {
             sim,
             agent,
@@ -222,6 +227,7 @@ impl Rig {
             ..
         } = self;
         agent.shutdown().await;
+        between(&config);
         let agent = Agent::start(config.clone())
             .await
             .expect("agent starts again");

@@ -3,10 +3,10 @@
 //! `docs/devices.md`).
 //!
 //! A [`Profile`] is parsed and validated once, when the config is checked; the
-//! poller turns its points into a read plan, the steering layer asks its
-//! [`ProfileControls`] for the writes of a setpoint. Layout: `raw` (the TOML
+//! poller turns its points into a read plan, `modbus::control` turns its
+//! [`ProfileControls`] into the writes of a command. Layout: `raw` (the TOML
 //! shapes), `build` (validation into typed points and controls, every problem
-//! with its path), `controls` (the pure write recipes), `resolve` (finding a
+//! with its path), `controls` (what the file says about writes), `resolve` (finding a
 //! profile by name or path: the profiles directory, then the built-in ones),
 //! `identify` (the register that names the device, for `scan`).
 //! Nothing here does Modbus I/O.
@@ -21,8 +21,8 @@ use std::fmt;
 
 pub use build::parse;
 pub use controls::{
-    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitError, LimitUnit,
-    ProfileControls, RegisterWrite, RevertTimeout, ValueRegister,
+    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, ProfileControls,
+    RevertTimeout, ValueRegister,
 };
 pub use identify::{Identify, IdentifyMatch};
 pub use resolve::{builtin_names, Resolver, BUILTIN, DEFAULT_PROFILES_DIR};

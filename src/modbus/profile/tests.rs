@@ -1,5 +1,6 @@
 use super::*;
 use crate::modbus::codec::{ValueType, WordOrder};
+use crate::modbus::control::{ess_writes, limit_writes, release_writes, RegWrite};
 use crate::modbus::plan::Table;
 use crate::modbus::point::Scale;
 use crate::model::DeviceType;
@@ -251,8 +252,8 @@ fn a_recipe_that_writes_a_register_twice_is_refused() {
     );
 }
 
-fn w(addr: u16, values: &[u16]) -> RegisterWrite {
-    RegisterWrite {
+fn w(addr: u16, values: &[u16]) -> RegWrite {
+    RegWrite {
         addr,
         values: values.to_vec(),
     }
@@ -269,7 +270,7 @@ fn split_ess_writes_in_device_order() {
     // 2.5 kW charge for 90 s: 2 minutes, duration mode, charge from grid on,
     // charge power, charge.
     assert_eq!(
-        ess.writes(-2500.0, 90).unwrap(),
+        ess_writes(&ess, -2500.0, 90).unwrap(),
         [
             w(47083, &[2]),
             w(47246, &[0]),
@@ -279,14 +280,17 @@ fn split_ess_writes_in_device_order() {
             w(47100, &[1]),
         ]
     );
-    let discharge = ess.writes(70_000.0, 60).unwrap();
+    let discharge = ess_writes(&ess, 70_000.0, 60).unwrap();
     assert_eq!(
         discharge[3..],
         [w(47247, &[0, 0]), w(47249, &[1, 4464]), w(47100, &[2])]
     );
-    assert_eq!(ess.writes(0.0, 60).unwrap()[5], w(47100, &[2]));
+    assert_eq!(ess_writes(&ess, 0.0, 60).unwrap()[5], w(47100, &[2]));
     // Release: charge from grid off again (the device's default), forcing stopped.
-    assert_eq!(ess.release_writes(), [w(47087, &[0]), w(47100, &[0])]);
+    assert_eq!(
+        release_writes(&ess.release),
+        [w(47087, &[0]), w(47100, &[0])]
+    );
 }
 
 fn builtin(name: &str) -> EssControl {
@@ -304,28 +308,34 @@ fn goodwe_and_sungrow_writes_are_pinned() {
     // 12 discharge, 8 standby; release: 1 auto. No timer.
     let g = builtin("goodwe-et");
     assert_eq!(
-        g.writes(-3000.0, 60).unwrap(),
+        ess_writes(&g, -3000.0, 60).unwrap(),
         [w(47512, &[3000]), w(47511, &[11])]
     );
     assert_eq!(
-        g.writes(2500.0, 60).unwrap(),
+        ess_writes(&g, 2500.0, 60).unwrap(),
         [w(47512, &[2500]), w(47511, &[12])]
     );
-    assert_eq!(g.writes(0.0, 60).unwrap(), [w(47512, &[0]), w(47511, &[8])]);
-    assert_eq!(g.release_writes(), [w(47511, &[1])]);
+    assert_eq!(
+        ess_writes(&g, 0.0, 60).unwrap(),
+        [w(47512, &[0]), w(47511, &[8])]
+    );
+    assert_eq!(release_writes(&g.release), [w(47511, &[1])]);
     // Sungrow SH: forced mode 13049 = 2, power 13051 (W), command 13050:
     // 0xAA charge, 0xBB discharge, 0xCC stop; release: self-consumption, stop.
     let s = builtin("sungrow-sh");
     assert_eq!(
-        s.writes(-1500.0, 60).unwrap(),
+        ess_writes(&s, -1500.0, 60).unwrap(),
         [w(13049, &[2]), w(13051, &[1500]), w(13050, &[0xAA])]
     );
     assert_eq!(
-        s.writes(4000.0, 60).unwrap(),
+        ess_writes(&s, 4000.0, 60).unwrap(),
         [w(13049, &[2]), w(13051, &[4000]), w(13050, &[0xBB])]
     );
-    assert_eq!(s.writes(0.0, 60).unwrap()[2], w(13050, &[0xCC]));
-    assert_eq!(s.release_writes(), [w(13049, &[0]), w(13050, &[0xCC])]);
+    assert_eq!(ess_writes(&s, 0.0, 60).unwrap()[2], w(13050, &[0xCC]));
+    assert_eq!(
+        release_writes(&s.release),
+        [w(13049, &[0]), w(13050, &[0xCC])]
+    );
 }
 
 #[test]
@@ -353,16 +363,16 @@ release = [{{ register = 21, value = 0 }}]
     .unwrap();
     let ess = p.controls.ess_power.unwrap();
     assert_eq!(
-        ess.writes(1500.0, 30).unwrap(),
+        ess_writes(&ess, 1500.0, 30).unwrap(),
         [w(12, &[0, 30]), w(10, &[(-150i16) as u16])]
     );
     let lim = p.controls.production_limit.unwrap();
     assert_eq!(
-        lim.writes(2500.0, Some(10_000.0), 30).unwrap(),
+        limit_writes(&lim, 2500.0, Some(10_000.0), 30).unwrap(),
         [w(21, &[1]), w(20, &[250])]
     );
-    assert!(lim.writes(2500.0, None, 30).is_err());
-    assert_eq!(lim.release_writes(), [w(21, &[0])]);
+    assert!(limit_writes(&lim, 2500.0, None, 30).is_err());
+    assert_eq!(release_writes(&lim.release), [w(21, &[0])]);
 }
 
 #[test]

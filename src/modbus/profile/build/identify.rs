@@ -82,6 +82,7 @@ pub(super) fn identify(path: &str, r: &RawIdentify, p: &mut Problems) -> Option<
 
 #[cfg(test)]
 mod tests {
+    use crate::modbus::control::{ess_writes, release_writes};
     use crate::modbus::profile::{parse, ProfileError};
 
     const POINT: &str = "[[points]]\nproperty = \"activePower\"\nregister = 0\ntype = \"i16\"\n";
@@ -129,12 +130,12 @@ mod tests {
         );
         let p = parse("t", "t.toml", &text).unwrap();
         let ess = p.controls.ess_power.unwrap();
-        let w = ess.writes(-1500.0, 60).unwrap();
+        let w = ess_writes(&ess, -1500.0, 60).unwrap();
         assert_eq!(w[0].addr, 20);
         assert_eq!(w[0].values, [0, 802], "one request, both words");
         assert_eq!(w[1].values, [0, 30_500], "32000 - 1500");
         assert_eq!(
-            ess.release_writes()[0].values,
+            release_writes(&ess.release)[0].values,
             [0, 0x3F00],
             "0.5 low word first"
         );

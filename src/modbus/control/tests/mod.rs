@@ -1,5 +1,5 @@
-//! Write recipes: SunSpec 123 and 124 here; model 704, the profile adapter and
-//! the choice of writer in the sibling files.
+//! Write recipes: SunSpec 123 and 124 here; model 704, the profile recipes and
+//! the choice of recipe in the sibling files.
 
 use ::sunspec::models::model123::Model123 as M123;
 use ::sunspec::models::model124::Model124 as M124;
@@ -48,7 +48,7 @@ fn at(b: &ModelBlock, offset: u16) -> u16 {
 
 #[test]
 fn storage_discharge_is_a_window_written_mode_last() {
-    let c = Sunspec124 { block: B124 };
+    let c = Recipe::Storage124(Storage124 { block: B124 });
     let p = c
         .plan(Command::EssPower(150_000.0), 30, &img(&B124, &words124()))
         .unwrap();
@@ -87,7 +87,7 @@ fn storage_discharge_is_a_window_written_mode_last() {
 
 #[test]
 fn storage_release_and_missing_reference() {
-    let c = Sunspec124 { block: B124 };
+    let c = Recipe::Storage124(Storage124 { block: B124 });
     let p = c
         .plan(Command::EssRelease, 30, &img(&B124, &words124()))
         .unwrap();
@@ -112,10 +112,10 @@ fn storage_release_and_missing_reference() {
 
 #[test]
 fn inverter_limit_in_percent_of_wmax_then_enable() {
-    let c = Sunspec123 {
+    let c = Recipe::Limit(SunspecLimit {
         block: B123,
         wmax_w: 200_000.0,
-    };
+    });
     let mut w = vec![0u16; 24];
     w[M123::W_MAX_LIM_PCT_SF.offset as usize] = (-1i16) as u16;
     let p = c
@@ -148,7 +148,7 @@ fn inverter_limit_in_percent_of_wmax_then_enable() {
 
 #[test]
 fn verify_compares_the_read_back() {
-    let c = Sunspec124 { block: B124 };
+    let c = Recipe::Storage124(Storage124 { block: B124 });
     let plan = c
         .plan(Command::EssPower(150_000.0), 30, &img(&B124, &words124()))
         .unwrap();
@@ -178,7 +178,7 @@ fn only_the_registers_needed_are_read_never_the_whole_block() {
     // (model 123's power factor, 124's ramp times): calibration reads the
     // reference and scale factors alone, the read-back the registers written,
     // then the calibration registers again.
-    let c = Sunspec124 { block: B124 };
+    let c = Recipe::Storage124(Storage124 { block: B124 });
     let at = |o: u16| B124.point(o);
     let one = |o: u16| Span::new(Table::Holding, at(o), 1);
     assert_eq!(
@@ -200,10 +200,10 @@ fn only_the_registers_needed_are_read_never_the_whole_block() {
     want.extend(c.calibration());
     assert_eq!(p.read_back, want);
 
-    let c = Sunspec123 {
+    let c = Recipe::Limit(SunspecLimit {
         block: B123,
         wmax_w: 200_000.0,
-    };
+    });
     assert_eq!(
         c.calibration(),
         [Span::new(

@@ -31,10 +31,10 @@ fn pairs(p: &WritePlan) -> Vec<(u16, Vec<u16>)> {
 
 #[test]
 fn der_limit_in_percent_of_wmax_then_timer_then_enable() {
-    let c = Sunspec704Limit {
+    let c = Recipe::Limit(SunspecLimit {
         block: B704,
         wmax_w: 10_000.0,
-    };
+    });
     let p = c
         .plan(
             Command::ProductionLimit(2_500.0),
@@ -77,7 +77,7 @@ fn der_limit_in_percent_of_wmax_then_timer_then_enable() {
 
 #[test]
 fn der_storage_power_in_watts_signed_then_timer_then_enable() {
-    let c = Sunspec704Power { block: B704 };
+    let c = Recipe::Storage704(Storage704 { block: B704 });
     let mode = at704(M704::W_SET_MOD.offset);
     let ena = at704(M704::W_SET_ENA.offset);
     let tms = at704(M704::W_SET_RVRT_TMS.offset);
@@ -120,10 +120,10 @@ fn der_block_too_short_is_reported() {
         addr: 40300,
         len: 14,
     };
-    let c = Sunspec704Limit {
+    let c = Recipe::Limit(SunspecLimit {
         block: short,
         wmax_w: 10_000.0,
-    };
+    });
     assert!(matches!(
         c.plan(Command::ProductionLimit(1.0), 60, &Image::new()),
         Err(WriteError::Missing { .. })

@@ -4,13 +4,15 @@
 //! COMMIT; reads run on the store's read connections.
 //!
 //! SQL for steering lives here and in its migration only; the store owns the
-//! connection.
+//! connection. How the rows hold their values (JSON text) is `rows.rs`.
+
+pub(crate) mod rows;
 
 use rusqlite::{params, Connection};
-use serde_json::Value;
 
 use super::audit::AuditEvent;
-use super::persist::{decode_value, BoxFuture, Commit, PersistError, SteeringStore};
+use super::persist::{BoxFuture, Commit, PersistError, SteeringStore};
+use super::request::Answer;
 use super::signal::StoredEntry;
 use super::timeline::Entry;
 use super::value::Component;
@@ -38,7 +40,7 @@ fn err(e: StoreError) -> PersistError {
 fn insert_audit(conn: &Connection, e: &AuditEvent) -> Result<(), StoreError> {
     conn.execute(
         "INSERT INTO steering_audit (site, at_ms, kind, record) VALUES (?1, ?2, ?3, ?4)",
-        params![e.site, e.at_ms, e.kind_name(), e.to_json().to_string()],
+        params![e.site, e.at_ms, e.kind_name(), rows::encode_record(e)],
     )?;
     Ok(())
 }
@@ -63,7 +65,7 @@ impl SteeringStore for SqliteSteeringStore {
                                 e.component.wire_name(),
                                 e.entry.from,
                                 e.entry.until,
-                                e.entry.value.to_json().to_string(),
+                                rows::encode_value(&e.entry.value),
                                 e.entry.request_id
                             ],
                         )?;
@@ -78,7 +80,7 @@ impl SteeringStore for SqliteSteeringStore {
                         conn.execute(
                             "INSERT OR REPLACE INTO steering_idempotency (caller, key, at_ms, answer)
                              VALUES (?1, ?2, ?3, ?4)",
-                            params![caller, key, at, answer.to_string()],
+                            params![caller, key, at, rows::encode_answer(answer)],
                         )?;
                     }
                     Ok::<(), StoreError>(())
@@ -90,7 +92,7 @@ impl SteeringStore for SqliteSteeringStore {
 
     fn load(&self) -> BoxFuture<'_, Result<Vec<(String, StoredEntry)>, PersistError>> {
         Box::pin(async move {
-            let rows = self
+            let stored = self
                 .store
                 .read(|conn: &Connection| {
                     let mut stmt = conn.prepare(
@@ -112,11 +114,9 @@ impl SteeringStore for SqliteSteeringStore {
                 .await
                 .map_err(err)?;
             let mut out = Vec::new();
-            for (site, comp, from, until, value, request_id) in rows {
-                let decoded = Component::from_wire(&comp).and_then(|c| {
-                    let v: Value = serde_json::from_str(&value).ok()?;
-                    Some((c, decode_value(c, &v)?))
-                });
+            for (site, comp, from, until, value, request_id) in stored {
+                let decoded = Component::from_wire(&comp)
+                    .and_then(|c| Some((c, rows::decode_value(c, &value)?)));
                 match decoded {
                     Some((component, value)) => out.push((
                         site,
@@ -144,7 +144,7 @@ impl SteeringStore for SqliteSteeringStore {
         caller: String,
         key: String,
         since_ms: i64,
-    ) -> BoxFuture<'_, Result<Option<Value>, PersistError>> {
+    ) -> BoxFuture<'_, Result<Option<Answer>, PersistError>> {
         Box::pin(async move {
             let text = self
                 .store
@@ -161,7 +161,7 @@ impl SteeringStore for SqliteSteeringStore {
                 })
                 .await
                 .map_err(err)?;
-            Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+            Ok(text.and_then(|t| rows::decode_answer(&t)))
         })
     }
 
@@ -189,9 +189,10 @@ impl SteeringStore for SqliteSteeringStore {
         &self,
         site: String,
         limit: usize,
-    ) -> BoxFuture<'_, Result<Vec<Value>, PersistError>> {
+    ) -> BoxFuture<'_, Result<Vec<AuditEvent>, PersistError>> {
         Box::pin(async move {
-            let rows = self
+            let site_ref = site.clone();
+            let records = self
                 .store
                 .read(move |conn: &Connection| {
                     let mut stmt = conn.prepare(
@@ -204,9 +205,9 @@ impl SteeringStore for SqliteSteeringStore {
                 })
                 .await
                 .map_err(err)?;
-            Ok(rows
+            Ok(records
                 .iter()
-                .filter_map(|t| serde_json::from_str(t).ok())
+                .filter_map(|t| rows::decode_record(&site_ref, t))
                 .collect())
         })
     }

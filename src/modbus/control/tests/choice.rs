@@ -1,4 +1,4 @@
-//! Which writer a device gets from its map's controls and its configured type.
+//! Which recipe a device gets from its map's controls and its configured type.
 
 use std::sync::Arc;
 
@@ -81,39 +81,39 @@ fn sunspec_prefers_123_and_124_and_falls_back_to_704() {
     let bat = device(DeviceType::Battery, None);
     let both = sunspec_map(vec![B123, B704, B124], Some(8_000.0));
     assert!(matches!(
-        DeviceControls::for_device(&inv, &both),
-        Ok(DeviceControls::Inverter123(Sunspec123 { wmax_w, .. })) if wmax_w == 8_000.0
+        Recipe::for_device(inv.device_type, inv.rated_power_w, &both),
+        Ok(Recipe::Limit(SunspecLimit { block, wmax_w })) if wmax_w == 8_000.0 && block == B123
     ));
     assert!(matches!(
-        DeviceControls::for_device(&bat, &both),
-        Ok(DeviceControls::Storage124(_))
+        Recipe::for_device(bat.device_type, bat.rated_power_w, &both),
+        Ok(Recipe::Storage124(_))
     ));
     let der = sunspec_map(vec![B704], Some(8_000.0));
     assert_eq!(
-        DeviceControls::for_device(&inv, &der),
-        Ok(DeviceControls::Inverter704(Sunspec704Limit {
+        Recipe::for_device(inv.device_type, inv.rated_power_w, &der),
+        Ok(Recipe::Limit(SunspecLimit {
             block: B704,
             wmax_w: 8_000.0
         }))
     );
     assert_eq!(
-        DeviceControls::for_device(&bat, &der),
-        Ok(DeviceControls::Storage704(Sunspec704Power { block: B704 }))
+        Recipe::for_device(bat.device_type, bat.rated_power_w, &der),
+        Ok(Recipe::Storage704(Storage704 { block: B704 }))
     );
     // The SunSpec reference is the device's own WMax, not the configured rating.
     let unrated = sunspec_map(vec![B704], None);
     let rated_inv = device(DeviceType::Inverter, Some(5_000.0));
     assert!(matches!(
-        DeviceControls::for_device(&rated_inv, &unrated),
+        Recipe::for_device(rated_inv.device_type, rated_inv.rated_power_w, &unrated),
         Err(WriteError::Missing { what: "WMax", .. })
     ));
     let none = sunspec_map(vec![], Some(8_000.0));
     assert!(matches!(
-        DeviceControls::for_device(&inv, &none),
+        Recipe::for_device(inv.device_type, inv.rated_power_w, &none),
         Err(WriteError::NoControl(_))
     ));
     let meter = device(DeviceType::Meter, None);
-    assert!(DeviceControls::for_device(&meter, &both).is_err());
+    assert!(Recipe::for_device(meter.device_type, meter.rated_power_w, &both).is_err());
 }
 
 #[test]
@@ -127,18 +127,18 @@ fn profiles_give_storage_or_limit_by_type() {
     let bat = device(DeviceType::Battery, None);
     let map = profile_map(shipped.controls.clone(), &bat);
     assert_eq!(
-        DeviceControls::for_device(&bat, &map),
-        Ok(DeviceControls::ProfileStorage(ProfileEss {
+        Recipe::for_device(bat.device_type, bat.rated_power_w, &map),
+        Ok(Recipe::ProfileStorage(ProfileEss {
             control: ess.clone()
         }))
     );
-    assert!(DeviceControls::for_device(&bat, &map)
+    assert!(Recipe::for_device(bat.device_type, bat.rated_power_w, &map)
         .unwrap()
         .calibration()
         .is_empty());
     let inv = device(DeviceType::Inverter, Some(6_000.0));
     assert!(matches!(
-        DeviceControls::for_device(&inv, &map),
+        Recipe::for_device(inv.device_type, inv.rated_power_w, &map),
         Err(WriteError::NoControl(_))
     ));
     let limit = LimitControl {
@@ -161,14 +161,14 @@ fn profiles_give_storage_or_limit_by_type() {
     let map = profile_map(controls, &inv);
     // The configured rating is the 100 % of the profile's percentage.
     assert_eq!(
-        DeviceControls::for_device(&inv, &map),
-        Ok(DeviceControls::ProfileInverter(ProfileLimit {
+        Recipe::for_device(inv.device_type, inv.rated_power_w, &map),
+        Ok(Recipe::ProfileLimit(ProfileLimit {
             control: limit,
             rated_w: Some(6_000.0)
         }))
     );
     assert!(matches!(
-        DeviceControls::for_device(&bat, &map),
+        Recipe::for_device(bat.device_type, bat.rated_power_w, &map),
         Err(WriteError::NoControl(_))
     ));
 }

@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{reject, ConfiguredLimits, RejectCode, Rejection};
+use super::{reject, ConfiguredLimits, Rejection};
+use crate::api::ErrorCode;
 use crate::model::{PowerUnit, PowerValue};
 use crate::steering::value::{CurtailmentValue, EssSetting, GridLimit};
 
@@ -25,7 +26,7 @@ pub(super) fn object<'a>(v: &'a Value, path: &str) -> Result<&'a Map<String, Val
     v.as_object().ok_or_else(|| {
         let what = if path.is_empty() { "the body" } else { path };
         reject(
-            RejectCode::InvalidValue,
+            ErrorCode::InvalidValue,
             path,
             format!("{what} must be a JSON object, found {v}"),
         )
@@ -39,7 +40,7 @@ pub(super) fn no_unknown(
 ) -> Result<(), Rejection> {
     match obj.keys().find(|k| !allowed.contains(&k.as_str())) {
         Some(k) => Err(reject(
-            RejectCode::UnknownField,
+            ErrorCode::UnknownField,
             &join(path, k),
             format!(
                 "unknown field {:?}; expected {}",
@@ -55,7 +56,7 @@ pub(super) fn no_unknown(
 pub(super) fn epoch_ms(v: &Value, field: &str) -> Result<i64, Rejection> {
     let bad = || {
         reject(
-            RejectCode::InvalidValue,
+            ErrorCode::InvalidValue,
             field,
             format!("{field} must be an integer of epoch milliseconds, found {v}"),
         )
@@ -75,7 +76,7 @@ fn number(obj: &Map<String, Value>, key: &str, path: &str) -> Result<f64, Reject
     let field = join(path, key);
     let v = present(obj, key).ok_or_else(|| {
         reject(
-            RejectCode::MissingField,
+            ErrorCode::MissingField,
             &field,
             format!("{field} is required"),
         )
@@ -83,7 +84,7 @@ fn number(obj: &Map<String, Value>, key: &str, path: &str) -> Result<f64, Reject
     match v.as_f64() {
         Some(f) if f.is_finite() => Ok(f),
         _ => Err(reject(
-            RejectCode::InvalidValue,
+            ErrorCode::InvalidValue,
             &field,
             format!("{field} must be a finite number, found {v}"),
         )),
@@ -95,12 +96,12 @@ fn unit<'a>(obj: &'a Map<String, Value>, path: &str) -> Result<&'a str, Rejectio
     match present(obj, "unit") {
         Some(Value::String(s)) => Ok(s),
         Some(other) => Err(reject(
-            RejectCode::InvalidValue,
+            ErrorCode::InvalidValue,
             &field,
             format!("{field} must be a string, found {other}"),
         )),
         None => Err(reject(
-            RejectCode::MissingField,
+            ErrorCode::MissingField,
             &field,
             format!("{field} is required"),
         )),
@@ -111,7 +112,7 @@ fn unit<'a>(obj: &'a Map<String, Value>, path: &str) -> Result<&'a str, Rejectio
 fn power(value: f64, unit_str: &str, path: &str, allowed: &str) -> Result<PowerValue, Rejection> {
     let unit: PowerUnit = unit_str.parse().map_err(|_| {
         reject(
-            RejectCode::UnknownUnit,
+            ErrorCode::UnknownUnit,
             &join(path, "unit"),
             format!("unknown unit {unit_str:?} for {path}; expected {allowed}"),
         )
@@ -119,7 +120,7 @@ fn power(value: f64, unit_str: &str, path: &str, allowed: &str) -> Result<PowerV
     let p = PowerValue { value, unit };
     if !p.as_watts().is_finite() {
         return Err(reject(
-            RejectCode::InvalidValue,
+            ErrorCode::InvalidValue,
             &join(path, "value"),
             format!("{value} {unit} is not a finite power"),
         ));
@@ -128,7 +129,11 @@ fn power(value: f64, unit_str: &str, path: &str, allowed: &str) -> Result<PowerV
 }
 
 /// `EssSetting`: a power, a power with `untilSoc`, or `{"mode": "idle"}`.
-pub fn ess_setting(v: &Value, path: &str, site_soc: Option<f64>) -> Result<EssSetting, Rejection> {
+pub(super) fn ess_setting(
+    v: &Value,
+    path: &str,
+    site_soc: Option<f64>,
+) -> Result<EssSetting, Rejection> {
     let obj = object(v, path)?;
     if obj.contains_key("mode") {
         no_unknown(obj, &["mode"], path)?;
@@ -136,7 +141,7 @@ pub fn ess_setting(v: &Value, path: &str, site_soc: Option<f64>) -> Result<EssSe
         return match obj.get("mode") {
             Some(Value::String(m)) if m == "idle" => Ok(EssSetting::Idle),
             other => Err(reject(
-                RejectCode::InvalidValue,
+                ErrorCode::InvalidValue,
                 &field,
                 format!(
                     "{field} must be \"idle\", found {}",
@@ -156,7 +161,7 @@ pub fn ess_setting(v: &Value, path: &str, site_soc: Option<f64>) -> Result<EssSe
     let target = number(obj, "untilSoc", path)?;
     if !(0.0..=100.0).contains(&target) {
         return Err(reject(
-            RejectCode::InvalidValue,
+            ErrorCode::InvalidValue,
             &field,
             format!("{field} must be a SoC from 0 to 100 %, found {target}"),
         ));
@@ -164,7 +169,7 @@ pub fn ess_setting(v: &Value, path: &str, site_soc: Option<f64>) -> Result<EssSe
     let w = p.as_watts();
     if w == 0.0 {
         return Err(reject(
-            RejectCode::InvalidValue,
+            ErrorCode::InvalidValue,
             &field,
             format!("{field} needs a non-zero power to reach {target} %"),
         ));
@@ -174,7 +179,7 @@ pub fn ess_setting(v: &Value, path: &str, site_soc: Option<f64>) -> Result<EssSe
         if away {
             let verb = if w > 0.0 { "discharging" } else { "charging" };
             return Err(reject(
-                RejectCode::InvalidValue,
+                ErrorCode::InvalidValue,
                 &field,
                 format!(
                     "{verb} moves the site SoC ({soc:.1} %) away from {field} {target} %: use a {} value",
@@ -190,7 +195,7 @@ pub fn ess_setting(v: &Value, path: &str, site_soc: Option<f64>) -> Result<EssSe
 }
 
 /// `CurtailmentValue`: a power or a percentage, never negative, % at most 100.
-pub fn curtailment(v: &Value, path: &str) -> Result<CurtailmentValue, Rejection> {
+pub(super) fn curtailment(v: &Value, path: &str) -> Result<CurtailmentValue, Rejection> {
     let obj = object(v, path)?;
     no_unknown(obj, &["value", "unit"], path)?;
     let value = number(obj, "value", path)?;
@@ -198,7 +203,7 @@ pub fn curtailment(v: &Value, path: &str) -> Result<CurtailmentValue, Rejection>
     let field = join(path, "value");
     if value < 0.0 {
         return Err(reject(
-            RejectCode::InvalidValue,
+            ErrorCode::InvalidValue,
             &field,
             format!("{field} must not be negative, found {value}"),
         ));
@@ -206,7 +211,7 @@ pub fn curtailment(v: &Value, path: &str) -> Result<CurtailmentValue, Rejection>
     if unit_str == "%" {
         if value > 100.0 {
             return Err(reject(
-                RejectCode::InvalidValue,
+                ErrorCode::InvalidValue,
                 &field,
                 format!(
                     "{field} is a share of the rated production power: 0 to 100 %, found {value}"
@@ -226,7 +231,7 @@ pub fn curtailment(v: &Value, path: &str) -> Result<CurtailmentValue, Rejection>
 /// `GridLimit`: `maxImport` and/or `maxExport`, each a power of at least 0 W that
 /// does not loosen the configured limit of its direction (`0` on `maxExport` is
 /// zero export).
-pub fn grid_limit(
+pub(super) fn grid_limit(
     v: &Value,
     path: &str,
     configured: ConfiguredLimits,
@@ -245,7 +250,7 @@ pub fn grid_limit(
         let w = p.as_watts();
         if w < 0.0 {
             return Err(reject(
-                RejectCode::InvalidValue,
+                ErrorCode::InvalidValue,
                 &join(&field, "value"),
                 format!("{field} must not be negative, found {value} {}", p.unit),
             ));
@@ -253,7 +258,7 @@ pub fn grid_limit(
         if let Some(limit) = limit {
             if w > limit {
                 return Err(reject(
-                    RejectCode::InvalidValue,
+                    ErrorCode::InvalidValue,
                     &field,
                     format!(
                         "{field} {value} {} is looser than the site's configured limit of {limit} W: a temporary limit may only tighten it",
@@ -271,7 +276,7 @@ pub fn grid_limit(
     if g.max_import.is_none() && g.max_export.is_none() {
         let what = if path.is_empty() { "gridLimit" } else { path };
         return Err(reject(
-            RejectCode::MissingField,
+            ErrorCode::MissingField,
             path,
             format!("{what} needs maxImport, maxExport or both"),
         ));

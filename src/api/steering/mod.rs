@@ -2,19 +2,25 @@
 //! combined signal and its history (scope `read`), and the POSTs and DELETE that
 //! change it (scope `steer`).
 //!
-//! Handlers only translate: HTTP in, a [`SteeringService`] call, JSON or a problem
-//! out. Validation and every decision belong to `crate::steering`.
+//! Handlers translate: HTTP in, the body parsed into a typed request
+//! (`parse.rs`, with the context the steering service gives), a
+//! [`SteeringService`] call, its typed answer rendered (`render.rs`) or a
+//! problem out. Every decision belongs to `crate::steering`.
+
+pub mod parse;
+pub mod render;
 
 use axum::extract::{FromRequestParts, RawQuery, State};
 use axum::http::request::Parts;
 use axum::Json;
 use serde_json::Value;
 
-use super::error::{ApiError, ErrorCode};
+use super::error::ApiError;
 use super::extract::{ApiPath, JsonBody};
 use super::query::QueryParams;
 use super::{ApiState, Caller};
-use crate::steering::{Component, Endpoint, Origin, RejectCode, SteeringError, SteeringService};
+use crate::steering::{Component, Origin, RawBody, SteeringError, SteeringService};
+use parse::{Endpoint, Rejection};
 
 /// The transport a request came over, for the audit log. The MQTT RPC bridge
 /// inserts `Transport("mqtt")` into the request extensions; absent means HTTP.
@@ -31,23 +37,19 @@ impl From<SteeringError> for ApiError {
     fn from(e: SteeringError) -> Self {
         match e {
             SteeringError::SiteNotFound(s) => ApiError::site_not_found(&s),
-            SteeringError::Invalid(r) => {
-                let code = match r.code {
-                    RejectCode::UnknownField => ErrorCode::UnknownField,
-                    RejectCode::MissingField => ErrorCode::MissingField,
-                    RejectCode::InvalidValue => ErrorCode::InvalidValue,
-                    RejectCode::UnknownUnit => ErrorCode::UnknownUnit,
-                    RejectCode::Expired => ErrorCode::Expired,
-                };
-                match r.field {
-                    Some(f) => ApiError::for_field(code, f, r.detail),
-                    None => ApiError::new(code, r.detail),
-                }
-            }
             SteeringError::Store(e) => {
                 tracing::error!(error = %e, "steering change not stored");
                 ApiError::internal("the steering change could not be stored; nothing was applied")
             }
+        }
+    }
+}
+
+impl From<Rejection> for ApiError {
+    fn from(r: Rejection) -> Self {
+        match r.field {
+            Some(f) => ApiError::for_field(r.code, f, r.detail),
+            None => ApiError::new(r.code, r.detail),
         }
     }
 }
@@ -112,9 +114,20 @@ async fn submit(
 ) -> Result<Json<Value>, ApiError> {
     let svc = service(&state)?;
     let dry = dry_run(query.as_deref())?;
-    Ok(Json(
-        svc.submit(&site, endpoint, &body, &origin, dry).await?,
-    ))
+    // The site's signal stays locked from here until the change is committed
+    // or dropped; an idempotent replay wins over whatever the body says now.
+    let change = svc.begin(&site, origin).await?;
+    if !dry {
+        if let Some(first) = change.replay().await? {
+            return Ok(Json(render::answer(&first)));
+        }
+    }
+    let req = parse::parse(endpoint, &body, change.context())?;
+    if dry {
+        return Ok(Json(render::dry_run(&change.dry_run(&req))));
+    }
+    let answer = change.commit(&req, RawBody(body.to_string())).await?;
+    Ok(Json(render::answer(&answer)))
 }
 
 macro_rules! post_handler {
@@ -154,7 +167,8 @@ pub async fn delete(
             )
         })?),
     };
-    Ok(Json(svc.end(&site, component, &origin).await?))
+    let state = svc.end(&site, component, &origin).await?;
+    Ok(Json(render::site_state(&state)))
 }
 
 /// `GET /sites/{s}/steering`.
@@ -164,7 +178,8 @@ pub async fn get_state(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     QueryParams::parse(query.as_deref(), &[])?;
-    Ok(Json(service(&state)?.state(&site).await?))
+    let state = service(&state)?.state(&site).await?;
+    Ok(Json(render::site_state(&state)))
 }
 
 /// `GET /sites/{s}/steering/history?limit=N`.
@@ -186,7 +201,10 @@ pub async fn history(
             }
         },
     };
-    Ok(Json(service(&state)?.history(&site, limit).await?))
+    let records = service(&state)?.history(&site, limit).await?;
+    Ok(Json(Value::Array(
+        records.iter().map(render::history_record).collect(),
+    )))
 }
 
 /// `GET /sites`.
@@ -195,7 +213,8 @@ pub async fn list_sites(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     QueryParams::parse(query.as_deref(), &[])?;
-    Ok(Json(service(&state)?.sites_json()))
+    let sites = service(&state)?.site_views();
+    Ok(Json(Value::Array(sites.iter().map(render::site).collect())))
 }
 
 /// `GET /sites/{s}`.
@@ -205,5 +224,5 @@ pub async fn get_site(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     QueryParams::parse(query.as_deref(), &[])?;
-    Ok(Json(service(&state)?.site_json(&site)?))
+    Ok(Json(render::site(&service(&state)?.site_view(&site)?)))
 }

@@ -1,19 +1,19 @@
-//! The profile adapter's plans on the shipped profiles: the recipe's writes in
-//! the recipe's order, releases, and a read-back of exactly what was written.
+//! Profile recipes' plans on the shipped profiles: the recipe's writes in the
+//! recipe's order, releases, and a read-back of exactly what was written.
 
 use super::*;
 use crate::modbus::codec::{ValueType, WordOrder};
-use crate::modbus::plan::{Span, Table};
+use crate::modbus::plan::{Image, Span, Table};
 use crate::modbus::profile::{
     parse, FixedWrite, LimitControl, LimitUnit, RevertTimeout, ValueRegister, BUILTIN,
 };
 
-fn shipped(name: &str) -> ProfileEss {
+fn shipped(name: &str) -> Recipe {
     let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).unwrap();
     let p = parse(name, "built-in", text).unwrap();
-    ProfileEss {
+    Recipe::ProfileStorage(ProfileEss {
         control: p.controls.ess_power.unwrap(),
-    }
+    })
 }
 
 fn w(addr: u16, values: &[u16]) -> RegWrite {
@@ -30,7 +30,9 @@ fn holding(addr: u16, len: u16) -> Span {
 #[test]
 fn sungrow_mode_then_power_then_direction() {
     let c = shipped("sungrow-sh");
-    let charge = c.plan(Command::EssPower(-3000.0), 30).unwrap();
+    let charge = c
+        .plan(Command::EssPower(-3000.0), 30, &Image::new())
+        .unwrap();
     assert_eq!(
         charge.writes,
         [w(13049, &[2]), w(13051, &[3000]), w(13050, &[0xAA])]
@@ -38,18 +40,20 @@ fn sungrow_mode_then_power_then_direction() {
     // The three neighbours are read back in one request.
     assert_eq!(charge.read_back, [holding(13049, 3)]);
     assert_eq!(charge.expect, [(13049, 2), (13051, 3000), (13050, 0xAA)]);
-    let discharge = c.plan(Command::EssPower(2500.0), 30).unwrap();
+    let discharge = c
+        .plan(Command::EssPower(2500.0), 30, &Image::new())
+        .unwrap();
     assert_eq!(
         discharge.writes[1..],
         [w(13051, &[2500]), w(13050, &[0xBB])]
     );
-    let idle = c.plan(Command::EssPower(0.0), 30).unwrap();
+    let idle = c.plan(Command::EssPower(0.0), 30, &Image::new()).unwrap();
     assert_eq!(idle.writes[1..], [w(13051, &[0]), w(13050, &[0xCC])]);
-    let release = c.plan(Command::EssRelease, 30).unwrap();
+    let release = c.plan(Command::EssRelease, 30, &Image::new()).unwrap();
     assert_eq!(release.writes, [w(13049, &[0]), w(13050, &[0xCC])]);
     assert_eq!(release.read_back, [holding(13049, 2)]);
     assert_eq!(
-        c.plan(Command::ProductionLimit(1.0), 30),
+        c.plan(Command::ProductionLimit(1.0), 30, &Image::new()),
         Err(WriteError::WrongCommand(Command::ProductionLimit(1.0)))
     );
 }
@@ -58,7 +62,9 @@ fn sungrow_mode_then_power_then_direction() {
 fn huawei_revert_timer_in_minutes_and_split_power() {
     let c = shipped("huawei-luna2000");
     // 30 s rounds up to one minute: the actuator's refresh (15 s) comes first.
-    let p = c.plan(Command::EssPower(2500.0), 30).unwrap();
+    let p = c
+        .plan(Command::EssPower(2500.0), 30, &Image::new())
+        .unwrap();
     assert_eq!(
         p.writes,
         [
@@ -79,12 +85,14 @@ fn huawei_revert_timer_in_minutes_and_split_power() {
             holding(47246, 5)
         ]
     );
-    let charge = c.plan(Command::EssPower(-70_000.0), 600).unwrap();
+    let charge = c
+        .plan(Command::EssPower(-70_000.0), 600, &Image::new())
+        .unwrap();
     assert_eq!(charge.writes[0], w(47083, &[10]));
     assert_eq!(charge.writes[3], w(47247, &[1, 0x1170]));
     assert_eq!(charge.writes[5], w(47100, &[1]));
     // Release: charge from grid off (the device's default), forcing stopped.
-    let release = c.plan(Command::EssRelease, 30).unwrap();
+    let release = c.plan(Command::EssRelease, 30, &Image::new()).unwrap();
     assert_eq!(release.writes, [w(47087, &[0]), w(47100, &[0])]);
     assert_eq!(release.expect, [(47087, 0), (47100, 0)]);
 }
@@ -92,21 +100,23 @@ fn huawei_revert_timer_in_minutes_and_split_power() {
 #[test]
 fn goodwe_power_then_mode() {
     let c = shipped("goodwe-et");
-    let p = c.plan(Command::EssPower(1500.0), 30).unwrap();
+    let p = c
+        .plan(Command::EssPower(1500.0), 30, &Image::new())
+        .unwrap();
     assert_eq!(p.writes, [w(47512, &[1500]), w(47511, &[12])]);
     assert_eq!(p.read_back, [holding(47511, 2)]);
     assert_eq!(p.expect, [(47512, 1500), (47511, 12)]);
-    let release = c.plan(Command::EssRelease, 30).unwrap();
+    let release = c.plan(Command::EssRelease, 30, &Image::new()).unwrap();
     assert_eq!(release.writes, [w(47511, &[1])]);
     // A power beyond the register's range is an error, not a wrapped value.
     assert!(matches!(
-        c.plan(Command::EssPower(70_000.0), 30),
+        c.plan(Command::EssPower(70_000.0), 30, &Image::new()),
         Err(WriteError::Encode(_))
     ));
 }
 
-fn limit(unit: LimitUnit, rated_w: Option<f64>) -> ProfileLimit {
-    ProfileLimit {
+fn limit(unit: LimitUnit, rated_w: Option<f64>) -> Recipe {
+    Recipe::ProfileLimit(ProfileLimit {
         control: LimitControl {
             register: ValueRegister {
                 addr: 500,
@@ -126,20 +136,24 @@ fn limit(unit: LimitUnit, rated_w: Option<f64>) -> ProfileLimit {
             }),
         },
         rated_w,
-    }
+    })
 }
 
 #[test]
 fn production_limit_in_percent_of_the_rating() {
     let c = limit(LimitUnit::Percent, Some(10_000.0));
-    let p = c.plan(Command::ProductionLimit(5_000.0), 60).unwrap();
+    let p = c
+        .plan(Command::ProductionLimit(5_000.0), 60, &Image::new())
+        .unwrap();
     assert_eq!(p.writes, [w(502, &[60, 0]), w(501, &[1]), w(500, &[500])]);
     assert_eq!(p.read_back, [holding(500, 4)]);
-    let release = c.plan(Command::ProductionRelease, 60).unwrap();
+    let release = c
+        .plan(Command::ProductionRelease, 60, &Image::new())
+        .unwrap();
     assert_eq!(release.writes, [w(501, &[0]), w(500, &[1000])]);
     let no_rating = limit(LimitUnit::Percent, None);
     assert!(matches!(
-        no_rating.plan(Command::ProductionLimit(5_000.0), 60),
+        no_rating.plan(Command::ProductionLimit(5_000.0), 60, &Image::new()),
         Err(WriteError::Missing {
             what: "rated power",
             ..
@@ -147,17 +161,19 @@ fn production_limit_in_percent_of_the_rating() {
     ));
     // In W no rating is needed.
     let watts = limit(LimitUnit::Watts, None);
-    let p = watts.plan(Command::ProductionLimit(5_000.0), 60).unwrap();
+    let p = watts
+        .plan(Command::ProductionLimit(5_000.0), 60, &Image::new())
+        .unwrap();
     assert_eq!(p.writes[2], w(500, &[50_000]));
     assert!(matches!(
-        c.plan(Command::EssRelease, 60),
+        c.plan(Command::EssRelease, 60, &Image::new()),
         Err(WriteError::WrongCommand(_))
     ));
 }
 
 #[test]
 fn echo_expects_the_last_word_per_register_and_verify_finds_each() {
-    let plan = WritePlan::echo(vec![w(10, &[1, 2]), w(20, &[3]), w(11, &[4])]);
+    let plan = WritePlan::new(vec![w(10, &[1, 2]), w(20, &[3]), w(11, &[4])], Vec::new());
     assert_eq!(plan.expect, [(10, 1), (20, 3), (11, 4)]);
     assert_eq!(plan.read_back, [holding(10, 2), holding(20, 1)]);
     assert_eq!(verify(&plan, &[vec![1, 4], vec![3]]), Ok(()));
@@ -179,9 +195,11 @@ fn shipped_revert_timers_never_fire_before_the_refresh() {
         let Some(timer) = ess.revert_timeout else {
             continue;
         };
-        let c = ProfileEss { control: ess };
+        let c = Recipe::ProfileStorage(ProfileEss { control: ess });
         for revert_s in [2u16, 30, 59, 60, 61, 3599, u16::MAX] {
-            let plan = c.plan(Command::EssPower(100.0), revert_s).unwrap();
+            let plan = c
+                .plan(Command::EssPower(100.0), revert_s, &Image::new())
+                .unwrap();
             let w = plan.writes.iter().find(|w| w.addr == timer.addr).unwrap();
             let units = crate::modbus::codec::decode(
                 &w.values,

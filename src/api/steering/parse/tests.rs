@@ -1,6 +1,9 @@
+//! Request validation: every rule with its code, field and detail.
+
 use serde_json::json;
 
 use super::*;
+use crate::steering::{CurtailmentValue, EssSetting};
 
 const NOW: i64 = 1_719_475_200_000;
 const T: i64 = NOW + 3_600_000;
@@ -16,8 +19,8 @@ fn ctx() -> Context {
     }
 }
 
-fn refused(endpoint: Endpoint, body: Value, code: RejectCode, field: Option<&str>) {
-    let e = parse(endpoint, &body, ctx()).expect_err(&body.to_string());
+fn refused(endpoint: Endpoint, body: Value, code: ErrorCode, field: Option<&str>) {
+    let e = parse(endpoint, &body, &ctx()).expect_err(&body.to_string());
     assert_eq!(e.code, code, "{body}: {}", e.detail);
     assert_eq!(e.field.as_deref(), field, "{body}: {}", e.detail);
     assert!(!e.detail.is_empty());
@@ -27,7 +30,7 @@ fn refused(endpoint: Endpoint, body: Value, code: RejectCode, field: Option<&str
 fn worked_scenario_step_one_sets_mgi_false() {
     let body = json!({"energyStorageSetting": {"value": 100000, "unit": "W"},
                       "productionCurtailment": {"value": 300000, "unit": "W"}, "validUntil": T});
-    let r = parse(Endpoint::Site, &body, ctx()).unwrap();
+    let r = parse(Endpoint::Site, &body, &ctx()).unwrap();
     assert_eq!(r.ess.as_ref().map(EssSetting::watts), Some(100_000.0));
     assert_eq!(
         r.curtailment.as_ref().map(|c| c.watts(0.0)),
@@ -42,7 +45,7 @@ fn endpoints_take_their_own_shapes() {
     let r = parse(
         Endpoint::Ess,
         &json!({"setting": {"mode": "idle"}, "validFrom": NOW + 10, "validUntil": T}),
-        ctx(),
+        &ctx(),
     )
     .unwrap();
     assert_eq!(r.ess, Some(EssSetting::Idle));
@@ -51,14 +54,14 @@ fn endpoints_take_their_own_shapes() {
     let r = parse(
         Endpoint::Curtailment,
         &json!({"setting": {"value": 40, "unit": "%"}, "validUntil": T as f64}),
-        ctx(),
+        &ctx(),
     )
     .unwrap();
     assert_eq!(r.curtailment, Some(CurtailmentValue::Percent(40.0)));
     let r = parse(
         Endpoint::Ess,
         &json!({"setting": {"value": -5, "unit": "kW", "untilSoc": 80}, "validUntil": T}),
-        ctx(),
+        &ctx(),
     )
     .unwrap();
     assert!(matches!(r.ess, Some(EssSetting::UntilSoc { until_soc, .. }) if until_soc == 80.0));
@@ -66,7 +69,7 @@ fn endpoints_take_their_own_shapes() {
     let r = parse(
         Endpoint::Site,
         &json!({"maximizeGridImport": true, "validFrom": NOW - 5000, "validUntil": T}),
-        ctx(),
+        &ctx(),
     )
     .unwrap();
     assert_eq!(r.effective_from(NOW), NOW);
@@ -74,7 +77,7 @@ fn endpoints_take_their_own_shapes() {
 
 #[test]
 fn validity_rules() {
-    use RejectCode::*;
+    use ErrorCode::*;
     let e = json!({"value": 1, "unit": "W"});
     refused(
         Endpoint::Ess,
@@ -133,14 +136,14 @@ fn validity_rules() {
     assert!(parse(
         Endpoint::Ess,
         &json!({"setting": e, "validUntil": NOW + MAX_AHEAD_MS}),
-        ctx()
+        &ctx()
     )
     .is_ok());
 }
 
 #[test]
 fn value_rules() {
-    use RejectCode::*;
+    use ErrorCode::*;
     let until = json!(T);
     refused(
         Endpoint::Site,
@@ -243,7 +246,7 @@ fn value_rules() {
 
 #[test]
 fn unknown_fields_anywhere() {
-    use RejectCode::*;
+    use ErrorCode::*;
     let until = json!(T);
     refused(
         Endpoint::Site,
@@ -279,7 +282,7 @@ fn unknown_fields_anywhere() {
 
 #[test]
 fn until_soc_must_move_towards_the_target() {
-    use RejectCode::*;
+    use ErrorCode::*;
     let until = json!(T);
     // Site SoC is 50 %: discharging towards 60 moves away, charging towards 40 too.
     refused(
@@ -309,7 +312,7 @@ fn until_soc_must_move_towards_the_target() {
     assert!(parse(
         Endpoint::Ess,
         &json!({"setting": {"value": 10, "unit": "kW", "untilSoc": 40}, "validUntil": until}),
-        ctx()
+        &ctx()
     )
     .is_ok());
     // Unknown SoC: the sign cannot be judged, so it is accepted.
@@ -321,7 +324,7 @@ fn until_soc_must_move_towards_the_target() {
     assert!(parse(
         Endpoint::Ess,
         &json!({"setting": {"value": 10, "unit": "kW", "untilSoc": 60}, "validUntil": until}),
-        unknown
+        &unknown
     )
     .is_ok());
 }
@@ -331,7 +334,7 @@ fn null_counts_as_absent() {
     let r = parse(
         Endpoint::Site,
         &json!({"energyStorageSetting": null, "productionCurtailment": {"value": 1, "unit": "MW"}, "validFrom": null, "validUntil": T}),
-        ctx(),
+        &ctx(),
     )
     .unwrap();
     assert_eq!(r.ess, None);
@@ -343,7 +346,7 @@ fn grid_limit_endpoint_and_site_member() {
     let r = parse(
         Endpoint::GridLimit,
         &json!({"setting": {"maxExport": {"value": 0, "unit": "W"}}, "validUntil": T}),
-        ctx(),
+        &ctx(),
     )
     .unwrap();
     let g = r.grid_limit.unwrap();
@@ -357,7 +360,7 @@ fn grid_limit_endpoint_and_site_member() {
     let site = parse(
         Endpoint::Site,
         &json!({"gridLimit": {"maxImport": {"value": 20, "unit": "kW"}}, "validUntil": T}),
-        ctx(),
+        &ctx(),
     )
     .unwrap();
     assert_eq!(
@@ -372,7 +375,7 @@ fn grid_limit_endpoint_and_site_member() {
     let without = parse(
         Endpoint::Site,
         &json!({"maximizeGridImport": true, "validUntil": T}),
-        ctx(),
+        &ctx(),
     )
     .unwrap();
     assert_eq!(without.grid_limit, None);
@@ -384,50 +387,50 @@ fn grid_limit_refusals_name_the_field() {
     refused(
         Endpoint::GridLimit,
         body(json!({"maxExport": {"value": 41, "unit": "kW"}})),
-        RejectCode::InvalidValue,
+        ErrorCode::InvalidValue,
         Some("setting.maxExport"),
     );
     let e = parse(
         Endpoint::GridLimit,
         &body(json!({"maxImport": {"value": 61000, "unit": "W"}})),
-        ctx(),
+        &ctx(),
     )
     .unwrap_err();
     assert!(e.detail.contains("60000 W"), "{}", e.detail);
     refused(
         Endpoint::GridLimit,
         body(json!({})),
-        RejectCode::MissingField,
+        ErrorCode::MissingField,
         Some("setting"),
     );
     refused(
         Endpoint::GridLimit,
         body(json!({"maxExport": {"value": -1, "unit": "W"}})),
-        RejectCode::InvalidValue,
+        ErrorCode::InvalidValue,
         Some("setting.maxExport.value"),
     );
     refused(
         Endpoint::GridLimit,
         body(json!({"maxExport": {"value": 1, "unit": "%"}})),
-        RejectCode::UnknownUnit,
+        ErrorCode::UnknownUnit,
         Some("setting.maxExport.unit"),
     );
     refused(
         Endpoint::GridLimit,
         body(json!({"maxExport": {"value": 1, "unit": "W"}, "other": 1})),
-        RejectCode::UnknownField,
+        ErrorCode::UnknownField,
         Some("setting.other"),
     );
     refused(
         Endpoint::GridLimit,
         json!({"validUntil": T}),
-        RejectCode::MissingField,
+        ErrorCode::MissingField,
         Some("setting"),
     );
     refused(
         Endpoint::Site,
         json!({"gridLimit": {"maxExport": {"value": 50, "unit": "kW"}}, "validUntil": T}),
-        RejectCode::InvalidValue,
+        ErrorCode::InvalidValue,
         Some("gridLimit.maxExport"),
     );
     // Without a configured limit any value tightens.
@@ -438,7 +441,7 @@ fn grid_limit_refusals_name_the_field() {
     assert!(parse(
         Endpoint::GridLimit,
         &body(json!({"maxImport": {"value": 1, "unit": "MW"}})),
-        open
+        &open
     )
     .is_ok());
 }

@@ -1,0 +1,190 @@
+//! Steering request bodies: from a `serde_json::Value` to steering's typed
+//! [`SteeringRequest`], or a [`Rejection`] naming the code, the field and the bad
+//! value (`api.md`, "Sites and steering").
+//!
+//! Pure: the steering service gives the [`Context`] (the time, the site's SoC,
+//! the configured grid limits). This file must not touch timelines, devices or
+//! the store.
+
+use serde_json::Value;
+
+use crate::api::ErrorCode;
+use crate::steering::request::{ConfiguredLimits, Context, SteeringRequest};
+
+/// The longest validity ahead accepted (catches seconds-vs-milliseconds mistakes).
+pub const MAX_AHEAD_MS: i64 = 31 * 24 * 3600 * 1000;
+
+/// Which POST endpoint the body came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /sites/{s}/steering`
+    Site,
+    /// `POST /sites/{s}/steering/ess`
+    Ess,
+    /// `POST /sites/{s}/steering/curtailment`
+    Curtailment,
+    /// `POST /sites/{s}/steering/grid-limit`
+    GridLimit,
+}
+
+/// Why a body was refused.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{detail}")]
+pub struct Rejection {
+    /// One of `unknown_field`, `missing_field`, `invalid_value`, `unknown_unit`,
+    /// `expired`.
+    pub code: ErrorCode,
+    /// Dotted path of the field at fault, e.g. `energyStorageSetting.unit`.
+    pub field: Option<String>,
+    pub detail: String,
+}
+
+fn reject(code: ErrorCode, field: &str, detail: impl Into<String>) -> Rejection {
+    Rejection {
+        code,
+        field: (!field.is_empty()).then(|| field.to_string()),
+        detail: detail.into(),
+    }
+}
+
+/// Parses and validates a body for `endpoint`.
+pub fn parse(
+    endpoint: Endpoint,
+    body: &Value,
+    ctx: &Context,
+) -> Result<SteeringRequest, Rejection> {
+    let obj = object(body, "")?;
+    const ONE: &[&str] = &["setting", "validFrom", "validUntil"];
+    let (ess_key, curt_key, grid_key, allowed): (&str, &str, &str, &[&str]) = match endpoint {
+        Endpoint::Site => (
+            "energyStorageSetting",
+            "productionCurtailment",
+            "gridLimit",
+            &[
+                "energyStorageSetting",
+                "productionCurtailment",
+                "maximizeGridImport",
+                "gridLimit",
+                "validFrom",
+                "validUntil",
+            ],
+        ),
+        Endpoint::Ess => ("setting", "", "", ONE),
+        Endpoint::Curtailment => ("", "setting", "", ONE),
+        Endpoint::GridLimit => ("", "", "setting", ONE),
+    };
+    no_unknown(obj, allowed, "")?;
+
+    let valid_from = match present(obj, "validFrom") {
+        Some(v) => Some(epoch_ms(v, "validFrom")?),
+        None => None,
+    };
+    let valid_until = match present(obj, "validUntil") {
+        Some(v) => epoch_ms(v, "validUntil")?,
+        None => {
+            return Err(reject(
+                ErrorCode::MissingField,
+                "validUntil",
+                "validUntil is required: the end of validity in epoch milliseconds",
+            ))
+        }
+    };
+    check_validity(valid_from, valid_until, ctx.now_ms)?;
+
+    let mut req = SteeringRequest {
+        ess: None,
+        curtailment: None,
+        maximize_grid_import: None,
+        grid_limit: None,
+        valid_from,
+        valid_until,
+    };
+    if !ess_key.is_empty() {
+        req.ess = match present(obj, ess_key) {
+            Some(v) => Some(ess_setting(v, ess_key, ctx.site_soc)?),
+            None if endpoint == Endpoint::Ess => return Err(missing_setting(ess_key)),
+            None => None,
+        };
+    }
+    if !curt_key.is_empty() {
+        req.curtailment = match present(obj, curt_key) {
+            Some(v) => Some(curtailment(v, curt_key)?),
+            None if endpoint == Endpoint::Curtailment => return Err(missing_setting(curt_key)),
+            None => None,
+        };
+    }
+    if !grid_key.is_empty() {
+        req.grid_limit = match present(obj, grid_key) {
+            Some(v) => Some(grid_limit(v, grid_key, ctx.limits)?),
+            None if endpoint == Endpoint::GridLimit => return Err(missing_setting(grid_key)),
+            None => None,
+        };
+    }
+    if endpoint == Endpoint::Site {
+        req.maximize_grid_import = match present(obj, "maximizeGridImport") {
+            Some(Value::Bool(b)) => Some(*b),
+            Some(other) => {
+                return Err(reject(
+                    ErrorCode::InvalidValue,
+                    "maximizeGridImport",
+                    format!("maximizeGridImport must be true or false, found {other}"),
+                ))
+            }
+            None => None,
+        };
+        if req.ess.is_none()
+            && req.curtailment.is_none()
+            && req.maximize_grid_import.is_none()
+            && req.grid_limit.is_none()
+        {
+            return Err(reject(
+                ErrorCode::MissingField,
+                "",
+                "the request carries no component: give energyStorageSetting, productionCurtailment, maximizeGridImport or gridLimit",
+            ));
+        }
+        // Rule 3: absent means false for the same validity.
+        req.maximize_grid_import.get_or_insert(false);
+    }
+    Ok(req)
+}
+
+fn missing_setting(key: &str) -> Rejection {
+    reject(ErrorCode::MissingField, key, format!("{key} is required"))
+}
+
+fn check_validity(from: Option<i64>, until: i64, now: i64) -> Result<(), Rejection> {
+    if until <= now {
+        return Err(reject(
+            ErrorCode::Expired,
+            "validUntil",
+            format!("validUntil {until} is not in the future (now is {now})"),
+        ));
+    }
+    if let Some(from) = from {
+        if from >= until {
+            return Err(reject(
+                ErrorCode::InvalidValue,
+                "validUntil",
+                format!("validUntil {until} must be later than validFrom {from}"),
+            ));
+        }
+    }
+    if until - now > MAX_AHEAD_MS {
+        return Err(reject(
+            ErrorCode::InvalidValue,
+            "validUntil",
+            format!(
+                "validUntil {until} is more than 31 days ahead (now is {now}); timestamps are epoch milliseconds"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+mod fields;
+
+use fields::{curtailment, epoch_ms, ess_setting, grid_limit, no_unknown, object, present};
+
+#[cfg(test)]
+mod tests;

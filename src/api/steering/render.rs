@@ -1,0 +1,244 @@
+//! The JSON of steering's typed values: the bodies of the steering endpoints
+//! (`api.md`, "Sites and steering") and of the uplink's retained steering
+//! state, which renders [`site_state`] too. The one place their wire shapes
+//! are written; `openapi.json` describes them and `tests/openapi.rs` checks
+//! real answers against it.
+//!
+//! Pure renderings of values; nothing here reads state.
+
+use serde_json::{json, Map, Value};
+
+use crate::config::EssFallback;
+use crate::model::PowerValue;
+use crate::steering::audit::{describe, AuditEvent, AuditKind, RequestBody};
+use crate::steering::limits::Limit;
+use crate::steering::view::{
+    setpoint_w, Allocation, DeviceState, GridLoopState, LimitNote, SiteState, SiteView,
+};
+use crate::steering::{
+    Answer, Component, ComponentValue, CurtailmentValue, EssSetting, GridLimit, RawBody,
+};
+use crate::steering::{Entry, StoredEntry};
+
+/// `{"value", "unit": "W"}`, or `null` (none, or released).
+fn watts(w: Option<f64>) -> Value {
+    w.map_or(Value::Null, |w| json!({"value": w, "unit": "W"}))
+}
+
+fn power(p: &PowerValue) -> Value {
+    json!({"value": p.value, "unit": p.unit.as_str()})
+}
+
+/// A body as received (it was JSON when it came).
+fn raw(body: &RawBody) -> Value {
+    serde_json::from_str(&body.0).unwrap_or_else(|_| Value::String(body.0.clone()))
+}
+
+/// `GET /sites/{s}`, and each item of `GET /sites`.
+pub fn site(v: &SiteView) -> Value {
+    json!({
+        "siteReference": v.reference,
+        "name": v.name,
+        "devices": v.devices,
+        "gridConnection": {"maxImport": watts(v.max_import_w), "maxExport": watts(v.max_export_w)},
+        "ratedProductionPower": {"value": v.rated_production_w, "unit": "W"},
+        "fulfilment": {
+            "ess": v.ess_fulfilment.wire_name(),
+            "curtailment": v.curtailment_fulfilment.wire_name(),
+        },
+        "essFallback": match v.ess_fallback {
+            EssFallback::Auto => "auto",
+            EssFallback::Idle => "idle",
+        },
+        "controlIntervalMs": v.control_interval_ms,
+        "revertTimeoutS": v.revert_timeout_s,
+    })
+}
+
+/// An `EssSetting`: a power, a power with `untilSoc`, or `{"mode": "idle"}`.
+fn ess(e: &EssSetting) -> Value {
+    match e {
+        EssSetting::Power(p) => power(p),
+        EssSetting::UntilSoc {
+            power: p,
+            until_soc,
+        } => {
+            json!({"value": p.value, "unit": p.unit.as_str(), "untilSoc": until_soc})
+        }
+        EssSetting::Idle => json!({"mode": "idle"}),
+    }
+}
+
+fn curtailment(c: &CurtailmentValue) -> Value {
+    match c {
+        CurtailmentValue::Power(p) => power(p),
+        CurtailmentValue::Percent(pct) => json!({"value": pct, "unit": "%"}),
+    }
+}
+
+/// The members given, and only those.
+fn grid_limit(g: &GridLimit) -> Value {
+    let mut o = Map::new();
+    for (key, p) in [("maxImport", &g.max_import), ("maxExport", &g.max_export)] {
+        if let Some(p) = p {
+            o.insert(key.into(), power(p));
+        }
+    }
+    Value::Object(o)
+}
+
+/// An entry's validity and request id, with its value under `key`.
+fn entry<T>(e: &Entry<T>, key: &str, value: Value) -> Value {
+    let mut v = json!({
+        "validFrom": e.from,
+        "validUntil": e.until,
+        "requestId": e.request_id,
+    });
+    v[key] = value;
+    v
+}
+
+/// A scheduled entry: `setting` (or `value` for maximize grid import) and its
+/// component.
+fn scheduled(s: &StoredEntry) -> Value {
+    let (key, value) = match &s.entry.value {
+        ComponentValue::Ess(e) => ("setting", ess(e)),
+        ComponentValue::Curtailment(c) => ("setting", curtailment(c)),
+        ComponentValue::MaximizeGridImport(b) => ("value", json!(b)),
+        ComponentValue::GridLimit(g) => ("setting", grid_limit(g)),
+    };
+    let mut v = entry(&s.entry, key, value);
+    v["component"] = json!(s.component.wire_name());
+    v
+}
+
+fn device(d: &DeviceState) -> Value {
+    json!({
+        "deviceReference": d.device,
+        "component": d.component.map(Component::wire_name),
+        "setpoint": watts(d.setpoint_w),
+        "state": d.state.as_str(),
+        "writtenAt": d.written_at_ms,
+        "confirmed": d.confirmed,
+        "error": d.error,
+    })
+}
+
+fn limit_note(n: &LimitNote) -> Value {
+    json!({
+        "component": n.component.wire_name(),
+        "requested": watts(n.requested_w),
+        "applied": watts(n.applied_w),
+        "reason": n.reason,
+        "devices": n.devices,
+    })
+}
+
+/// The grid loop's mode and the limits in force, with where each came from.
+fn grid_loop(g: &GridLoopState) -> Value {
+    let limit = |l: Option<Limit>| match l {
+        Some(l) => json!({"value": l.w, "unit": "W", "source": l.source.wire_name()}),
+        None => Value::Null,
+    };
+    json!({
+        "mode": g.grid.mode.wire_name(),
+        "maxImport": limit(g.grid.limits.import),
+        "maxExport": limit(g.grid.limits.export),
+        "signals": g.signals.iter().map(|s| json!({
+            "name": s.name,
+            "inputs": s.inputs,
+            "online": s.online,
+            "error": s.error,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `GET /sites/{s}/steering`, and the uplink's retained steering state.
+pub fn site_state(s: &SiteState) -> Value {
+    let a = &s.active;
+    let mut ess_entry = a.ess.as_ref().map(|e| entry(e, "setting", ess(&e.value)));
+    if let (Some(v), true) = (ess_entry.as_mut(), s.until_soc_reached) {
+        v["untilSocReached"] = json!(true);
+    }
+    json!({
+        "siteReference": s.site,
+        "energyStorageSetting": ess_entry,
+        "productionCurtailment": a.curtailment.as_ref().map(|e| entry(e, "setting", curtailment(&e.value))),
+        "maximizeGridImport": a.maximize_grid_import.as_ref().map(|e| entry(e, "value", json!(e.value))),
+        "gridLimit": a.grid_limit.as_ref().map(|e| entry(e, "setting", grid_limit(&e.value))),
+        "scheduled": s.scheduled.iter().map(scheduled).collect::<Vec<_>>(),
+        "devices": s.devices.iter().map(device).collect::<Vec<_>>(),
+        "limits": s.limits.iter().map(limit_note).collect::<Vec<_>>(),
+        "gridLoop": grid_loop(&s.grid_loop),
+        "evaluatedAt": s.evaluated_at_ms,
+    })
+}
+
+/// A dry run's answer: `{"requestId": null, "allocation": [...]}`.
+pub fn dry_run(allocation: &[Allocation]) -> Value {
+    let items: Vec<Value> = allocation
+        .iter()
+        .map(|a| {
+            json!({
+                "deviceReference": a.device,
+                "component": a.component.wire_name(),
+                "setpoint": watts(a.setpoint_w),
+                "fallback": a.fallback,
+            })
+        })
+        .collect();
+    json!({"requestId": null, "allocation": items})
+}
+
+/// An accepted request's answer: the body as received plus `requestId`.
+pub fn answer(a: &Answer) -> Value {
+    let mut v = raw(&a.body);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("requestId".into(), Value::String(a.request_id.clone()));
+    }
+    v
+}
+
+/// One record of `GET /sites/{s}/steering/history`.
+pub fn history_record(e: &AuditEvent) -> Value {
+    match &e.kind {
+        AuditKind::Request {
+            source,
+            token,
+            action,
+            body,
+            request_id,
+        } => json!({
+            "type": "request",
+            "time": e.at_ms,
+            "source": source,
+            "token": token,
+            "action": action,
+            "body": match body {
+                RequestBody::Posted(b) => raw(b),
+                RequestBody::Ended(c) => json!({"component": c.map(Component::wire_name)}),
+            },
+            "requestId": request_id,
+        }),
+        AuditKind::Write {
+            device,
+            component,
+            command,
+            error,
+            confirmed,
+        } => json!({
+            "type": "write",
+            "time": e.at_ms,
+            "deviceReference": device,
+            "component": component.map(Component::wire_name),
+            "action": describe(*command),
+            "setpoint": watts(setpoint_w(*command)),
+            "result": if error.is_none() { "ok" } else { "error" },
+            "confirmed": confirmed,
+            "error": error,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

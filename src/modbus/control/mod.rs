@@ -1,0 +1,267 @@
+//! Control recipes: how a command for one device (a storage power, a
+//! production limit, or the release of either) becomes a write plan, for
+//! SunSpec models 123, 124 and 704 and for register-map profiles alike.
+//!
+//! A plan says which registers to read first (calibration: reference values
+//! and scale factors, each point on its own), which writes to make in which
+//! order, which registers to read back afterwards (only those written, then the
+//! calibration registers) and which words they must show. This is all the
+//! register knowledge of steering: steering chooses commands and runs plans
+//! through the device's bus task. Pure: nothing here does I/O or keeps state.
+//!
+//! Layout: `sunspec` (models 124, 123 and 704), `profile` (the recipes of a
+//! profile's `[controls]`), and [`Recipe`], which picks one from what
+//! [`DeviceMap::controls`] says a device has.
+
+mod profile;
+mod sunspec;
+
+pub use profile::{ess_writes, limit_writes, release_writes, ProfileEss, ProfileLimit};
+pub use sunspec::{Storage124, Storage704, SunspecLimit};
+
+use super::plan::{self, Image, Span, Table};
+use super::profile::ProfileControls;
+use super::sunspec::ModelBlock;
+use super::{Controls, DeviceMap};
+use crate::model::DeviceType;
+
+/// What one device is told.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Command {
+    /// Exact storage power (W, + discharge); 0 is idle.
+    EssPower(f64),
+    /// Remote control released: the storage runs its own logic.
+    EssRelease,
+    /// Production limit (W).
+    ProductionLimit(f64),
+    /// No production limit.
+    ProductionRelease,
+}
+
+impl Command {
+    /// True for commands that hold a device under remote control (and so need
+    /// refreshing before the device's revert timer fires).
+    pub const fn is_control(self) -> bool {
+        matches!(self, Command::EssPower(_) | Command::ProductionLimit(_))
+    }
+}
+
+/// One write request to holding registers: `values` from `addr` on
+/// (function 6 for one word, 16 for more).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegWrite {
+    pub addr: u16,
+    pub values: Vec<u16>,
+}
+
+/// The writes for one command, in order, and what the read-back must show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WritePlan {
+    pub writes: Vec<RegWrite>,
+    /// Holding registers read after the writes, in the same bus transaction.
+    pub read_back: Vec<Span>,
+    /// `(address, word)` pairs the read-back must hold.
+    pub expect: Vec<(u16, u16)>,
+}
+
+impl WritePlan {
+    /// A plan that reads back exactly the registers it writes (adjacent ones
+    /// together, never a whole control block, which a device may refuse in
+    /// part) and expects the last word written to each; then `calibration`,
+    /// so that each write also refreshes the calibration registers.
+    pub fn new(writes: Vec<RegWrite>, calibration: Vec<Span>) -> WritePlan {
+        let mut expect: Vec<(u16, u16)> = Vec::new();
+        for w in &writes {
+            for (i, &word) in w.values.iter().enumerate() {
+                let addr = w.addr.wrapping_add(i as u16);
+                expect.retain(|&(a, _)| a != addr);
+                expect.push((addr, word));
+            }
+        }
+        let spans: Vec<Span> = writes
+            .iter()
+            .map(|w| Span::new(Table::Holding, w.addr, w.values.len() as u16))
+            .collect();
+        let mut read_back = plan::plan(&spans, 0);
+        read_back.extend(calibration);
+        WritePlan {
+            read_back,
+            writes,
+            expect,
+        }
+    }
+}
+
+/// Why a command cannot be written to a device.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum WriteError {
+    #[error("the device has no {0}")]
+    NoControl(&'static str),
+    #[error("{what} is not available on the device ({detail})")]
+    Missing { what: &'static str, detail: String },
+    #[error("command {0:?} does not apply to this device")]
+    WrongCommand(Command),
+    #[error("{0}")]
+    Encode(String),
+}
+
+/// Checks a read-back against a plan: `reads[i]` are the words read from
+/// `plan.read_back[i]`. `Err` names the first register that differs.
+pub fn verify(plan: &WritePlan, reads: &[Vec<u16>]) -> Result<(), String> {
+    for &(addr, want) in &plan.expect {
+        let got = plan
+            .read_back
+            .iter()
+            .zip(reads)
+            .find_map(|(span, words)| word_at(*span, words, addr));
+        if got != Some(want) {
+            return Err(format!(
+                "read-back of register {addr} shows {} instead of {want}",
+                got.map_or("nothing".to_string(), |g| g.to_string())
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The word at `addr` within a read of `span`.
+fn word_at(span: Span, words: &[u16], addr: u16) -> Option<u16> {
+    addr.checked_sub(span.addr)
+        .filter(|i| *i < span.len)
+        .and_then(|i| words.get(usize::from(i)))
+        .copied()
+}
+
+/// A device's write recipe.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Recipe {
+    /// SunSpec model 124 (basic storage controls).
+    Storage124(Storage124),
+    /// SunSpec model 704 `WSet` in W, for storage without model 124.
+    Storage704(Storage704),
+    /// SunSpec `WMaxLimPct` in % of `WMax`: model 123, or 704 without it.
+    Limit(SunspecLimit),
+    /// A register-map profile's `ess_power` control.
+    ProfileStorage(ProfileEss),
+    /// A register-map profile's `production_limit` control.
+    ProfileLimit(ProfileLimit),
+}
+
+impl Recipe {
+    /// The recipe of a discovered device, by what it is configured as (a
+    /// battery gets storage power, an inverter a production limit).
+    /// `configured_rated_w` completes a profile, which reads no rating.
+    ///
+    /// SunSpec: model 124 (batteries) and 123 (inverters) when present; model
+    /// 704 only for devices that have neither (`spec/steering.md`: "Where
+    /// model 704 is present it may be used instead").
+    pub fn for_device(
+        device_type: DeviceType,
+        configured_rated_w: Option<f64>,
+        map: &DeviceMap,
+    ) -> Result<Self, WriteError> {
+        match map.controls() {
+            Controls::Sunspec {
+                immediate,
+                storage,
+                der,
+            } => sunspec_recipe(device_type, immediate, storage, der, map.info.rated_power_w),
+            Controls::Profile(p) => profile_recipe(
+                device_type,
+                p,
+                configured_rated_w.or(map.info.rated_power_w),
+            ),
+        }
+    }
+
+    /// Registers read before planning, each point on its own (adjacent ones
+    /// together); empty when the recipe needs none.
+    pub fn calibration(&self) -> Vec<Span> {
+        match self {
+            Recipe::Storage124(r) => r.calibration(),
+            Recipe::Storage704(r) => r.calibration(),
+            Recipe::Limit(r) => r.calibration(),
+            Recipe::ProfileStorage(_) | Recipe::ProfileLimit(_) => Vec::new(),
+        }
+    }
+
+    /// The plan for `cmd`; `revert_s` is the device's revert timeout, `cal`
+    /// holds the registers of [`Self::calibration`] as read.
+    pub fn plan(&self, cmd: Command, revert_s: u16, cal: &Image) -> Result<WritePlan, WriteError> {
+        let writes = match (self, cmd) {
+            (Recipe::Storage124(r), Command::EssPower(w)) => r.power(w, revert_s, cal)?,
+            (Recipe::Storage124(r), Command::EssRelease) => r.release(cal)?,
+            (Recipe::Storage704(r), Command::EssPower(w)) => r.power(w, revert_s, cal)?,
+            (Recipe::Storage704(r), Command::EssRelease) => r.release()?,
+            (Recipe::Limit(r), Command::ProductionLimit(w)) => r.limit(w, revert_s, cal)?,
+            (Recipe::Limit(r), Command::ProductionRelease) => r.release()?,
+            (Recipe::ProfileStorage(r), Command::EssPower(w)) => r.power(w, revert_s)?,
+            (Recipe::ProfileStorage(r), Command::EssRelease) => r.release(),
+            (Recipe::ProfileLimit(r), Command::ProductionLimit(w)) => r.limit(w, revert_s)?,
+            (Recipe::ProfileLimit(r), Command::ProductionRelease) => r.release(),
+            (_, other) => return Err(WriteError::WrongCommand(other)),
+        };
+        Ok(WritePlan::new(writes, self.calibration()))
+    }
+}
+
+fn sunspec_recipe(
+    device_type: DeviceType,
+    immediate: Option<&ModelBlock>,
+    storage: Option<&ModelBlock>,
+    der: Option<&ModelBlock>,
+    rated_w: Option<f64>,
+) -> Result<Recipe, WriteError> {
+    match device_type {
+        DeviceType::Battery => match (storage, der) {
+            (Some(b), _) => Ok(Recipe::Storage124(Storage124 { block: *b })),
+            (None, Some(b)) => Ok(Recipe::Storage704(Storage704 { block: *b })),
+            (None, None) => Err(WriteError::NoControl(
+                "SunSpec storage controls (model 124 or 704)",
+            )),
+        },
+        DeviceType::Inverter => {
+            let block = immediate.or(der).ok_or(WriteError::NoControl(
+                "SunSpec immediate controls (model 123 or 704)",
+            ))?;
+            let wmax_w = rated_w
+                .filter(|w| *w > 0.0)
+                .ok_or_else(|| WriteError::Missing {
+                    what: "WMax",
+                    detail: "none of model 121 WMax, 120 WRtg or 702 WMaxRtg was readable".into(),
+                })?;
+            Ok(Recipe::Limit(SunspecLimit {
+                block: *block,
+                wmax_w,
+            }))
+        }
+        DeviceType::Meter => Err(WriteError::NoControl("controls (it is a meter)")),
+    }
+}
+
+fn profile_recipe(
+    device_type: DeviceType,
+    p: &ProfileControls,
+    rated_w: Option<f64>,
+) -> Result<Recipe, WriteError> {
+    match device_type {
+        DeviceType::Battery => p
+            .ess_power
+            .clone()
+            .map(|control| Recipe::ProfileStorage(ProfileEss { control }))
+            .ok_or(WriteError::NoControl(
+                "ESS power control (its profile has no [controls.ess_power])",
+            )),
+        DeviceType::Inverter => p
+            .production_limit
+            .clone()
+            .map(|control| Recipe::ProfileLimit(ProfileLimit { control, rated_w }))
+            .ok_or(WriteError::NoControl(
+                "production limit control (its profile has no [controls.production_limit])",
+            )),
+        DeviceType::Meter => Err(WriteError::NoControl("controls (it is a meter)")),
+    }
+}
+
+#[cfg(test)]
+mod tests;
