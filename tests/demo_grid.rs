@@ -33,7 +33,11 @@ async fn the_demo_holds_max_export_through_noon_without_a_signal() {
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    assert!(held > 8, "the loop never held the export limit:\n{}", demo.log());
+    assert!(
+        held > 8,
+        "the loop never held the export limit:\n{}",
+        demo.log()
+    );
     // 40 kW and its tolerance (2 % of the limit, at least 500 W).
     assert!(
         worst_export <= 40_800.0,

@@ -238,7 +238,11 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
     assert_eq!(ess["validUntil"], json!(until), "{state}");
     let request_id = ess["requestId"].as_str().expect("requestId");
     assert!(done.as_str().unwrap_or("").contains(request_id), "{done}");
-    assert_eq!(state["gridLimit"]["requestId"], json!(request_id), "{state}");
+    assert_eq!(
+        state["gridLimit"]["requestId"],
+        json!(request_id),
+        "{state}"
+    );
 
     // The grid limit and the limit in force, with its source.
     b.wait_js(
