@@ -137,3 +137,47 @@ fn the_shipped_configs_pass() {
         assert!(stdout.contains(summary), "{file}: {stdout}");
     }
 }
+
+/// Without `gateway_id` the id is the host name (the contract's default), and
+/// check-config says that clones share it; `gateway_id_from = "machine-id"`
+/// derives one from the machine id where the machine has one.
+#[test]
+fn the_default_gateway_id_is_the_host_name_and_warned_about() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("site.toml");
+    let write = |head: &str| {
+        std::fs::write(
+            &file,
+            format!("{head}\n[http]\nlisten = [\"127.0.0.1:8080\"]\nauth = \"none\"\n"),
+        )
+        .expect("write config")
+    };
+    let said = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    write("");
+    let out = check_config(&file);
+    let text = said(&out);
+    assert!(
+        text.contains(&format!("the host name {:?} is used", host.trim())),
+        "{text}"
+    );
+    assert!(text.contains("cloned from one image"), "{text}");
+
+    write("gateway_id_from = \"machine-id\"");
+    let out = check_config(&file);
+    let text = said(&out);
+    let has_machine_id = std::fs::read_to_string("/etc/machine-id")
+        .is_ok_and(|m| m.trim().len() == 32 && m.trim().bytes().any(|b| b != b'0'));
+    assert_eq!(!text.contains("gateway_id"), has_machine_id, "{text}");
+
+    write("gateway_id_from = \"mac\"");
+    let out = check_config(&file);
+    assert_eq!(out.status.code(), Some(78));
+    assert!(
+        said(&out).contains("gateway_id_from: \"mac\" is not a source"),
+        "{}",
+        said(&out)
+    );
+}

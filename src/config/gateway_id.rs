@@ -1,15 +1,17 @@
-//! The default `gateway_id`, for files that do not set one.
+//! The `gateway_id` of files that do not set one.
 //!
-//! It is derived from the machine id (`/etc/machine-id`, which systemd creates
-//! once per installation): `sg-` and the first 16 hex digits of a SHA-256 over a
-//! fixed label and the id. Controllers cloned from one image share their host
-//! name, and two agents with one gateway id take the broker session from each
-//! other and reuse sequence numbers; the machine id differs as long as the image
-//! leaves `/etc/machine-id` empty (systemd then makes a new one at first boot).
-//! The id itself is not published: the machine id should stay private.
+//! The contract's default is the host name. Controllers cloned from one image
+//! share their host name, and two agents with one gateway id take the broker
+//! session from each other and reuse sequence numbers; so `gateway_id_from =
+//! "machine-id"` (set in the package's default config) derives the id from the
+//! machine id instead (`/etc/machine-id`, which systemd creates once per
+//! installation): `sg-` and the first 16 hex digits of a SHA-256 over a fixed
+//! label and the id. The machine id differs as long as the image leaves
+//! `/etc/machine-id` empty (systemd then makes a new one at first boot). The
+//! machine id itself is not published. `check-config` warns whenever the host
+//! name is used, and names the id this machine would get from its machine id.
 //!
-//! Without a usable machine id the host name is used, and `check-config` warns.
-//! This file only reads those two files; it decides nothing else.
+//! This file only reads those files; it decides nothing else.
 
 use sha2::{Digest, Sha256};
 
@@ -35,13 +37,38 @@ pub enum GatewayIdSource {
     Fallback,
 }
 
-/// The default id and its source, from this machine's files.
-pub fn default_gateway_id() -> (String, GatewayIdSource) {
-    let machine_id = MACHINE_ID_FILES
+/// Where an id that is not written in the file comes from (`gateway_id_from`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeriveFrom {
+    /// The host name (the contract's default).
+    HostName,
+    /// The machine id, else the host name.
+    MachineId,
+}
+
+impl DeriveFrom {
+    pub fn parse(s: &str) -> Option<DeriveFrom> {
+        match s {
+            "hostname" => Some(DeriveFrom::HostName),
+            "machine-id" => Some(DeriveFrom::MachineId),
+            _ => None,
+        }
+    }
+}
+
+fn machine_id() -> Option<String> {
+    MACHINE_ID_FILES
         .iter()
-        .find_map(|f| std::fs::read_to_string(f).ok().and_then(usable_machine_id));
+        .find_map(|f| std::fs::read_to_string(f).ok().and_then(usable_machine_id))
+}
+
+/// The id of a file without `gateway_id`, and its source, from this machine's files.
+pub fn default_gateway_id(from: DeriveFrom) -> (String, GatewayIdSource) {
     let host = std::fs::read_to_string(HOSTNAME_FILE).ok();
-    derive(machine_id.as_deref(), host.as_deref())
+    match from {
+        DeriveFrom::MachineId => derive(machine_id().as_deref(), host.as_deref()),
+        DeriveFrom::HostName => derive(None, host.as_deref()),
+    }
 }
 
 /// A machine id is 32 hex digits, not all zero ("uninitialized" or an empty file
@@ -74,16 +101,29 @@ pub fn derive(machine_id: Option<&str>, host: Option<&str>) -> (String, GatewayI
 
 /// What `check-config` (and the agent's log at start) should say about the id.
 pub fn warning(id: &str, source: GatewayIdSource) -> Option<Problem> {
+    warning_with(id, source, machine_id().as_deref())
+}
+
+fn warning_with(id: &str, source: GatewayIdSource, machine_id: Option<&str>) -> Option<Problem> {
     let why = match source {
         GatewayIdSource::Configured | GatewayIdSource::MachineId => return None,
         GatewayIdSource::HostName => format!("the host name {id:?} is used"),
         GatewayIdSource::Fallback => format!("the fixed name {id:?} is used"),
     };
+    let fix = match machine_id {
+        Some(m) => format!(
+            "set gateway_id_from = \"machine-id\" (this machine: {:?}) or a gateway_id of its own",
+            derive(Some(m), None).0
+        ),
+        None => format!(
+            "set a gateway_id of its own (no machine id is readable in {})",
+            MACHINE_ID_FILES.join(", ")
+        ),
+    };
     Some(Problem::new(
         "gateway_id",
         format!(
-            "not set and no machine id is readable ({}): {why}; controllers cloned from one image share it and take each other's MQTT session: set gateway_id",
-            MACHINE_ID_FILES.join(", ")
+            "not set: {why}; controllers cloned from one image share it and take each other's MQTT session: {fix}"
         ),
     ))
 }
@@ -125,8 +165,27 @@ mod tests {
     fn a_host_name_id_is_warned_about() {
         assert!(warning("sg-1", GatewayIdSource::MachineId).is_none());
         assert!(warning("x", GatewayIdSource::Configured).is_none());
-        let w = warning("ctrl", GatewayIdSource::HostName).expect("a warning");
+        let w = warning_with("ctrl", GatewayIdSource::HostName, None).expect("a warning");
         assert_eq!(w.path, "gateway_id");
         assert!(w.message.contains("\"ctrl\"") && w.message.contains("/etc/machine-id"));
+        let m = "0123456789abcdef0123456789abcdef";
+        let w = warning_with("ctrl", GatewayIdSource::HostName, Some(m)).expect("a warning");
+        assert!(
+            w.message.contains("gateway_id_from = \"machine-id\""),
+            "{}",
+            w.message
+        );
+        assert!(
+            w.message.contains(&derive(Some(m), None).0),
+            "{}",
+            w.message
+        );
+    }
+
+    #[test]
+    fn the_source_names_parse() {
+        assert_eq!(DeriveFrom::parse("hostname"), Some(DeriveFrom::HostName));
+        assert_eq!(DeriveFrom::parse("machine-id"), Some(DeriveFrom::MachineId));
+        assert_eq!(DeriveFrom::parse("mac"), None);
     }
 }

@@ -1,5 +1,6 @@
 //! From TOML text to a validated [`Config`], collecting every problem with its path.
 
+use super::gateway_id::DeriveFrom;
 use std::collections::HashSet;
 use std::fmt;
 
@@ -69,6 +70,7 @@ impl fmt::Display for ConfigError {
 
 const TOP_LEVEL_KEYS: &[&str] = &[
     "gateway_id",
+    "gateway_id_from",
     "http",
     "storage",
     "polling",
@@ -106,8 +108,25 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
         }
     }
 
+    let from = match table.remove("gateway_id_from") {
+        None => DeriveFrom::HostName,
+        Some(toml::Value::String(s)) => DeriveFrom::parse(&s).unwrap_or_else(|| {
+            problems.push(Problem::new(
+                "gateway_id_from",
+                format!("{s:?} is not a source of the gateway id: \"hostname\" (the default) or \"machine-id\""),
+            ));
+            DeriveFrom::HostName
+        }),
+        Some(other) => {
+            problems.push(Problem::new(
+                "gateway_id_from",
+                format!("expected a string, found {}", other.type_str()),
+            ));
+            DeriveFrom::HostName
+        }
+    };
     let (gateway_id, gateway_id_source) = match table.remove("gateway_id") {
-        None => super::gateway_id::default_gateway_id(),
+        None => super::gateway_id::default_gateway_id(from),
         Some(toml::Value::String(s)) => (s, GatewayIdSource::Configured),
         Some(other) => {
             problems.push(Problem::new(
