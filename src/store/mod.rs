@@ -32,8 +32,8 @@ pub use hook::{Batch, CommitHook};
 pub use ingest::{IngestStats, DIRECT_PER_SERIES};
 pub use plan::{plan, Segment, Source, HOUR_MS, MINUTE_MS};
 pub use query::{
-    latest_of, sample_counts, stored_samples, LatestValue, Point, SampleCounts, SeriesQuery,
-    StoredSample,
+    for_each_sample, latest_of, sample_counts, stored_samples, LatestValue, Point, SampleCounts,
+    SeriesQuery, StoredSample,
 };
 pub use retention::{RetentionReport, CHUNK_BLOBS, CHUNK_ROWS};
 pub use writer::STAGED_MAX;
@@ -111,7 +111,7 @@ impl StoreHandle {
         let heartbeat = Heartbeat::new("store writer");
         let pulse = heartbeat.pulse();
         let ingest = ingest::Ingest::new(&conn, devices)?;
-        let writer = Writer {
+        let mut writer = Writer {
             conn,
             ingest,
             flush_interval: Duration::from_millis(config.flush_interval_ms.max(1)),
@@ -126,6 +126,11 @@ impl StoreHandle {
             stats: stats.clone(),
             heartbeat,
         };
+        // What a crash (or an older sitegate's `recent`) left staged goes to
+        // the chunks before anything reads or writes.
+        if let Err(e) = writer.compact() {
+            tracing::error!(error = %e, "compacting staged samples at start failed");
+        }
         let (samples, samples_rx) = mpsc::channel(SAMPLE_QUEUE);
         let (jobs, jobs_rx) = mpsc::channel(JOB_QUEUE);
         let thread = std::thread::Builder::new()

@@ -267,10 +267,51 @@ pub struct StoredSample {
     pub value: f64,
 }
 
+/// Calls `f(ts, value)` for every stored sample of one series with
+/// `start <= ts < end` (staged, in chunks, or in the tables of an older
+/// sitegate), not in time order. A full read of the range: for checks,
+/// exports and naive comparisons, not for request paths.
+pub fn for_each_sample(
+    conn: &Connection,
+    device: &str,
+    property: Property,
+    start: i64,
+    end: i64,
+    f: impl FnMut(i64, f64),
+) -> rusqlite::Result<()> {
+    let conn = &conn.unchecked_transaction()?;
+    match find_series(conn, device, property)? {
+        Some(id) => samples_of(conn, id, start, end, f),
+        None => Ok(()),
+    }
+}
+
+/// [`for_each_sample`] by series id, inside the caller's read transaction.
+fn samples_of(
+    conn: &Connection,
+    id: i64,
+    start: i64,
+    end: i64,
+    mut f: impl FnMut(i64, f64),
+) -> rusqlite::Result<()> {
+    let mut legacy = conn.prepare_cached(
+        "SELECT ts, value FROM raw WHERE series = ?1 AND ts >= ?2 AND ts < ?3
+         UNION ALL SELECT ts, value FROM recent WHERE series = ?1 AND ts >= ?2 AND ts < ?3",
+    )?;
+    let mut rows = legacy.query(params![id, start, end])?;
+    while let Some(row) = rows.next()? {
+        f(row.get(0)?, row.get(1)?);
+    }
+    chunks::for_each(conn, id, start, end, &mut f)?;
+    stage::for_each_staged(conn, Some(id), |_, ts, v| {
+        if ts >= start && ts < end {
+            f(ts, v);
+        }
+    })
+}
+
 /// Every stored sample of `device` (or of every device), by device, property
-/// and time: what a poll delivered, read from every place a sample may be
-/// (staged, in chunks, or in the tables of an older sitegate). For checks and
-/// exports; it reads the whole history, so keep it away from request paths.
+/// and time (see [`for_each_sample`]).
 pub fn stored_samples(
     conn: &Connection,
     device: Option<&str>,
@@ -282,15 +323,7 @@ pub fn stored_samples(
             continue;
         }
         let mut samples: Vec<(i64, f64)> = Vec::new();
-        let mut legacy = conn.prepare_cached(
-            "SELECT ts, value FROM raw WHERE series = ?1
-             UNION ALL SELECT ts, value FROM recent WHERE series = ?1",
-        )?;
-        for row in legacy.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))? {
-            samples.push(row?);
-        }
-        chunks::for_each(conn, id, i64::MIN, i64::MAX, |ts, v| samples.push((ts, v)))?;
-        stage::for_each_staged(conn, Some(id), |_, ts, v| samples.push((ts, v)))?;
+        samples_of(conn, id, i64::MIN, i64::MAX, |ts, v| samples.push((ts, v)))?;
         samples.sort_by_key(|s| s.0);
         out.extend(samples.into_iter().map(|(ts_ms, value)| StoredSample {
             device: name.clone(),

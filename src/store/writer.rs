@@ -82,10 +82,6 @@ impl Writer {
             }
         };
         rt.block_on(async move {
-            // Rows staged before a crash or a shutdown go to `raw` first.
-            if let Err(e) = self.compact() {
-                tracing::error!(error = %e, "compacting staged samples at start failed");
-            }
             let mut next_compaction = Instant::now() + self.compact_interval;
             let mut pending = Pending::default();
             let mut deadline: Option<Instant> = None;
@@ -189,7 +185,9 @@ impl Writer {
     }
 
     /// Moves the staged samples into chunks and the rollups in one transaction.
-    fn compact(&mut self) -> Result<usize, StoreError> {
+    /// Also run by [`StoreHandle::open`](super::StoreHandle::open) before the
+    /// thread starts, for what a crash or a shutdown left staged.
+    pub fn compact(&mut self) -> Result<usize, StoreError> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         let result = self
             .ingest
