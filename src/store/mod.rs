@@ -285,7 +285,7 @@ impl StoreHandle {
 /// pages (plus a 24-byte frame header) in the WAL, so smaller pages write less
 /// per commit; see docs/store.md, "Flash wear". An existing database keeps the
 /// page size it was created with.
-pub const NEW_DB_PAGE_SIZE: u32 = 4096;
+pub const NEW_DB_PAGE_SIZE: u32 = 1024;
 
 /// A checkpoint copies the WAL's pages into the database file once this many
 /// bytes of frames are in the WAL: a page rewritten by many commits in between
