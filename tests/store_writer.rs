@@ -283,3 +283,39 @@ fn small_batches_are_staged_and_compaction_changes_no_answer() {
         store.close().await.expect("close");
     });
 }
+
+#[test]
+fn the_wal_counter_moves_with_each_commit_by_whole_frames() {
+    use sitegate::metrics::{Collect, Encoder};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(dir.path());
+    let rt = rt();
+    rt.block_on(async {
+        let store = open(&cfg);
+        let tx = store.sample_sender();
+        let page: i64 = store
+            .read(|c| Ok::<i64, JobError>(c.query_row("PRAGMA page_size", [], |r| r.get(0))?))
+            .await
+            .expect("page size");
+        let frame = page as u64 + 24;
+        let mut last = store.stats().wal_bytes();
+        for i in 0..5 {
+            tx.send(vec![sample(0, Property::ActivePower, T0 + i * 1000, 1.0)])
+                .await
+                .expect("send");
+            store.flush().await.expect("flush");
+            let now = store.stats().wal_bytes();
+            assert!(now > last, "commit {i} appended nothing: {now}");
+            assert_eq!((now - last) % frame, 0, "whole frames of {frame} bytes");
+            last = now;
+        }
+        let mut e = Encoder::new();
+        store.collect(&mut e);
+        let text = e.finish();
+        assert!(
+            text.contains(&format!("sitegate_store_wal_written_bytes_total {last}")),
+            "{text}"
+        );
+        store.close().await.expect("close");
+    });
+}
