@@ -229,6 +229,12 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
     // worst on a loaded machine, less than an interval). One child batch more
     // for where the intervals' edges fall between two sends.
     let unflushed = 2 * PER_FLUSH + BATCH;
+    // The figure docs/store.md quotes (shown with --nocapture).
+    let _ = writeln!(
+        std::io::stderr(),
+        "sent {sent}, acknowledged {acked}, stored {rows}: {} missing",
+        sent - rows
+    );
     assert!(
         sent - rows <= unflushed,
         "sent {sent}, found {rows}: {} missing, more than the unflushed {unflushed}",
