@@ -246,8 +246,9 @@ impl StoreHandle {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
-    /// Moves samples staged in `recent` into `raw` and the rollups now (the
-    /// writer does it every minute, at start and at close); returns how many.
+    /// Moves the staged samples into raw-sample chunks and the rollups now (the
+    /// writer does it every `compact_interval_s`, at open and at close);
+    /// returns how many.
     pub async fn compact(&self) -> Result<usize, StoreError> {
         let (reply, rx) = oneshot::channel();
         self.jobs

@@ -3,9 +3,10 @@
 //! blocking threads.
 //!
 //! The bucket fold follows [`plan`](super::plan): whole rollup periods come from
-//! rollup rows, partial ones from raw samples, and samples still staged in
-//! `recent` are added wherever they fall, all merged with [`Agg::merge`], so the
-//! result equals a fold over every stored sample. Each answer reads one snapshot
+//! rollup rows, partial ones from raw samples (chunks, and rows an older
+//! sitegate left in `raw`), and samples still staged (the ring, and `recent`
+//! rows of an older sitegate) are added wherever they fall, all merged with
+//! [`Agg::merge`], so the result equals a fold over every stored sample. Each answer reads one snapshot
 //! (one read transaction), so a compaction committing meanwhile cannot count a
 //! sample twice or not at all. Nothing here writes.
 
