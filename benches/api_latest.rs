@@ -18,7 +18,6 @@ use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use common::site::{self, READ_TOKEN, SUMMER_MORNING_MS};
-use rusqlite::OptionalExtension;
 use serde_json::{json, Value};
 use sitegate::store::StoreHandle;
 
@@ -29,18 +28,10 @@ async fn naive(
 ) -> Json<Value> {
     let found = store
         .read(move |conn| {
-            let sql = "SELECT ts, value FROM (
-                 SELECT r.ts, r.value FROM raw r JOIN series s ON s.id = r.series
-                  WHERE s.device = ?1 AND s.property = ?2 ORDER BY r.ts DESC LIMIT 1)
-               UNION ALL SELECT ts, value FROM (
-                 SELECT r.ts, r.value FROM recent r JOIN series s ON s.id = r.series
-                  WHERE s.device = ?1 AND s.property = ?2 ORDER BY r.ts DESC LIMIT 1)
-               ORDER BY ts DESC LIMIT 1";
-            let row = conn
-                .query_row(sql, [&device, &property], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
-                })
-                .optional()
+            let prop = property
+                .parse::<sitegate::model::Property>()
+                .expect("a property");
+            let row = sitegate::store::latest_of(conn, &device, prop)
                 .map_err(sitegate::store::StoreError::from)?;
             Ok::<_, sitegate::store::StoreError>(row.map(|(ts, v)| (device, property, ts, v)))
         })

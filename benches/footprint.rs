@@ -1,13 +1,25 @@
-//! Memory and CPU of the agent at steady state with 20 devices polled at 1 Hz
-//! (targets: <= 20 MB RSS, <= 2 % of one core).
+//! Memory, CPU and flash wear of the agent at steady state with 20 devices
+//! polled at 1 Hz (targets: <= 20 MB RSS, <= 2 % of one core, <= 100 bytes
+//! written per sample).
 //!
-//! `cargo bench --bench footprint` (`-- SECONDS`, default 60 s of measurement
-//! after 20 s of warm-up). The simulated site runs in this process; the agent is
-//! the release `sitegate` binary in a child process (`sitegate run`), so only
-//! its own memory and CPU are counted: RSS from `/proc/PID/status`, CPU time from
-//! `/proc/PID/stat`. The store, the bus tasks and the HTTP server all run; no
-//! requests are made.
+//! `cargo bench --bench footprint` (`-- SECONDS WEAR_SECONDS`: 60 s of CPU and
+//! memory measurement and 600 s of wear measurement, both after 20 s of
+//! warm-up, by default). The simulated site runs in this process; the agents
+//! are the release `sitegate` binary in child processes (`sitegate run`), so
+//! only their own memory, CPU and writes are counted: RSS from
+//! `/proc/PID/status`, CPU time from `/proc/PID/stat`, bytes written to storage
+//! from `write_bytes` of `/proc/PID/io`. The store, the bus tasks and the HTTP
+//! server all run; no requests are made but `/metrics` scrapes.
+//!
+//! Three agents poll the same site, with `storage.flush_interval_ms` 1000 (the
+//! default; its CPU and memory are reported), 5000 and 30000. The wear window
+//! covers one compaction (every 10 min) and ends with a checkpoint of each
+//! database, so every byte the window's commits cost is counted. Beside each,
+//! the previous store layout (`benches/store_legacy`) runs in this process on
+//! as many series at 1 Hz, with the same flush interval, for the same window.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
+
+mod store_legacy;
 
 use std::fmt::Write as _;
 use std::process::{Child, Command, Stdio};
@@ -20,9 +32,12 @@ const INVERTERS: usize = 10;
 const BATTERIES: usize = 8;
 const METERS: usize = 2;
 
-fn config_text(dir: &std::path::Path, http_port: u16) -> String {
+/// Flush intervals of the agents (the first is the default).
+const FLUSH_INTERVALS_MS: [u64; 3] = [1_000, 5_000, 30_000];
+
+fn config_text(dir: &std::path::Path, http_port: u16, flush_ms: u64) -> String {
     let mut t = format!(
-        "gateway_id = \"footprint\"\n[http]\nlisten = [\"127.0.0.1:{http_port}\"]\nauth = \"none\"\n[storage]\npath = {:?}\n[logging]\nlevel = \"warn\"\n",
+        "gateway_id = \"footprint\"\n[http]\nlisten = [\"127.0.0.1:{http_port}\"]\nauth = \"none\"\n[storage]\npath = {:?}\nflush_interval_ms = {flush_ms}\n[logging]\nlevel = \"warn\"\n",
         dir.join("sitegate.db").display().to_string()
     );
     for s in 0..METERS {
@@ -73,30 +88,66 @@ fn cpu_ticks(pid: u32) -> u64 {
     f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
 }
 
-fn main() {
-    let seconds: u64 = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(60);
+/// `write_bytes` of a `/proc/.../io` file.
+fn io_write_bytes(file: &str) -> u64 {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("write_bytes: "))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// One agent under measurement.
+struct Agent {
+    child: Child,
+    flush_ms: u64,
+    http_port: u16,
+    db: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Agent {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn write_bytes(&self) -> u64 {
+        io_write_bytes(&format!("/proc/{}/io", self.pid()))
+    }
+
+    /// `sitegate_store_samples_total{result="committed"}` from `/metrics`.
+    fn committed(&self, rt: &tokio::runtime::Runtime) -> u64 {
+        let text = rt.block_on(async {
+            reqwest::get(format!("http://127.0.0.1:{}/metrics", self.http_port))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        });
+        text.lines()
+            .find_map(|l| l.strip_prefix("sitegate_store_samples_total{result=\"committed\"} "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0) as u64
+    }
+}
+
+/// Starts an agent polling the simulated site with the given flush interval.
+fn start_agent(sim: &SimSite, flush_ms: u64) -> Agent {
     let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    // A free port for the agent's API, to check at the end that it polled.
+    // A free port for the agent's API (metrics, and the check that it polled).
     let http_port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut config = parse(&config_text(dir.path(), http_port)).unwrap();
-    let sim = rt
-        .block_on(SimSite::start(SimSiteSpec::from_config(&config, 1.0)))
-        .unwrap();
+    let mut config = parse(&config_text(dir.path(), http_port, flush_ms)).unwrap();
     sim.point_config_at_servers(&mut config);
     // Write the config with the simulator's ports.
-    let mut text = config_text(dir.path(), http_port);
+    let mut text = config_text(dir.path(), http_port, flush_ms);
     for bus in &config.buses {
         if let sitegate::config::Transport::Tcp { host, port } = &bus.transport {
             text = text.replacen(
@@ -108,22 +159,109 @@ fn main() {
     }
     let path = dir.path().join("sitegate.toml");
     std::fs::write(&path, text).unwrap();
-
-    let mut child: Child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
+    let child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
         .args(["run", "--config", path.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let pid = child.id();
+    Agent {
+        child,
+        flush_ms,
+        http_port,
+        db: dir.path().join("sitegate.db"),
+        _dir: dir,
+    }
+}
+
+/// Copies an agent's WAL into its database file (from this thread, whose own
+/// `write_bytes` counts it) and returns the bytes that took.
+fn checkpoint(db: &std::path::Path) -> u64 {
+    let before = io_write_bytes("/proc/thread-self/io");
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        .unwrap();
+    drop(conn);
+    io_write_bytes("/proc/thread-self/io") - before
+}
+
+/// The previous store layout on `series` series at 1 Hz for `seconds`, a
+/// commit every `flush_s`, a compaction a minute, a checkpoint at the end, on
+/// its own thread: returns (bytes written, samples).
+fn legacy(series: i64, flush_s: u64, seconds: u64) -> std::thread::JoinHandle<(u64, u64)> {
+    std::thread::spawn(move || {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = store_legacy::Legacy::create(&dir.path().join("legacy.db"), series);
+        let before = io_write_bytes("/proc/thread-self/io");
+        let t0 = Instant::now();
+        let mut pending = Vec::new();
+        let mut samples = 0u64;
+        for s in 1..=seconds {
+            let due = t0 + Duration::from_secs(s);
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+            let ts = sitegate::model::time::now_ms();
+            pending.extend((1..=series).map(|id| {
+                let v = ((s as i64 * 13 + id * 7) % 5000) as f64 / 10.0;
+                (id, ts, v)
+            }));
+            samples += series as u64;
+            if s % flush_s == 0 {
+                store.commit(&std::mem::take(&mut pending));
+            }
+            if s as i64 % store_legacy::COMPACT_EVERY_S == 0 {
+                store.compact();
+            }
+        }
+        store.checkpoint();
+        (io_write_bytes("/proc/thread-self/io") - before, samples)
+    })
+}
+
+fn main() {
+    let mut numbers = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse::<u64>().ok());
+    let seconds = numbers.next().unwrap_or(60);
+    let wear_seconds = numbers.next().unwrap_or(600).max(seconds);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sim_dir = tempfile::tempdir().unwrap();
+    let sim_config = parse(&config_text(sim_dir.path(), 1, 1000)).unwrap();
+    let sim = rt
+        .block_on(SimSite::start(SimSiteSpec::from_config(&sim_config, 1.0)))
+        .unwrap();
+    let mut agents: Vec<Agent> = FLUSH_INTERVALS_MS
+        .iter()
+        .map(|&ms| start_agent(&sim, ms))
+        .collect();
     println!(
-        "agent pid {pid}: {} devices at 1 Hz; 20 s warm-up, then {seconds} s measured",
+        "agent pids {:?}: {} devices at 1 Hz, flush intervals {FLUSH_INTERVALS_MS:?} ms; 20 s warm-up, then {seconds} s of CPU and memory (1 s agent) and {wear_seconds} s of writes measured",
+        agents.iter().map(Agent::pid).collect::<Vec<_>>(),
         INVERTERS + BATTERIES + METERS
     );
     std::thread::sleep(Duration::from_secs(20));
 
-    let ticks0 = cpu_ticks(pid);
+    let pid = agents[0].pid();
+    let start: Vec<(u64, u64)> = agents
+        .iter()
+        .map(|a| (a.write_bytes(), a.committed(&rt)))
+        .collect();
+    // The previous layout on as many series as the default agent stores.
+    let series: i64 = rusqlite::Connection::open(&agents[0].db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM series", [], |r| r.get(0))
+        .unwrap();
+    let legacies: Vec<_> = FLUSH_INTERVALS_MS
+        .iter()
+        .map(|&ms| legacy(series, ms / 1000, wear_seconds))
+        .collect();
     let t0 = Instant::now();
+
+    let ticks0 = cpu_ticks(pid);
     let mut rss = Vec::new();
     while t0.elapsed() < Duration::from_secs(seconds) {
         std::thread::sleep(Duration::from_secs(1));
@@ -146,7 +284,7 @@ fn main() {
 
     // Every device must have been polled throughout: online, seen within 2 s.
     let devices: serde_json::Value = rt.block_on(async {
-        reqwest::get(format!("http://127.0.0.1:{http_port}/devices"))
+        reqwest::get(format!("http://127.0.0.1:{}/devices", agents[0].http_port))
             .await
             .unwrap()
             .json()
@@ -169,7 +307,51 @@ fn main() {
     );
     assert_eq!(polled, INVERTERS + BATTERIES + METERS, "{devices}");
 
-    terminate(&mut child);
+    std::thread::sleep(Duration::from_secs(wear_seconds).saturating_sub(t0.elapsed()));
+    let wear_elapsed = t0.elapsed().as_secs_f64();
+    let ends: Vec<(u64, u64)> = agents
+        .iter()
+        .map(|a| {
+            let samples = a.committed(&rt);
+            let written = a.write_bytes() + checkpoint(&a.db);
+            (written, samples)
+        })
+        .collect();
+    let previous: Vec<(u64, u64)> = legacies.into_iter().map(|h| h.join().unwrap()).collect();
+    println!(
+        "\nwrites over {wear_elapsed:.0} s (/proc/PID/io write_bytes and a final checkpoint), previous layout on {series} series at 1 Hz beside:"
+    );
+    println!(
+        "{:>14} | {:>23} | {:>21} | {:>21}",
+        "flush interval", "a power cut loses", "bytes/sample, per day", "previous layout"
+    );
+    let per_day = |bytes: u64, secs: f64| bytes as f64 * 86_400.0 / secs / (1u64 << 30) as f64;
+    for (i, agent) in agents.iter().enumerate() {
+        let (bytes, samples) = (ends[i].0 - start[i].0, ends[i].1 - start[i].1);
+        let (old_bytes, old_samples) = previous[i];
+        println!(
+            "{:>12} s | {:>23} | {:>7.1} B {:>8.2} GiB | {:>7.1} B {:>8.2} GiB",
+            agent.flush_ms / 1000,
+            format!("<= {} s + commit", agent.flush_ms / 1000),
+            bytes as f64 / samples.max(1) as f64,
+            per_day(bytes, wear_elapsed),
+            old_bytes as f64 / old_samples.max(1) as f64,
+            per_day(old_bytes, wear_seconds as f64),
+        );
+    }
+    let (bytes, samples) = (ends[0].0 - start[0].0, ends[0].1 - start[0].1);
+    println!(
+        "default settings: {:.1} bytes written per sample ({:.0} samples/s) = {:.2} GiB/day; previous layout {:.1} bytes = {:.2} GiB/day",
+        bytes as f64 / samples.max(1) as f64,
+        samples as f64 / wear_elapsed,
+        per_day(bytes, wear_elapsed),
+        previous[0].0 as f64 / previous[0].1.max(1) as f64,
+        per_day(previous[0].0, wear_seconds as f64),
+    );
+
+    for agent in &mut agents {
+        terminate(&mut agent.child);
+    }
     rt.block_on(sim.shutdown());
 }
 

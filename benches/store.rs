@@ -1,8 +1,13 @@
-//! Store benchmark: ingest rate, time-series query latency against a raw
-//! `GROUP BY`, and bytes on disk per raw sample, in one process.
+//! Store benchmark: ingest rate, time-series query latency against a naive
+//! fold over every raw sample, bytes on disk per raw sample, and bytes written
+//! to storage per sample (flash wear) at several flush intervals, beside the
+//! previous layout's (kept in `benches/store_legacy/` for this), in one
+//! process.
 //!
 //! Run: `cargo bench --bench store` (set `STORE_BENCH_DAYS` to change the 30 days
-//! of 1 Hz data per series). Figures are recorded in `docs/store.md`.
+//! of 1 Hz data per series; `STORE_BENCH_PAGE_SIZES=1024,2048` adds wear rows
+//! for databases created with those page sizes). Figures are recorded in
+//! `docs/store.md`.
 
 #![allow(
     clippy::print_stdout,
@@ -18,7 +23,10 @@ use criterion::Criterion;
 use rusqlite::Connection;
 use sitegate::config::StorageConfig;
 use sitegate::model::{DeviceId, Property, Sample};
-use sitegate::store::{Aggregation, SeriesQuery, StoreHandle};
+use sitegate::store::{align, for_each_sample, Aggregation, SeriesQuery, StoreHandle};
+use store_legacy::Legacy;
+
+mod store_legacy;
 
 const DAY_MS: i64 = 86_400_000;
 /// 2024-06-01T00:00:00Z.
@@ -135,16 +143,26 @@ fn main() {
     let hourly = rt
         .block_on(store.time_series("dvc_bench", query(3_600_000)))
         .unwrap();
-    let raw_conn = Connection::open(&config.path).unwrap();
-    let naive_sql = "SELECT (ts / ?4) * ?4 AS b, avg(value) FROM raw WHERE series = ?1 AND ts >= ?2 AND ts < ?3 GROUP BY b ORDER BY b";
+    // The naive answer: every raw sample of the range read and folded.
     let naive = |width: i64| -> Vec<(i64, f64)> {
-        let mut stmt = raw_conn.prepare_cached(naive_sql).unwrap();
-        let rows = stmt
-            .query_map(rusqlite::params![1, start, end, width], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .unwrap();
-        rows.collect::<Result<_, _>>().unwrap()
+        let conn = Connection::open(&config.path).unwrap();
+        let mut sums: std::collections::BTreeMap<i64, (f64, u64)> = Default::default();
+        for_each_sample(
+            &conn,
+            "dvc_bench",
+            Property::ActivePower,
+            start,
+            end,
+            |ts, v| {
+                let e = sums.entry(align(ts, width)).or_default();
+                e.0 += v;
+                e.1 += 1;
+            },
+        )
+        .unwrap();
+        sums.into_iter()
+            .map(|(b, (sum, n))| (b, sum / n as f64))
+            .collect()
     };
     let reference = naive(3_600_000);
     assert_eq!(hourly.len(), reference.len());
@@ -157,7 +175,7 @@ fn main() {
         );
     }
 
-    steady_state_writes(&rt);
+    let staged_store = wear_table(&rt);
 
     let mut c = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -181,12 +199,34 @@ fn main() {
             )
         })
     });
-    group.bench_function("raw_group_by_1h", |b| {
-        b.iter(|| black_box(naive(3_600_000)))
-    });
+    group.bench_function("raw_fold_1h", |b| b.iter(|| black_box(naive(3_600_000))));
     group.finish();
+    if let Some((staged, now)) = &staged_store {
+        // The same question to a store of 240 series whose staging ring holds
+        // ten minutes of samples (just before a compaction): the most a reader
+        // has to decode besides rollups and chunks.
+        let q = SeriesQuery {
+            property: Property::ALL[0],
+            start_ms: now - 30 * DAY_MS,
+            end_ms: *now,
+            width_ms: 3_600_000,
+            aggregation: Aggregation::Mean,
+        };
+        let mut group = c.benchmark_group("time_series_240_series");
+        group.bench_function("store_1h_10min_staged", |b| {
+            b.iter(|| black_box(rt.block_on(staged.time_series("dvc_0", q)).unwrap()))
+        });
+        rt.block_on(staged.compact()).unwrap();
+        group.bench_function("store_1h_compacted", |b| {
+            b.iter(|| black_box(rt.block_on(staged.time_series("dvc_0", q)).unwrap()))
+        });
+        group.finish();
+    }
     c.final_summary();
     rt.block_on(store.close()).unwrap();
+    if let Some((staged, _)) = staged_store {
+        rt.block_on(staged.close()).unwrap();
+    }
 }
 
 /// Bytes this process has caused to be written to storage so far.
@@ -197,66 +237,240 @@ fn write_bytes() -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// A site of 20 devices with 12 properties each, polled at 1 Hz, one commit a
-/// second (the default flush interval), compactions once a minute: what reaches
-/// the flash per sample.
-fn steady_state_writes(rt: &tokio::runtime::Runtime) {
-    const DEVICES: u16 = 20;
-    const PROPS: usize = 12;
-    const SECONDS: i64 = 600;
+/// A site of 20 devices with 12 properties each, polled at 1 Hz.
+const DEVICES: u16 = 20;
+const PROPS: usize = 12;
+const SITE_SERIES: i64 = DEVICES as i64 * PROPS as i64;
+/// History written before the measurement, so pages are not all new.
+const HISTORY_S: i64 = 3_600;
+/// Simulated seconds measured: six compactions at the default interval.
+const WINDOW_S: i64 = 3_600;
+/// Flush intervals of the wear table (the first is the default).
+const FLUSH_INTERVALS_S: [i64; 3] = [1, 5, 30];
+
+fn second(s: i64) -> Vec<Sample> {
+    let mut out = Vec::with_capacity(usize::from(DEVICES) * PROPS);
+    for d in 0..DEVICES {
+        for (i, p) in Property::ALL[..PROPS].iter().enumerate() {
+            out.push(Sample {
+                device: DeviceId(d),
+                property: *p,
+                ts_ms: T0 + s * 1000 + i64::from(d),
+                value: ((s * 13 + i as i64 * 7 + i64::from(d)) % 5000) as f64 / 10.0,
+            });
+        }
+    }
+    out
+}
+
+/// Bytes written over a measured window.
+#[derive(Clone, Copy)]
+struct Wear {
+    bytes: u64,
+    /// Of `bytes`, appended to the WAL by the store (its own count).
+    wal: u64,
+    samples: u64,
+    seconds: i64,
+}
+
+impl Wear {
+    fn per_sample(self) -> f64 {
+        self.bytes as f64 / self.samples as f64
+    }
+
+    fn gib_per_day(self) -> f64 {
+        self.bytes as f64 * 86_400.0 / self.seconds as f64 / (1u64 << 30) as f64
+    }
+}
+
+/// Copies the WAL into the database file from a second connection, so the
+/// window's count holds every byte its commits will cost.
+fn checkpoint(path: &std::path::Path) {
+    let conn = Connection::open(path).unwrap();
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+        .unwrap();
+}
+
+/// The current layout at the default settings but `flush_s`: a commit every
+/// `flush_s` simulated seconds, a compaction every `compact_interval_s`, the
+/// store's own checkpoints, one more at the end. With `page_size`, the
+/// database is created with that page size. Returns the figure and, when
+/// `keep` is set, the store with ten more minutes staged (and its "now").
+fn wear_current(
+    rt: &tokio::runtime::Runtime,
+    flush_s: i64,
+    page_size: Option<u32>,
+    keep: bool,
+) -> (Wear, Option<(StoreHandle, i64)>) {
     let dir = tempfile::tempdir().unwrap();
     let config = StorageConfig {
         path: dir.path().join("steady.db"),
         max_size_mb: 1 << 20,
         retention_days: 10_000,
         rollup_retention_days: 10_000,
+        // Commits and compactions come from this loop, on simulated time.
+        flush_interval_ms: 60_000,
         ..StorageConfig::default()
     };
+    let compact_s = StorageConfig::default().compact_interval_s as i64;
+    let config = StorageConfig {
+        compact_interval_s: 3_600,
+        ..config
+    };
+    if let Some(size) = page_size {
+        let conn = Connection::open(&config.path).unwrap();
+        conn.execute_batch(&format!("PRAGMA page_size = {size}; VACUUM;"))
+            .unwrap();
+    }
     let refs = (0..DEVICES).map(|d| format!("dvc_{d}")).collect();
     let store = StoreHandle::open(&config, refs).unwrap();
     let tx = store.sample_sender();
-    let second = |s: i64| -> Vec<Sample> {
-        let mut out = Vec::with_capacity(usize::from(DEVICES) * PROPS);
-        for d in 0..DEVICES {
-            for (i, p) in Property::ALL[..PROPS].iter().enumerate() {
-                out.push(Sample {
-                    device: DeviceId(d),
-                    property: *p,
-                    ts_ms: T0 + s * 1000 + i64::from(d),
-                    value: ((s * 13 + i as i64 * 7 + i64::from(d)) % 5000) as f64 / 10.0,
-                });
-            }
-        }
-        out
-    };
-    // An hour of history first, so pages are not all new.
+    // History in one bulk batch (straight to the chunks).
     rt.block_on(async {
-        for s in 0..3_600 {
-            tx.send(second(s)).await.unwrap();
-        }
+        let history: Vec<Sample> = (0..HISTORY_S).flat_map(second).collect();
+        tx.send(history).await.unwrap();
         store.flush().await.unwrap();
-        store.compact().await.unwrap();
     });
-    let Some(before) = write_bytes() else {
-        println!("steady state: /proc/self/io not available, skipped");
-        return;
-    };
+    checkpoint(&config.path);
+    let before = write_bytes().unwrap_or(0);
+    let wal_before = store.stats().wal_bytes();
     rt.block_on(async {
-        for s in 3_600..3_600 + SECONDS {
+        for s in HISTORY_S..HISTORY_S + WINDOW_S {
             tx.send(second(s)).await.unwrap();
-            store.flush().await.unwrap();
-            if s % 60 == 59 {
+            if (s + 1) % flush_s == 0 {
+                store.flush().await.unwrap();
+            }
+            if (s + 1) % compact_s == 0 {
                 store.compact().await.unwrap();
             }
         }
+        store.flush().await.unwrap();
     });
-    let written = write_bytes().unwrap_or(before) - before;
-    let samples = SECONDS as u64 * u64::from(DEVICES) * PROPS as u64;
+    checkpoint(&config.path);
+    let wear = Wear {
+        bytes: write_bytes().unwrap_or(before) - before,
+        wal: store.stats().wal_bytes() - wal_before,
+        samples: (WINDOW_S * SITE_SERIES) as u64,
+        seconds: WINDOW_S,
+    };
+    if !keep {
+        rt.block_on(store.close()).unwrap();
+        return (wear, None);
+    }
+    let end = HISTORY_S + WINDOW_S;
+    rt.block_on(async {
+        for s in end..end + compact_s - 1 {
+            tx.send(second(s)).await.unwrap();
+            store.flush().await.unwrap();
+        }
+    });
+    // The directory must outlive the store: leak it (the process ends soon).
+    std::mem::forget(dir);
+    (wear, Some((store, T0 + (end + compact_s) * 1000)))
+}
+
+/// The previous layout (benches/store_legacy) on the same samples: a commit
+/// every `flush_s`, a compaction a minute, SQLite's checkpoints every 8192
+/// frames, one more at the end.
+fn wear_previous(flush_s: i64) -> Wear {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("legacy.db");
+    let mut legacy = Legacy::create(&path, SITE_SERIES);
+    let rows = |s: i64| -> Vec<(i64, i64, f64)> {
+        second(s)
+            .into_iter()
+            .map(|x| {
+                let series = i64::from(x.device.0) * PROPS as i64 + x.property.index() as i64 + 1;
+                (series, x.ts_ms, x.value)
+            })
+            .collect()
+    };
+    let history: Vec<_> = (0..HISTORY_S).flat_map(rows).collect();
+    legacy.commit(&history);
+    legacy.checkpoint();
+    let before = write_bytes().unwrap_or(0);
+    let mut pending = Vec::new();
+    for s in HISTORY_S..HISTORY_S + WINDOW_S {
+        pending.extend(rows(s));
+        if (s + 1) % flush_s == 0 {
+            legacy.commit(&std::mem::take(&mut pending));
+        }
+        if (s + 1) % store_legacy::COMPACT_EVERY_S == 0 {
+            legacy.compact();
+        }
+    }
+    legacy.checkpoint();
+    Wear {
+        bytes: write_bytes().unwrap_or(before) - before,
+        wal: 0,
+        samples: (WINDOW_S * SITE_SERIES) as u64,
+        seconds: WINDOW_S,
+    }
+}
+
+/// Bytes written per sample and per day at each flush interval, the current
+/// layout beside the previous one; returns the default run's store with ten
+/// minutes staged, for the query benchmark.
+fn wear_table(rt: &tokio::runtime::Runtime) -> Option<(StoreHandle, i64)> {
+    if write_bytes().is_none() {
+        println!("wear: /proc/self/io not available, skipped");
+        return None;
+    }
     println!(
-        "steady state: {} series at 1 Hz, a commit a second, compaction a minute: {:.0} bytes written per sample = {:.2} GiB/day",
-        usize::from(DEVICES) * PROPS,
-        written as f64 / samples as f64,
-        written as f64 * 86_400.0 / SECONDS as f64 / (1u64 << 30) as f64
+        "\n== wear: {SITE_SERIES} series at 1 Hz ({DEVICES} devices x {PROPS} properties), {} min measured after {} min of history, checkpoint included",
+        WINDOW_S / 60,
+        HISTORY_S / 60
     );
-    rt.block_on(store.close()).unwrap();
+    println!(
+        "{:>14} | {:>23} | {:>21} | {:>12} | {:>21}",
+        "flush interval",
+        "a power cut loses",
+        "bytes/sample, per day",
+        "of it in WAL",
+        "previous layout"
+    );
+    let mut kept = None;
+    let mut default = None;
+    for (i, &flush_s) in FLUSH_INTERVALS_S.iter().enumerate() {
+        let (now, store) = wear_current(rt, flush_s, None, i == 0);
+        let before = wear_previous(flush_s);
+        if i == 0 {
+            kept = store;
+            default = Some((now, before));
+        }
+        println!(
+            "{:>12} s | {:>23} | {:>7.1} B {:>8.2} GiB | {:>10.1} B | {:>7.1} B {:>8.2} GiB",
+            flush_s,
+            format!("<= {flush_s} s + commit"),
+            now.per_sample(),
+            now.gib_per_day(),
+            now.wal as f64 / now.samples as f64,
+            before.per_sample(),
+            before.gib_per_day()
+        );
+    }
+    if let Ok(sizes) = std::env::var("STORE_BENCH_PAGE_SIZES") {
+        for size in sizes
+            .split(',')
+            .filter_map(|s| s.trim().parse::<u32>().ok())
+        {
+            let (w, _) = wear_current(rt, 1, Some(size), false);
+            println!(
+                "page size {size}: {:.1} bytes written per sample = {:.2} GiB/day, {:.1} B in WAL (1 s flush)",
+                w.per_sample(),
+                w.gib_per_day(),
+                w.wal as f64 / w.samples as f64
+            );
+        }
+    }
+    if let Some((now, before)) = default {
+        println!(
+            "default settings (flush 1 s, compaction 10 min): {:.1} bytes written per sample = {:.2} GiB/day; previous layout {:.1} bytes = {:.2} GiB/day",
+            now.per_sample(),
+            now.gib_per_day(),
+            before.per_sample(),
+            before.gib_per_day()
+        );
+    }
+    kept
 }

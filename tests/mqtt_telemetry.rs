@@ -240,16 +240,13 @@ async fn stored(site: &TestSite, device: &str, until_ms: i64) -> Vec<Stored> {
     site.agent
         .store()
         .read(move |c| {
-            let mut stmt = c.prepare(
-                "SELECT s.property, t.ts, t.value
-                 FROM (SELECT series, ts, value FROM raw UNION ALL SELECT series, ts, value FROM recent) t
-                 JOIN series s ON s.id = t.series
-                 WHERE s.device = ?1 AND t.ts <= ?2 ORDER BY t.ts, s.property",
-            )?;
-            let rows = stmt.query_map(rusqlite::params![device, until_ms], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?;
-            Ok::<_, StoreError>(rows.collect::<Result<Vec<Stored>, _>>()?)
+            let mut rows: Vec<Stored> = sitegate::store::stored_samples(c, Some(&device))?
+                .into_iter()
+                .filter(|s| s.ts_ms <= until_ms)
+                .map(|s| (s.property.name().to_string(), s.ts_ms, s.value))
+                .collect();
+            rows.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+            Ok::<_, StoreError>(rows)
         })
         .await
         .expect("read the store")

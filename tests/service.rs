@@ -190,20 +190,13 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .expect("integrity_check");
     assert_eq!(check, "ok");
+    let all = sitegate::store::stored_samples(&db, None).expect("stored samples");
     for (device, property, ts, value) in &served {
-        let stored: Vec<f64> = db
-            .prepare(
-                "SELECT value FROM raw JOIN series ON series.id = raw.series
-                   WHERE device = ?1 AND property = ?2 AND ts = ?3
-                 UNION ALL
-                 SELECT value FROM recent JOIN series ON series.id = recent.series
-                   WHERE device = ?1 AND property = ?2 AND ts = ?3",
-            )
-            .expect("prepare")
-            .query_map(rusqlite::params![device, property, ts], |r| r.get(0))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows");
+        let stored: Vec<f64> = all
+            .iter()
+            .filter(|s| s.device == *device && s.property.name() == *property && s.ts_ms == *ts)
+            .map(|s| s.value)
+            .collect();
         assert_eq!(
             stored.len(),
             1,

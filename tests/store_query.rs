@@ -5,7 +5,9 @@ mod store_support;
 
 use proptest::prelude::*;
 use sitegate::model::Property;
-use sitegate::store::{Aggregation, Point, SeriesQuery, StoreHandle, HOUR_MS, MINUTE_MS};
+use sitegate::store::{
+    Aggregation, Point, SeriesQuery, StoreHandle, DIRECT_PER_SERIES, HOUR_MS, MINUTE_MS,
+};
 use store_support::*;
 
 /// Widths that exercise every source: raw only (1 s, 7 s, 90 s, 150 s), minute
@@ -92,7 +94,11 @@ proptest! {
             0..600,
         ),
         splits in prop::collection::vec(0usize..600, 0..6),
-        compact_after in prop::collection::vec(any::<bool>(), 7),
+        compact_after in prop::collection::vec(any::<bool>(), 8),
+        // Now and then one bulk batch, large enough to bypass the staging ring:
+        // where it starts, its step, the seed of its values and after which
+        // batch it is sent.
+        bulk in prop::option::weighted(0.4, (0..SPAN, 1i64..4_000, any::<u32>(), 0usize..7)),
         asks in prop::collection::vec(ask_strategy(), 1..12),
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -100,21 +106,36 @@ proptest! {
         let rt = rt();
         let tx = store.sample_sender();
         let all: Vec<(i64, f64, bool)> = samples.iter().map(|(off, v, pv)| (BASE + off, *v, *pv)).collect();
-        let pv: Vec<(i64, f64)> = all.iter().filter(|s| s.2).map(|s| (s.0, s.1)).collect();
         // Random batch boundaries, each batch committed on its own: small batches
-        // are staged in `recent`, large ones go straight to `raw`, and compactions
-        // at random points move the staged ones, so rollup rows are merged across
-        // transactions and out of time order.
+        // are staged in the ring, the bulk one goes straight to the chunks, and
+        // compactions at random points move the staged ones, so rollup rows are
+        // merged across transactions and out of time order, and chunks of one
+        // series overlap.
         let mut cuts: Vec<usize> = splits.into_iter().filter(|c| *c < all.len()).collect();
         cuts.push(all.len());
         cuts.sort_unstable();
+        let mut batches: Vec<Vec<(i64, f64, bool)>> = Vec::new();
         let mut from = 0;
-        for (i, cut) in cuts.into_iter().enumerate() {
-            let batch: Vec<_> = all[from..cut]
+        for cut in cuts {
+            batches.push(all[from..cut].to_vec());
+            from = cut;
+        }
+        if let Some((start, step, seed, after)) = bulk {
+            let block = (0..DIRECT_PER_SERIES as i64)
+                .map(|i| {
+                    let v = f64::from((seed.wrapping_mul(i as u32 + 1) >> 7) % 10_000) / 10.0;
+                    (BASE + (start + i * step) % SPAN, v, true)
+                })
+                .collect();
+            batches.insert(after.min(batches.len()), block);
+        }
+        // The naive side sees samples in the order they were sent.
+        let pv: Vec<(i64, f64)> = batches.iter().flatten().filter(|s| s.2).map(|s| (s.0, s.1)).collect();
+        for (i, batch) in batches.into_iter().enumerate() {
+            let batch: Vec<_> = batch
                 .iter()
                 .map(|&(ts, v, is_pv)| sample(if is_pv { 0 } else { 1 }, Property::ActivePower, ts, v))
                 .collect();
-            from = cut;
             rt.block_on(async {
                 tx.send(batch).await.expect("send");
                 store.flush().await.expect("flush");

@@ -394,7 +394,8 @@ impl Rig {
                 self.publish(&all[from..cut]).await;
                 from = cut;
                 // Each batch its own commit: small ones are staged, large ones
-                // go straight to raw; random compactions move the staged ones.
+                // would go straight to the chunks (none here is large enough);
+                // random compactions move the staged ones.
                 store.flush().await.expect("flush");
                 if case.compact_after[i] {
                     store.compact().await.expect("compact");

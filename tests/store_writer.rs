@@ -218,19 +218,14 @@ fn small_batches_are_staged_and_compaction_changes_no_answer() {
     let rt = rt();
     rt.block_on(async {
         let store = open(&cfg);
-        let count = |table: &'static str| {
+        let counts = || {
             let store = store.clone();
             async move {
-                store
-                    .read(move |c| {
-                        Ok::<i64, JobError>(c.query_row(
-                            &format!("SELECT count(*) FROM {table}"),
-                            [],
-                            |r| r.get(0),
-                        )?)
-                    })
+                let c = store
+                    .read(|c| Ok::<_, JobError>(sitegate::store::sample_counts(c)?))
                     .await
-                    .expect("count")
+                    .expect("count");
+                (c.staged, c.at_rest)
             }
         };
         // One sample each of two series: staged.
@@ -242,7 +237,7 @@ fn small_batches_are_staged_and_compaction_changes_no_answer() {
         .await
         .expect("send");
         store.flush().await.expect("flush");
-        assert_eq!((count("recent").await, count("raw").await), (2, 0));
+        assert_eq!(counts().await, (2, 0));
 
         let q = SeriesQuery {
             property: Property::ActivePower,
@@ -254,30 +249,29 @@ fn small_batches_are_staged_and_compaction_changes_no_answer() {
         let staged = store.time_series("dvc_pv1", q).await.expect("query");
         assert_eq!(staged.len(), 1);
         assert_eq!(store.compact().await.expect("compact"), 2);
-        assert_eq!((count("recent").await, count("raw").await), (0, 2));
+        assert_eq!(counts().await, (0, 2));
         assert_eq!(
             store.time_series("dvc_pv1", q).await.expect("query"),
             staged
         );
 
-        // A batch with enough samples per series goes straight to raw, and the
-        // same (series, ts) sent again is ignored wherever the first one lives.
+        // A batch with enough samples per series goes straight to the chunks, and
+        // the same (series, ts) sent again is ignored wherever the first one lives.
         let big: Vec<_> = (0..DIRECT_PER_SERIES as i64)
             .map(|i| sample(0, Property::ActivePower, T0 + 10_000 + i, 1.0))
             .chain([sample(0, Property::ActivePower, T0 + 5_000, 99.0)])
             .collect();
         tx.send(big).await.expect("send");
         store.flush().await.expect("flush");
-        assert_eq!(count("recent").await, 0);
-        assert_eq!(count("raw").await, 2 + DIRECT_PER_SERIES as i64);
+        assert_eq!(counts().await, (0, 2 + DIRECT_PER_SERIES as u64));
         tx.send(vec![sample(0, Property::ActivePower, T0 + 10_000, 99.0)])
             .await
             .expect("send");
         store.flush().await.expect("flush");
         assert_eq!(
-            count("recent").await,
-            0,
-            "a duplicate of a raw row is not staged"
+            counts().await,
+            (0, 2 + DIRECT_PER_SERIES as u64),
+            "a duplicate of a stored sample is not staged"
         );
         let minute = store.time_series("dvc_pv1", q).await.expect("query");
         // 10 at T0+5 s and DIRECT_PER_SERIES ones; both 99s were ignored.
@@ -285,6 +279,42 @@ fn small_batches_are_staged_and_compaction_changes_no_answer() {
         assert!(
             (minute[0].value - (10.0 + n) / (1.0 + n)).abs() < 1e-12,
             "{minute:?}"
+        );
+        store.close().await.expect("close");
+    });
+}
+
+#[test]
+fn the_wal_counter_moves_with_each_commit_by_whole_frames() {
+    use sitegate::metrics::{Collect, Encoder};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(dir.path());
+    let rt = rt();
+    rt.block_on(async {
+        let store = open(&cfg);
+        let tx = store.sample_sender();
+        let page: i64 = store
+            .read(|c| Ok::<i64, JobError>(c.query_row("PRAGMA page_size", [], |r| r.get(0))?))
+            .await
+            .expect("page size");
+        let frame = page as u64 + 24;
+        let mut last = store.stats().wal_bytes();
+        for i in 0..5 {
+            tx.send(vec![sample(0, Property::ActivePower, T0 + i * 1000, 1.0)])
+                .await
+                .expect("send");
+            store.flush().await.expect("flush");
+            let now = store.stats().wal_bytes();
+            assert!(now > last, "commit {i} appended nothing: {now}");
+            assert_eq!((now - last) % frame, 0, "whole frames of {frame} bytes");
+            last = now;
+        }
+        let mut e = Encoder::new();
+        store.collect(&mut e);
+        let text = e.finish();
+        assert!(
+            text.contains(&format!("sitegate_store_wal_written_bytes_total {last}")),
+            "{text}"
         );
         store.close().await.expect("close");
     });

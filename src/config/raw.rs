@@ -342,6 +342,10 @@ pub struct StorageConfig {
     pub flush_interval_ms: u64,
     /// Samples per committed batch at most.
     pub batch_size: usize,
+    /// How often staged samples are compacted into raw-sample chunks and
+    /// rollups: longer writes less (fewer partly filled pages per series),
+    /// shorter leaves readers fewer staged samples to decode.
+    pub compact_interval_s: u64,
     /// Raw samples older than this are deleted.
     pub retention_days: u32,
     /// Rollups (minute, hour) older than this are deleted.
@@ -356,6 +360,7 @@ impl Default for StorageConfig {
             path: PathBuf::from("/var/lib/sitegate/sitegate.db"),
             flush_interval_ms: 1000,
             batch_size: 50_000,
+            compact_interval_s: 600,
             retention_days: 35,
             rollup_retention_days: 400,
             max_size_mb: 2048,

@@ -456,6 +456,12 @@ fn check_storage(s: &StorageConfig, problems: &mut Vec<Problem>) {
     if s.batch_size == 0 {
         problems.push(Problem::new("storage.batch_size", "must be at least 1"));
     }
+    if s.compact_interval_s == 0 || s.compact_interval_s > 3600 {
+        problems.push(Problem::new(
+            "storage.compact_interval_s",
+            format!("must be 1 to 3600, found {}", s.compact_interval_s),
+        ));
+    }
     if s.retention_days == 0 {
         problems.push(Problem::new("storage.retention_days", "must be at least 1"));
     }

@@ -146,6 +146,14 @@ fn bad_values_name_field_and_value() {
         has(&p, "sites[0].max_import: unknown power unit \"kw\""),
         "{p:#?}"
     );
+    let p = problems(&GOOD.replace(
+        "path = \"/tmp/x.db\"",
+        "path = \"/tmp/x.db\"\ncompact_interval_s = 0",
+    ));
+    assert!(
+        has(&p, "storage.compact_interval_s: must be 1 to 3600, found 0"),
+        "{p:#?}"
+    );
     let p = problems(&GOOD.replace("soc_min = 10", "soc_min = 99"));
     assert!(
         has(

@@ -1,6 +1,6 @@
 //! Process metrics in the standard `process_*` names, read from `/proc/self`
 //! (memory-backed files: reading them takes microseconds), plus the agent's
-//! version.
+//! version and the bytes it caused to be written to storage (flash wear).
 
 use super::{Collect, Encoder, Kind};
 
@@ -56,6 +56,14 @@ impl Collect for ProcessCollector {
             )
             .sample(&[], cpu);
         }
+        if let Some(bytes) = write_bytes() {
+            out.family(
+                "sitegate_process_write_bytes_total",
+                Kind::Counter,
+                "Bytes this process caused to be written to storage (write_bytes of /proc/self/io): the wear on the flash.",
+            )
+            .sample(&[], bytes as f64);
+        }
         if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
             out.family("process_open_fds", Kind::Gauge, "Open file descriptors.")
                 .sample(&[], fds.count() as f64);
@@ -73,6 +81,20 @@ fn parse_vm_rss(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// `write_bytes` of `/proc/self/io`.
+fn write_bytes() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    parse_write_bytes(&io)
+}
+
+fn parse_write_bytes(io: &str) -> Option<u64> {
+    io.lines()
+        .find_map(|l| l.strip_prefix("write_bytes:"))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// utime + stime of `/proc/self/stat`, in seconds.
@@ -104,6 +126,10 @@ mod tests {
         let stat = "1234 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0";
         assert_eq!(parse_cpu_ticks(stat), Some(300));
         assert_eq!(parse_cpu_ticks("garbage"), None);
+        let io =
+            "rchar: 10\nwchar: 20\nread_bytes: 0\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n";
+        assert_eq!(parse_write_bytes(io), Some(4096));
+        assert_eq!(parse_write_bytes("rchar: 1\n"), None);
     }
 
     #[test]
@@ -115,6 +141,7 @@ mod tests {
             "process_resident_memory_bytes ",
             "process_cpu_seconds_total ",
             "process_open_fds ",
+            "sitegate_process_write_bytes_total ",
             "sitegate_build_info{version=",
         ] {
             assert!(text.contains(name), "{name} missing:\n{text}");

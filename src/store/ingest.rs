@@ -1,35 +1,38 @@
 //! Writing samples inside the writer's open transaction, by one of two paths:
 //!
-//! - **staged**: a small batch (fewer than [`DIRECT_PER_SERIES`] samples per
-//!   series) goes to `recent`, keyed by time, so the commit touches the end of one
-//!   b-tree instead of one `raw` page and two rollup pages per series;
-//! - **direct**: a large batch first compacts `recent`, then goes to `raw` sorted
-//!   by (series, ts) with its rollups, where each touched page holds many of its
-//!   samples.
+//! - **staged**: a batch with fewer than [`DIRECT_PER_SERIES`] samples per series
+//!   (every flush of a polling site) goes to the staging ring
+//!   ([`stage`](super::stage)): one page per commit of a few hundred samples;
+//! - **direct**: a large batch (bulk ingest) first compacts the ring, then goes
+//!   straight to `raw_chunk` with its rollups.
 //!
-//! [`Ingest::compact`] moves `recent` into `raw` and the rollups. Either way a
-//! (series, ts) is stored once: the first one sent wins.
+//! [`Ingest::compact`] moves the ring (and rows an older sitegate left in
+//! `recent`) into `raw_chunk` and the rollups: per series one chunk and one
+//! upsert per touched minute and hour. Either way a (series, ts) is stored
+//! once, the first one sent wins: a sample newer than everything stored for its
+//! series is new; an older one is looked up (chunks, `raw`, `recent`, ring).
 //!
-//! Runs on the writer thread only. It must not begin or commit transactions (the
-//! writer does) and must not keep state beyond the series-id cache.
+//! Runs on the writer thread only. It must not begin or commit transactions
+//! (the writer does); after a rollback the writer calls [`Ingest::reload`],
+//! since the ring's bookkeeping here may be ahead of the database.
 
 use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection};
 
 use super::agg::{align, Agg};
+use super::chunks;
 use super::plan::{HOUR_MS, MINUTE_MS};
+use super::stage::{Row, Stage};
 use crate::model::{DeviceId, Property, Sample};
 
-const INSERT_RAW: &str = "INSERT OR IGNORE INTO raw (series, ts, value) VALUES (?1, ?2, ?3)";
 const IN_RAW: &str = "SELECT 1 FROM raw WHERE series = ?1 AND ts = ?2";
-const INSERT_RECENT: &str = "INSERT OR IGNORE INTO recent (ts, series, value) VALUES (?1, ?2, ?3)";
+const IN_RECENT: &str = "SELECT 1 FROM recent WHERE ts = ?1 AND series = ?2";
 
-/// Samples per series from which a batch goes straight to `raw`.
-pub const DIRECT_PER_SERIES: usize = 32;
-
-/// (series, ts, value).
-type Row = (i64, i64, f64);
+/// Samples per series from which a batch goes straight to `raw_chunk`: below
+/// it, one chunk and two rollup pages per series would cost more than staging
+/// the batch and compacting it with the next ones.
+pub const DIRECT_PER_SERIES: usize = 1024;
 
 /// The upsert that folds a batch's summary of one period into a rollup row.
 /// Every right-hand side reads the old row, so the CASEs compare old offsets.
@@ -52,13 +55,13 @@ fn upsert_sql(table: &str) -> String {
 /// What one batch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IngestStats {
-    /// New rows (in `raw` or `recent`).
+    /// New samples (staged or in `raw_chunk`).
     pub stored: usize,
     /// Samples whose (series, ts) was already stored: the first one is kept.
     pub duplicates: usize,
     /// NaN or infinite values, and samples of unknown devices: not stored.
     pub rejected: usize,
-    /// Of `stored`, the rows that went to `recent` (to be compacted).
+    /// Of `stored`, the samples that went to the staging ring.
     pub staged: usize,
 }
 
@@ -67,18 +70,41 @@ pub(crate) struct Ingest {
     /// Device reference by `DeviceId` index.
     devices: Vec<String>,
     series: HashMap<(u16, Property), i64>,
+    /// Newest stored time per series, loaded on first use.
+    newest: HashMap<i64, i64>,
+    stage: Stage,
+    page_size: usize,
     upsert_minute: String,
     upsert_hour: String,
 }
 
 impl Ingest {
-    pub fn new(devices: Vec<String>) -> Self {
-        Self {
+    pub fn new(conn: &Connection, devices: Vec<String>) -> rusqlite::Result<Self> {
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let page_size = usize::try_from(page_size).unwrap_or(4096);
+        Ok(Self {
             devices,
             series: HashMap::new(),
+            newest: HashMap::new(),
+            stage: Stage::load(conn, page_size)?,
+            page_size,
             upsert_minute: upsert_sql("rollup_1m"),
             upsert_hour: upsert_sql("rollup_1h"),
-        }
+        })
+    }
+
+    /// Forgets what a rolled-back transaction may have left in memory: the ring's
+    /// bookkeeping is read again and the caches start empty.
+    pub fn reload(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        self.series.clear();
+        self.newest.clear();
+        self.stage = Stage::load(conn, self.page_size)?;
+        Ok(())
+    }
+
+    /// Samples in the staging ring.
+    pub fn staged(&self) -> usize {
+        self.stage.staged()
     }
 
     /// The reference of a device id (config order), if it is known.
@@ -104,73 +130,129 @@ impl Ingest {
                 None => stats.rejected += 1,
             }
         }
-        let series: HashSet<i64> = rows.iter().map(|r| r.0).collect();
-        if rows.len() >= DIRECT_PER_SERIES * series.len().max(1) {
+        // Stable: of two samples with the same (series, ts) the one sent first
+        // stays first and is kept.
+        rows.sort_by_key(|&(series, ts, _)| (series, ts));
+        let before = rows.len();
+        rows.dedup_by_key(|r| (r.0, r.1));
+        stats.duplicates += before - rows.len();
+        let rows = self.drop_stored(conn, rows, &mut stats)?;
+        stats.stored = rows.len();
+        let series = rows.iter().map(|r| r.0).collect::<HashSet<_>>().len();
+        if rows.len() >= DIRECT_PER_SERIES * series.max(1) {
             self.compact(conn)?;
-            self.write_raw(conn, rows, &mut stats)?;
+            self.write_raw(conn, &rows)?;
         } else {
-            self.stage(conn, &rows, &mut stats)?;
+            self.stage.write(conn, &rows)?;
+            stats.staged = rows.len();
         }
         Ok(stats)
     }
 
-    /// Moves every row of `recent` into `raw` and the rollups; returns how many.
+    /// Moves every staged sample (and rows left in the older `recent` table)
+    /// into `raw_chunk` and the rollups; returns how many.
     pub fn compact(&mut self, conn: &Connection) -> rusqlite::Result<usize> {
-        let rows: Vec<Row> = {
+        let mut rows = self.stage.rows(conn)?;
+        let legacy: Vec<Row> = {
             let mut stmt = conn.prepare_cached("SELECT series, ts, value FROM recent")?;
             let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             rows.collect::<Result<_, _>>()?
         };
-        if rows.is_empty() {
+        if rows.is_empty() && legacy.is_empty() {
             return Ok(0);
         }
-        let mut stats = IngestStats::default();
-        self.write_raw(conn, rows, &mut stats)?;
-        conn.prepare_cached("DELETE FROM recent")?.execute([])?;
-        Ok(stats.stored)
+        if !legacy.is_empty() {
+            rows.extend(legacy);
+            conn.prepare_cached("DELETE FROM recent")?.execute([])?;
+        }
+        // Everything staged was checked against what is stored; sort for the
+        // chunks (stable, and a repeated (series, ts) would keep the first).
+        rows.sort_by_key(|&(series, ts, _)| (series, ts));
+        rows.dedup_by_key(|r| (r.0, r.1));
+        self.write_raw(conn, &rows)?;
+        self.stage.mark_compacted(conn)?;
+        Ok(rows.len())
     }
 
-    fn stage(
+    /// Drops rows whose (series, ts) is stored already; `rows` are sorted and
+    /// unique. Rows newer than everything stored for their series skip the
+    /// lookups (the common case: the next poll).
+    fn drop_stored(
         &mut self,
         conn: &Connection,
-        rows: &[Row],
+        rows: Vec<Row>,
         stats: &mut IngestStats,
-    ) -> rusqlite::Result<()> {
-        let mut in_raw = conn.prepare_cached(IN_RAW)?;
-        let mut insert = conn.prepare_cached(INSERT_RECENT)?;
-        for &(series, ts, value) in rows {
-            if in_raw.exists(params![series, ts])?
-                || insert.execute(params![ts, series, value])? == 0
-            {
+    ) -> rusqlite::Result<Vec<Row>> {
+        let mut staged: Option<HashSet<(i64, i64)>> = None;
+        let mut kept = Vec::with_capacity(rows.len());
+        for (series, ts, value) in rows {
+            let newest = self.newest(conn, series)?;
+            let stored = ts <= newest && {
+                chunks::contains(conn, series, ts)?
+                    || conn.prepare_cached(IN_RAW)?.exists(params![series, ts])?
+                    || conn
+                        .prepare_cached(IN_RECENT)?
+                        .exists(params![ts, series])?
+                    || (self.stage.may_hold(series, ts) && {
+                        if staged.is_none() {
+                            let rows = self.stage.rows(conn)?;
+                            staged = Some(rows.into_iter().map(|r| (r.0, r.1)).collect());
+                        }
+                        staged.as_ref().is_some_and(|s| s.contains(&(series, ts)))
+                    })
+            };
+            if stored {
                 stats.duplicates += 1;
             } else {
-                stats.stored += 1;
-                stats.staged += 1;
+                kept.push((series, ts, value));
             }
         }
-        Ok(())
+        for &(series, ts, _) in &kept {
+            let n = self.newest.entry(series).or_insert(ts);
+            *n = (*n).max(ts);
+        }
+        Ok(kept)
     }
 
-    fn write_raw(
-        &mut self,
-        conn: &Connection,
-        mut rows: Vec<Row>,
-        stats: &mut IngestStats,
-    ) -> rusqlite::Result<()> {
-        // Stable: of two samples with the same (series, ts) the one sent first is
-        // inserted first and kept. Sorted rows also keep b-tree writes local.
-        rows.sort_by_key(|&(series, ts, _)| (series, ts));
-        let mut insert = conn.prepare_cached(INSERT_RAW)?;
+    /// The newest time stored for `series` anywhere (`i64::MIN` when none).
+    fn newest(&mut self, conn: &Connection, series: i64) -> rusqlite::Result<i64> {
+        if let Some(&t) = self.newest.get(&series) {
+            return Ok(t);
+        }
+        let raw: Option<i64> = conn
+            .prepare_cached("SELECT max(ts) FROM raw WHERE series = ?1")?
+            .query_row([series], |r| r.get(0))?;
+        let recent: Option<i64> = conn
+            .prepare_cached("SELECT max(ts) FROM recent WHERE series = ?1")?
+            .query_row([series], |r| r.get(0))?;
+        let t = [
+            chunks::newest_ts(conn, series)?,
+            raw,
+            recent,
+            self.stage.newest(series),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(i64::MIN);
+        self.newest.insert(series, t);
+        Ok(t)
+    }
+
+    /// Writes rows sorted by (series, ts), unique and not stored yet, as chunks
+    /// and rollups.
+    fn write_raw(&mut self, conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
         let mut minute = Rollup::new(conn, &self.upsert_minute, MINUTE_MS)?;
         let mut hour = Rollup::new(conn, &self.upsert_hour, HOUR_MS)?;
-        for &(series, ts, value) in &rows {
-            if insert.execute(params![series, ts, value])? == 0 {
-                stats.duplicates += 1;
-                continue;
-            }
-            stats.stored += 1;
+        let mut samples: Vec<(i64, f64)> = Vec::new();
+        for (i, &(series, ts, value)) in rows.iter().enumerate() {
+            samples.push((ts, value));
             minute.add(series, ts, value)?;
             hour.add(series, ts, value)?;
+            if rows.get(i + 1).is_none_or(|next| next.0 != series) {
+                chunks::write(conn, series, &samples)?;
+                samples.clear();
+            }
         }
         minute.flush()?;
         hour.flush()

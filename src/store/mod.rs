@@ -10,6 +10,8 @@
 //! one). See `docs/store.md` for the layout, the durability bound and the figures.
 
 mod agg;
+mod chunks;
+mod codec;
 mod error;
 mod hook;
 mod ingest;
@@ -18,17 +20,23 @@ mod plan;
 mod query;
 mod reader;
 mod retention;
+mod stage;
 mod stats;
 pub mod timeseries;
 mod writer;
 
 pub use agg::{align, Agg, Aggregation};
+pub use chunks::{CHUNK_MAX, CHUNK_SPAN_MS};
 pub use error::StoreError;
 pub use hook::{Batch, CommitHook};
 pub use ingest::{IngestStats, DIRECT_PER_SERIES};
 pub use plan::{plan, Segment, Source, HOUR_MS, MINUTE_MS};
-pub use query::{LatestValue, Point, SeriesQuery};
-pub use retention::{RetentionReport, CHUNK_ROWS};
+pub use query::{
+    for_each_sample, latest_of, sample_counts, stored_samples, LatestValue, Point, SampleCounts,
+    SeriesQuery, StoredSample,
+};
+pub use retention::{RetentionReport, CHUNK_BLOBS, CHUNK_ROWS};
+pub use writer::STAGED_MAX;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -93,30 +101,36 @@ impl StoreHandle {
                 source,
             })?;
         }
-        let mut conn = open_writer(&path)?;
+        let stats = Arc::new(StoreStats::default());
+        let mut conn = open_writer(&path, &stats)?;
         migrate::migrate(&mut conn, now_ms())?;
         if let Some(hook) = &mut hook {
             hook.open(&conn)?;
         }
 
-        let stats = Arc::new(StoreStats::default());
         let heartbeat = Heartbeat::new("store writer");
         let pulse = heartbeat.pulse();
-        let writer = Writer {
+        let ingest = ingest::Ingest::new(&conn, devices)?;
+        let mut writer = Writer {
             conn,
-            ingest: ingest::Ingest::new(devices),
+            ingest,
             flush_interval: Duration::from_millis(config.flush_interval_ms.max(1)),
+            compact_interval: Duration::from_secs(config.compact_interval_s.max(1)),
             batch_size: config.batch_size.max(1),
             policy: retention::Policy {
                 raw_ms: i64::from(config.retention_days) * MS_PER_DAY,
                 rollup_ms: i64::from(config.rollup_retention_days) * MS_PER_DAY,
                 max_bytes: config.max_size_mb.saturating_mul(1024 * 1024),
             },
-            staged: 0,
             hook,
             stats: stats.clone(),
             heartbeat,
         };
+        // What a crash (or an older sitegate's `recent`) left staged goes to
+        // the chunks before anything reads or writes.
+        if let Err(e) = writer.compact() {
+            tracing::error!(error = %e, "compacting staged samples at start failed");
+        }
         let (samples, samples_rx) = mpsc::channel(SAMPLE_QUEUE);
         let (jobs, jobs_rx) = mpsc::channel(JOB_QUEUE);
         let thread = std::thread::Builder::new()
@@ -232,8 +246,9 @@ impl StoreHandle {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
-    /// Moves samples staged in `recent` into `raw` and the rollups now (the
-    /// writer does it every minute, at start and at close); returns how many.
+    /// Moves the staged samples into raw-sample chunks and the rollups now (the
+    /// writer does it every `compact_interval_s`, at open and at close);
+    /// returns how many.
     pub async fn compact(&self) -> Result<usize, StoreError> {
         let (reply, rx) = oneshot::channel();
         self.jobs
@@ -267,13 +282,26 @@ impl StoreHandle {
     }
 }
 
+/// Page size of a database this binary creates. Every commit rewrites whole
+/// pages (plus a 24-byte frame header) in the WAL, so smaller pages write less
+/// per commit; see docs/store.md, "Flash wear". An existing database keeps the
+/// page size it was created with.
+pub const NEW_DB_PAGE_SIZE: u32 = 1024;
+
+/// A checkpoint copies the WAL's pages into the database file once this many
+/// bytes of frames are in the WAL: a page rewritten by many commits in between
+/// (the staging ring's, a rollup's) is copied once per checkpoint.
+pub const CHECKPOINT_WAL_BYTES: u64 = 32 << 20;
+
 /// The write connection: WAL, fsync at every commit (`synchronous = FULL`: a
-/// commit that returned survives a power cut), a bounded WAL file, checkpoints
-/// every 8192 pages (32 MiB) so a page rewritten by many commits is copied into
-/// the database file once per checkpoint, not once per 4 MiB.
-fn open_writer(path: &Path) -> Result<Connection, StoreError> {
-    let conn = Connection::open(path)?;
+/// commit that returned survives a power cut), a bounded WAL file, a checkpoint
+/// every [`CHECKPOINT_WAL_BYTES`] of WAL, and a count of the bytes appended to
+/// the WAL (`stats`).
+fn open_writer(path: &Path, stats: &Arc<StoreStats>) -> Result<Connection, StoreError> {
+    let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;
+    // Takes effect only on a database without pages yet (a new file).
+    conn.execute_batch(&format!("PRAGMA page_size = {NEW_DB_PAGE_SIZE}"))?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Pragma {
@@ -284,9 +312,35 @@ fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     conn.execute_batch(
         "PRAGMA synchronous = FULL;
          PRAGMA journal_size_limit = 67108864;
-         PRAGMA wal_autocheckpoint = 8192;
          PRAGMA cache_size = -8000;
          PRAGMA temp_store = MEMORY;",
     )?;
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+    let page_size = u64::try_from(page_size).unwrap_or(4096);
+    let checkpoint_frames = (CHECKPOINT_WAL_BYTES / page_size).max(1);
+    let stats = stats.clone();
+    let mut frames_before = 0u64;
+    // Replaces SQLite's own auto-checkpoint hook with the same policy, counting
+    // the frames each commit appended. `frames` is the WAL's frame count after
+    // the commit; it is smaller than before only after the WAL restarted from
+    // its beginning (a checkpoint had copied all of it).
+    conn.wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, frames: i32| {
+        let frames = u64::try_from(frames).unwrap_or(0);
+        let appended = if frames >= frames_before {
+            frames - frames_before
+        } else {
+            frames
+        };
+        frames_before = frames;
+        stats.record_wal_frames(appended, page_size);
+        if frames >= checkpoint_frames {
+            // PASSIVE: copies what no reader still needs, never waits. A
+            // failure is retried at the next commit.
+            if let Err(e) = wal.checkpoint() {
+                tracing::warn!(error = %e, "WAL checkpoint failed; retrying after the next commit");
+            }
+        }
+        Ok(())
+    }))?;
     Ok(conn)
 }

@@ -3,16 +3,21 @@
 //! blocking threads.
 //!
 //! The bucket fold follows [`plan`](super::plan): whole rollup periods come from
-//! rollup rows, partial ones from raw samples, and samples still staged in
-//! `recent` are added wherever they fall, all merged with [`Agg::merge`], so the
-//! result equals a fold over every stored sample. Each answer reads one snapshot
+//! rollup rows, partial ones from raw samples (chunks, and rows an older
+//! sitegate left in `raw`), and samples still staged (the ring, and `recent`
+//! rows of an older sitegate) are added wherever they fall, all merged with
+//! [`Agg::merge`], so the result equals a fold over every stored sample. Each answer reads one snapshot
 //! (one read transaction), so a compaction committing meanwhile cannot count a
 //! sample twice or not at all. Nothing here writes.
+
+use std::collections::HashMap;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::agg::{align, Agg, Aggregation};
+use super::chunks;
 use super::plan::{plan, Source};
+use super::stage;
 use crate::model::Property;
 
 /// One time-series question about one series.
@@ -87,24 +92,31 @@ pub fn buckets(
     width: i64,
 ) -> rusqlite::Result<Vec<(i64, Agg)>> {
     let mut out: Vec<(i64, Agg)> = Vec::new();
-    let mut push = |ts: i64, agg: Agg| {
-        let bucket = align(ts, width);
-        match out.last_mut() {
-            Some((b, a)) if *b == bucket => a.merge(&agg),
-            _ => out.push((bucket, agg)),
-        }
+    // Rows come mostly in time order (segments ascend, a chunk ascends); late
+    // chunks, older `raw` rows and staged samples may fall anywhere.
+    let mut merge = |bucket: i64, agg: Agg| match out.last_mut() {
+        Some((b, a)) if *b == bucket => a.merge(&agg),
+        Some((b, _)) if *b > bucket => match out.binary_search_by_key(&bucket, |(b, _)| *b) {
+            Ok(i) => out[i].1.merge(&agg),
+            Err(i) => out.insert(i, (bucket, agg)),
+        },
+        _ => out.push((bucket, agg)),
     };
     for seg in plan(start, end, width) {
         match seg.source {
             Source::Raw => {
+                // Rows of the `raw` table (written by sitegate before chunks).
                 let mut stmt = conn.prepare_cached(
                     "SELECT ts, value FROM raw WHERE series = ?1 AND ts >= ?2 AND ts < ?3 ORDER BY ts",
                 )?;
                 let mut rows = stmt.query(params![series, seg.start, seg.end])?;
                 while let Some(row) = rows.next()? {
                     let ts: i64 = row.get(0)?;
-                    push(ts, Agg::one(ts, row.get(1)?));
+                    merge(align(ts, width), Agg::one(ts, row.get(1)?));
                 }
+                chunks::for_each(conn, series, seg.start, seg.end, |ts, v| {
+                    merge(align(ts, width), Agg::one(ts, v));
+                })?;
             }
             Source::Minute | Source::Hour => {
                 let table = if seg.source == Source::Hour {
@@ -129,24 +141,25 @@ pub fn buckets(
                         last_ts: bucket + row.get::<_, i64>(7)?,
                         last: row.get(8)?,
                     };
-                    push(bucket, agg);
+                    merge(align(bucket, width), agg);
                 }
             }
         }
     }
+    // Staged samples: the ring, and rows an older sitegate left in `recent`.
     let mut recent = conn.prepare_cached(
         "SELECT ts, value FROM recent WHERE ts >= ?2 AND ts < ?3 AND series = ?1",
     )?;
     let mut rows = recent.query(params![series, start, end])?;
     while let Some(row) = rows.next()? {
         let ts: i64 = row.get(0)?;
-        let agg = Agg::one(ts, row.get(1)?);
-        let bucket = align(ts, width);
-        match out.binary_search_by_key(&bucket, |(b, _)| *b) {
-            Ok(i) => out[i].1.merge(&agg),
-            Err(i) => out.insert(i, (bucket, agg)),
-        }
+        merge(align(ts, width), Agg::one(ts, row.get(1)?));
     }
+    stage::for_each_staged(conn, Some(series), |_, ts, v| {
+        if ts >= start && ts < end {
+            merge(align(ts, width), Agg::one(ts, v));
+        }
+    })?;
     Ok(out)
 }
 
@@ -154,34 +167,13 @@ pub fn buckets(
 /// the hour rollups when the raw ones were already deleted by retention.
 pub fn latest(conn: &Connection) -> rusqlite::Result<Vec<LatestValue>> {
     let conn = &conn.unchecked_transaction()?;
-    let mut series = conn.prepare("SELECT id, device, property FROM series ORDER BY id")?;
-    let rows: Vec<(i64, String, String)> = series
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<Result<_, _>>()?;
-    let mut raw =
-        conn.prepare("SELECT ts, value FROM raw WHERE series = ?1 ORDER BY ts DESC LIMIT 1")?;
-    let mut hour = conn.prepare(
-        "SELECT bucket + last_off, last_v FROM rollup_1h WHERE series = ?1 ORDER BY bucket DESC LIMIT 1",
-    )?;
-    let mut staged =
-        conn.prepare("SELECT ts, value FROM recent WHERE series = ?1 ORDER BY ts DESC LIMIT 1")?;
-    let mut out = Vec::with_capacity(rows.len());
-    for (id, device, property) in rows {
-        // A name this binary does not know was written by a newer one: skip it.
-        let Ok(property) = property.parse::<Property>() else {
-            continue;
-        };
-        let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
-        let stored = match raw.query_row([id], pair).optional()? {
-            Some(v) => Some(v),
-            None => hour.query_row([id], pair).optional()?,
-        };
-        let staged = staged.query_row([id], pair).optional()?;
-        let newest = match (stored, staged) {
-            (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
-            (a, b) => a.or(b),
-        };
-        if let Some((ts_ms, value)) = newest {
+    let mut staged: HashMap<i64, (i64, f64)> = HashMap::new();
+    stage::for_each_staged(conn, None, |series, ts, v| {
+        newer(staged.entry(series).or_insert((ts, v)), (ts, v));
+    })?;
+    let mut out = Vec::new();
+    for (id, device, property) in all_series(conn)? {
+        if let Some((ts_ms, value)) = newest_of(conn, id, staged.get(&id).copied())? {
             out.push(LatestValue {
                 device,
                 property,
@@ -191,4 +183,180 @@ pub fn latest(conn: &Connection) -> rusqlite::Result<Vec<LatestValue>> {
         }
     }
     Ok(out)
+}
+
+/// The newest stored value of one series, as [`latest`] finds it.
+pub fn latest_of(
+    conn: &Connection,
+    device: &str,
+    property: Property,
+) -> rusqlite::Result<Option<(i64, f64)>> {
+    let conn = &conn.unchecked_transaction()?;
+    let Some(id) = find_series(conn, device, property)? else {
+        return Ok(None);
+    };
+    let mut staged: Option<(i64, f64)> = None;
+    stage::for_each_staged(conn, Some(id), |_, ts, v| {
+        newer(staged.get_or_insert((ts, v)), (ts, v));
+    })?;
+    newest_of(conn, id, staged)
+}
+
+/// The newest of the raw samples (chunks or `raw` rows) or else the last hour
+/// rollup, the rows an older sitegate left in `recent`, and `staged`.
+fn newest_of(
+    conn: &Connection,
+    id: i64,
+    staged: Option<(i64, f64)>,
+) -> rusqlite::Result<Option<(i64, f64)>> {
+    let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
+    let one = |sql: &str| conn.prepare_cached(sql)?.query_row([id], pair).optional();
+    let newest = |pairs: [Option<(i64, f64)>; 3]| {
+        pairs.into_iter().flatten().reduce(|mut a, b| {
+            newer(&mut a, b);
+            a
+        })
+    };
+    let stored = match newest([
+        one("SELECT ts, value FROM raw WHERE series = ?1 ORDER BY ts DESC LIMIT 1")?,
+        chunks::newest(conn, id)?,
+        None,
+    ]) {
+        Some(v) => Some(v),
+        None => one(
+            "SELECT bucket + last_off, last_v FROM rollup_1h WHERE series = ?1 ORDER BY bucket DESC LIMIT 1",
+        )?,
+    };
+    let recent = one("SELECT ts, value FROM recent WHERE series = ?1 ORDER BY ts DESC LIMIT 1")?;
+    Ok(newest([stored, recent, staged]))
+}
+
+/// Keeps in `a` the later of two (ts, value) pairs (`a` on a tie).
+fn newer(a: &mut (i64, f64), b: (i64, f64)) {
+    if b.0 > a.0 {
+        *a = b;
+    }
+}
+
+/// Every series this binary knows the property of: (id, device, property). A
+/// name it does not know was written by a newer sitegate: skipped.
+fn all_series(conn: &Connection) -> rusqlite::Result<Vec<(i64, String, Property)>> {
+    let mut stmt = conn.prepare_cached("SELECT id, device, property FROM series ORDER BY id")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (id, device, property) = row?;
+        if let Ok(property) = property.parse::<Property>() {
+            out.push((id, device, property));
+        }
+    }
+    Ok(out)
+}
+
+/// One stored sample, wherever it is kept.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSample {
+    pub device: String,
+    pub property: Property,
+    pub ts_ms: i64,
+    pub value: f64,
+}
+
+/// Calls `f(ts, value)` for every stored sample of one series with
+/// `start <= ts < end` (staged, in chunks, or in the tables of an older
+/// sitegate), not in time order. A full read of the range: for checks,
+/// exports and naive comparisons, not for request paths.
+pub fn for_each_sample(
+    conn: &Connection,
+    device: &str,
+    property: Property,
+    start: i64,
+    end: i64,
+    f: impl FnMut(i64, f64),
+) -> rusqlite::Result<()> {
+    let conn = &conn.unchecked_transaction()?;
+    match find_series(conn, device, property)? {
+        Some(id) => samples_of(conn, id, start, end, f),
+        None => Ok(()),
+    }
+}
+
+/// [`for_each_sample`] by series id, inside the caller's read transaction.
+fn samples_of(
+    conn: &Connection,
+    id: i64,
+    start: i64,
+    end: i64,
+    mut f: impl FnMut(i64, f64),
+) -> rusqlite::Result<()> {
+    let mut legacy = conn.prepare_cached(
+        "SELECT ts, value FROM raw WHERE series = ?1 AND ts >= ?2 AND ts < ?3
+         UNION ALL SELECT ts, value FROM recent WHERE series = ?1 AND ts >= ?2 AND ts < ?3",
+    )?;
+    let mut rows = legacy.query(params![id, start, end])?;
+    while let Some(row) = rows.next()? {
+        f(row.get(0)?, row.get(1)?);
+    }
+    chunks::for_each(conn, id, start, end, &mut f)?;
+    stage::for_each_staged(conn, Some(id), |_, ts, v| {
+        if ts >= start && ts < end {
+            f(ts, v);
+        }
+    })
+}
+
+/// Every stored sample of `device` (or of every device), by device, property
+/// and time (see [`for_each_sample`]).
+pub fn stored_samples(
+    conn: &Connection,
+    device: Option<&str>,
+) -> rusqlite::Result<Vec<StoredSample>> {
+    let conn = &conn.unchecked_transaction()?;
+    let mut out = Vec::new();
+    for (id, name, property) in all_series(conn)? {
+        if device.is_some_and(|d| d != name) {
+            continue;
+        }
+        let mut samples: Vec<(i64, f64)> = Vec::new();
+        samples_of(conn, id, i64::MIN, i64::MAX, |ts, v| samples.push((ts, v)))?;
+        samples.sort_by_key(|s| s.0);
+        out.extend(samples.into_iter().map(|(ts_ms, value)| StoredSample {
+            device: name.clone(),
+            property,
+            ts_ms,
+            value,
+        }));
+    }
+    out.sort_by(|a, b| {
+        (&a.device, a.property.name(), a.ts_ms).cmp(&(&b.device, b.property.name(), b.ts_ms))
+    });
+    Ok(out)
+}
+
+/// Where the stored samples are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleCounts {
+    /// Committed and waiting for compaction (the staging ring, and rows an
+    /// older sitegate left in `recent`).
+    pub staged: u64,
+    /// In raw-sample chunks (and rows of the older `raw` table).
+    pub at_rest: u64,
+}
+
+/// Counts the stored samples by where they are, in one snapshot.
+pub fn sample_counts(conn: &Connection) -> rusqlite::Result<SampleCounts> {
+    let conn = &conn.unchecked_transaction()?;
+    let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0));
+    Ok(SampleCounts {
+        staged: stage::staged_count(conn)? + count("SELECT count(*) FROM recent")?.max(0) as u64,
+        at_rest: (count("SELECT coalesce(sum(n), 0) FROM raw_chunk")?
+            + count("SELECT count(*) FROM raw")?)
+        .max(0) as u64,
+    })
 }

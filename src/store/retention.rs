@@ -1,6 +1,6 @@
-//! Deleting old data: raw samples past `retention_days`, rollups past
-//! `rollup_retention_days`, and, while the database holds more than
-//! `max_size_mb`, the oldest day of the bulkiest tier first: raw samples, then
+//! Deleting old data: raw samples (chunks, and rows of the older `raw` table)
+//! past `retention_days`, rollups past `rollup_retention_days`, and, while the
+//! database holds more than `max_size_mb`, the oldest day of the bulkiest tier first: raw samples, then
 //! minute rollups, then hour rollups, each down to its newest day. So a cap that
 //! is too small for the configured retention shortens the raw history before it
 //! touches the long, cheap rollup history.
@@ -9,9 +9,11 @@
 //! bounds on its own ([`ACCOUNTED_APART`]: the uplink's RPC record), so traffic
 //! there can never make retention delete measurements.
 //!
-//! Work is cut into steps of at most [`CHUNK_ROWS`] rows, each its own short
-//! transaction on the writer thread, so sample batches and steering writes wait
-//! for one small delete at most, never for a whole pass. Deleted pages go to
+//! Work is cut into steps of at most [`CHUNK_ROWS`] rows (or [`CHUNK_BLOBS`]
+//! raw-sample chunks, deleted in the order they ended so their pages are freed
+//! whole), each its own short transaction on the writer thread, so sample
+//! batches and steering writes wait for one small delete at most, never for a
+//! whole pass. Deleted pages go to
 //! SQLite's free list and are reused; the file does not shrink (no VACUUM: it
 //! would rewrite the whole file on flash).
 
@@ -21,8 +23,13 @@ use super::agg::align;
 
 /// Most rows one step deletes.
 pub const CHUNK_ROWS: i64 = 5_000;
+/// Most `raw_chunk` rows one step deletes (each holds up to an hour of one
+/// series; ten minutes of a polled series).
+pub const CHUNK_BLOBS: i64 = 1_000;
 const DAY_MS: i64 = 86_400_000;
-const TABLES: [&str; 3] = ["raw", "rollup_1m", "rollup_1h"];
+/// The tiers, bulkiest first: raw samples (chunks, and rows of the older `raw`
+/// table), minute rollups, hour rollups.
+const TIERS: [&[&str]; 3] = [&["raw", "raw_chunk"], &["rollup_1m"], &["rollup_1h"]];
 /// Tables (with their indexes) bounded by the layer that writes them, not by
 /// `max_size_mb`: the uplink's RPC record (`uplink/dedup.rs`, rows and bytes).
 pub const ACCOUNTED_APART: [&str; 1] = ["uplink_rpc_seen"];
@@ -38,9 +45,11 @@ pub(crate) struct Policy {
 /// What a retention run deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetentionReport {
-    /// Rows deleted because they were past their table's retention.
+    /// Rows deleted because they were past their table's retention (for
+    /// raw-sample chunks: the samples they held).
     pub expired_rows: u64,
-    /// Rows deleted to bring the database under its size cap.
+    /// Rows deleted to bring the database under its size cap (chunks counted
+    /// by their samples).
     pub evicted_rows: u64,
     /// Transactions used.
     pub steps: u64,
@@ -70,27 +79,37 @@ impl Policy {
 
     fn step_in_tx(&self, conn: &Connection, now_ms: i64) -> rusqlite::Result<Step> {
         let series = series_ids(conn)?;
-        for table in TABLES {
-            let keep = if table == "raw" {
+        for (tier, tables) in TIERS.iter().enumerate() {
+            let keep = if tier == 0 {
                 self.raw_ms
             } else {
                 self.rollup_ms
             };
-            let n = delete_chunk(conn, table, &series, now_ms.saturating_sub(keep))?;
-            if n > 0 {
-                return Ok(Step::Expired(n));
+            for table in *tables {
+                let n = delete_chunk(conn, table, &series, now_ms.saturating_sub(keep))?;
+                if n > 0 {
+                    return Ok(Step::Expired(n));
+                }
             }
         }
         if capped_bytes(conn)? > self.max_bytes {
-            for table in TABLES {
-                let Some(oldest) = oldest(conn, table, &series)? else {
+            for tables in TIERS {
+                let mut oldest_day: Option<i64> = None;
+                for table in tables {
+                    if let Some(t) = oldest(conn, table, &series)? {
+                        oldest_day = Some(oldest_day.map_or(t, |o: i64| o.min(t)));
+                    }
+                }
+                let Some(oldest) = oldest_day else {
                     continue;
                 };
                 // Whole days, and never the newest day of a tier.
                 let cutoff = (align(oldest, DAY_MS) + DAY_MS).min(align(now_ms - DAY_MS, DAY_MS));
-                let n = delete_chunk(conn, table, &series, cutoff)?;
-                if n > 0 {
-                    return Ok(Step::Evicted(n));
+                for table in tables {
+                    let n = delete_chunk(conn, table, &series, cutoff)?;
+                    if n > 0 {
+                        return Ok(Step::Evicted(n));
+                    }
                 }
             }
             tracing::warn!(
@@ -157,14 +176,19 @@ fn time_column(table: &str) -> &'static str {
     }
 }
 
-/// Deletes at most `CHUNK_ROWS` rows older than `cutoff`, series by series; each
-/// probe and delete is a range scan of the primary key.
+/// Deletes at most `CHUNK_ROWS` rows (`CHUNK_BLOBS` chunks) older than
+/// `cutoff`, series by series; each probe and delete is a range scan of the
+/// primary key. A chunk is older than `cutoff` when its last sample is; for
+/// chunks the count returned is of samples.
 fn delete_chunk(
     conn: &Connection,
     table: &str,
     series: &[i64],
     cutoff: i64,
 ) -> rusqlite::Result<u64> {
+    if table == "raw_chunk" {
+        return delete_chunks(conn, cutoff);
+    }
     let col = time_column(table);
     let mut nth = conn.prepare_cached(&format!(
         "SELECT {col} FROM {table} WHERE series = ?1 AND {col} < ?2 ORDER BY {col} LIMIT 1 OFFSET ?3"
@@ -195,8 +219,31 @@ fn delete_chunk(
     Ok(deleted as u64)
 }
 
-/// The oldest time held by `table`.
+/// Deletes the chunks that ended first, across series, so the pages they fill
+/// (written one compaction after another) are freed whole. Returns the samples
+/// deleted.
+fn delete_chunks(conn: &Connection, cutoff: i64) -> rusqlite::Result<u64> {
+    let mut delete = conn.prepare_cached(
+        "DELETE FROM raw_chunk WHERE id IN (
+             SELECT id FROM raw_chunk WHERE end_ts < ?1 ORDER BY end_ts LIMIT ?2)
+         RETURNING n",
+    )?;
+    let mut samples = 0u64;
+    let mut rows = delete.query(params![cutoff, CHUNK_BLOBS])?;
+    while let Some(row) = rows.next()? {
+        samples += row.get::<_, i64>(0)?.max(0) as u64;
+    }
+    Ok(samples)
+}
+
+/// The oldest time held by `table`; for chunks, the earliest last time of a
+/// chunk (so a cutoff after it deletes that chunk).
 fn oldest(conn: &Connection, table: &str, series: &[i64]) -> rusqlite::Result<Option<i64>> {
+    if table == "raw_chunk" {
+        return conn
+            .prepare_cached("SELECT min(end_ts) FROM raw_chunk")?
+            .query_row([], |r| r.get(0));
+    }
     let col = time_column(table);
     let mut stmt = conn.prepare_cached(&format!(
         "SELECT {col} FROM {table} WHERE series = ?1 ORDER BY {col} LIMIT 1"

@@ -1,6 +1,7 @@
 //! The store's counters: commits with their duration, samples committed or
-//! dropped, and (read at scrape time) the writer's queue depths and the
-//! database file size. The writer counts; `/metrics` reads.
+//! dropped, bytes appended to the write-ahead log, and (read at scrape time)
+//! the writer's queue depths and the database file size. The writer counts;
+//! `/metrics` reads.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -14,6 +15,7 @@ pub struct StoreStats {
     commits_failed: AtomicU64,
     samples_committed: AtomicU64,
     samples_dropped: AtomicU64,
+    wal_bytes: AtomicU64,
     commit_duration: Histogram,
 }
 
@@ -30,8 +32,19 @@ impl StoreStats {
         self.commit_duration.observe_duration(took);
     }
 
+    /// `frames` whole pages (and their 24-byte frame headers) appended to the WAL.
+    pub(super) fn record_wal_frames(&self, frames: u64, page_size: u64) {
+        self.wal_bytes
+            .fetch_add(frames * (page_size + 24), Ordering::Relaxed);
+    }
+
     pub fn samples_committed(&self) -> u64 {
         self.samples_committed.load(Ordering::Relaxed)
+    }
+
+    /// Bytes the writer appended to the write-ahead log since the store opened.
+    pub fn wal_bytes(&self) -> u64 {
+        self.wal_bytes.load(Ordering::Relaxed)
     }
 }
 
@@ -61,6 +74,12 @@ impl Collect for StoreHandle {
             &[("result", "dropped")],
             s.samples_dropped.load(Ordering::Relaxed) as f64,
         );
+        out.family(
+            "sitegate_store_wal_written_bytes_total",
+            Kind::Counter,
+            "Bytes the store appended to its write-ahead log (whole pages plus frame headers); checkpoints copy those pages into the database file once more.",
+        )
+        .sample(&[], s.wal_bytes() as f64);
         out.family(
             "sitegate_store_commit_duration_seconds",
             Kind::Histogram,

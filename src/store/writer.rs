@@ -30,9 +30,10 @@ use super::stats::StoreStats;
 use super::StoreError;
 use crate::model::{time::now_ms, Sample};
 
-/// How often staged rows (`recent`) are compacted into `raw` and the rollups;
-/// also whenever `batch_size` rows are staged.
-const COMPACT_EVERY: Duration = Duration::from_secs(60);
+/// Staged samples from which the writer compacts at once, whatever the
+/// interval: readers decode every staged sample of a series they are asked
+/// about, so this bounds their work.
+pub const STAGED_MAX: usize = 250_000;
 
 /// How often a retention pass starts (the first one this long after start, so
 /// opening the store stays quick).
@@ -58,10 +59,10 @@ pub(crate) struct Writer {
     pub conn: Connection,
     pub ingest: Ingest,
     pub flush_interval: Duration,
+    /// How often staged samples are compacted into chunks and rollups.
+    pub compact_interval: Duration,
     pub batch_size: usize,
     pub policy: Policy,
-    /// Rows in `recent` since the last compaction (as far as this writer knows).
-    pub staged: usize,
     pub hook: Option<Box<dyn CommitHook>>,
     pub stats: std::sync::Arc<StoreStats>,
     pub heartbeat: crate::liveness::Heartbeat,
@@ -81,11 +82,7 @@ impl Writer {
             }
         };
         rt.block_on(async move {
-            // Rows staged before a crash or a shutdown go to `raw` first.
-            if let Err(e) = self.compact() {
-                tracing::error!(error = %e, "compacting staged samples at start failed");
-            }
-            let mut next_compaction = Instant::now() + COMPACT_EVERY;
+            let mut next_compaction = Instant::now() + self.compact_interval;
             let mut pending = Pending::default();
             let mut deadline: Option<Instant> = None;
             let mut samples_open = true;
@@ -153,11 +150,11 @@ impl Writer {
                     }
                     _ = tokio::time::sleep_until(next_compaction) => {
                         busy_from = Some(Instant::now());
-                        let result = if self.staged > 0 { self.compact() } else { Ok(0) };
+                        let result = if self.ingest.staged() > 0 { self.compact() } else { Ok(0) };
                         if let Err(e) = result {
                             tracing::error!(error = %e, "compacting staged samples failed; retrying later");
                         }
-                        next_compaction = Instant::now() + COMPACT_EVERY;
+                        next_compaction = Instant::now() + self.compact_interval;
                     }
                     _ = tokio::time::sleep_until(next_retention), if retention_at.is_none() => {
                         retention_at = Some(now_ms());
@@ -187,19 +184,29 @@ impl Writer {
         tracing::info!("store writer stopped");
     }
 
-    /// Moves `recent` into `raw` and the rollups in one transaction.
-    fn compact(&mut self) -> Result<usize, StoreError> {
+    /// Moves the staged samples into chunks and the rollups in one transaction.
+    /// Also run by [`StoreHandle::open`](super::StoreHandle::open) before the
+    /// thread starts, for what a crash or a shutdown left staged.
+    pub fn compact(&mut self) -> Result<usize, StoreError> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        match self.ingest.compact(&self.conn) {
-            Ok(n) => {
-                self.conn.execute_batch("COMMIT")?;
-                self.staged = 0;
-                Ok(n)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e.into())
-            }
+        let result = self
+            .ingest
+            .compact(&self.conn)
+            .and_then(|n| self.conn.execute_batch("COMMIT").map(|()| n));
+        if result.is_err() {
+            self.rolled_back();
+        }
+        Ok(result?)
+    }
+
+    /// After a failed transaction: roll back (if SQLite has not) and forget the
+    /// bookkeeping that assumed it would commit.
+    fn rolled_back(&mut self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        if let Err(e) = self.ingest.reload(&self.conn) {
+            tracing::error!(error = %e, "cannot read the staging ring back after a rollback");
         }
     }
 
@@ -239,7 +246,7 @@ impl Writer {
         self.stats
             .record_commit(result.is_ok(), samples.len(), started.elapsed());
         if let Err(e) = &result {
-            let _ = self.conn.execute_batch("ROLLBACK");
+            self.rolled_back();
             tracing::error!(error = %e, samples = samples.len(), "store commit failed; batch dropped");
         }
         if let Some(hook) = &mut self.hook {
@@ -248,7 +255,7 @@ impl Writer {
         if let Some(reply) = reply {
             reply(result);
         }
-        if self.staged >= self.batch_size {
+        if self.ingest.staged() >= STAGED_MAX {
             if let Err(e) = self.compact() {
                 tracing::error!(error = %e, "compacting staged samples failed; retrying later");
             }
@@ -264,7 +271,6 @@ impl Writer {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         if !pending.is_empty() {
             let stats = self.ingest.write(&self.conn, &pending.samples)?;
-            self.staged += stats.staged;
             if stats.duplicates + stats.rejected > 0 {
                 tracing::debug!(
                     duplicates = stats.duplicates,

@@ -18,6 +18,7 @@ pub fn config(dir: &Path) -> StorageConfig {
         path: dir.join("store.db"),
         flush_interval_ms: 50,
         batch_size: 10_000,
+        compact_interval_s: 600,
         // Test data lives in 2024: keep the writer's own retention passes (which
         // use the real clock) away from it.
         retention_days: 36_500,

@@ -1,0 +1,429 @@
+//! The staging ring: where a commit of samples lands before compaction.
+//!
+//! `stage_slot` holds a fixed number of fixed-size blobs (slots). A commit
+//! encodes its samples ([`codec`](super::codec)) into as few slots as it needs
+//! and *overwrites* free ones, lowest id first, with blobs of the same size:
+//! SQLite rewrites such a cell in place, so a commit of a few hundred samples
+//! touches one database page, which is one WAL frame: no page is allocated or
+//! freed, and no free-list or header page changes. The ring grows (new slots at
+//! the end) only when every slot holds staged samples.
+//!
+//! Each slot carries the sequence number of the commit that wrote it;
+//! `store_state.stage_compacted` is the newest sequence number already moved to
+//! `raw_chunk` and the rollups. Slots with a larger number are live (staged);
+//! the others are free. Compaction writes its rows and raises that number in one
+//! transaction, so a crash leaves every sample in exactly one place.
+//!
+//! The writer keeps the ring's bookkeeping in memory ([`Stage`]); readers use
+//! [`for_each_staged`], which needs nothing but the connection. Nothing here
+//! begins or commits a transaction.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::codec::{put_value, put_varint, Malformed, Reader};
+
+/// (series, ts, value).
+pub(crate) type Row = (i64, i64, f64);
+
+/// Bytes before the samples in a slot: sequence number (8), sample count (2),
+/// base time (8).
+const HEADER: usize = 18;
+const COMPACTED_KEY: &str = "stage_compacted";
+
+/// Slot size for a database page size: about 1 KiB, so that whole slots fill a
+/// page (four to a 4 KiB page) and no slot needs an overflow page.
+pub(crate) fn slot_bytes(page_size: usize) -> usize {
+    let per_page = (page_size / 1024).max(1);
+    // Per cell: a 2-byte pointer, payload size and rowid varints (3 bytes each at
+    // most), the record header (3); the page header takes 8.
+    let fit = (page_size - 8) / per_page - 11;
+    // A table cell larger than page size - 35 spills to an overflow page.
+    fit.min(page_size - 40)
+}
+
+/// The writer's view of the ring.
+pub(crate) struct Stage {
+    slot_bytes: usize,
+    /// Free slot ids, reused lowest first so consecutive commits share a page.
+    free: BTreeSet<i64>,
+    /// Live slots (staged samples), by sequence number.
+    live: Vec<(u64, i64)>,
+    next_slot: i64,
+    seq: u64,
+    compacted: u64,
+    staged: usize,
+    /// Oldest and newest staged time per series.
+    ranges: HashMap<i64, (i64, i64)>,
+}
+
+impl Stage {
+    /// Reads the ring's state (slot headers and the staged samples' times).
+    pub fn load(conn: &Connection, page_size: usize) -> rusqlite::Result<Stage> {
+        let compacted = compacted(conn)?;
+        let mut stage = Stage {
+            slot_bytes: slot_bytes(page_size),
+            free: BTreeSet::new(),
+            live: Vec::new(),
+            next_slot: 1,
+            seq: compacted,
+            compacted,
+            staged: 0,
+            ranges: HashMap::new(),
+        };
+        let mut stmt = conn.prepare("SELECT slot, body FROM stage_slot ORDER BY slot")?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let slot: i64 = row.get(0)?;
+            let body = row.get_ref(1)?.as_blob()?;
+            stage.next_slot = stage.next_slot.max(slot + 1);
+            let seq = slot_seq(body).map_err(malformed)?;
+            stage.seq = stage.seq.max(seq);
+            if seq > compacted {
+                stage.live.push((seq, slot));
+                let ranges = &mut stage.ranges;
+                let mut n = 0;
+                decode_slot(body, |series, ts, _| {
+                    n += 1;
+                    widen(ranges, series, ts);
+                })
+                .map_err(malformed)?;
+                stage.staged += n;
+            } else {
+                stage.free.insert(slot);
+            }
+        }
+        stage.live.sort_unstable();
+        Ok(stage)
+    }
+
+    /// Samples staged and not yet compacted.
+    pub fn staged(&self) -> usize {
+        self.staged
+    }
+
+    /// False when no staged sample of `series` can have time `ts`.
+    pub fn may_hold(&self, series: i64, ts: i64) -> bool {
+        self.ranges
+            .get(&series)
+            .is_some_and(|&(lo, hi)| lo <= ts && ts <= hi)
+    }
+
+    /// The newest staged time of `series`.
+    pub fn newest(&self, series: i64) -> Option<i64> {
+        self.ranges.get(&series).map(|r| r.1)
+    }
+
+    /// Stages `rows` (sorted by series, then time; no (series, ts) twice and none
+    /// already stored) as one new sequence number.
+    pub fn write(&mut self, conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
+        let Some(base) = rows.iter().map(|r| r.1).min() else {
+            return Ok(());
+        };
+        self.seq += 1;
+        let mut slot = SlotWriter::new(self.slot_bytes, self.seq, base);
+        for &(series, ts, value) in rows {
+            if !slot.push(series, ts, value) {
+                self.put(conn, slot.finish())?;
+                slot = SlotWriter::new(self.slot_bytes, self.seq, base);
+                // An empty slot takes any one sample (at most 30 bytes).
+                slot.push(series, ts, value);
+            }
+            widen(&mut self.ranges, series, ts);
+        }
+        self.put(conn, slot.finish())?;
+        self.staged += rows.len();
+        Ok(())
+    }
+
+    fn put(&mut self, conn: &Connection, body: Vec<u8>) -> rusqlite::Result<()> {
+        match self.free.pop_first() {
+            Some(slot) => {
+                conn.prepare_cached("UPDATE stage_slot SET body = ?1 WHERE slot = ?2")?
+                    .execute(params![body, slot])?;
+                self.live.push((self.seq, slot));
+            }
+            None => {
+                let slot = self.next_slot;
+                self.next_slot += 1;
+                conn.prepare_cached("INSERT INTO stage_slot (slot, body) VALUES (?1, ?2)")?
+                    .execute(params![slot, body])?;
+                self.live.push((self.seq, slot));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every staged sample, in staging order.
+    pub fn rows(&self, conn: &Connection) -> rusqlite::Result<Vec<Row>> {
+        let mut out = Vec::with_capacity(self.staged);
+        let mut stmt = conn.prepare_cached("SELECT body FROM stage_slot WHERE slot = ?1")?;
+        for &(_, slot) in &self.live {
+            let body: Vec<u8> = stmt.query_row([slot], |r| r.get(0))?;
+            decode_slot(&body, |s, t, v| out.push((s, t, v))).map_err(malformed)?;
+        }
+        Ok(out)
+    }
+
+    /// Records, inside the compaction's transaction, that every staged sample
+    /// has been moved; the live slots become free.
+    pub fn mark_compacted(&mut self, conn: &Connection) -> rusqlite::Result<()> {
+        if self.live.is_empty() {
+            return Ok(());
+        }
+        conn.prepare_cached(
+            "INSERT INTO store_state (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )?
+        .execute(params![COMPACTED_KEY, self.seq as i64])?;
+        self.compacted = self.seq;
+        self.free.extend(self.live.drain(..).map(|(_, slot)| slot));
+        self.ranges.clear();
+        self.staged = 0;
+        Ok(())
+    }
+}
+
+fn widen(ranges: &mut HashMap<i64, (i64, i64)>, series: i64, ts: i64) {
+    let r = ranges.entry(series).or_insert((ts, ts));
+    r.0 = r.0.min(ts);
+    r.1 = r.1.max(ts);
+}
+
+pub(crate) fn malformed(e: Malformed) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Blob, Box::new(e))
+}
+
+fn compacted(conn: &Connection) -> rusqlite::Result<u64> {
+    let v: Option<i64> = conn
+        .prepare_cached("SELECT value FROM store_state WHERE key = ?1")?
+        .query_row([COMPACTED_KEY], |r| r.get(0))
+        .optional()?;
+    Ok(v.unwrap_or(0).max(0) as u64)
+}
+
+/// Calls `f(series, ts, value)` for every staged sample of `series` (or of every
+/// series when `None`), slot by slot. Reads one consistent state when called
+/// inside a read transaction.
+pub(crate) fn for_each_staged(
+    conn: &Connection,
+    series: Option<i64>,
+    mut f: impl FnMut(i64, i64, f64),
+) -> rusqlite::Result<()> {
+    let compacted = compacted(conn)?;
+    let mut stmt = conn.prepare_cached("SELECT body FROM stage_slot")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let body = row.get_ref(0)?.as_blob()?;
+        if slot_seq(body).map_err(malformed)? <= compacted {
+            continue;
+        }
+        match series {
+            None => decode_slot(body, &mut f),
+            Some(want) => decode_slot_series(body, want, &mut f),
+        }
+        .map_err(malformed)?;
+    }
+    Ok(())
+}
+
+/// How many samples are staged (from the slot headers alone).
+pub(crate) fn staged_count(conn: &Connection) -> rusqlite::Result<u64> {
+    let compacted = compacted(conn)?;
+    let mut stmt = conn.prepare_cached("SELECT body FROM stage_slot")?;
+    let mut rows = stmt.query([])?;
+    let mut n = 0u64;
+    while let Some(row) = rows.next()? {
+        let body = row.get_ref(0)?.as_blob()?;
+        if slot_seq(body).map_err(malformed)? > compacted {
+            n += u64::from(slot_header(body).map_err(malformed)?.0);
+        }
+    }
+    Ok(n)
+}
+
+fn slot_seq(body: &[u8]) -> Result<u64, Malformed> {
+    let bytes: [u8; 8] = body
+        .get(..8)
+        .ok_or(Malformed)?
+        .try_into()
+        .map_err(|_| Malformed)?;
+    Ok(u64::from_le_bytes(bytes))
+}
+
+/// Fills one slot: header, then per sample the series step, the time after the
+/// base and the value.
+struct SlotWriter {
+    buf: Vec<u8>,
+    size: usize,
+    count: u16,
+    series: i64,
+    base: i64,
+    one: Vec<u8>,
+}
+
+impl SlotWriter {
+    fn new(size: usize, seq: u64, base: i64) -> Self {
+        let mut buf = Vec::with_capacity(size);
+        buf.extend_from_slice(&seq.to_le_bytes());
+        buf.extend_from_slice(&0u16.to_le_bytes());
+        buf.extend_from_slice(&base.to_le_bytes());
+        Self {
+            buf,
+            size,
+            count: 0,
+            series: 0,
+            base,
+            one: Vec::with_capacity(32),
+        }
+    }
+
+    /// Appends a sample if it fits (an empty slot always takes one).
+    fn push(&mut self, series: i64, ts: i64, value: f64) -> bool {
+        self.one.clear();
+        put_varint(&mut self.one, (series - self.series) as u64);
+        put_varint(&mut self.one, (ts - self.base) as u64);
+        put_value(&mut self.one, value);
+        if self.count > 0 && (self.buf.len() + self.one.len() > self.size || self.count == u16::MAX)
+        {
+            return false;
+        }
+        self.buf.extend_from_slice(&self.one);
+        self.count += 1;
+        self.series = series;
+        true
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        self.buf[8..10].copy_from_slice(&self.count.to_le_bytes());
+        self.buf.resize(self.size.max(self.buf.len()), 0);
+        self.buf
+    }
+}
+
+/// Calls `f(series, ts, value)` for each sample of a slot.
+fn decode_slot(body: &[u8], mut f: impl FnMut(i64, i64, f64)) -> Result<(), Malformed> {
+    let (count, base, mut r) = slot_header(body)?;
+    let mut series = 0i64;
+    for _ in 0..count {
+        series = series.wrapping_add(r.varint()? as i64);
+        let ts = base.wrapping_add(r.varint()? as i64);
+        f(series, ts, r.value()?);
+    }
+    Ok(())
+}
+
+/// As [`decode_slot`] for one series: samples are sorted by series, so decoding
+/// stops after it.
+fn decode_slot_series(
+    body: &[u8],
+    want: i64,
+    mut f: impl FnMut(i64, i64, f64),
+) -> Result<(), Malformed> {
+    let (count, base, mut r) = slot_header(body)?;
+    let mut series = 0i64;
+    for _ in 0..count {
+        series = series.wrapping_add(r.varint()? as i64);
+        if series > want {
+            break;
+        }
+        let ts = base.wrapping_add(r.varint()? as i64);
+        let v = r.value()?;
+        if series == want {
+            f(series, ts, v);
+        }
+    }
+    Ok(())
+}
+
+fn slot_header(body: &[u8]) -> Result<(u16, i64, Reader<'_>), Malformed> {
+    let head = body.get(..HEADER).ok_or(Malformed)?;
+    let count = u16::from_le_bytes([head[8], head[9]]);
+    let mut base = [0u8; 8];
+    base.copy_from_slice(&head[10..18]);
+    Ok((
+        count,
+        i64::from_le_bytes(base),
+        Reader::new(&body[HEADER..]),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> Connection {
+        let conn = Connection::open_in_memory().expect("db");
+        conn.execute_batch(
+            "CREATE TABLE stage_slot (slot INTEGER PRIMARY KEY, body BLOB NOT NULL);
+             CREATE TABLE store_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;",
+        )
+        .expect("schema");
+        conn
+    }
+
+    fn staged(conn: &Connection, series: Option<i64>) -> Vec<Row> {
+        let mut out = Vec::new();
+        for_each_staged(conn, series, |s, t, v| out.push((s, t, v))).expect("read");
+        out
+    }
+
+    #[test]
+    fn slots_fit_whole_in_a_page() {
+        for page in [512usize, 1024, 2048, 4096, 8192, 65536] {
+            let slot = slot_bytes(page);
+            let per_page = (page / 1024).max(1);
+            assert!(per_page * (slot + 11) + 8 <= page, "{page}: {slot}");
+            assert!(slot + 3 <= page - 35, "{page}: {slot} would overflow");
+        }
+        assert_eq!(slot_bytes(4096), 1011);
+    }
+
+    #[test]
+    fn commits_reuse_free_slots_and_compaction_frees_them() {
+        let conn = ring();
+        let mut stage = Stage::load(&conn, 4096).expect("load");
+        // 400 samples of 3 series: more than one slot.
+        let rows: Vec<Row> = (0..400)
+            .map(|i| {
+                (
+                    1 + i / 150,
+                    1_717_200_000_000 + (i % 150) * 1000,
+                    (i as f64) / 10.0,
+                )
+            })
+            .collect();
+        stage.write(&conn, &rows).expect("write");
+        let slots: i64 = conn
+            .query_row("SELECT count(*) FROM stage_slot", [], |r| r.get(0))
+            .expect("count");
+        assert!(slots >= 2, "{slots}");
+        assert_eq!(staged(&conn, None), rows);
+        assert_eq!(staged(&conn, Some(2)), rows[150..300].to_vec());
+        assert!(stage.may_hold(1, rows[0].1) && !stage.may_hold(1, rows[0].1 - 1));
+        assert_eq!(stage.rows(&conn).expect("rows"), rows);
+
+        stage.mark_compacted(&conn).expect("compacted");
+        assert!(staged(&conn, None).is_empty());
+        assert_eq!(stage.staged(), 0);
+        // The next commits overwrite the same slots: no new rows.
+        stage.write(&conn, &rows[..10]).expect("write");
+        stage.write(&conn, &rows[10..20]).expect("write");
+        let after: i64 = conn
+            .query_row("SELECT count(*) FROM stage_slot", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(after, slots);
+        let lengths: Vec<i64> = conn
+            .prepare("SELECT DISTINCT length(body) FROM stage_slot")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .expect("lengths");
+        assert_eq!(lengths, [1011], "every slot keeps its size");
+
+        // A fresh writer (a restart) sees the same state.
+        let again = Stage::load(&conn, 4096).expect("reload");
+        assert_eq!(again.staged(), 20);
+        assert_eq!(again.rows(&conn).expect("rows"), rows[..20].to_vec());
+        assert_eq!(again.seq, stage.seq);
+    }
+}
