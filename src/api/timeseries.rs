@@ -2,9 +2,11 @@
 //! absolute range (at most 30 days), from the store.
 //!
 //! The handler only glues: [`JsonBody`] answers content type (415), size (413)
-//! and syntax (`invalid_json`); [`store::timeseries`](crate::store::timeseries)
-//! validates the body field by field; the store computes the buckets on a
-//! blocking thread. No validation rule and no aggregation lives here.
+//! and syntax (`invalid_json`); [`parse`] validates the body field by field into
+//! the store's typed query; the store computes the buckets on a blocking thread.
+//! No aggregation lives here.
+
+mod parse;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -16,8 +18,8 @@ use super::extract::{ApiPath, JsonBody};
 use super::measurements::Num;
 use super::ApiState;
 use crate::model::{time, Property};
-use crate::store::timeseries::{parse_request, RequestCode, RequestError};
 use crate::store::{Point, StoreError};
+use parse::{parse_request, RequestCode, RequestError};
 
 #[derive(Serialize)]
 struct Series {
@@ -88,6 +90,7 @@ fn request_error(
 fn store_error(e: StoreError) -> ApiError {
     match e {
         StoreError::Closed => ApiError::new(ErrorCode::NotReady, "the measurement store is closed"),
+        busy @ StoreError::Busy { .. } => ApiError::rate_limited(busy.to_string(), 1),
         other => {
             tracing::error!(error = %other, "time-series query failed");
             ApiError::internal("the time-series query failed; see the agent log")

@@ -22,6 +22,16 @@ pub enum StoreError {
     /// an answer (it panicked; its writes were rolled back).
     #[error("the store is closed or the job was dropped")]
     Closed,
-    #[error("a store reader thread failed: {0}")]
-    Reader(String),
+    /// Too many reads run and wait already (the reader bound, `reader.rs`).
+    #[error("the store is busy: {running} reads run and {waiting} wait; try again shortly")]
+    Busy { running: usize, waiting: usize },
+    /// A read's blocking task panicked (its connection is dropped).
+    #[error("a store read failed: {0}")]
+    ReaderPanicked(String),
+    /// The writer thread could not be started, or ended by a panic.
+    #[error("the store writer thread: {0}")]
+    WriterThread(String),
+    /// Opening the store on a blocking thread failed before it returned.
+    #[error("opening the store did not finish: {0}")]
+    OpenAborted(String),
 }

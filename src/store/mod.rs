@@ -2,11 +2,17 @@
 //! minute and hour rollups kept as data arrives, retention, and the reads behind
 //! the time-series endpoint and the restart of the latest-value cache.
 //!
-//! **Only this module touches SQLite.** One writer thread owns the write
-//! connection ([`writer`]); async code holds a cheap [`StoreHandle`] that sends
-//! sample batches and jobs over bounded channels and awaits oneshot replies.
-//! Reads run on their own connections on tokio's blocking threads, never on the
-//! runtime threads. Schema changes are migrations ([`migrate`] says how to add
+//! **Only this module opens SQLite connections.** One writer thread owns the
+//! write connection ([`writer`]); async code holds a cheap [`StoreHandle`] that
+//! sends sample batches and jobs over bounded channels and awaits oneshot
+//! replies. Other layers keep tables in the same database and run their own SQL
+//! on connections this module lends: in a transaction of the writer
+//! ([`StoreHandle::execute`], answered after COMMIT; the uplink's outbox rows
+//! through the commit hook, [`CommitHook`], in the samples' own transaction)
+//! or on a read connection ([`StoreHandle::read`]). Reads run on tokio's
+//! blocking threads, never on the runtime threads, at most four at once with
+//! 64 waiting (past that a read is refused as busy), and a read whose caller
+//! stops waiting is interrupted (`reader.rs`). Schema changes are migrations ([`migrate`] says how to add
 //! one). See `docs/store.md` for the layout, the durability bound and the figures.
 
 mod agg;
@@ -22,7 +28,6 @@ mod reader;
 mod retention;
 mod stage;
 mod stats;
-pub mod timeseries;
 mod writer;
 
 pub use agg::{align, Agg, Aggregation};
@@ -35,6 +40,7 @@ pub use query::{
     for_each_sample, latest_of, sample_counts, stored_samples, LatestValue, Point, SampleCounts,
     SeriesQuery, StoredSample,
 };
+pub use reader::{MAX_RUNNING as MAX_READS_RUNNING, MAX_WAITING as MAX_READS_WAITING};
 pub use retention::{RetentionReport, CHUNK_BLOBS, CHUNK_ROWS};
 pub use writer::STAGED_MAX;
 
@@ -136,7 +142,7 @@ impl StoreHandle {
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || writer.run(samples_rx, jobs_rx))
-            .map_err(|e| StoreError::Reader(format!("cannot start the writer thread: {e}")))?;
+            .map_err(|e| StoreError::WriterThread(format!("cannot start it: {e}")))?;
         Ok(StoreHandle {
             samples,
             jobs,
@@ -275,8 +281,8 @@ impl StoreHandle {
         if let Some(thread) = thread {
             tokio::task::spawn_blocking(move || thread.join())
                 .await
-                .map_err(|e| StoreError::Reader(e.to_string()))?
-                .map_err(|_| StoreError::Reader("the writer thread panicked".into()))?;
+                .map_err(|e| StoreError::WriterThread(format!("cannot wait for it: {e}")))?
+                .map_err(|_| StoreError::WriterThread("it panicked".into()))?;
         }
         Ok(())
     }

@@ -1,22 +1,71 @@
-//! Read connections: a small pool, used only from tokio's blocking threads.
+//! Read connections: a small pool, used only from tokio's blocking threads, with
+//! a bound on how many reads run and wait at once.
 //!
 //! Readers see the last committed state (WAL snapshots) and never wait for the
 //! writer. They are opened `query_only`; nothing here may write.
+//!
+//! Bounds: at most [`MAX_RUNNING`] reads run at once (so at most that many
+//! blocking threads and connections are busy with reads), at most
+//! [`MAX_WAITING`] more wait for a turn, and any further read is refused at once
+//! with [`StoreError::Busy`]. A read whose caller stops waiting (an HTTP GET
+//! dropped at its time limit) interrupts its SQLite statement, so the blocking
+//! thread is given back within a statement step rather than when the query
+//! would have ended.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, InterruptHandle, OpenFlags};
+use tokio::sync::Semaphore;
 
 use super::StoreError;
 
 /// Idle connections kept for reuse; more are opened on demand and closed after.
 const KEEP_IDLE: usize = 4;
+/// Reads running at once.
+pub const MAX_RUNNING: usize = 4;
+/// Reads waiting for a turn at most; past it a read is refused (`Busy`).
+pub const MAX_WAITING: usize = 64;
 
 #[derive(Clone)]
 pub(crate) struct Readers {
     path: Arc<PathBuf>,
     idle: Arc<Mutex<Vec<Connection>>>,
+    turns: Arc<Semaphore>,
+    waiting: Arc<AtomicUsize>,
+    refused: Arc<AtomicUsize>,
+}
+
+/// Interrupts the statement of a read whose caller went away.
+struct InterruptOnDrop {
+    handle: Arc<Mutex<Option<InterruptHandle>>>,
+    done: Arc<AtomicBool>,
+}
+
+impl Drop for InterruptOnDrop {
+    fn drop(&mut self) {
+        if self.done.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(h) = self
+            .handle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            h.interrupt();
+        }
+    }
+}
+
+/// Counts a waiting read for as long as it waits.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Readers {
@@ -24,25 +73,70 @@ impl Readers {
         Self {
             path: Arc::new(path),
             idle: Arc::new(Mutex::new(Vec::new())),
+            turns: Arc::new(Semaphore::new(MAX_RUNNING)),
+            waiting: Arc::new(AtomicUsize::new(0)),
+            refused: Arc::new(AtomicUsize::new(0)),
         }
     }
 
-    /// Runs `f` with a read connection on a blocking thread.
+    /// Reads refused as busy so far.
+    pub fn refused(&self) -> usize {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Reads waiting for a turn now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    /// Runs `f` with a read connection on a blocking thread, once a turn is
+    /// free; refused with [`StoreError::Busy`] when too many reads wait.
     pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
     where
         T: Send + 'static,
         E: From<StoreError> + Send + 'static,
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
+        let turn = match self.turns.clone().try_acquire_owned() {
+            Ok(turn) => turn,
+            Err(_) => {
+                if self.waiting.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                    self.refused.fetch_add(1, Ordering::Relaxed);
+                    return Err(E::from(StoreError::Busy {
+                        running: MAX_RUNNING,
+                        waiting: MAX_WAITING,
+                    }));
+                }
+                let _counted = Waiting(&self.waiting);
+                self.turns
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| E::from(StoreError::Closed))?
+            }
+        };
         let readers = self.clone();
-        tokio::task::spawn_blocking(move || {
+        let handle = Arc::new(Mutex::new(None));
+        let done = Arc::new(AtomicBool::new(false));
+        let _interrupt = InterruptOnDrop {
+            handle: handle.clone(),
+            done: done.clone(),
+        };
+        let finished = done.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
             let conn = readers.take()?;
+            *handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn.get_interrupt_handle());
             let result = f(&conn);
+            finished.store(true, Ordering::Release);
+            handle.lock().unwrap_or_else(|e| e.into_inner()).take();
             readers.give(conn);
             result
         })
-        .await
-        .map_err(|e| E::from(StoreError::Reader(e.to_string())))?
+        .await;
+        done.store(true, Ordering::Release);
+        joined.map_err(|e| E::from(StoreError::ReaderPanicked(e.to_string())))?
     }
 
     fn take(&self) -> Result<Connection, StoreError> {

@@ -75,6 +75,18 @@ impl Collect for StoreHandle {
             s.samples_dropped.load(Ordering::Relaxed) as f64,
         );
         out.family(
+            "sitegate_store_reads_waiting",
+            Kind::Gauge,
+            "Reads waiting for one of the store's read turns (bounded; past the bound a read is refused as busy).",
+        )
+        .sample(&[], self.readers.waiting() as f64);
+        out.family(
+            "sitegate_store_refused_reads_total",
+            Kind::Counter,
+            "Reads refused because the store's read turns and queue were full.",
+        )
+        .sample(&[], self.readers.refused() as f64);
+        out.family(
             "sitegate_store_wal_written_bytes_total",
             Kind::Counter,
             "Bytes the store appended to its write-ahead log (whole pages plus frame headers); checkpoints copy those pages into the database file once more.",

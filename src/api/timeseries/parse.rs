@@ -4,13 +4,12 @@
 //! Pure functions over `serde_json::Value`, so every rule is tested without HTTP.
 //! The HTTP handler checks the content type and parses JSON (its own error
 //! paths), then calls [`parse_request`] and renders the points. Nothing here reads the
-//! store or knows about axum.
+//! store or knows about axum; the store gets the typed [`SeriesQuery`].
 
 use serde_json::{Map, Value};
 
-use super::agg::Aggregation;
-use super::query::SeriesQuery;
 use crate::model::{time, Property};
+use crate::store::{Aggregation, SeriesQuery};
 
 /// Longest range: 30 days.
 pub const MAX_RANGE_MS: i64 = 2_592_000_000;
@@ -41,21 +40,6 @@ pub enum RequestCode {
     UnknownProperty,
     RangeTooLong,
     TooManyPoints,
-}
-
-impl RequestCode {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RequestCode::InvalidJson => "invalid_json",
-            RequestCode::UnknownField => "unknown_field",
-            RequestCode::MissingField => "missing_field",
-            RequestCode::InvalidValue => "invalid_value",
-            RequestCode::UnknownUnit => "unknown_unit",
-            RequestCode::UnknownProperty => "unknown_property",
-            RequestCode::RangeTooLong => "range_too_long",
-            RequestCode::TooManyPoints => "too_many_points",
-        }
-    }
 }
 
 /// Why a request was refused (always HTTP 400): code, field at fault, detail.
