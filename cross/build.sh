@@ -24,12 +24,20 @@ for arg in "$@"; do
 done
 [ ${#targets[@]} -gt 0 ] || targets=(aarch64-unknown-linux-gnu armv7-unknown-linux-gnueabihf)
 
-# triple -> the GNU prefix of Debian's cross toolchain, its package, and `file`'s words
+# triple -> the GNU prefix of Debian's cross toolchain, its C library package, and `file`'s words
 gnu_prefix() {
   case "$1" in
     aarch64-unknown-linux-gnu) echo aarch64-linux-gnu ;;
     armv7-unknown-linux-gnueabihf) echo arm-linux-gnueabihf ;;
     *) echo "no cross toolchain known for $1" >&2; return 1 ;;
+  esac
+}
+# The cross gcc only recommends its C library; installed with --no-install-recommends
+# it cannot compile SQLite or ring ("bits/libc-header-start.h: No such file").
+libc_dev() {
+  case "$1" in
+    aarch64-unknown-linux-gnu) echo libc6-dev-arm64-cross ;;
+    armv7-unknown-linux-gnueabihf) echo libc6-dev-armhf-cross ;;
   esac
 }
 qemu_cmd() {
@@ -51,14 +59,15 @@ for t in "${targets[@]}"; do
     echo "== rustup target add $t"
     rustup target add "$t"
   fi
-  if ! command -v "$prefix-gcc" >/dev/null 2>&1; then
+  libc=$(libc_dev "$t")
+  if ! command -v "$prefix-gcc" >/dev/null 2>&1 || [ ! -e "/usr/$prefix/include/stdint.h" ]; then
     if [ "$(id -u)" -ne 0 ]; then
-      echo "missing $prefix-gcc: apt-get install gcc-$prefix" >&2
+      echo "missing $prefix-gcc or its C library: apt-get install gcc-$prefix $libc" >&2
       exit 1
     fi
-    echo "== apt-get install gcc-$prefix"
+    echo "== apt-get install gcc-$prefix $libc"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "gcc-$prefix" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "gcc-$prefix" "$libc" >/dev/null
   fi
 
   # Cargo's and the cc crate's per-target variables: CARGO_TARGET_<TRIPLE>_LINKER,
