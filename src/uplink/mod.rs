@@ -22,6 +22,7 @@ mod flight;
 mod link;
 pub mod outbox;
 mod payload;
+mod read_answers;
 mod refusal;
 mod rpc;
 mod stats;
