@@ -20,9 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use sitegate::modbus::plan::Table;
-use sitegate::modbus::profile::{parse, Profile, BUILTIN};
 use sitegate::model::Property;
+use sitegate::profile::{parse, Profile, BUILTIN};
+use sitegate::register::plan::Table;
 use sitegate::sim::{SimDeviceSpec, SimKind, SimRtuLine, SimServerSpec, SimSite, SimSiteSpec};
 use steering_support::*;
 use tokio_serial::SerialPort;

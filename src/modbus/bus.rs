@@ -15,13 +15,13 @@ use tokio_util::sync::CancellationToken;
 use super::error::ModbusError;
 use super::link::Port;
 use super::maps::DeviceMaps;
-use super::plan::Span;
 use super::poll::{poll_device, DeviceState, Polled};
 use super::reader::RegisterReader;
 use super::stats::BusStats;
 use crate::config::{BusConfig, DeviceConfig, PollingConfig};
 use crate::liveness::{Heartbeat, Pulse};
 use crate::model::{time::now_ms, Property, Sample};
+use crate::register::plan::Span;
 use crate::telemetry::Telemetry;
 
 /// Commands queued at most; senders wait beyond that.

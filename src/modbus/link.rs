@@ -18,11 +18,11 @@ use tokio_modbus::prelude::SlaveContext;
 use tokio_modbus::Slave;
 
 use super::error::ModbusError;
-use super::plan::{Span, Table};
 use super::rtu::frame::{Answer, FrameError, Pdu};
 use super::rtu::{LineError, RtuLine};
 use super::stats::{Function, Outcome, RequestStats};
 use crate::config::Transport;
+use crate::register::plan::{Span, Table};
 
 enum Conn {
     Tcp(Context),

@@ -1,6 +1,6 @@
 //! One poll of one device: discover it when its map is missing, read its planned
 //! requests, decode its points. A request the device refuses with "illegal data
-//! address" is split (see [`crate::modbus::plan::split_refused`]) and retried
+//! address" is split (see [`crate::register::plan::split_refused`]) and retried
 //! at once; the split plan is kept for the life of the map, so the device is
 //! asked the smaller requests from then on. Discovery's nameplate reads split
 //! the same way (`reader::read_spans`).
@@ -11,12 +11,12 @@
 use std::sync::Arc;
 
 use super::device::DeviceMap;
-use super::plan::{Image, Span};
-use super::point;
 use super::reader::{self, RegisterReader};
 use super::sunspec;
 use crate::config::{DeviceConfig, ProfileRef};
 use crate::model::Property;
+use crate::register::plan::{Image, Span};
+use crate::register::point;
 
 /// A device's map and the plan learned for it.
 #[derive(Debug, Default)]

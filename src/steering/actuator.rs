@@ -19,10 +19,10 @@ use super::report::{due, Desired, DeviceReport, Due, Last};
 use super::stats::WriteCounters;
 use crate::config::DeviceConfig;
 use crate::modbus::control::{verify, Recipe, WritePlan};
-use crate::modbus::plan::{Image, Span};
 use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, Op, OpOutput};
 use crate::model::time::now_ms;
 use crate::model::DeviceType;
+use crate::register::plan::{Image, Span};
 
 /// How often to look again for a device that is not discovered yet.
 const UNDISCOVERED_RETRY_MS: i64 = 1000;

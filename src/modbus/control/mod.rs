@@ -19,11 +19,11 @@ mod sunspec;
 pub use profile::{ess_writes, limit_writes, release_writes, ProfileEss, ProfileLimit};
 pub use sunspec::{Storage124, Storage704, SunspecLimit};
 
-use super::plan::{self, Image, Span, Table};
-use super::profile::ProfileControls;
 use super::sunspec::ModelBlock;
 use super::{Controls, DeviceMap};
 use crate::model::DeviceType;
+use crate::profile::ProfileControls;
+use crate::register::plan::{self, Image, Span, Table};
 
 /// What one device is told.
 #[derive(Clone, Copy, Debug, PartialEq)]

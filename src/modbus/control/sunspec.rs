@@ -30,9 +30,9 @@ use ::sunspec::models::model704::Model704 as M704;
 use ::sunspec::{Group, Point, Value};
 
 use super::{RegWrite, WriteError};
-use crate::modbus::codec::{self, Absent, ValueType, WordOrder};
-use crate::modbus::plan::{self, Image, Span, Table};
 use crate::modbus::sunspec::ModelBlock;
+use crate::register::codec::{self, Absent, ValueType, WordOrder};
+use crate::register::plan::{self, Image, Span, Table};
 
 /// Where a point sits in its model (from the `sunspec` crate's tables).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,12 +5,13 @@ use ::sunspec::models::model123::Model123 as M123;
 use ::sunspec::models::model124::Model124 as M124;
 
 use super::*;
-use crate::modbus::plan::{Image, Span, Table};
 use crate::modbus::sunspec::ModelBlock;
+use crate::register::plan::{Image, Span, Table};
 
 mod choice;
 mod der704;
 mod profile;
+mod profile_writes;
 
 const B124: ModelBlock = ModelBlock {
     id: 124,

@@ -2,11 +2,11 @@
 //! recipe's order, releases, and a read-back of exactly what was written.
 
 use super::*;
-use crate::modbus::codec::{ValueType, WordOrder};
-use crate::modbus::plan::{Image, Span, Table};
-use crate::modbus::profile::{
+use crate::profile::{
     parse, FixedWrite, LimitControl, LimitUnit, RevertTimeout, ValueRegister, BUILTIN,
 };
+use crate::register::codec::{ValueType, WordOrder};
+use crate::register::plan::{Image, Span, Table};
 
 fn shipped(name: &str) -> Recipe {
     let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).unwrap();
@@ -201,11 +201,11 @@ fn shipped_revert_timers_never_fire_before_the_refresh() {
                 .plan(Command::EssPower(100.0), revert_s, &Image::new())
                 .unwrap();
             let w = plan.writes.iter().find(|w| w.addr == timer.addr).unwrap();
-            let units = crate::modbus::codec::decode(
+            let units = crate::register::codec::decode(
                 &w.values,
                 timer.ty,
                 timer.order,
-                crate::modbus::codec::Absent::Never,
+                crate::register::codec::Absent::Never,
             )
             .unwrap();
             let seconds = units * f64::from(timer.seconds_per_unit);
