@@ -169,7 +169,7 @@ fn verify_compares_the_read_back() {
     };
     assert_eq!(verify(&plan, &reads(&block)), Ok(()));
     block[M124::STOR_CTL_MOD.offset as usize] = 0;
-    let e = verify(&plan, &reads(&block)).unwrap_err();
+    let e = verify(&plan, &reads(&block)).unwrap_err().to_string();
     assert!(e.contains("shows 0 instead of 3"), "{e}");
 }
 

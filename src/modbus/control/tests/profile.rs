@@ -178,9 +178,17 @@ fn echo_expects_the_last_word_per_register_and_verify_finds_each() {
     assert_eq!(plan.read_back, [holding(10, 2), holding(20, 1)]);
     assert_eq!(verify(&plan, &[vec![1, 4], vec![3]]), Ok(()));
     let e = verify(&plan, &[vec![1, 2], vec![3]]).unwrap_err();
-    assert!(e.contains("register 11 shows 2 instead of 4"), "{e}");
+    assert_eq!(
+        e,
+        Mismatch {
+            addr: 11,
+            got: Some(2),
+            want: 4
+        }
+    );
+    assert_eq!(e.to_string(), "read-back of register 11 shows 2 instead of 4");
     let e = verify(&plan, &[vec![1, 4]]).unwrap_err();
-    assert!(e.contains("register 20 shows nothing"), "{e}");
+    assert_eq!(e.to_string(), "read-back of register 20 shows nothing instead of 3");
 }
 
 #[test]
