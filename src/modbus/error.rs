@@ -18,7 +18,10 @@ pub enum ModbusError {
     /// operating system's (refused, reset, not found, ...), `message` says
     /// what was being done.
     #[error("transport: {message}")]
-    Io { kind: io::ErrorKind, message: String },
+    Io {
+        kind: io::ErrorKind,
+        message: String,
+    },
     /// The bus task is gone (the agent is stopping): nothing reached the device.
     #[error("bus {0} is stopped")]
     Stopped(std::sync::Arc<str>),

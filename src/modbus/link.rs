@@ -87,7 +87,9 @@ impl Port {
                     let stream = timeout(self.timeout, TcpStream::connect((host.as_str(), *port)))
                         .await
                         .map_err(|_| ModbusError::Timeout(self.timeout_ms()))?
-                        .map_err(|e| ModbusError::io_while(format_args!("connect to {host}:{port}"), &e))?;
+                        .map_err(|e| {
+                            ModbusError::io_while(format_args!("connect to {host}:{port}"), &e)
+                        })?;
                     // Requests are small and latency matters more than throughput.
                     let _ = stream.set_nodelay(true);
                     Conn::Tcp(tokio_modbus::client::tcp::attach(stream))
@@ -99,12 +101,10 @@ impl Port {
             self.conn = Some(conn);
         }
         // Set just above; a `None` here is impossible.
-        self.conn
-            .as_mut()
-            .ok_or_else(|| ModbusError::Io {
-                kind: std::io::ErrorKind::NotConnected,
-                message: "not connected".into(),
-            })
+        self.conn.as_mut().ok_or_else(|| ModbusError::Io {
+            kind: std::io::ErrorKind::NotConnected,
+            message: "not connected".into(),
+        })
     }
 
     /// Runs one request with the timeout; drops the connection when the failure

@@ -142,7 +142,7 @@ impl StoreHandle {
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || writer.run(samples_rx, jobs_rx))
-            .map_err(|e| StoreError::WriterThread(format!("cannot start it: {e}")))?;
+            .map_err(StoreError::WriterStart)?;
         Ok(StoreHandle {
             samples,
             jobs,
@@ -281,8 +281,8 @@ impl StoreHandle {
         if let Some(thread) = thread {
             tokio::task::spawn_blocking(move || thread.join())
                 .await
-                .map_err(|e| StoreError::WriterThread(format!("cannot wait for it: {e}")))?
-                .map_err(|_| StoreError::WriterThread("it panicked".into()))?;
+                .map_err(StoreError::WriterJoin)?
+                .map_err(|_| StoreError::WriterPanicked)?;
         }
         Ok(())
     }

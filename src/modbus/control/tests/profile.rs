@@ -186,9 +186,15 @@ fn echo_expects_the_last_word_per_register_and_verify_finds_each() {
             want: 4
         }
     );
-    assert_eq!(e.to_string(), "read-back of register 11 shows 2 instead of 4");
+    assert_eq!(
+        e.to_string(),
+        "read-back of register 11 shows 2 instead of 4"
+    );
     let e = verify(&plan, &[vec![1, 4]]).unwrap_err();
-    assert_eq!(e.to_string(), "read-back of register 20 shows nothing instead of 3");
+    assert_eq!(
+        e.to_string(),
+        "read-back of register 20 shows nothing instead of 3"
+    );
 }
 
 #[test]
