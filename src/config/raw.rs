@@ -418,7 +418,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// The MQTT uplink (`spec/mqtt.md`). Only `url` is required.
+/// The MQTT uplink (`docs/mqtt.md`). Only `url` is required.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct MqttConfig {

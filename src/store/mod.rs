@@ -154,7 +154,6 @@ impl StoreHandle {
         })
     }
 
-    /// False once the writer stopped (after [`close`](Self::close)).
     /// The writer thread's heartbeat, for the watchdog.
     pub fn pulse(&self) -> &Pulse {
         &self.pulse
@@ -165,6 +164,7 @@ impl StoreHandle {
         &self.stats
     }
 
+    /// False once the writer stopped (after [`close`](Self::close)).
     pub fn is_open(&self) -> bool {
         !self.jobs.is_closed()
     }

@@ -1,4 +1,4 @@
-//! Steering endpoints (`api.md`, "Sites and steering"): the site listing, the
+//! Steering endpoints (`openapi.json`, tag "Sites and steering"): the site listing, the
 //! combined signal and its history (scope `read`), and the POSTs and DELETE that
 //! change it (scope `steer`).
 //!

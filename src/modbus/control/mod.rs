@@ -164,8 +164,8 @@ impl Recipe {
     /// `configured_rated_w` completes a profile, which reads no rating.
     ///
     /// SunSpec: model 124 (batteries) and 123 (inverters) when present; model
-    /// 704 only for devices that have neither (`spec/steering.md`: "Where
-    /// model 704 is present it may be used instead").
+    /// 704 only for devices that have neither (704 may stand in for them,
+    /// never beside them: two models would fight over one setpoint).
     pub fn for_device(
         device_type: DeviceType,
         configured_rated_w: Option<f64>,

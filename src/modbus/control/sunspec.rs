@@ -1,5 +1,5 @@
-//! SunSpec write recipes (`steering.md`, "Writes to devices"; `sunspec.md` §4,
-//! §5, §6.3).
+//! SunSpec write recipes (`docs/steering.md` and `docs/devices.md` on writes;
+//! the SunSpec model definitions of 123, 124 and 704).
 //!
 //! Model 124: an exact storage power as a window in % of `WChaMax` scaled by
 //! `InOutWRte_SF` (discharge p: `InWRte = −p`, `OutWRte = +p`; charge p: the
