@@ -37,12 +37,10 @@ impl From<SteeringError> for ApiError {
     fn from(e: SteeringError) -> Self {
         match e {
             SteeringError::SiteNotFound(s) => ApiError::site_not_found(&s),
-            SteeringError::Store(PersistError::Busy { running, waiting }) => ApiError::rate_limited(
-                format!(
-                    "the store is busy: {running} reads run and {waiting} wait; try again shortly"
-                ),
-                1,
-            ),
+            SteeringError::Store(PersistError::Busy { running, waiting }) => {
+                let detail = format!("the store is busy: {running} reads run and {waiting} wait");
+                ApiError::rate_limited(format!("{detail}; try again shortly"), 1)
+            }
             SteeringError::Store(e) => {
                 tracing::error!(error = %e, "steering change not stored");
                 ApiError::internal("the steering change could not be stored; nothing was applied")

@@ -1,4 +1,4 @@
-//! Register-map profile recipes: a profile's `[controls]` (`modbus::profile`:
+//! Register-map profile recipes: a profile's `[controls]` (`crate::profile`:
 //! what the file says) turned into writes, in the order the device needs them
 //! (`docs/devices.md`, "Profile format").
 //!
