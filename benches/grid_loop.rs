@@ -21,7 +21,7 @@
 //! reached before any correction.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
-#[path = "../tests/steering_support/mod.rs"]
+#[path = "../tests/it/steering_support/mod.rs"]
 mod steering_support;
 
 use std::time::{Duration, Instant};

@@ -37,7 +37,7 @@
 //!    [safety net](ops::problem_safety_net) would still turn it into problem+json,
 //!    but with a poorer detail.
 //! 5. Describe it in `openapi.json` (parameters, body, every status it answers,
-//!    with examples); `tests/openapi.rs` fails until the document and the route
+//!    with examples); `tests/it/openapi.rs` fails until the document and the route
 //!    list agree and real answers validate against it.
 
 mod auth;
