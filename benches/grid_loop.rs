@@ -2,7 +2,7 @@
 //! turned off: the limits only clamp what the agent commands), in one run.
 //!
 //! `cargo bench --bench grid_loop`. Real time, a 1 s meter and device poll and a
-//! 1 s control interval, as `spec/steering.md` sets the targets. The grid power
+//! 1 s control interval, the targets `docs/steering.md` ("The grid loop") states. The grid power
 //! is sampled every 100 ms at the simulated meter (the physics, not the agent's
 //! reading). Scenarios, each a step of 50 % of the rated production (25 kW):
 //!

@@ -1,4 +1,4 @@
-//! The HTTP API of `spec/api.md`: one axum router, its shared state, auth and
+//! The HTTP API (described in `openapi.json`): one axum router, its shared state, auth and
 //! errors. The MQTT RPC bridge calls the same router, so nothing here may depend
 //! on the transport (no peer addresses, no connection state).
 //!

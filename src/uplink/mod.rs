@@ -1,4 +1,4 @@
-//! The MQTT uplink of `spec/mqtt.md`: status with a last will, the retained device
+//! The MQTT uplink (`docs/mqtt.md`): status with a last will, the retained device
 //! listing and steering states, measurement batches from a durable outbox, and the
 //! RPC bridge onto the HTTP router.
 //!

@@ -11,6 +11,7 @@ mod steering_support;
 mod store_support;
 
 mod api_limits;
+mod architecture;
 mod check_config;
 mod demo;
 mod demo_grid;

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use sitegate::config::{parse, DeviceConfig, ProfileRef, Transport};
 use sitegate::modbus::link::{Port, UnitReader};
-use sitegate::modbus::plan::{Span, Table};
 use sitegate::modbus::poll::{poll_device, DeviceState};
-use sitegate::modbus::profile::{self, Profile};
+use sitegate::profile::{self, Profile};
+use sitegate::register::plan::{Span, Table};
 use sitegate::sim::{SimDeviceSpec, SimKind, SimServerSpec, SimSite, SimSiteSpec};
 
 fn unit(port: &mut Port) -> UnitReader<'_> {

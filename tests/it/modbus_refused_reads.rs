@@ -16,10 +16,10 @@ use ::sunspec::models::{
 use serde_json::json;
 use sitegate::config::Transport;
 use sitegate::modbus::link::{Port, UnitReader};
-use sitegate::modbus::plan::{Span, Table};
 use sitegate::modbus::scan;
 use sitegate::modbus::sunspec::{discover, ModelBlock};
 use sitegate::model::Property;
+use sitegate::register::plan::{Span, Table};
 use sitegate::sim::{SimKind, SimSiteSpec, Variant};
 
 /// A point of a model: offset and length.

@@ -3,7 +3,7 @@
 //! inverters 101, 102 (integer + scale factor) and 111, 112 (float), meters
 //! 201, 202, 204 (integer + scale factor) and 211, 212, 214 (float). Values,
 //! scale factors (−2 to +2) and signs arrive in the vocabulary of
-//! `spec/devices.md`; phases a device does not have are not offered; the
+//! `src/model/property.rs`; phases a device does not have are not offered; the
 //! rated power comes from model 121's `WMax` before model 120's `WRtg`.
 //! (Models 103, 113, 203, 213, 124, 802 and 7xx: `tests/it/modbus_sunspec.rs`.)
 

@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use crate::steering_support::*;
 use serde_json::json;
-use sitegate::modbus::plan::Table;
-use sitegate::modbus::profile::{parse, Profile, BUILTIN};
 use sitegate::model::Property;
+use sitegate::profile::{parse, Profile, BUILTIN};
+use sitegate::register::plan::Table;
 use sitegate::sim::{SimDeviceSpec, SimKind, SimRtuLine, SimServerSpec, SimSite, SimSiteSpec};
 use tokio_serial::SerialPort;
 

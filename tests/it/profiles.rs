@@ -21,10 +21,10 @@ use serde_json::json;
 use sitegate::agent::Agent;
 use sitegate::config::parse;
 use sitegate::modbus::control::{ess_writes, release_writes};
-use sitegate::modbus::plan::{Span, Table};
-use sitegate::modbus::profile::BUILTIN;
 use sitegate::modbus::{Controls, Op};
 use sitegate::model::Property;
+use sitegate::profile::BUILTIN;
+use sitegate::register::plan::{Span, Table};
 use sitegate::sim::{SimSite, SimSiteSpec};
 
 /// A site with `units` batteries of `profile` on one simulated bus (units 1..).
@@ -79,7 +79,7 @@ async fn each_shipped_profile_reads_and_steers_its_simulated_device() {
     // The battery profiles with a storage power control; the others (meters,
     // inverters, read-only batteries) are in tests/it/profile_library.rs.
     let steerable = BUILTIN.iter().filter(|(name, text)| {
-        sitegate::modbus::profile::parse(name, "built-in", text)
+        sitegate::profile::parse(name, "built-in", text)
             .is_ok_and(|p| p.controls.ess_power.is_some())
     });
     for (name, _) in steerable {

@@ -5,9 +5,8 @@
 //! document cannot lean on a rule that nothing checks. Annotations (`title`,
 //! `description`, `example`, `examples`, `default`, `deprecated`) are allowed and
 //! not checked here. The `jsonschema` crate was measured as the alternative: 24
-//! crates and about 150 s of compilation, and it turns on serde_json's
-//! `float_roundtrip` in test builds only, so tests would parse numbers unlike
-//! the shipped agent.
+//! crates and about 150 s of compilation (89 s for itself) on the 2-core
+//! machine, for a subset this file covers in a few hundred lines.
 
 use serde_json::{Map, Value};
 

@@ -10,10 +10,10 @@ mod identify;
 use super::controls::ProfileControls;
 use super::raw::{RawAbsent, RawPoint, RawProfile};
 use super::{Profile, ProfileError, ProfileProblem};
-use crate::modbus::codec::{Absent, Sentinels, ValueType};
-use crate::modbus::plan::Table;
-use crate::modbus::point::{PointSpec, Scale, SignFlag};
 use crate::model::{Kind, Property, Unit};
+use crate::register::codec::{Absent, Sentinels, ValueType};
+use crate::register::plan::Table;
+use crate::register::point::{PointSpec, Scale, SignFlag};
 use controls::{ess, limit};
 
 pub(super) struct Problems(pub(super) Vec<ProfileProblem>);

@@ -3,13 +3,13 @@
 //! with their paths, like the points' in the parent module.
 
 use super::{check_scale, check_span, disjoint, Problems, Registers};
-use crate::modbus::codec::{self, ValueType};
-use crate::modbus::plan::Table;
-use crate::modbus::profile::controls::{
+use crate::profile::controls::{
     Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, RevertTimeout,
     ValueRegister,
 };
-use crate::modbus::profile::raw::{RawEss, RawFixed, RawLimit, RawRevert, RawValueRegister};
+use crate::profile::raw::{RawEss, RawFixed, RawLimit, RawRevert, RawValueRegister};
+use crate::register::codec::{self, ValueType};
+use crate::register::plan::Table;
 
 fn value_register(path: &str, r: &RawValueRegister, p: &mut Problems) -> Option<ValueRegister> {
     let ok = check_scale(&format!("{path}.scale"), r.scale, p)

@@ -3,9 +3,9 @@
 
 use serde::Deserialize;
 
-use crate::modbus::codec::{ValueType, WordOrder};
-use crate::modbus::plan::Table;
 use crate::model::DeviceType;
+use crate::register::codec::{ValueType, WordOrder};
+use crate::register::plan::Table;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

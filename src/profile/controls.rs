@@ -4,7 +4,7 @@
 //! command into writes are `modbus::control`'s. Every register here is a
 //! holding register.
 
-use crate::modbus::codec::{ValueType, WordOrder};
+use crate::register::codec::{ValueType, WordOrder};
 
 /// A register a value is written to: raw = engineering value / `scale` +
 /// `offset` (a vendor that shifts signed powers into unsigned registers, such

@@ -1,10 +1,9 @@
 use super::*;
-use crate::modbus::codec::{ValueType, WordOrder};
-use crate::modbus::control::{ess_writes, limit_writes, release_writes, RegWrite};
-use crate::modbus::plan::Table;
-use crate::modbus::point::Scale;
 use crate::model::DeviceType;
 use crate::model::Property;
+use crate::register::codec::{ValueType, WordOrder};
+use crate::register::plan::Table;
+use crate::register::point::Scale;
 
 fn problems(text: &str) -> Vec<String> {
     match parse("t", "t.toml", text) {
@@ -167,8 +166,8 @@ fn several_absent_patterns_and_their_problems() {
     .unwrap();
     assert_eq!(
         p.points[0].absent,
-        crate::modbus::codec::Absent::RawAny(
-            crate::modbus::codec::Sentinels::new(&[0xFFFF, 0x7FFF]).unwrap()
+        crate::register::codec::Absent::RawAny(
+            crate::register::codec::Sentinels::new(&[0xFFFF, 0x7FFF]).unwrap()
         )
     );
     let got = problems(
@@ -250,157 +249,4 @@ fn a_recipe_that_writes_a_register_twice_is_refused() {
         got[0].starts_with("controls.production_limit.register: registers 3 overlap"),
         "{got:?}"
     );
-}
-
-fn w(addr: u16, values: &[u16]) -> RegWrite {
-    RegWrite {
-        addr,
-        values: values.to_vec(),
-    }
-}
-
-#[test]
-fn split_ess_writes_in_device_order() {
-    let (_, text) = BUILTIN
-        .iter()
-        .find(|(n, _)| *n == "huawei-luna2000")
-        .unwrap();
-    let p = parse("h", "h", text).unwrap();
-    let ess = p.controls.ess_power.unwrap();
-    // 2.5 kW charge for 90 s: 2 minutes, duration mode, charge from grid on,
-    // charge power, charge.
-    assert_eq!(
-        ess_writes(&ess, -2500.0, 90).unwrap(),
-        [
-            w(47083, &[2]),
-            w(47246, &[0]),
-            w(47087, &[1]),
-            w(47247, &[0, 2500]),
-            w(47249, &[0, 0]),
-            w(47100, &[1]),
-        ]
-    );
-    let discharge = ess_writes(&ess, 70_000.0, 60).unwrap();
-    assert_eq!(
-        discharge[3..],
-        [w(47247, &[0, 0]), w(47249, &[1, 4464]), w(47100, &[2])]
-    );
-    assert_eq!(ess_writes(&ess, 0.0, 60).unwrap()[5], w(47100, &[2]));
-    // Release: charge from grid off again (the device's default), forcing stopped.
-    assert_eq!(
-        release_writes(&ess.release),
-        [w(47087, &[0]), w(47100, &[0])]
-    );
-}
-
-fn builtin(name: &str) -> EssControl {
-    let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).unwrap();
-    parse(name, "built-in", text)
-        .unwrap()
-        .controls
-        .ess_power
-        .unwrap()
-}
-
-#[test]
-fn goodwe_and_sungrow_writes_are_pinned() {
-    // GoodWe ET: EMS power 47512 (W), then EMS mode 47511: 11 charge,
-    // 12 discharge, 8 standby; release: 1 auto. No timer.
-    let g = builtin("goodwe-et");
-    assert_eq!(
-        ess_writes(&g, -3000.0, 60).unwrap(),
-        [w(47512, &[3000]), w(47511, &[11])]
-    );
-    assert_eq!(
-        ess_writes(&g, 2500.0, 60).unwrap(),
-        [w(47512, &[2500]), w(47511, &[12])]
-    );
-    assert_eq!(
-        ess_writes(&g, 0.0, 60).unwrap(),
-        [w(47512, &[0]), w(47511, &[8])]
-    );
-    assert_eq!(release_writes(&g.release), [w(47511, &[1])]);
-    // Sungrow SH: forced mode 13049 = 2, power 13051 (W), command 13050:
-    // 0xAA charge, 0xBB discharge, 0xCC stop; release: self-consumption, stop.
-    let s = builtin("sungrow-sh");
-    assert_eq!(
-        ess_writes(&s, -1500.0, 60).unwrap(),
-        [w(13049, &[2]), w(13051, &[1500]), w(13050, &[0xAA])]
-    );
-    assert_eq!(
-        ess_writes(&s, 4000.0, 60).unwrap(),
-        [w(13049, &[2]), w(13051, &[4000]), w(13050, &[0xBB])]
-    );
-    assert_eq!(ess_writes(&s, 0.0, 60).unwrap()[2], w(13050, &[0xCC]));
-    assert_eq!(
-        release_writes(&s.release),
-        [w(13049, &[0]), w(13050, &[0xCC])]
-    );
-}
-
-#[test]
-fn signed_ess_and_limits() {
-    let p = parse(
-        "t",
-        "t",
-        &format!(
-            r#"{SOC}
-[controls.ess_power]
-signed = {{ register = 10, type = "i16", scale = 10, positive = "charge" }}
-release = [{{ register = 11, value = 0 }}]
-revert_timeout = {{ register = 12, type = "u32", unit = "s" }}
-
-[controls.production_limit]
-register = 20
-type = "u16"
-scale = 0.1
-unit = "%"
-enable = [{{ register = 21, value = 1 }}]
-release = [{{ register = 21, value = 0 }}]
-"#
-        ),
-    )
-    .unwrap();
-    let ess = p.controls.ess_power.unwrap();
-    assert_eq!(
-        ess_writes(&ess, 1500.0, 30).unwrap(),
-        [w(12, &[0, 30]), w(10, &[(-150i16) as u16])]
-    );
-    let lim = p.controls.production_limit.unwrap();
-    assert_eq!(
-        limit_writes(&lim, 2500.0, Some(10_000.0), 30).unwrap(),
-        [w(21, &[1]), w(20, &[250])]
-    );
-    assert!(limit_writes(&lim, 2500.0, None, 30).is_err());
-    assert_eq!(release_writes(&lim.release), [w(21, &[0])]);
-}
-
-#[test]
-fn names_resolve_to_files_first_then_builtins() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("mine.toml"), SOC).unwrap();
-    std::fs::write(dir.path().join("sungrow-sh.toml"), SOC).unwrap();
-    let mut r = Resolver::new(dir.path(), dir.path());
-    assert_eq!(r.resolve("mine").unwrap().points.len(), 1);
-    assert_eq!(
-        r.resolve("sungrow-sh").unwrap().points.len(),
-        1,
-        "a file overrides the built-in"
-    );
-    assert!(r.resolve("goodwe-et").unwrap().origin.contains("built-in"));
-    assert_eq!(r.resolve("./mine.toml").unwrap().points.len(), 1);
-    match r.resolve("nope") {
-        Err(e @ ProfileError::NotFound { .. }) => {
-            let msg = e.to_string();
-            assert!(
-                msg.contains("nope.toml") && msg.contains("goodwe-et"),
-                "{msg}"
-            );
-        }
-        other => panic!("{other:?}"),
-    }
-    assert!(matches!(
-        r.resolve("missing.toml"),
-        Err(ProfileError::Unreadable { .. })
-    ));
 }

@@ -6,8 +6,8 @@
 //!
 //! Pure: no Modbus I/O here.
 
-use crate::modbus::codec::{self, Absent, ValueType, WordOrder};
-use crate::modbus::plan::{Span, Table};
+use crate::register::codec::{self, Absent, ValueType, WordOrder};
+use crate::register::plan::{Span, Table};
 
 /// What the identification register must hold.
 #[derive(Clone, Debug, PartialEq, Eq)]

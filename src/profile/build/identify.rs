@@ -3,9 +3,9 @@
 //! the address space.
 
 use super::{check_span, Problems};
-use crate::modbus::codec::ValueType;
-use crate::modbus::profile::identify::{Identify, IdentifyMatch};
-use crate::modbus::profile::raw::RawIdentify;
+use crate::profile::identify::{Identify, IdentifyMatch};
+use crate::profile::raw::RawIdentify;
+use crate::register::codec::ValueType;
 
 fn integer_type(name: &str) -> Option<ValueType> {
     Some(match name {
@@ -82,8 +82,7 @@ pub(super) fn identify(path: &str, r: &RawIdentify, p: &mut Problems) -> Option<
 
 #[cfg(test)]
 mod tests {
-    use crate::modbus::control::{ess_writes, release_writes};
-    use crate::modbus::profile::{parse, ProfileError};
+    use crate::profile::{parse, ProfileError};
 
     const POINT: &str = "[[points]]\nproperty = \"activePower\"\nregister = 0\ntype = \"i16\"\n";
 
@@ -121,24 +120,7 @@ mod tests {
     }
 
     #[test]
-    fn wide_fixed_writes_and_offsets() {
-        let text = format!(
-            "{POINT}[controls.ess_power]\n\
-             signed = {{ register = 10, type = \"u32\", offset = 32000, positive = \"discharge\" }}\n\
-             enable = [{{ register = 20, value = 802, type = \"u32\" }}]\n\
-             release = [{{ register = 30, value = 0.5, type = \"f32\", word_order = \"low_first\" }}]\n"
-        );
-        let p = parse("t", "t.toml", &text).unwrap();
-        let ess = p.controls.ess_power.unwrap();
-        let w = ess_writes(&ess, -1500.0, 60).unwrap();
-        assert_eq!(w[0].addr, 20);
-        assert_eq!(w[0].values, [0, 802], "one request, both words");
-        assert_eq!(w[1].values, [0, 30_500], "32000 - 1500");
-        assert_eq!(
-            release_writes(&ess.release)[0].values,
-            [0, 0x3F00],
-            "0.5 low word first"
-        );
+    fn release_values_must_fit_their_type() {
         assert_eq!(
             problems(
                 "[controls.ess_power]\nsigned = { register = 1, type = \"i16\", positive = \"discharge\" }\n\

@@ -6,29 +6,32 @@
 //! poller turns its points into a read plan, `modbus::control` turns its
 //! [`ProfileControls`] into the writes of a command. Layout: `raw` (the TOML
 //! shapes), `build` (validation into typed points and controls, every problem
-//! with its path), `controls` (what the file says about writes), `resolve` (finding a
-//! profile by name or path: the profiles directory, then the built-in ones),
-//! `identify` (the register that names the device, for `scan`).
-//! Nothing here does Modbus I/O.
+//! with its path), `controls` (what the file says about writes), `identify`
+//! (the register that names the device, for `scan`), `builtin` (the library
+//! compiled into the binary). Finding a profile by name or path on disk is
+//! `config::profiles`'.
+//!
+//! A leaf: it imports only `model` and `register`, never `config` or
+//! `modbus`, and it does no I/O (no files, no Modbus).
 
 mod build;
+mod builtin;
 mod controls;
 mod identify;
 mod raw;
-mod resolve;
 
 use std::fmt;
 
 pub use build::parse;
+pub use builtin::{builtin_names, BUILTIN};
 pub use controls::{
     Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, ProfileControls,
     RevertTimeout, ValueRegister,
 };
 pub use identify::{Identify, IdentifyMatch};
-pub use resolve::{builtin_names, Resolver, BUILTIN, DEFAULT_PROFILES_DIR};
 
-use super::point::PointSpec;
 use crate::model::DeviceType;
+use crate::register::point::PointSpec;
 
 /// A validated register-map profile.
 #[derive(Debug, Clone, PartialEq)]

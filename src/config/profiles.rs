@@ -5,85 +5,17 @@
 //! else the profile of that name built into the binary. `profile = "PATH"` (with
 //! a `/` or ending in `.toml`): that file, relative paths taken from the config
 //! file's directory. Each profile is loaded once per resolver, however many
-//! devices use it. Reads files; never touches the network or Modbus.
+//! devices use it. Reads files; never touches the network or Modbus. The
+//! profile model itself (parsing, validation) is `crate::profile`'s.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{parse, Profile, ProfileError};
+use crate::profile::{builtin_names, parse, Profile, ProfileError, BUILTIN};
 
 /// Where `sitegate run` looks for profiles unless the config says otherwise.
 pub const DEFAULT_PROFILES_DIR: &str = "/etc/sitegate/profiles";
-
-/// Profiles compiled into the binary: `config/profiles/*.toml`.
-pub const BUILTIN: &[(&str, &str)] = &[
-    (
-        "abb-b2x",
-        include_str!("../../../config/profiles/abb-b2x.toml"),
-    ),
-    (
-        "alpha-ess",
-        include_str!("../../../config/profiles/alpha-ess.toml"),
-    ),
-    (
-        "carlo-gavazzi-em24",
-        include_str!("../../../config/profiles/carlo-gavazzi-em24.toml"),
-    ),
-    (
-        "deye-hybrid",
-        include_str!("../../../config/profiles/deye-hybrid.toml"),
-    ),
-    (
-        "eastron-sdm630",
-        include_str!("../../../config/profiles/eastron-sdm630.toml"),
-    ),
-    (
-        "eastron-sdm72",
-        include_str!("../../../config/profiles/eastron-sdm72.toml"),
-    ),
-    (
-        "goodwe-et",
-        include_str!("../../../config/profiles/goodwe-et.toml"),
-    ),
-    (
-        "growatt-tl",
-        include_str!("../../../config/profiles/growatt-tl.toml"),
-    ),
-    (
-        "huawei-luna2000",
-        include_str!("../../../config/profiles/huawei-luna2000.toml"),
-    ),
-    (
-        "janitza-umg",
-        include_str!("../../../config/profiles/janitza-umg.toml"),
-    ),
-    (
-        "kostal-plenticore",
-        include_str!("../../../config/profiles/kostal-plenticore.toml"),
-    ),
-    (
-        "sma-storage",
-        include_str!("../../../config/profiles/sma-storage.toml"),
-    ),
-    (
-        "solaredge-storage",
-        include_str!("../../../config/profiles/solaredge-storage.toml"),
-    ),
-    (
-        "sungrow-sh",
-        include_str!("../../../config/profiles/sungrow-sh.toml"),
-    ),
-    (
-        "victron-gx",
-        include_str!("../../../config/profiles/victron-gx.toml"),
-    ),
-];
-
-/// Names of the built-in profiles.
-pub fn builtin_names() -> Vec<&'static str> {
-    BUILTIN.iter().map(|(n, _)| *n).collect()
-}
 
 /// Resolves and caches profiles for one config.
 #[derive(Debug)]
@@ -142,4 +74,41 @@ fn read(name: &str, path: &Path) -> Result<Profile, ProfileError> {
         message: e.to_string(),
     })?;
     parse(name, &path.display().to_string(), &text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOC: &str = "[[points]]\nproperty = \"soc\"\nregister = 1\ntype = \"u16\"\n";
+
+    #[test]
+    fn names_resolve_to_files_first_then_builtins() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mine.toml"), SOC).unwrap();
+        std::fs::write(dir.path().join("sungrow-sh.toml"), SOC).unwrap();
+        let mut r = Resolver::new(dir.path(), dir.path());
+        assert_eq!(r.resolve("mine").unwrap().points.len(), 1);
+        assert_eq!(
+            r.resolve("sungrow-sh").unwrap().points.len(),
+            1,
+            "a file overrides the built-in"
+        );
+        assert!(r.resolve("goodwe-et").unwrap().origin.contains("built-in"));
+        assert_eq!(r.resolve("./mine.toml").unwrap().points.len(), 1);
+        match r.resolve("nope") {
+            Err(e @ ProfileError::NotFound { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("nope.toml") && msg.contains("goodwe-et"),
+                    "{msg}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            r.resolve("missing.toml"),
+            Err(ProfileError::Unreadable { .. })
+        ));
+    }
 }
