@@ -366,7 +366,9 @@ pub fn hold(
         };
         let lift = |need: &mut f64, lifted: &mut bool| {
             let lifting = *need > 0.0 || prev.import_held && prev.last_production == Some(None);
-            if lifting && (plan_limit.is_some() || output.is_some()) {
+            // A curtailment the export limit needs this tick is never lifted:
+            // the storage makes up the import instead.
+            if lifting && !export_held && (plan_limit.is_some() || output.is_some()) {
                 *lifted = true;
                 // What the released inverters give is known only once they run.
                 let gain = (measured_pv - pv_pred).max(0.0);

@@ -455,6 +455,30 @@ fn output_limits_give_shaded_inverters_share_to_the_others() {
     assert!(l > 40_000.0, "{l}");
 }
 
+/// A narrow band (zero export, 2.9 kW import) with the batteries at their floor
+/// charging on their own: holding the import takes the storage over, which
+/// turns the import into an export; the export hold then curtails, and the
+/// import hold must not lift that curtailment again.
+#[test]
+fn an_import_hold_never_lifts_a_curtailment_the_export_limit_needs() {
+    for order in [ExportOrder::CurtailFirst, ExportOrder::StorageFirst] {
+        let mut p = Plant::noon(30_700.0, 5.0);
+        p.sun_w = vec![27_150.0, 8_600.0];
+        p.auto_w = vec![-6_370.0, -3_185.0];
+        let mut r = rules(order);
+        r.max_export_w = Some(0.0);
+        r.max_import_w = Some(2_900.0);
+        let mut run = Run::new(p);
+        let g = run.ticks(&r, &Active::default(), 8);
+        for (tick, g) in g.iter().enumerate().skip(2) {
+            assert!(
+                *g >= -1.0 && *g <= 2_900.0 + 1.0,
+                "{order:?}, tick {tick}: grid {g} W outside [0 W export, 2.9 kW import]"
+            );
+        }
+    }
+}
+
 fn arb_plant() -> impl Strategy<Value = (Plant, f64, f64)> {
     (
         0.0..90_000.0f64,
