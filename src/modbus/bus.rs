@@ -23,6 +23,7 @@ use crate::config::{BusConfig, DeviceConfig, PollingConfig};
 use crate::liveness::{Heartbeat, Pulse};
 use crate::model::{time::now_ms, Property, Sample};
 use crate::telemetry::Telemetry;
+use crate::util::Backoff;
 
 /// Commands queued at most; senders wait beyond that.
 const COMMAND_QUEUE: usize = 64;
@@ -264,14 +265,14 @@ impl BusTask {
 /// have been replaced or updated).
 const REDISCOVER_AFTER: u32 = 3;
 
-/// `min × 2^(failures−1)`, capped at `max`.
+/// `min × 2^(failures−1)`, capped at `max`, without jitter: each device keeps
+/// its own rhythm on its bus.
 pub fn backoff(p: &PollingConfig, failures: u32) -> Duration {
-    let exp = failures.saturating_sub(1).min(20);
-    let ms = p
-        .min_backoff_ms
-        .saturating_mul(1u64 << exp)
-        .min(p.max_backoff_ms);
-    Duration::from_millis(ms)
+    Backoff::new(
+        Duration::from_millis(p.min_backoff_ms),
+        Duration::from_millis(p.max_backoff_ms),
+    )
+    .ceiling(failures.saturating_sub(1))
 }
 
 async fn sleep_until(at: Option<Instant>) {
