@@ -5,6 +5,7 @@
 //! Only this task touches its `Port`. Others hold a [`BusHandle`] and send
 //! commands over a bounded channel, getting the answer on a oneshot.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -235,12 +236,13 @@ impl BusTask {
                         value,
                     })
                     .collect();
+                tracing::trace!(device = %slot.cfg.reference, elapsed_ms = started.elapsed().as_millis() as u64, "polled");
                 if samples.is_empty() {
                     self.telemetry.mark_online(id, ts);
                 } else {
-                    self.telemetry.publish(id, samples).await;
+                    self.telemetry.record(id, &samples);
+                    self.hand_off(samples).await;
                 }
-                tracing::trace!(device = %slot.cfg.reference, elapsed_ms = started.elapsed().as_millis() as u64, "polled");
             }
             Err(e) => {
                 slot.failures += 1;
@@ -257,6 +259,44 @@ impl BusTask {
                 }
                 self.telemetry.mark_failed(id, e);
             }
+        }
+    }
+}
+
+impl BusTask {
+    /// Hands a poll's samples to the store. While its queue is full, the task
+    /// waits for room and runs commands meanwhile, so a stalled store delays
+    /// polls but no setpoint write.
+    async fn hand_off(&mut self, samples: Vec<Sample>) {
+        let Some(tx) = self.telemetry.downstream() else {
+            return;
+        };
+        let permit = match tx.try_reserve() {
+            Ok(permit) => Ok(permit),
+            Err(mpsc::error::TrySendError::Closed(())) => Err(()),
+            Err(mpsc::error::TrySendError::Full(())) => {
+                self.stats.store_waits.fetch_add(1, Ordering::Relaxed);
+                self.stats.waiting_for_store.store(true, Ordering::Relaxed);
+                tracing::debug!(bus = %self.name, "store queue full: serving commands while waiting");
+                let mut beat = Heartbeat::ticker();
+                let reserve = tx.reserve();
+                tokio::pin!(reserve);
+                let permit = loop {
+                    self.heartbeat.beat();
+                    tokio::select! {
+                        biased;
+                        permit = &mut reserve => break permit.map_err(|_| ()),
+                        Some(cmd) = self.rx.recv() => execute(&mut self.port, cmd).await,
+                        _ = beat.tick() => {}
+                    }
+                };
+                self.stats.waiting_for_store.store(false, Ordering::Relaxed);
+                permit
+            }
+        };
+        // Closed: the store is shutting down; the latest values are still served.
+        if let Ok(permit) = permit {
+            permit.send(samples);
         }
     }
 }

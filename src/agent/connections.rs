@@ -1,0 +1,191 @@
+//! The HTTP connection cap: an axum `Listener` over the agent's TCP listeners
+//! that accepts a connection only while fewer than [`MAX_CONNECTIONS`] are open
+//! (across every listener). At the cap it stops accepting, so further
+//! connections wait in the kernel's listen backlog (and are refused by the
+//! kernel once that is full) until an open one closes. With HTTP/1 only, one
+//! connection runs at most one request at a time, so the cap also bounds the
+//! requests in flight.
+//!
+//! It counts for `/metrics`; it must not look into what a connection carries.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::metrics::{Collect, Encoder, Kind};
+
+/// HTTP connections open at once, over every listener.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// The slots shared by every listener, and their counts.
+#[derive(Debug)]
+pub struct Connections {
+    slots: Arc<Semaphore>,
+    accepted: AtomicU64,
+    /// Times a listener found every slot taken.
+    at_cap: AtomicU64,
+}
+
+impl Default for Connections {
+    fn default() -> Self {
+        Self {
+            slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            accepted: AtomicU64::new(0),
+            at_cap: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Connections {
+    fn open(&self) -> usize {
+        MAX_CONNECTIONS - self.slots.available_permits()
+    }
+}
+
+impl Collect for Connections {
+    fn collect(&self, out: &mut Encoder) {
+        out.family(
+            "sitegate_http_connections",
+            Kind::Gauge,
+            "HTTP connections open (at most 64; past it new ones wait in the kernel's listen backlog).",
+        )
+        .sample(&[], self.open() as f64);
+        out.family(
+            "sitegate_http_connections_accepted_total",
+            Kind::Counter,
+            "HTTP connections accepted.",
+        )
+        .sample(&[], self.accepted.load(Ordering::Relaxed) as f64);
+        out.family(
+            "sitegate_http_connection_cap_reached_total",
+            Kind::Counter,
+            "Times every HTTP connection slot was taken when a listener wanted to accept.",
+        )
+        .sample(&[], self.at_cap.load(Ordering::Relaxed) as f64);
+    }
+}
+
+/// One listener under the shared cap.
+pub struct Capped {
+    listener: TcpListener,
+    connections: Arc<Connections>,
+}
+
+impl Capped {
+    pub fn new(listener: TcpListener, connections: Arc<Connections>) -> Self {
+        Self {
+            listener,
+            connections,
+        }
+    }
+}
+
+impl axum::serve::Listener for Capped {
+    type Io = Held;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Held, std::net::SocketAddr) {
+        let slots = self.connections.slots.clone();
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                self.connections.at_cap.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    max = MAX_CONNECTIONS,
+                    "every HTTP connection slot taken: new connections wait in the listen backlog"
+                );
+                // The semaphore is never closed.
+                match slots.acquire_owned().await {
+                    Ok(slot) => slot,
+                    Err(_) => unreachable!("the connection semaphore is never closed"),
+                }
+            }
+        };
+        loop {
+            match self.listener.accept().await {
+                Ok((stream, addr)) => {
+                    self.connections.accepted.fetch_add(1, Ordering::Relaxed);
+                    return (
+                        Held {
+                            stream,
+                            _slot: slot,
+                        },
+                        addr,
+                    );
+                }
+                Err(e) => accept_failed(e).await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+}
+
+/// As axum's own listener: a failed connection is skipped, while running out
+/// of file descriptors (or memory) pauses accepting for a moment.
+async fn accept_failed(e: io::Error) {
+    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!(error = %e, "HTTP accept failed; pausing accepts for a second");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+/// An accepted connection holding its slot until it is dropped.
+pub struct Held {
+    stream: TcpStream,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Held {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Held {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
