@@ -10,7 +10,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -28,6 +28,9 @@ pub const MAX_CONNECTIONS: usize = 64;
 #[derive(Debug)]
 pub struct Connections {
     slots: Arc<Semaphore>,
+    /// Accepted and not closed yet (a listener waiting in `accept` holds a
+    /// slot, not a connection).
+    open: AtomicUsize,
     accepted: AtomicU64,
     /// Times a listener found every slot taken.
     at_cap: AtomicU64,
@@ -37,15 +40,10 @@ impl Default for Connections {
     fn default() -> Self {
         Self {
             slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            open: AtomicUsize::new(0),
             accepted: AtomicU64::new(0),
             at_cap: AtomicU64::new(0),
         }
-    }
-}
-
-impl Connections {
-    fn open(&self) -> usize {
-        MAX_CONNECTIONS - self.slots.available_permits()
     }
 }
 
@@ -56,7 +54,7 @@ impl Collect for Connections {
             Kind::Gauge,
             "HTTP connections open (at most 64; past it new ones wait in the kernel's listen backlog).",
         )
-        .sample(&[], self.open() as f64);
+        .sample(&[], self.open.load(Ordering::Relaxed) as f64);
         out.family(
             "sitegate_http_connections_accepted_total",
             Kind::Counter,
@@ -112,10 +110,12 @@ impl axum::serve::Listener for Capped {
             match self.listener.accept().await {
                 Ok((stream, addr)) => {
                     self.connections.accepted.fetch_add(1, Ordering::Relaxed);
+                    self.connections.open.fetch_add(1, Ordering::Relaxed);
                     return (
                         Held {
                             stream,
                             _slot: slot,
+                            connections: self.connections.clone(),
                         },
                         addr,
                     );
@@ -148,6 +148,13 @@ async fn accept_failed(e: io::Error) {
 pub struct Held {
     stream: TcpStream,
     _slot: OwnedSemaphorePermit,
+    connections: Arc<Connections>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.connections.open.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl AsyncRead for Held {
