@@ -65,9 +65,7 @@ impl TokenBucket {
 mod tests {
     use super::*;
 
-    fn ms(ms: u64) -> Duration {
-        Duration::from_millis(ms)
-    }
+    const HALF_S: Duration = Duration::from_millis(500);
 
     #[test]
     fn a_burst_passes_then_the_rate_holds() {
@@ -76,11 +74,11 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(b.take_one(t0), Ok(()));
         }
-        assert_eq!(b.take_one(t0), Err(ms(500)));
-        assert_eq!(b.next_token(), t0 + ms(500));
+        assert_eq!(b.take_one(t0), Err(HALF_S));
+        assert_eq!(b.next_token(), t0 + HALF_S);
         // Half a second later one token is back, and only one.
-        assert_eq!(b.take_one(t0 + ms(500)), Ok(()));
-        assert!(b.take_one(t0 + ms(500)).is_err());
+        assert_eq!(b.take_one(t0 + HALF_S), Ok(()));
+        assert!(b.take_one(t0 + HALF_S).is_err());
         // Long idle refills to the burst, not beyond.
         let later = t0 + Duration::from_secs(60);
         assert_eq!(b.take_up_to(later, 1000), 3);
@@ -93,8 +91,10 @@ mod tests {
         let mut b = TokenBucket::full(100.0, 10.0, t0);
         assert_eq!(b.take_up_to(t0, 4), 4);
         assert_eq!(b.take_up_to(t0, 1000), 6);
-        assert!(b.next_token() > t0 && b.next_token() <= t0 + ms(10));
-        let total: usize = (1..=1000).map(|n| b.take_up_to(t0 + ms(n), 1000)).sum();
+        assert!(b.next_token() > t0 && b.next_token() <= t0 + Duration::from_millis(10));
+        let total: usize = (1..=1000)
+            .map(|n| b.take_up_to(t0 + Duration::from_millis(n), 1000))
+            .sum();
         assert!((99..=101).contains(&total), "{total}");
     }
 
