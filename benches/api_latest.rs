@@ -8,7 +8,7 @@
 //! thread and runtime, so on a 2-core machine each has about one core.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;

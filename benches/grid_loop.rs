@@ -2,7 +2,7 @@
 //! turned off: the limits only clamp what the agent commands), in one run.
 //!
 //! `cargo bench --bench grid_loop`. Real time, a 1 s meter and device poll and a
-//! 1 s control interval, as `spec/steering.md` sets the targets. The grid power
+//! 1 s control interval, the targets `docs/steering.md` ("The grid loop") states. The grid power
 //! is sampled every 100 ms at the simulated meter (the physics, not the agent's
 //! reading). Scenarios, each a step of 50 % of the rated production (25 kW):
 //!
@@ -21,7 +21,7 @@
 //! reached before any correction.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
-#[path = "../tests/steering_support/mod.rs"]
+#[path = "../tests/it/steering_support/mod.rs"]
 mod steering_support;
 
 use std::time::{Duration, Instant};

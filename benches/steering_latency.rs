@@ -6,7 +6,7 @@
 //! write's arrival time is taken from the simulator's write events.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
-#[path = "../tests/steering_support/mod.rs"]
+#[path = "../tests/it/steering_support/mod.rs"]
 mod steering_support;
 
 use std::time::{Duration, Instant};

@@ -13,6 +13,8 @@ pub mod logging;
 pub mod metrics;
 pub mod modbus;
 pub mod model;
+pub mod profile;
+pub mod register;
 pub mod sim;
 pub mod steering;
 pub mod store;

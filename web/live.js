@@ -29,7 +29,7 @@ const TYPE_NAMES = { inverter: "PV inverter", battery: "Battery", meter: "Grid m
 /** Below this many watts a device counts as idle. */
 const IDLE_W = 10;
 
-/** Words for the direction of a device's active power (signs of devices.md). */
+/** Words for the direction of a device's active power (the signs of `docs/devices.md`). */
 function direction(type, w) {
   if (w === undefined || w === null) return "";
   const idle = Math.abs(w) < IDLE_W;

@@ -7,7 +7,7 @@ import { h, fill, num, quantity, clock, duration } from "./format.js";
 
 /**
  * Finds out, without changing anything, whether the token may steer: a dry run
- * of a harmless valid request (`api.md`: `?dryRun=true` validates and changes
+ * of a harmless valid request (`openapi.json`: `?dryRun=true` validates and changes
  * nothing). 403 means read-only. Returns {scope: "steer" | "read" | "none", problem?}.
  */
 export async function probeScope(siteRef) {

@@ -315,7 +315,7 @@ async fn open_store(
     let store =
         tokio::task::spawn_blocking(move || StoreHandle::open_with_hook(&storage, devices, hook))
             .await
-            .map_err(|e| fail(StoreError::OpenAborted(e.to_string())))?
+            .map_err(|e| fail(StoreError::OpenAborted(e)))?
             .map_err(fail)?;
     let latest = store.latest().await.map_err(fail)?;
     let mut restored = 0usize;

@@ -1,6 +1,6 @@
 //! The machine-readable `code` of every problem, with its default HTTP status.
 //!
-//! The list is `api.md`'s plus `timeout` and `not_ready`. Adding a code means
+//! The list is the partner API's codes plus `timeout` and `not_ready`. Adding a code means
 //! adding it here and to the `ErrorCode` schema of `openapi.json` (a test checks
 //! that the two agree). No rendering here: `error.rs` does that.
 
@@ -32,8 +32,8 @@ pub enum ErrorCode {
     MethodNotAllowed,
     /// The request took longer than the server's request time limit.
     Timeout,
-    /// `/readyz` while a subsystem is not ready (not in `api.md`'s list, which says
-    /// "at least").
+    /// `/readyz` while a subsystem is not ready (an addition to the partner
+    /// API's list, which is open to more).
     NotReady,
     /// Keep last: [`ErrorCode::ALL`]'s length check relies on it.
     Internal,

@@ -2,7 +2,8 @@
 //!
 //! Every layer that answers a request (device data, time series, steering, ops)
 //! reports failure as an [`ApiError`]; it renders as `application/problem+json`
-//! `{"type","title","status","detail","code","field"?}` as `api.md` demands. Layer
+//! `{"type","title","status","detail","code","field"?}` (the `Problem` schema of
+//! `openapi.json`). Layer
 //! errors (store, steering) are mapped to it once, at the handler. This file must
 //! not know about any endpoint: it only builds and renders problems.
 
@@ -89,7 +90,7 @@ impl ApiError {
         self.0.field.as_deref()
     }
 
-    // Constructors for the codes of `api.md`. Details name the field and the value.
+    // Constructors for the codes of `openapi.json`'s `ErrorCode`. Details name the field and the value.
 
     pub fn invalid_json(detail: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidJson, detail)

@@ -1,4 +1,4 @@
-//! The HTTP API of `spec/api.md`: one axum router, its shared state, auth and
+//! The HTTP API (described in `openapi.json`): one axum router, its shared state, auth and
 //! errors. The MQTT RPC bridge calls the same router, so nothing here may depend
 //! on the transport (no peer addresses, no connection state).
 //!
@@ -37,7 +37,7 @@
 //!    [safety net](ops::problem_safety_net) would still turn it into problem+json,
 //!    but with a poorer detail.
 //! 5. Describe it in `openapi.json` (parameters, body, every status it answers,
-//!    with examples); `tests/openapi.rs` fails until the document and the route
+//!    with examples); `tests/it/openapi.rs` fails until the document and the route
 //!    list agree and real answers validate against it.
 
 mod auth;

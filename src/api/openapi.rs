@@ -1,7 +1,7 @@
 //! `GET /openapi.json`: the OpenAPI 3.1 description of this API, checked in as
 //! `openapi.json` beside this file and served byte for byte, without a token.
 //!
-//! The document is written by hand and kept true by `tests/openapi.rs` (same
+//! The document is written by hand and kept true by `tests/it/openapi.rs` (same
 //! routes as [`routes`](super::routes), every example and every real answer valid
 //! against its schema). This file must not build or change the document at run
 //! time.

@@ -15,7 +15,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::load::Problem;
+use super::problem::Problem;
 
 /// Where the machine id is looked for, in order.
 const MACHINE_ID_FILES: [&str; 2] = ["/etc/machine-id", "/var/lib/dbus/machine-id"];

@@ -6,38 +6,12 @@ use std::fmt;
 
 use serde::de::DeserializeOwned;
 
+use super::problem::Problem;
 use super::raw::{RawBus, RawDevice, RawHttp};
 use super::resolve::resolve;
 use super::{
     Config, GatewayIdSource, LoggingConfig, MqttConfig, PollingConfig, SiteConfig, StorageConfig,
 };
-
-/// One thing wrong with the config, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// TOML path such as `devices[2].unit_id`; empty for the file as a whole.
-    pub path: String,
-    pub message: String,
-}
-
-impl Problem {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
 
 /// Every problem found in a config file.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -137,14 +111,14 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
         }
     };
     let profiles_dir = match table.remove("profiles_dir") {
-        None => std::path::PathBuf::from(crate::modbus::profile::DEFAULT_PROFILES_DIR),
+        None => std::path::PathBuf::from(super::profiles::DEFAULT_PROFILES_DIR),
         Some(toml::Value::String(s)) => dir.join(s),
         Some(other) => {
             problems.push(Problem::new(
                 "profiles_dir",
                 format!("expected a directory path, found {}", other.type_str()),
             ));
-            std::path::PathBuf::from(crate::modbus::profile::DEFAULT_PROFILES_DIR)
+            std::path::PathBuf::from(super::profiles::DEFAULT_PROFILES_DIR)
         }
     };
     let http: Option<RawHttp> = optional_section(&mut table, "http", &mut problems);
@@ -172,7 +146,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
             devices,
             declared_sites,
             declared_buses,
-            profiles: crate::modbus::profile::Resolver::new(&profiles_dir, dir),
+            profiles: super::profiles::Resolver::new(&profiles_dir, dir),
             profiles_dir,
         },
         &mut problems,

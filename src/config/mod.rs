@@ -7,6 +7,8 @@
 
 mod gateway_id;
 mod load;
+mod problem;
+pub mod profiles;
 mod raw;
 mod resolve;
 pub mod tls;
@@ -17,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use gateway_id::GatewayIdSource;
-pub use load::{parse, parse_in, ConfigError, Problem};
+pub use load::{parse, parse_in, ConfigError};
+pub use problem::Problem;
 pub use raw::{
     BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder, GridLoopConfig,
     GridSignalConfig, GridSignalLevel, LogFormat, LoggingConfig, MqttConfig, MqttProtocol,
@@ -25,8 +28,8 @@ pub use raw::{
 };
 pub use values::{AuthMode, Parity, Power, PowerShare, Scope};
 
-use crate::modbus::profile::Profile;
 use crate::model::{DeviceId, DeviceType};
+use crate::profile::Profile;
 
 /// The whole, validated configuration.
 #[derive(Debug, Clone)]

@@ -192,7 +192,7 @@ pub struct GridSignalConfig {
     /// A built-in module profile (`generic-di`, `generic-di-register`); `table`,
     /// `register` and `inputs` override it or stand without it.
     pub module: Option<String>,
-    pub table: Option<crate::modbus::plan::Table>,
+    pub table: Option<crate::register::plan::Table>,
     pub register: Option<u16>,
     pub inputs: Option<u8>,
     #[serde(default = "default_poll_interval_ms")]
@@ -206,13 +206,13 @@ pub struct GridSignalConfig {
 impl GridSignalConfig {
     /// Where the inputs are: the module profile, overridden by the explicit
     /// keys. `None` when neither says.
-    pub fn block(&self) -> Option<crate::modbus::io::InputBlock> {
+    pub fn block(&self) -> Option<crate::register::io::InputBlock> {
         let base = self
             .module
             .as_deref()
-            .and_then(crate::modbus::io::module)
+            .and_then(crate::register::io::module)
             .map(|m| m.block);
-        Some(crate::modbus::io::InputBlock {
+        Some(crate::register::io::InputBlock {
             table: self.table.or(base.map(|b| b.table))?,
             register: self.register.or(base.map(|b| b.register))?,
             inputs: self.inputs.or(base.map(|b| b.inputs))?,
@@ -418,7 +418,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// The MQTT uplink (`spec/mqtt.md`). Only `url` is required.
+/// The MQTT uplink (`docs/mqtt.md`). Only `url` is required.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct MqttConfig {

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 
-use super::load::Problem;
+use super::problem::Problem;
 use super::raw::{RawBus, RawDevice, RawHttp, RawRtu};
 use super::values::AuthMode;
 use super::{
@@ -29,7 +29,7 @@ pub(super) struct Sections {
     pub declared_sites: HashSet<String>,
     pub declared_buses: HashSet<String>,
     pub profiles_dir: std::path::PathBuf,
-    pub profiles: crate::modbus::profile::Resolver,
+    pub profiles: super::profiles::Resolver,
 }
 
 /// Returns the config; `problems` says whether it may be used.
@@ -252,12 +252,12 @@ fn check_grid_signal(
         );
     }
     if let Some(m) = &g.module {
-        if crate::modbus::io::module(m).is_none() {
+        if crate::register::io::module(m).is_none() {
             bad(
                 "module",
                 format!(
                     "unknown module {m:?}; built-in modules: {}",
-                    crate::modbus::io::module_names()
+                    crate::register::io::module_names()
                 ),
             );
         }
@@ -712,7 +712,7 @@ fn resolve_device(
     index: usize,
     reference: String,
     d: RawDevice,
-    profiles: &mut crate::modbus::profile::Resolver,
+    profiles: &mut super::profiles::Resolver,
     problems: &mut Vec<Problem>,
 ) -> DeviceConfig {
     if d.poll_interval_ms < 100 || d.poll_interval_ms > 3_600_000 {
@@ -829,10 +829,10 @@ fn resolve_profile(
     path: &str,
     name: &str,
     device_type: crate::model::DeviceType,
-    profiles: &mut crate::modbus::profile::Resolver,
+    profiles: &mut super::profiles::Resolver,
     problems: &mut Vec<Problem>,
 ) -> ProfileRef {
-    use crate::modbus::profile::ProfileError;
+    use crate::profile::ProfileError;
     match profiles.resolve(name) {
         Ok(p) => {
             if !p.device_types.is_empty() && !p.device_types.contains(&device_type) {

@@ -15,7 +15,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
 use rustls::{InconsistentKeys, RootCertStore};
 
-use super::load::Problem;
+use super::problem::Problem;
 use super::MqttConfig;
 
 /// What the uplink's TLS needs, checked.

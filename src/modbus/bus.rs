@@ -16,13 +16,13 @@ use tokio_util::sync::CancellationToken;
 use super::error::ModbusError;
 use super::link::Port;
 use super::maps::DeviceMaps;
-use super::plan::Span;
 use super::poll::{poll_device, DeviceState, Polled};
 use super::reader::RegisterReader;
 use super::stats::BusStats;
 use crate::config::{BusConfig, DeviceConfig, PollingConfig};
 use crate::liveness::{Heartbeat, Pulse};
 use crate::model::{time::now_ms, Property, Sample};
+use crate::register::plan::Span;
 use crate::telemetry::Telemetry;
 use crate::util::Backoff;
 
@@ -83,7 +83,7 @@ impl BusHandle {
     /// Stops at the first failing op and returns its error.
     pub async fn transact(&self, unit: u8, ops: Vec<Op>) -> Result<Vec<OpOutput>, ModbusError> {
         let (reply, rx) = oneshot::channel();
-        let stopped = || ModbusError::Io(format!("bus {} is stopped", self.name));
+        let stopped = || ModbusError::Stopped(self.name.clone());
         self.tx
             .send(Command { unit, ops, reply })
             .await
@@ -257,7 +257,7 @@ impl BusTask {
                 } else {
                     tracing::debug!(device = %slot.cfg.reference, failures = slot.failures, retry_in_ms = backoff.as_millis() as u64, error = %e, "poll failed again");
                 }
-                self.telemetry.mark_failed(id, e);
+                self.telemetry.mark_failed(id, e.to_string());
             }
         }
     }

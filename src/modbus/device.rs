@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use super::plan::{self, Span};
-use super::point::{self, PointSpec};
-use super::profile::{Profile, ProfileControls};
 use super::sunspec::{self, ModelBlock};
 use crate::config::DeviceConfig;
+use crate::profile::{Profile, ProfileControls};
+use crate::register::plan::{self, Span};
+use crate::register::point::{self, PointSpec};
 use crate::telemetry::DeviceInfo;
 
 /// Read once per discovery; immutable afterwards (re-discovery builds a new one).

@@ -2,6 +2,8 @@
 //! answered "no" (an exception: report it, the link is fine) versus the device
 //! could not be reached or spoke garbage (drop the link, reconnect, back off).
 
+use std::io;
+
 use tokio_modbus::ExceptionCode;
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -12,15 +14,39 @@ pub enum ModbusError {
     /// No answer within the bus timeout.
     #[error("no answer within {0} ms")]
     Timeout(u64),
-    /// Connecting, reading or writing the transport failed.
-    #[error("transport: {0}")]
-    Io(String),
+    /// Connecting, reading or writing the transport failed; `kind` is the
+    /// operating system's (refused, reset, not found, ...), `message` says
+    /// what was being done.
+    #[error("transport: {message}")]
+    Io {
+        kind: io::ErrorKind,
+        message: String,
+    },
+    /// The bus task is gone (the agent is stopping): nothing reached the device.
+    #[error("bus {0} is stopped")]
+    Stopped(std::sync::Arc<str>),
     /// The answer did not fit the request (wrong length, wrong function).
     #[error("malformed answer: {0}")]
     Protocol(String),
 }
 
 impl ModbusError {
+    /// A transport failure, keeping the operating system's error kind.
+    pub fn io(e: &io::Error) -> Self {
+        ModbusError::Io {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+
+    /// A transport failure while doing `context` (`connect to host:502`).
+    pub fn io_while(context: impl std::fmt::Display, e: &io::Error) -> Self {
+        ModbusError::Io {
+            kind: e.kind(),
+            message: format!("{context}: {e}"),
+        }
+    }
+
     /// True when the link must be dropped and re-established: after a timeout a
     /// late answer could be taken for the next request's.
     pub fn breaks_link(&self) -> bool {

@@ -18,11 +18,11 @@ use tokio_modbus::prelude::SlaveContext;
 use tokio_modbus::Slave;
 
 use super::error::ModbusError;
-use super::plan::{Span, Table};
 use super::rtu::frame::{Answer, FrameError, Pdu};
 use super::rtu::{LineError, RtuLine};
 use super::stats::{Function, Outcome, RequestStats};
 use crate::config::Transport;
+use crate::register::plan::{Span, Table};
 
 enum Conn {
     Tcp(Context),
@@ -39,7 +39,7 @@ pub struct Port {
 
 fn transport_error(e: tokio_modbus::Error) -> ModbusError {
     match e {
-        tokio_modbus::Error::Transport(io) => ModbusError::Io(io.to_string()),
+        tokio_modbus::Error::Transport(io) => ModbusError::io(&io),
         tokio_modbus::Error::Protocol(p) => ModbusError::Protocol(p.to_string()),
     }
 }
@@ -87,21 +87,24 @@ impl Port {
                     let stream = timeout(self.timeout, TcpStream::connect((host.as_str(), *port)))
                         .await
                         .map_err(|_| ModbusError::Timeout(self.timeout_ms()))?
-                        .map_err(|e| ModbusError::Io(format!("connect to {host}:{port}: {e}")))?;
+                        .map_err(|e| {
+                            ModbusError::io_while(format_args!("connect to {host}:{port}"), &e)
+                        })?;
                     // Requests are small and latency matters more than throughput.
                     let _ = stream.set_nodelay(true);
                     Conn::Tcp(tokio_modbus::client::tcp::attach(stream))
                 }
                 Transport::Rtu(rtu) => {
-                    Conn::Rtu(RtuLine::open(rtu).map_err(|e| ModbusError::Io(e.to_string()))?)
+                    Conn::Rtu(RtuLine::open(rtu).map_err(|e| ModbusError::io(&e))?)
                 }
             };
             self.conn = Some(conn);
         }
         // Set just above; a `None` here is impossible.
-        self.conn
-            .as_mut()
-            .ok_or_else(|| ModbusError::Io("not connected".into()))
+        self.conn.as_mut().ok_or_else(|| ModbusError::Io {
+            kind: std::io::ErrorKind::NotConnected,
+            message: "not connected".into(),
+        })
     }
 
     /// Runs one request with the timeout; drops the connection when the failure
@@ -121,7 +124,7 @@ impl Port {
             }
             Conn::Rtu(line) => match timeout(limit, line.call(unit, &pdu)).await {
                 Err(_) => Err(ModbusError::Timeout(ms)),
-                Ok(Err(LineError::Io(e))) => Err(ModbusError::Io(e.to_string())),
+                Ok(Err(LineError::Io(e))) => Err(ModbusError::io(&e)),
                 Ok(Err(LineError::Frame(e))) => Err(frame_error(e)),
                 Ok(Ok(Answer::Exception(code))) => Err(ModbusError::Exception(code)),
                 Ok(Ok(Answer::Words(w))) => Ok(Reply::Words(w)),

@@ -1,19 +1,18 @@
-//! Modbus: the register codec, the read planner, SunSpec discovery and model maps,
-//! the control recipes (a command as register writes), the link that owns a
-//! connection, and the bus task that serialises everything on one bus.
+//! Modbus: SunSpec discovery and model maps, the control recipes (a command as
+//! register writes), the link that owns a connection, the poll of one device,
+//! and the bus task that serialises everything on one bus.
+//!
+//! The pure register vocabulary (codec, read planner, points, input modules)
+//! is `crate::register`'s and the register-map profile model is
+//! `crate::profile`'s; both sit below this module and below `config`.
 
 pub mod bus;
-pub mod codec;
 pub mod control;
 pub mod device;
 pub mod error;
-pub mod io;
 pub mod link;
 pub mod maps;
-pub mod plan;
-pub mod point;
 pub mod poll;
-pub mod profile;
 pub mod reader;
 pub mod rtu;
 pub mod scan;

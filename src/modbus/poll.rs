@@ -1,6 +1,6 @@
 //! One poll of one device: discover it when its map is missing, read its planned
 //! requests, decode its points. A request the device refuses with "illegal data
-//! address" is split (see [`crate::modbus::plan::split_refused`]) and retried
+//! address" is split (see [`crate::register::plan::split_refused`]) and retried
 //! at once; the split plan is kept for the life of the map, so the device is
 //! asked the smaller requests from then on. Discovery's nameplate reads split
 //! the same way (`reader::read_spans`).
@@ -11,12 +11,13 @@
 use std::sync::Arc;
 
 use super::device::DeviceMap;
-use super::plan::{Image, Span};
-use super::point;
+use super::error::ModbusError;
 use super::reader::{self, RegisterReader};
-use super::sunspec;
+use super::sunspec::{self, DiscoveryError};
 use crate::config::{DeviceConfig, ProfileRef};
 use crate::model::Property;
+use crate::register::plan::{Image, Span};
+use crate::register::point;
 
 /// A device's map and the plan learned for it.
 #[derive(Debug, Default)]
@@ -33,6 +34,17 @@ impl DeviceState {
     }
 }
 
+/// Why a poll failed: discovery found no usable SunSpec map, or a read
+/// failed (the device refused it or could not be reached). The text is what
+/// the device's status and the log show.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PollError {
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    #[error(transparent)]
+    Modbus(#[from] ModbusError),
+}
+
 /// What a successful poll returns.
 pub struct Polled {
     pub values: Vec<(Property, f64)>,
@@ -46,7 +58,7 @@ pub async fn poll_device<R: RegisterReader>(
     cfg: &DeviceConfig,
     max_gap: u16,
     state: &mut DeviceState,
-) -> Result<Polled, String> {
+) -> Result<Polled, PollError> {
     let mut fresh = None;
     let map = match &state.map {
         Some(m) => m.clone(),
@@ -79,7 +91,7 @@ async fn read_plan<R: RegisterReader>(
     device: &str,
     map: &DeviceMap,
     plan: &mut Vec<Span>,
-) -> Result<Image, String> {
+) -> Result<Image, ModbusError> {
     reader::read_splitting(reader, plan, &map.needed(), |req, parts| {
         tracing::warn!(
             device,
@@ -91,21 +103,18 @@ async fn read_plan<R: RegisterReader>(
         );
     })
     .await
-    .map_err(|e| e.to_string())
 }
 
 async fn discover<R: RegisterReader>(
     reader: &mut R,
     cfg: &DeviceConfig,
     max_gap: u16,
-) -> Result<DeviceMap, String> {
+) -> Result<DeviceMap, PollError> {
     match &cfg.profile {
         ProfileRef::Sunspec => {
-            let chain = sunspec::discover(reader).await.map_err(|e| e.to_string())?;
+            let chain = sunspec::discover(reader).await?;
             let chain = sunspec::select(chain, cfg.device_type);
-            let info = sunspec::read_info(reader, &chain)
-                .await
-                .map_err(|e| e.to_string())?;
+            let info = sunspec::read_info(reader, &chain).await?;
             Ok(DeviceMap::from_sunspec(chain, info, cfg))
         }
         ProfileRef::Registers(profile) => {

@@ -2,7 +2,7 @@
 //! the read loop they share, which splits a request the device refuses.
 
 use super::error::ModbusError;
-use super::plan::{self, Image, Span};
+use crate::register::plan::{self, Image, Span};
 
 /// Reads registers from one device. Implemented by the bus link and by test fakes.
 pub trait RegisterReader {

@@ -80,7 +80,7 @@ pub async fn scan_all(port: &mut Port, units: &[u8], progress: impl FnMut(Progre
 async fn scan_units(
     port: &mut Port,
     units: &[u8],
-    candidates: &[std::sync::Arc<crate::modbus::profile::Profile>],
+    candidates: &[std::sync::Arc<crate::profile::Profile>],
     mut progress: impl FnMut(Progress<'_>),
 ) -> Scan {
     let mut found = Vec::new();

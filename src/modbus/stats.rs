@@ -42,7 +42,9 @@ impl Outcome {
             Ok(_) => Outcome::Ok,
             Err(ModbusError::Exception(_)) => Outcome::Exception,
             Err(ModbusError::Timeout(_)) => Outcome::Timeout,
-            Err(ModbusError::Io(_) | ModbusError::Protocol(_)) => Outcome::Error,
+            Err(ModbusError::Io { .. } | ModbusError::Protocol(_) | ModbusError::Stopped(_)) => {
+                Outcome::Error
+            }
         }
     }
 }

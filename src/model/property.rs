@@ -1,4 +1,5 @@
-//! The property vocabulary of `devices.md`: names, units, kinds.
+//! The property vocabulary: names, units, kinds (listed for API users in the
+//! `PropertyName` schema of `src/api/openapi.json`).
 //!
 //! The set is closed: a device offers a subset of it, never a name outside it.
 

@@ -13,7 +13,7 @@ use tokio_modbus::ExceptionCode;
 use super::common::{self, check_range, RevertTimer, StorageRating};
 use super::map::{Block, RegisterMap};
 use super::physics::{BatteryStep, Window};
-use crate::modbus::codec::ValueType::{I16, U16};
+use crate::register::codec::ValueType::{I16, U16};
 
 mod layout;
 mod publish;

@@ -11,7 +11,7 @@ use sunspec::models::model120::Model120;
 use tokio_modbus::ExceptionCode;
 
 use super::map::{Block, MapBuilder};
-use crate::modbus::codec::ValueType;
+use crate::register::codec::ValueType;
 
 /// Manufacturer in the Common model.
 pub const MANUFACTURER: &str = "sitegate";

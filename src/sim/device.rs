@@ -15,8 +15,8 @@ use super::map::RegisterMap;
 use super::meter::Meter;
 use super::profile::ProfileDevice;
 use super::{SimDeviceSpec, SimDeviceState, SimKind, StorageControl};
-use crate::modbus::plan::{Span, Table};
 use crate::model::Property;
+use crate::register::plan::{Span, Table};
 
 /// Behaviour by device kind.
 pub enum Kind {

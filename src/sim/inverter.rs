@@ -15,7 +15,7 @@ use tokio_modbus::ExceptionCode;
 use super::common::{self, check_range, RevertTimer, GRID_V};
 use super::map::{Block, RegisterMap};
 use super::physics::{self, sun_fraction};
-use crate::modbus::codec::ValueType::{I16, U16, U32};
+use crate::register::codec::ValueType::{I16, U16, U32};
 
 /// SunSpec `St` (model 103) values used here.
 pub(super) mod layout;

@@ -3,7 +3,7 @@
 //!
 //! Every point is placed through the crate's constants (offset, length, writable),
 //! so the layout comes from the official model definitions; values are encoded
-//! with `crate::modbus::codec`. Pure data: no I/O, no clock, no physics. It must
+//! with `crate::register::codec`. Pure data: no I/O, no clock, no physics. It must
 //! not know what a device does with its registers.
 
 use std::marker::PhantomData;
@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use sunspec::{FixedSize, Group, Model, Point, Value};
 use tokio_modbus::ExceptionCode;
 
-use crate::modbus::codec::{self, Absent, ValueType, WordOrder};
+use crate::register::codec::{self, Absent, ValueType, WordOrder};
 
 /// Most registers one read may ask for (Modbus function 3 and 4).
 pub const MAX_READ: u16 = 125;

@@ -9,7 +9,7 @@ use sunspec::models::model203::Model203;
 use super::common::{self, fit_sf, GRID_LL_V, GRID_V, I16_LIMIT};
 use super::map::{Block, RegisterMap};
 use super::physics::wobble;
-use crate::modbus::codec::ValueType::{I16, U32};
+use crate::register::codec::ValueType::{I16, U32};
 
 pub struct Meter {
     m: Block<Model203>,

@@ -171,7 +171,7 @@ pub enum SimKind {
     /// `readable_gaps`, registers between the named ones read 0; without, they
     /// answer "illegal data address".
     Profile {
-        profile: std::sync::Arc<crate::modbus::profile::Profile>,
+        profile: std::sync::Arc<crate::profile::Profile>,
         readable_gaps: bool,
     },
     /// A digital input module (a grid operator's ripple-control receiver or

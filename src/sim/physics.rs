@@ -90,7 +90,7 @@ pub struct Window {
 
 impl Window {
     /// The window for `StorCtl_Mod` with `InWRte`/`OutWRte` in percent of
-    /// `WChaMax` (sunspec.md §5.1): bit 0 caps charging at `in_pct`, bit 1 caps
+    /// `WChaMax` (SunSpec model 124): bit 0 caps charging at `in_pct`, bit 1 caps
     /// discharging at `out_pct`; negative values force the opposite flow.
     pub fn from_controls(mode: u16, in_pct: f64, out_pct: f64, w_cha_max: f64) -> Window {
         let hi = if mode & 1 != 0 {

@@ -16,12 +16,12 @@ use std::sync::Arc;
 use tokio_modbus::ExceptionCode;
 
 use super::map::{MAX_READ, MAX_WRITE};
-use crate::modbus::codec;
 use crate::modbus::control::RegWrite;
-use crate::modbus::plan::Table;
-use crate::modbus::point::{PointSpec, Scale};
-use crate::modbus::profile::{EssSetpoint, Profile};
 use crate::model::Property;
+use crate::profile::{EssSetpoint, Profile};
+use crate::register::codec;
+use crate::register::plan::Table;
+use crate::register::point::{PointSpec, Scale};
 
 /// The scale factor a `scale_factor` register holds in the simulation.
 const SIM_SF: i16 = -1;

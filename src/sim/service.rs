@@ -21,7 +21,7 @@ use tokio_modbus::{ExceptionCode, Request, Response, SlaveRequest};
 
 use super::device::{lock, DeviceCell};
 use super::WriteEvent;
-use crate::modbus::plan::Table;
+use crate::register::plan::Table;
 
 /// What all connections of one server share.
 pub struct ServerShared {

@@ -18,14 +18,16 @@ use super::decide::Command;
 use super::report::{due, Desired, DeviceReport, Due, Last};
 use super::stats::WriteCounters;
 use crate::config::DeviceConfig;
-use crate::modbus::control::{verify, Recipe, WritePlan};
-use crate::modbus::plan::{Image, Span};
-use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, Op, OpOutput};
+use crate::modbus::control::{verify, Mismatch, Recipe, WriteError, WritePlan};
+use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, ModbusError, Op, OpOutput};
 use crate::model::time::now_ms;
 use crate::model::DeviceType;
+use crate::register::plan::{Image, Span};
 
 /// How often to look again for a device that is not discovered yet.
 const UNDISCOVERED_RETRY_MS: i64 = 1000;
+/// How soon to read the calibration registers again after a failed read.
+const CALIBRATION_RETRY_MS: i64 = 1000;
 
 /// Everything one actuator needs.
 pub struct Actuator {
@@ -75,6 +77,41 @@ fn image_of(spans: &[Span], reads: Vec<Vec<u16>>) -> Image {
         img.insert(*span, words);
     }
     img
+}
+
+/// Why no write can be planned yet; the actuator reports it as the device's
+/// pending reason and looks again after [`NotReady::retry_ms`].
+#[derive(Debug, thiserror::Error)]
+enum NotReady {
+    #[error("device not discovered yet (no answer to polls)")]
+    Undiscovered,
+    /// The device's map offers no recipe for its type (a configuration or
+    /// device problem: looked at again only after the longest backoff).
+    #[error(transparent)]
+    NoRecipe(#[from] WriteError),
+    #[error("reading the control registers: {0}")]
+    Calibration(ModbusError),
+}
+
+impl NotReady {
+    fn retry_ms(&self) -> i64 {
+        match self {
+            NotReady::Undiscovered => UNDISCOVERED_RETRY_MS,
+            NotReady::NoRecipe(_) => super::report::MAX_BACKOFF_MS,
+            NotReady::Calibration(_) => CALIBRATION_RETRY_MS,
+        }
+    }
+}
+
+/// Why a write was not confirmed: the bus transaction failed, or the
+/// read-back shows other words than were written. Its text is what the
+/// device's report, the log and the audit record show.
+#[derive(Debug, thiserror::Error)]
+enum WriteFailure {
+    #[error(transparent)]
+    Bus(#[from] ModbusError),
+    #[error(transparent)]
+    ReadBack(#[from] Mismatch),
 }
 
 /// The device's recipe and the last read of its calibration registers.
@@ -127,9 +164,9 @@ impl Actuator {
         let now = now_ms();
         let c = match self.calibrate(cal).await {
             Ok(c) => c,
-            Err((why, retry)) => {
-                self.report(|r| r.waiting(d, why));
-                return Due::At(now + retry);
+            Err(why) => {
+                self.report(|r| r.waiting(d, why.to_string()));
+                return Due::At(now + why.retry_ms());
             }
         };
         let note = unrated_note(&self.device, &c.map, d.command);
@@ -160,13 +197,15 @@ impl Actuator {
             Some(l) if !changed && !l.ok => l.failures,
             _ => 0,
         };
-        let (ok, error, reads) = match result {
+        let (failure, reads) = match result {
             Ok(reads) => match verify(&plan, &reads) {
-                Ok(()) => (true, None, Some(reads)),
-                Err(e) => (false, Some(e), Some(reads)),
+                Ok(()) => (None, Some(reads)),
+                Err(e) => (Some(WriteFailure::from(e)), Some(reads)),
             },
-            Err(e) => (false, Some(e), None),
+            Err(e) => (Some(WriteFailure::from(e)), None),
         };
+        let ok = failure.is_none();
+        let error = failure.as_ref().map(ToString::to_string);
         if let (Some(reads), true, Some(c)) = (reads, recal, cal.as_mut()) {
             c.image = image_of(&plan.read_back, reads);
         }
@@ -213,37 +252,37 @@ impl Actuator {
     async fn calibrate<'a>(
         &self,
         cal: &'a mut Option<Calibrated>,
-    ) -> Result<&'a Calibrated, (String, i64)> {
+    ) -> Result<&'a Calibrated, NotReady> {
         let Some(map) = self.maps.get(self.device.id) else {
             *cal = None;
-            return Err((
-                "device not discovered yet (no answer to polls)".to_string(),
-                UNDISCOVERED_RETRY_MS,
-            ));
+            return Err(NotReady::Undiscovered);
         };
-        let stale = cal.as_ref().is_none_or(|c| !Arc::ptr_eq(&c.map, &map));
-        if stale {
-            let recipe =
-                Recipe::for_device(self.device.device_type, self.device.rated_power_w, &map)
-                    .map_err(|e| (e.to_string(), super::report::MAX_BACKOFF_MS))?;
-            let spans = recipe.calibration();
-            let image = if spans.is_empty() {
-                Image::new()
-            } else {
-                let ops = spans.iter().map(|s| Op::Read(*s)).collect();
-                match self.bus.transact(self.device.unit_id, ops).await {
-                    Ok(out) => image_of(&spans, words_of(out)),
-                    Err(e) => return Err((format!("reading the control registers: {e}"), 1000)),
-                }
-            };
-            *cal = Some(Calibrated { map, recipe, image });
-        }
-        cal.as_ref().ok_or(("no recipe".to_string(), 1000))
+        let current = match cal.take() {
+            Some(c) if Arc::ptr_eq(&c.map, &map) => c,
+            _ => {
+                let recipe =
+                    Recipe::for_device(self.device.device_type, self.device.rated_power_w, &map)?;
+                let spans = recipe.calibration();
+                let image = if spans.is_empty() {
+                    Image::new()
+                } else {
+                    let ops = spans.iter().map(|s| Op::Read(*s)).collect();
+                    let out = self
+                        .bus
+                        .transact(self.device.unit_id, ops)
+                        .await
+                        .map_err(NotReady::Calibration)?;
+                    image_of(&spans, words_of(out))
+                };
+                Calibrated { map, recipe, image }
+            }
+        };
+        Ok(cal.insert(current))
     }
 
     /// Runs the writes, then the plan's read-back, in one bus transaction;
     /// returns the words of each read-back span.
-    async fn write(&self, plan: &WritePlan) -> Result<Vec<Vec<u16>>, String> {
+    async fn write(&self, plan: &WritePlan) -> Result<Vec<Vec<u16>>, ModbusError> {
         let ops: Vec<Op> = plan
             .writes
             .iter()
@@ -253,11 +292,7 @@ impl Actuator {
             })
             .chain(plan.read_back.iter().map(|s| Op::Read(*s)))
             .collect();
-        let out = self
-            .bus
-            .transact(self.device.unit_id, ops)
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = self.bus.transact(self.device.unit_id, ops).await?;
         Ok(words_of(out))
     }
 

@@ -1,6 +1,6 @@
 //! Control decisions: from the combined signal active now, the devices' views and
-//! the site's measurements to one command per device (`steering.md`, "Precedence
-//! at fulfilment").
+//! the site's measurements to one command per device: the site plan first,
+//! then the grid limits, then the fulfilment rules (`docs/steering.md`).
 //!
 //! Pure: the control loop gathers the inputs and applies the result. This file must
 //! not read the clock, the live state or a bus.

@@ -1,7 +1,7 @@
 //! A grid operator's local signals: the digital inputs of a Modbus I/O module
 //! (a ripple-control receiver or control box wired to it) read on the module's
 //! bus, each value mapped to import and export limits that win over every
-//! partner signal (`spec/steering.md`, precedence rule 4).
+//! partner signal (`docs/steering.md`: a grid operator's limits come first).
 //!
 //! `limits_of` and `combine` are pure; `run` is the reading task, one per
 //! signal. It writes what it read into the site's runtime and wakes the control

@@ -1,5 +1,5 @@
-//! The grid loop: holds the site's grid limits at the meter (`steering.md`, "The
-//! grid loop"). Given what the signal asks of the site (a storage power or a
+//! The grid loop: holds the site's grid limits at the meter (`docs/steering.md`,
+//! "The grid loop"). Given what the signal asks of the site (a storage power or a
 //! release, a production limit), the limits in force, the meter and the devices'
 //! measured powers, it says what the site gets instead, one tick at a time.
 //!

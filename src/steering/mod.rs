@@ -1,5 +1,5 @@
 //! Site steering: partners' site-level signals turned into per-device setpoints
-//! that the devices follow (`spec/steering.md`).
+//! that the devices follow (`docs/steering.md`).
 //!
 //! Pure core: `timeline`, `signal` (the combined signal), `request` (the typed
 //! request), `alloc` (fulfilment rules), `decide` (what each device should get now),

@@ -8,22 +8,46 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::audit::AuditEvent;
 use super::request::Answer;
 use super::signal::StoredEntry;
 use super::value::Component;
+use crate::store::StoreError;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// How long an `Idempotency-Key` is remembered.
 pub const IDEMPOTENCY_MS: i64 = 24 * 3600 * 1000;
 
-/// A failure to persist; the change was not applied.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("steering store: {0}")]
-pub struct PersistError(pub String);
+/// A failure to persist or to read back; a change was not applied.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum PersistError {
+    /// Too many store reads run and wait already: nothing was read; asking
+    /// again shortly may succeed.
+    #[error("steering store: the store is busy: {running} reads run and {waiting} wait")]
+    Busy { running: usize, waiting: usize },
+    /// The store is closed (the agent is stopping) or dropped the job.
+    #[error("steering store: the store is closed or the job was dropped")]
+    Closed,
+    /// The store failed the job (SQLite, a read that did not finish).
+    #[error("steering store: {0}")]
+    Store(Arc<StoreError>),
+    /// A [`MemoryStore`] told to fail its commits (tests of the failure paths).
+    #[error("steering store: commits are set to fail")]
+    Refused,
+}
+
+impl From<StoreError> for PersistError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Busy { running, waiting } => PersistError::Busy { running, waiting },
+            StoreError::Closed => PersistError::Closed,
+            other => PersistError::Store(Arc::new(other)),
+        }
+    }
+}
 
 /// One accepted change of a site.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,7 +119,7 @@ impl SteeringStore for MemoryStore {
         Box::pin(async move {
             let mut m = self.lock();
             if m.fail {
-                return Err(PersistError("commits are set to fail".into()));
+                return Err(PersistError::Refused);
             }
             m.entries
                 .retain(|(s, e)| !(s == &c.site && c.components.contains(&e.component)));

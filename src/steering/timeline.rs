@@ -1,5 +1,6 @@
 //! One component's timeline: non-overlapping entries `[from, until)` with a value
-//! and the request that set it, and the overwrite rule of `steering.md`.
+//! and the request that set it, and the overwrite rule (a request from `F` on
+//! replaces what was set from `F` on; `docs/steering.md`).
 //!
 //! Pure data over explicit times (epoch ms); it never reads the clock.
 

@@ -1,6 +1,6 @@
 //! Typed views of sites and of a site's steering state: what `GET /sites`,
-//! `GET /sites/{s}`, `GET /sites/{s}/steering` and a dry run show (`api.md`,
-//! "Sites and steering"). The API and the uplink render them; a view holds
+//! `GET /sites/{s}`, `GET /sites/{s}/steering` and a dry run show (their
+//! schemas in `src/api/openapi.json`). The API and the uplink render them; a view holds
 //! exactly what is shown (powers in whole watts), so two views are equal when
 //! their renderings are. Read-only; nothing here changes state or knows a wire
 //! format.

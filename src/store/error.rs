@@ -25,13 +25,20 @@ pub enum StoreError {
     /// Too many reads run and wait already (the reader bound, `reader.rs`).
     #[error("the store is busy: {running} reads run and {waiting} wait; try again shortly")]
     Busy { running: usize, waiting: usize },
-    /// A read's blocking task panicked (its connection is dropped).
+    /// A read's blocking task did not finish: it panicked (its connection is
+    /// dropped), or the runtime is shutting down.
     #[error("a store read failed: {0}")]
-    ReaderPanicked(String),
-    /// The writer thread could not be started, or ended by a panic.
-    #[error("the store writer thread: {0}")]
-    WriterThread(String),
+    ReadAborted(#[source] tokio::task::JoinError),
+    /// The writer thread could not be started.
+    #[error("the store writer thread: cannot start it: {0}")]
+    WriterStart(#[source] std::io::Error),
+    /// Waiting for the writer thread to end did not finish.
+    #[error("the store writer thread: cannot wait for it: {0}")]
+    WriterJoin(#[source] tokio::task::JoinError),
+    /// The writer thread ended by a panic.
+    #[error("the store writer thread: it panicked")]
+    WriterPanicked,
     /// Opening the store on a blocking thread failed before it returned.
     #[error("opening the store did not finish: {0}")]
-    OpenAborted(String),
+    OpenAborted(#[source] tokio::task::JoinError),
 }

@@ -142,7 +142,7 @@ impl StoreHandle {
         let thread = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || writer.run(samples_rx, jobs_rx))
-            .map_err(|e| StoreError::WriterThread(format!("cannot start it: {e}")))?;
+            .map_err(StoreError::WriterStart)?;
         Ok(StoreHandle {
             samples,
             jobs,
@@ -154,7 +154,6 @@ impl StoreHandle {
         })
     }
 
-    /// False once the writer stopped (after [`close`](Self::close)).
     /// The writer thread's heartbeat, for the watchdog.
     pub fn pulse(&self) -> &Pulse {
         &self.pulse
@@ -165,6 +164,7 @@ impl StoreHandle {
         &self.stats
     }
 
+    /// False once the writer stopped (after [`close`](Self::close)).
     pub fn is_open(&self) -> bool {
         !self.jobs.is_closed()
     }
@@ -281,8 +281,8 @@ impl StoreHandle {
         if let Some(thread) = thread {
             tokio::task::spawn_blocking(move || thread.join())
                 .await
-                .map_err(|e| StoreError::WriterThread(format!("cannot wait for it: {e}")))?
-                .map_err(|_| StoreError::WriterThread("it panicked".into()))?;
+                .map_err(StoreError::WriterJoin)?
+                .map_err(|_| StoreError::WriterPanicked)?;
         }
         Ok(())
     }

@@ -136,7 +136,7 @@ impl Readers {
         })
         .await;
         done.store(true, Ordering::Release);
-        joined.map_err(|e| E::from(StoreError::ReaderPanicked(e.to_string())))?
+        joined.map_err(|e| E::from(StoreError::ReadAborted(e)))?
     }
 
     fn take(&self) -> Result<Connection, StoreError> {

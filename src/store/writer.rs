@@ -1,4 +1,7 @@
-//! The writer thread: the only code that writes to SQLite.
+//! The writer thread: the only thread that writes to SQLite. Other layers'
+//! writes run here too, as SQL on this thread's connection: `execute` jobs in
+//! a transaction of their own, and the commit hook (the uplink's outbox) in the
+//! samples' transaction.
 //!
 //! It owns the write connection and serves two bounded channels: sample batches
 //! (from [`Telemetry`](crate::telemetry::Telemetry)) and jobs (closures run in a

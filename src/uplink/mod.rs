@@ -1,4 +1,4 @@
-//! The MQTT uplink of `spec/mqtt.md`: status with a last will, the retained device
+//! The MQTT uplink (`docs/mqtt.md`): status with a last will, the retained device
 //! listing and steering states, measurement batches from a durable outbox, and the
 //! RPC bridge onto the HTTP router.
 //!
@@ -22,6 +22,7 @@ mod flight;
 mod link;
 pub mod outbox;
 mod payload;
+mod read_answers;
 mod refusal;
 mod rpc;
 mod stats;

@@ -1,4 +1,4 @@
-//! The JSON bodies of `spec/mqtt.md`: status, measurement batches, RPC requests
+//! The JSON bodies of the uplink (`docs/mqtt.md`): status, measurement batches, RPC requests
 //! and responses.
 //!
 //! Pure: bytes in, bytes out. Bodies that the HTTP API also serves (device listing,

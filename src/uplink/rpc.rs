@@ -7,8 +7,9 @@
 //! than [`MAX_REQUEST`] is answered 413 without being parsed beyond its id.
 //! Requests that may change state (POST, DELETE) are answered once per id
 //! ([`Dedup`]) and also carry it as `Idempotency-Key` (steering scopes keys per
-//! caller, so an id is "once" per token); a GET is simply answered again, so
-//! reads leave nothing behind. Requests are marked `api::Transport("mqtt")` for
+//! caller, so an id is "once" per token). A GET's answer is kept in memory
+//! ([`ReadAnswers`]) so a duplicate read gets its first answer too; reads leave
+//! nothing on disk. Requests are marked `api::Transport("mqtt")` for
 //! steering's audit log. This file must not interpret endpoints or bodies.
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use tower::ServiceExt;
 
 use super::dedup::{Dedup, Seen};
 use super::payload::{self, RpcRequest};
+use super::read_answers::{ReadAnswers, ReadKey};
 use crate::api::{ApiError, Auth, Caller, ErrorCode, Transport, DEFAULT_BODY_LIMIT};
 use crate::config::Scope;
 use crate::model::time::now_ms;
@@ -44,6 +46,7 @@ pub struct Bridge {
     auth: Arc<Auth>,
     require_token: bool,
     dedup: Dedup,
+    reads: ReadAnswers,
 }
 
 /// A finished answer: the id it belongs to (if the request had a usable one) and
@@ -63,6 +66,7 @@ impl Bridge {
             auth,
             require_token,
             dedup,
+            reads: ReadAnswers::default(),
         }
     }
 
@@ -101,8 +105,19 @@ impl Bridge {
             }
         };
         if !request.method.changes_state() {
+            let key = ReadKey {
+                caller: caller.name().to_string(),
+                id: id.clone(),
+            };
+            if let Some(first) = self.reads.get(&key, now_ms()) {
+                tracing::debug!(rpc_id = %id, "duplicate RPC read: first answer sent again");
+                return answer(Some(id), first);
+            }
             let response = self.call(request, caller).await;
-            return answer(Some(id.clone()), render(Some(&id), response).await);
+            let payload = self
+                .reads
+                .keep(key, render(Some(&id), response).await, now_ms());
+            return answer(Some(id), payload);
         }
         let claim = match self.dedup.claim(&id, now_ms()).await {
             Ok(Seen::Answered(payload)) => {

@@ -1,4 +1,4 @@
-//! The topic names of `spec/mqtt.md`, built from one root `{prefix}/{gatewayId}`.
+//! The topic names of the uplink (`docs/mqtt.md`), built from one root `{prefix}/{gatewayId}`.
 //!
 //! Only this file spells topics. It is pure: no I/O, no client.
 

@@ -1,4 +1,4 @@
-//! Steering endpoints (`api.md`, "Sites and steering"): the site listing, the
+//! Steering endpoints (`openapi.json`, tag "Sites and steering"): the site listing, the
 //! combined signal and its history (scope `read`), and the POSTs and DELETE that
 //! change it (scope `steer`).
 //!
@@ -19,7 +19,7 @@ use super::error::ApiError;
 use super::extract::{ApiPath, JsonBody};
 use super::query::QueryParams;
 use super::{ApiState, Caller};
-use crate::steering::{Component, Origin, RawBody, SteeringError, SteeringService};
+use crate::steering::{Component, Origin, PersistError, RawBody, SteeringError, SteeringService};
 use parse::{Endpoint, Rejection};
 
 /// The transport a request came over, for the audit log. The MQTT RPC bridge
@@ -37,6 +37,10 @@ impl From<SteeringError> for ApiError {
     fn from(e: SteeringError) -> Self {
         match e {
             SteeringError::SiteNotFound(s) => ApiError::site_not_found(&s),
+            SteeringError::Store(PersistError::Busy { running, waiting }) => {
+                let detail = format!("the store is busy: {running} reads run and {waiting} wait");
+                ApiError::rate_limited(format!("{detail}; try again shortly"), 1)
+            }
             SteeringError::Store(e) => {
                 tracing::error!(error = %e, "steering change not stored");
                 ApiError::internal("the steering change could not be stored; nothing was applied")

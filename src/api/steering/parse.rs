@@ -1,6 +1,6 @@
 //! Steering request bodies: from a `serde_json::Value` to steering's typed
 //! [`SteeringRequest`], or a [`Rejection`] naming the code, the field and the bad
-//! value (`api.md`, "Sites and steering").
+//! value (the request schemas of `openapi.json`).
 //!
 //! Pure: the steering service gives the [`Context`] (the time, the site's SoC,
 //! the configured grid limits). This file must not touch timelines, devices or

@@ -1,7 +1,7 @@
 //! The JSON of steering's typed values: the bodies of the steering endpoints
-//! (`api.md`, "Sites and steering") and of the uplink's retained steering
+//! (their schemas in `openapi.json`) and of the uplink's retained steering
 //! state, which renders [`site_state`] too. The one place their wire shapes
-//! are written; `openapi.json` describes them and `tests/openapi.rs` checks
+//! are written; `openapi.json` describes them and `tests/it/openapi.rs` checks
 //! real answers against it.
 //!
 //! Pure renderings of values; nothing here reads state.

@@ -1,5 +1,5 @@
 //! `POST /devices/{ref}/measurements/time-series` through the real router, with a
-//! store in a temp folder: the answer's shape and every refusal `api.md` names.
+//! store in a temp folder: the answer's shape and every refusal `openapi.json` names.
 
 use axum::body::Body;
 use axum::http::{header, Method, Request};

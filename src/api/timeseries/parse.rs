@@ -1,4 +1,4 @@
-//! The time-series request of `api.md` (`POST .../measurements/time-series`):
+//! The time-series request (`openapi.json`, `POST .../measurements/time-series`):
 //! validating the JSON body into a [`SeriesQuery`].
 //!
 //! Pure functions over `serde_json::Value`, so every rule is tested without HTTP.
@@ -29,7 +29,7 @@ const TOP_FIELDS: &[&str] = &["property", "range", "resolution", "aggregation"];
 const RANGE_FIELDS: &[&str] = &["type", "start", "end"];
 const RESOLUTION_FIELDS: &[&str] = &["value", "unit"];
 
-/// Machine codes a bad request can get (spelled as `api.md`'s codes).
+/// Machine codes a bad request can get (spelled as `ErrorCode` in `openapi.json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestCode {
     InvalidJson,

@@ -19,11 +19,11 @@ mod sunspec;
 pub use profile::{ess_writes, limit_writes, release_writes, ProfileEss, ProfileLimit};
 pub use sunspec::{Storage124, Storage704, SunspecLimit};
 
-use super::plan::{self, Image, Span, Table};
-use super::profile::ProfileControls;
 use super::sunspec::ModelBlock;
 use super::{Controls, DeviceMap};
 use crate::model::DeviceType;
+use crate::profile::ProfileControls;
+use crate::register::plan::{self, Image, Span, Table};
 
 /// What one device is told.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -105,9 +105,23 @@ pub enum WriteError {
     Encode(String),
 }
 
+/// A read-back that does not show what was written: the first register that
+/// differs, what it holds (nothing: not in the reads) and what was written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("read-back of register {addr} shows {} instead of {want}", shown(*.got))]
+pub struct Mismatch {
+    pub addr: u16,
+    pub got: Option<u16>,
+    pub want: u16,
+}
+
+fn shown(got: Option<u16>) -> String {
+    got.map_or("nothing".to_string(), |g| g.to_string())
+}
+
 /// Checks a read-back against a plan: `reads[i]` are the words read from
 /// `plan.read_back[i]`. `Err` names the first register that differs.
-pub fn verify(plan: &WritePlan, reads: &[Vec<u16>]) -> Result<(), String> {
+pub fn verify(plan: &WritePlan, reads: &[Vec<u16>]) -> Result<(), Mismatch> {
     for &(addr, want) in &plan.expect {
         let got = plan
             .read_back
@@ -115,10 +129,7 @@ pub fn verify(plan: &WritePlan, reads: &[Vec<u16>]) -> Result<(), String> {
             .zip(reads)
             .find_map(|(span, words)| word_at(*span, words, addr));
         if got != Some(want) {
-            return Err(format!(
-                "read-back of register {addr} shows {} instead of {want}",
-                got.map_or("nothing".to_string(), |g| g.to_string())
-            ));
+            return Err(Mismatch { addr, got, want });
         }
     }
     Ok(())
@@ -153,8 +164,8 @@ impl Recipe {
     /// `configured_rated_w` completes a profile, which reads no rating.
     ///
     /// SunSpec: model 124 (batteries) and 123 (inverters) when present; model
-    /// 704 only for devices that have neither (`spec/steering.md`: "Where
-    /// model 704 is present it may be used instead").
+    /// 704 only for devices that have neither (704 may stand in for them,
+    /// never beside them: two models would fight over one setpoint).
     pub fn for_device(
         device_type: DeviceType,
         configured_rated_w: Option<f64>,

@@ -1,4 +1,4 @@
-//! Register-map profile recipes: a profile's `[controls]` (`modbus::profile`:
+//! Register-map profile recipes: a profile's `[controls]` (`crate::profile`:
 //! what the file says) turned into writes, in the order the device needs them
 //! (`docs/devices.md`, "Profile format").
 //!
@@ -9,10 +9,10 @@
 //! reverts earlier than asked.
 
 use super::{RegWrite, WriteError};
-use crate::modbus::codec::{self, EncodeError};
-use crate::modbus::profile::{
+use crate::profile::{
     EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, RevertTimeout, ValueRegister,
 };
+use crate::register::codec::{self, EncodeError};
 
 fn value(r: &ValueRegister, value: f64) -> Result<RegWrite, EncodeError> {
     Ok(RegWrite {

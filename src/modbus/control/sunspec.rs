@@ -1,5 +1,5 @@
-//! SunSpec write recipes (`steering.md`, "Writes to devices"; `sunspec.md` §4,
-//! §5, §6.3).
+//! SunSpec write recipes (`docs/steering.md` and `docs/devices.md` on writes;
+//! the SunSpec model definitions of 123, 124 and 704).
 //!
 //! Model 124: an exact storage power as a window in % of `WChaMax` scaled by
 //! `InOutWRte_SF` (discharge p: `InWRte = −p`, `OutWRte = +p`; charge p: the
@@ -30,9 +30,9 @@ use ::sunspec::models::model704::Model704 as M704;
 use ::sunspec::{Group, Point, Value};
 
 use super::{RegWrite, WriteError};
-use crate::modbus::codec::{self, Absent, ValueType, WordOrder};
-use crate::modbus::plan::{self, Image, Span, Table};
 use crate::modbus::sunspec::ModelBlock;
+use crate::register::codec::{self, Absent, ValueType, WordOrder};
+use crate::register::plan::{self, Image, Span, Table};
 
 /// Where a point sits in its model (from the `sunspec` crate's tables).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use crate::modbus::link::Port;
-use crate::modbus::profile::{self, Profile, BUILTIN};
 use crate::model::DeviceType;
+use crate::profile::{self, Profile, BUILTIN};
 
 /// A unit recognised as a profile's device.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,8 +2,8 @@
 
 use super::{ModelBlock, END_ID, MARKER};
 use crate::modbus::error::ModbusError;
-use crate::modbus::plan::{Span, Table};
 use crate::modbus::reader::RegisterReader;
+use crate::register::plan::{Span, Table};
 
 /// Base addresses tried, in this order (SunSpec; pysunspec2 does the same).
 pub const BASES: [u16; 3] = [40000, 0, 50000];

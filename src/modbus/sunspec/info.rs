@@ -8,10 +8,10 @@ use sunspec::models::{
 use sunspec::{Group, Point, Value};
 
 use super::ModelBlock;
-use crate::modbus::codec::{self, Absent, ValueType};
 use crate::modbus::error::ModbusError;
-use crate::modbus::plan::{Image, Span, Table};
 use crate::modbus::reader::{read_spans, RegisterReader};
+use crate::register::codec::{self, Absent, ValueType};
+use crate::register::plan::{Image, Span, Table};
 use crate::telemetry::DeviceInfo;
 
 fn span<G: Group, T: Value>(b: &ModelBlock, p: &Point<G, T>) -> Option<Span> {

@@ -14,10 +14,10 @@ use sunspec::models::{
 use sunspec::{Group, Point, Value};
 
 use super::ModelBlock;
-use crate::modbus::codec::{Absent, ValueType};
-use crate::modbus::plan::Table;
-use crate::modbus::point::{Gate, PointSpec, Scale};
 use crate::model::{DeviceType, Property};
+use crate::register::codec::{Absent, ValueType};
+use crate::register::plan::Table;
+use crate::register::point::{Gate, PointSpec, Scale};
 
 use Absent::{SunspecAccumulator as Acc, SunspecNumber as Num};
 use Property as P;

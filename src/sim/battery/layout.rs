@@ -8,7 +8,7 @@ use sunspec::models::model802::Model802;
 use tokio_modbus::ExceptionCode;
 
 use super::BatteryRating;
-use crate::modbus::codec::ValueType::{I16, U16, U32};
+use crate::register::codec::ValueType::{I16, U16, U32};
 use crate::sim::common::{check_range, fit_sf, BATTERY_V, GRID_V, I16_LIMIT, U16_LIMIT};
 use crate::sim::map::{Block, MapBuilder, RegisterMap};
 

@@ -7,7 +7,7 @@ use sunspec::models::model802::Model802;
 
 use super::layout::{connected, Blocks};
 use super::BatteryRating;
-use crate::modbus::codec::ValueType::{I16, U16, U32, U64};
+use crate::register::codec::ValueType::{I16, U16, U32, U64};
 use crate::sim::common::{BATTERY_V, GRID_LL_V, GRID_V};
 use crate::sim::map::RegisterMap;
 use crate::sim::physics::wobble;

@@ -5,7 +5,7 @@ use sunspec::models::model103::Model103;
 use sunspec::models::model121::Model121;
 use sunspec::models::model123::Model123;
 
-use crate::modbus::codec::ValueType::{I16, U16, U32};
+use crate::register::codec::ValueType::{I16, U16, U32};
 use crate::sim::common::{fit_sf, GRID_V, I16_LIMIT, U16_LIMIT};
 use crate::sim::map::{Block, MapBuilder};
 

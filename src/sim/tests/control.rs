@@ -11,7 +11,7 @@ use sunspec::models::model802::Model802;
 use tokio::time::sleep;
 
 use super::*;
-use crate::modbus::codec::ValueType::{I16, U16, U32};
+use crate::register::codec::ValueType::{I16, U16, U32};
 use crate::sim::{physics, StorageControl};
 
 /// Data start of model 123 on the inverter and of model 124 on the battery

@@ -15,7 +15,7 @@ use sunspec::models::model802::Model802;
 use tokio_modbus::{ExceptionCode, Request, SlaveRequest};
 
 use super::*;
-use crate::modbus::codec::ValueType::{I16, U16, U32, U64};
+use crate::register::codec::ValueType::{I16, U16, U32, U64};
 use crate::sim::device::Device;
 use crate::sim::physics;
 use crate::sim::service::ServerShared;

@@ -13,7 +13,7 @@ use tokio_modbus::client::{Context, Reader, Writer};
 use tokio_modbus::{ExceptionCode, Slave};
 
 use super::{SimDeviceSpec, SimKind, SimServerSpec, SimSite, SimSiteSpec};
-use crate::modbus::codec::{self, Absent, ValueType, WordOrder};
+use crate::register::codec::{self, Absent, ValueType, WordOrder};
 
 /// 2024-06-27T12:00:00Z.
 pub const NOON: i64 = 1_719_489_600_000;

@@ -8,8 +8,8 @@ use sunspec::models::{
 
 use super::super::common;
 use super::super::map::{MapBuilder, RegisterMap};
-use crate::modbus::codec::ValueType::{I16, I32, U16, U32, U64};
 use crate::model::Property;
+use crate::register::codec::ValueType::{I16, I32, U16, U32, U64};
 
 pub fn expected() -> Vec<(Property, f64)> {
     use Property as P;

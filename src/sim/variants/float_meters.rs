@@ -10,8 +10,8 @@ use sunspec::models::{
 use super::super::common;
 use super::super::map::{MapBuilder, RegisterMap};
 use super::{plain, Ac};
-use crate::modbus::codec::ValueType::{F32, U32};
 use crate::model::Property;
+use crate::register::codec::ValueType::{F32, U32};
 
 /// Lays out a float meter model (211 to 214 share one layout).
 macro_rules! float_meter {

@@ -12,8 +12,8 @@ use super::super::common;
 use super::super::inverter::layout;
 use super::super::map::{MapBuilder, RegisterMap};
 use super::{plain, scaled, Ac, IntSf, REPEATING_MODEL, VENDOR_MODEL};
-use crate::modbus::codec::ValueType::{F32, I16, U16, U32};
 use crate::model::Property;
+use crate::register::codec::ValueType::{F32, I16, U16, U32};
 
 /// The points every inverter model (101-103, 111-113) ends with: the other
 /// temperatures (absent), the operating state, no events.

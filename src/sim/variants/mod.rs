@@ -17,8 +17,8 @@ mod meters;
 use sunspec::{Group, Point, Value};
 
 use super::map::{Block, MapBuilder, RegisterMap};
-use crate::modbus::codec::ValueType;
 use crate::model::Property;
+use crate::register::codec::ValueType;
 
 /// Which fixed device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! Fulfilment rules as pure functions: how a site-level storage target or
-//! production limit is spread over the site's devices (`steering.md`,
-//! "Fulfilment rules").
+//! production limit is spread over the site's devices (`docs/steering.md`:
+//! proportional, priority, socBalance, dynamic).
 //!
 //! Invariants, checked by property tests: the setpoints sum to the target clamped
 //! to what the devices can do; no device gets more than its limit; no battery

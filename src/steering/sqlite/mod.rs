@@ -34,7 +34,7 @@ impl SqliteSteeringStore {
 }
 
 fn err(e: StoreError) -> PersistError {
-    PersistError(e.to_string())
+    PersistError::from(e)
 }
 
 fn insert_audit(conn: &Connection, e: &AuditEvent) -> Result<(), StoreError> {

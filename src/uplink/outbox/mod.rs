@@ -1,4 +1,4 @@
-//! The durable telemetry outbox of `spec/mqtt.md`: every measurement batch is a
+//! The durable telemetry outbox (`docs/mqtt.md`): every measurement batch is a
 //! row with a gap-free `seq`, written in the store's transaction with its samples,
 //! deleted only after the broker's PUBACK, capped by age and size with
 //! oldest-first eviction.

@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use super::*;
 use crate::config::DeviceConfig;
-use crate::modbus::profile::{
-    parse, LimitControl, LimitUnit, Profile, ProfileControls, ValueRegister, BUILTIN,
-};
 use crate::modbus::DeviceMap;
 use crate::model::DeviceType;
+use crate::profile::{
+    parse, LimitControl, LimitUnit, Profile, ProfileControls, ValueRegister, BUILTIN,
+};
 use crate::telemetry::DeviceInfo;
 
 const B704: ModelBlock = ModelBlock {
@@ -144,8 +144,8 @@ fn profiles_give_storage_or_limit_by_type() {
     let limit = LimitControl {
         register: ValueRegister {
             addr: 9,
-            ty: crate::modbus::codec::ValueType::U16,
-            order: crate::modbus::codec::WordOrder::HighFirst,
+            ty: crate::register::codec::ValueType::U16,
+            order: crate::register::codec::WordOrder::HighFirst,
             scale: 1.0,
             offset: 0.0,
         },

@@ -5,12 +5,13 @@ use ::sunspec::models::model123::Model123 as M123;
 use ::sunspec::models::model124::Model124 as M124;
 
 use super::*;
-use crate::modbus::plan::{Image, Span, Table};
 use crate::modbus::sunspec::ModelBlock;
+use crate::register::plan::{Image, Span, Table};
 
 mod choice;
 mod der704;
 mod profile;
+mod profile_writes;
 
 const B124: ModelBlock = ModelBlock {
     id: 124,
@@ -168,7 +169,7 @@ fn verify_compares_the_read_back() {
     };
     assert_eq!(verify(&plan, &reads(&block)), Ok(()));
     block[M124::STOR_CTL_MOD.offset as usize] = 0;
-    let e = verify(&plan, &reads(&block)).unwrap_err();
+    let e = verify(&plan, &reads(&block)).unwrap_err().to_string();
     assert!(e.contains("shows 0 instead of 3"), "{e}");
 }
 

@@ -2,11 +2,11 @@
 //! recipe's order, releases, and a read-back of exactly what was written.
 
 use super::*;
-use crate::modbus::codec::{ValueType, WordOrder};
-use crate::modbus::plan::{Image, Span, Table};
-use crate::modbus::profile::{
+use crate::profile::{
     parse, FixedWrite, LimitControl, LimitUnit, RevertTimeout, ValueRegister, BUILTIN,
 };
+use crate::register::codec::{ValueType, WordOrder};
+use crate::register::plan::{Image, Span, Table};
 
 fn shipped(name: &str) -> Recipe {
     let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name).unwrap();
@@ -178,9 +178,23 @@ fn echo_expects_the_last_word_per_register_and_verify_finds_each() {
     assert_eq!(plan.read_back, [holding(10, 2), holding(20, 1)]);
     assert_eq!(verify(&plan, &[vec![1, 4], vec![3]]), Ok(()));
     let e = verify(&plan, &[vec![1, 2], vec![3]]).unwrap_err();
-    assert!(e.contains("register 11 shows 2 instead of 4"), "{e}");
+    assert_eq!(
+        e,
+        Mismatch {
+            addr: 11,
+            got: Some(2),
+            want: 4
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "read-back of register 11 shows 2 instead of 4"
+    );
     let e = verify(&plan, &[vec![1, 4]]).unwrap_err();
-    assert!(e.contains("register 20 shows nothing"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "read-back of register 20 shows nothing instead of 3"
+    );
 }
 
 #[test]
@@ -201,11 +215,11 @@ fn shipped_revert_timers_never_fire_before_the_refresh() {
                 .plan(Command::EssPower(100.0), revert_s, &Image::new())
                 .unwrap();
             let w = plan.writes.iter().find(|w| w.addr == timer.addr).unwrap();
-            let units = crate::modbus::codec::decode(
+            let units = crate::register::codec::decode(
                 &w.values,
                 timer.ty,
                 timer.order,
-                crate::modbus::codec::Absent::Never,
+                crate::register::codec::Absent::Never,
             )
             .unwrap();
             let seconds = units * f64::from(timer.seconds_per_unit);

@@ -1,0 +1,391 @@
+//! The layer rules of `ARCHITECTURE.md` ("Layers"), checked against the source.
+//!
+//! The rules are read from the `text` block under that heading: which crate
+//! modules each top-level module may name, and where `serde_json` may appear.
+//! Every `crate::` path in `src/` (plain, grouped `crate::{a, b::C}`, and
+//! `super::` chains that climb out of their top-level module) is resolved to
+//! the top-level module it names and checked; comments are skipped. The rules
+//! themselves must form no cycle, and every module of `src/lib.rs` must have
+//! one. The binary's own files (`src/main.rs`, `src/cli/`) are outside the
+//! library and may use all of it.
+//!
+//! Reads files only; it must not build, start or import anything of the agent.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The rules: per module, the modules it may import (`None`: any), and the
+/// file prefixes (`src/...`) where `serde_json` may appear.
+struct Rules {
+    imports: BTreeMap<String, Option<BTreeSet<String>>>,
+    json: Vec<String>,
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The `text` block after `## Layers` in ARCHITECTURE.md.
+fn rules_from(architecture: &str) -> Rules {
+    let section = architecture
+        .split("\n## Layers")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a `## Layers` section");
+    let block = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the Layers section has a ```text block of rules");
+    let mut rules = Rules {
+        imports: BTreeMap::new(),
+        json: Vec::new(),
+    };
+    for line in block.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Some(paths) = line.strip_prefix("serde_json:") {
+            rules.json = paths
+                .split_whitespace()
+                .map(|p| format!("src/{p}"))
+                .collect();
+        } else if let Some((module, allowed)) = line.split_once("->") {
+            let allowed = allowed.trim();
+            let set =
+                (allowed != "*").then(|| allowed.split_whitespace().map(String::from).collect());
+            let previous = rules.imports.insert(module.trim().to_string(), set);
+            assert!(previous.is_none(), "{module} has two rules");
+        } else {
+            panic!("a rule line is `module -> modules` or `serde_json: paths`: {line:?}");
+        }
+    }
+    rules
+}
+
+/// The top-level modules `src/lib.rs` declares.
+fn library_modules(lib: &str) -> BTreeSet<String> {
+    lib.lines()
+        .map(str::trim)
+        .filter_map(|l| {
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))
+        })
+        .filter_map(|l| l.strip_suffix(';'))
+        .map(String::from)
+        .collect()
+}
+
+/// The text without `//` and `/* */` comments; string and char literals are kept.
+fn strip_comments(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut in_str = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if c == b'\\' && i + 1 < b.len() {
+                out.push_str(&text[i..i + 2]);
+                i += 2;
+                continue;
+            }
+            if c == b'"' {
+                in_str = false;
+            }
+        } else if c == b'"' {
+            in_str = true;
+        } else if c == b'\'' && b.get(i + 1) == Some(&b'"') && b.get(i + 2) == Some(&b'\'') {
+            out.push_str("'\"'");
+            i += 3;
+            continue;
+        } else if text[i..].starts_with("//") {
+            i = text[i..].find('\n').map_or(b.len(), |n| i + n);
+            continue;
+        } else if text[i..].starts_with("/*") {
+            i = text[i..].find("*/").map_or(b.len(), |n| i + n + 2);
+            continue;
+        }
+        let ch = text[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+fn ident_at(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The top-level crate modules a piece of source names, with their line numbers.
+/// `module_path` is the file's module path (`["config", "load"]`), for `super::`.
+fn named_modules(code: &str, module_path: &[String]) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("crate::") {
+            let before = rest[..at].chars().last();
+            let after = &rest[at + "crate::".len()..];
+            rest = after;
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue; // `sitegate_crate::`, not ours
+            }
+            if let Some(group) = after.strip_prefix('{') {
+                for item in top_level_items(group) {
+                    let name = ident_at(item.trim());
+                    if !name.is_empty() && name != "self" {
+                        found.push((n + 1, name.to_string()));
+                    }
+                }
+            } else {
+                let name = ident_at(after);
+                if !name.is_empty() {
+                    found.push((n + 1, name.to_string()));
+                }
+            }
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("super::") {
+            let before = rest[..at].chars().last();
+            let chain = &rest[at..];
+            rest = &rest[at + "super::".len()..];
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue; // inside a chain already counted
+            }
+            let mut ups = 0;
+            let mut tail = chain;
+            while let Some(t) = tail.strip_prefix("super::") {
+                ups += 1;
+                tail = t;
+            }
+            if ups >= module_path.len() {
+                let name = ident_at(tail);
+                if !name.is_empty() {
+                    found.push((n + 1, name.to_string()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The comma-separated items of a `{...}` group (the text after its `{`), at
+/// depth zero only.
+fn top_level_items(group: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
+}
+
+/// `src/config/load.rs` → `["config", "load"]`; `src/config/mod.rs` → `["config"]`.
+fn module_path(relative: &str) -> Vec<String> {
+    let inner = relative.trim_start_matches("src/").trim_end_matches(".rs");
+    let mut parts: Vec<String> = inner.split('/').map(String::from).collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every rule one file breaks, as `path:line: what`.
+fn violations(relative: &str, text: &str, rules: &Rules) -> Vec<String> {
+    let path = module_path(relative);
+    let Some(module) = path.first() else {
+        return Vec::new();
+    };
+    let Some(allowed) = rules.imports.get(module) else {
+        return vec![format!(
+            "{relative}: module {module} has no rule in ARCHITECTURE.md"
+        )];
+    };
+    let code = strip_comments(text);
+    let mut out = Vec::new();
+    if let Some(allowed) = allowed {
+        for (line, named) in named_modules(&code, &path) {
+            let known = rules.imports.contains_key(&named);
+            if known && named != *module && !allowed.contains(&named) {
+                out.push(format!(
+                    "{relative}:{line}: {module} imports {named} (allowed: {})",
+                    allowed.iter().cloned().collect::<Vec<_>>().join(" ")
+                ));
+            }
+        }
+    }
+    let under = |p: &String| {
+        relative
+            .strip_prefix(p.as_str())
+            .is_some_and(|rest| rest.is_empty() || rest == ".rs" || rest.starts_with('/'))
+    };
+    if !rules.json.iter().any(under) {
+        for (n, line) in code.lines().enumerate() {
+            if line.contains("serde_json") {
+                out.push(format!(
+                    "{relative}:{}: serde_json outside {}",
+                    n + 1,
+                    rules.json.join(" ")
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn project_rules() -> Rules {
+    rules_from(&read(&root().join("ARCHITECTURE.md")))
+}
+
+#[test]
+fn every_library_module_has_a_rule_and_the_rules_have_no_cycle() {
+    let rules = project_rules();
+    let modules = library_modules(&read(&root().join("src/lib.rs")));
+    let ruled: BTreeSet<String> = rules.imports.keys().cloned().collect();
+    assert_eq!(modules, ruled, "src/lib.rs's modules and the rules differ");
+    for (module, allowed) in &rules.imports {
+        for dep in allowed.iter().flatten() {
+            assert!(
+                ruled.contains(dep),
+                "{module} may import {dep}, which is no module"
+            );
+        }
+    }
+    // Depth-first search over the explicit rules (`*` is the wiring at the top).
+    fn visit(m: &str, rules: &Rules, stack: &mut Vec<String>, done: &mut BTreeSet<String>) {
+        if done.contains(m) {
+            return;
+        }
+        assert!(
+            !stack.iter().any(|s| s == m),
+            "the layer rules have a cycle: {} -> {m}",
+            stack.join(" -> ")
+        );
+        stack.push(m.to_string());
+        if let Some(Some(allowed)) = rules.imports.get(m) {
+            for dep in allowed {
+                visit(dep, rules, stack, done);
+            }
+        }
+        stack.pop();
+        done.insert(m.to_string());
+    }
+    let mut done = BTreeSet::new();
+    for m in rules.imports.keys() {
+        visit(m, &rules, &mut Vec::new(), &mut done);
+    }
+    for (module, allowed) in &rules.imports {
+        if allowed.is_some() {
+            for (other, any) in &rules.imports {
+                assert!(
+                    any.is_some() || !allowed.as_ref().is_some_and(|a| a.contains(other)),
+                    "{module} may import the wiring module {other}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_source_keeps_the_layer_rules() {
+    let rules = project_rules();
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    files.sort();
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let relative = file
+            .strip_prefix(root())
+            .expect("under the project")
+            .to_string_lossy()
+            .replace('\\', "/");
+        if relative == "src/main.rs" || relative == "src/lib.rs" || relative.starts_with("src/cli/")
+        {
+            continue;
+        }
+        checked += 1;
+        broken.extend(violations(&relative, &read(file), &rules));
+    }
+    assert!(checked > 100, "only {checked} files found under src/");
+    assert!(
+        broken.is_empty(),
+        "layer rules of ARCHITECTURE.md broken:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// The checker finds each kind of breach (so a green run means something).
+#[test]
+fn the_checker_sees_each_kind_of_breach() {
+    let rules = rules_from(
+        "# A\n\n## Layers\n\n```text\nmodel ->\nconfig -> model\nmodbus -> config model\n\
+         api -> model\nagent -> *\nserde_json: api\n```\n",
+    );
+    let clean = "use crate::model::Power;\nuse super::raw::Raw;\n// crate::modbus in a comment\n\
+                 /* serde_json */ let s = \"crate::modbus in a string is still read\";\n";
+    assert_eq!(
+        violations("src/config/load.rs", clean, &rules),
+        ["src/config/load.rs:4: config imports modbus (allowed: model)"]
+    );
+    let plain = "use crate::modbus::profile::Profile;\n";
+    assert_eq!(violations("src/config/mod.rs", plain, &rules).len(), 1);
+    let grouped = "use crate::{\n    model::Power,\n};\nuse crate::{model, modbus::{io, plan}};\n";
+    assert_eq!(
+        violations("src/config/raw.rs", grouped, &rules),
+        ["src/config/raw.rs:4: config imports modbus (allowed: model)"]
+    );
+    let climbing = "use super::super::super::modbus::Bus;\nuse super::super::load::Problem;\n";
+    assert_eq!(
+        violations("src/config/tls/x.rs", climbing, &rules),
+        ["src/config/tls/x.rs:1: config imports modbus (allowed: model)"]
+    );
+    let inline = "fn f() -> crate::modbus::Op { todo!() }\n";
+    assert_eq!(violations("src/model/a.rs", inline, &rules).len(), 1);
+    let json = "let v: serde_json::Value = todo!();\n";
+    assert_eq!(
+        violations("src/modbus/bus.rs", json, &rules),
+        ["src/modbus/bus.rs:1: serde_json outside src/api"]
+    );
+    assert!(violations("src/api/x.rs", json, &rules).is_empty());
+    assert!(violations("src/api.rs", json, &rules).is_empty());
+    assert_eq!(
+        violations("src/apis/x.rs", json, &rules).len(),
+        1,
+        "no rule, no JSON"
+    );
+    assert!(violations("src/agent/mod.rs", plain, &rules).is_empty());
+    assert_eq!(
+        violations("src/newlayer/mod.rs", "", &rules),
+        ["src/newlayer/mod.rs: module newlayer has no rule in ARCHITECTURE.md"]
+    );
+}

@@ -1,0 +1,326 @@
+//! The grid loop on a simulated site over real sockets: the agent holds
+//! `max_export` and `max_import` at the grid meter with no signal at all, wins
+//! over a partner curtailment that is too loose, takes temporary `gridLimit`s
+//! over HTTP (and refuses looser ones), and goes to its safe state while the
+//! meter is away.
+
+use std::time::Duration;
+
+use crate::steering_support::*;
+use serde_json::{json, Value};
+
+const INTERVAL_MS: u64 = 250;
+
+fn site(extra_site_keys: &str) -> String {
+    demo_site(INTERVAL_MS, extra_site_keys)
+}
+
+fn grid_w(rig: &Rig) -> f64 {
+    rig.device("grid").state().ac_power_w
+}
+
+/// Waits until the meter has stayed within `lo..=hi` W (+ import) for 2 s.
+async fn holds(rig: &Rig, what: &str, lo: f64, hi: f64) {
+    let mut since: Option<std::time::Instant> = None;
+    let start = std::time::Instant::now();
+    loop {
+        let g = grid_w(rig);
+        if (lo..=hi).contains(&g) {
+            let s = *since.get_or_insert_with(std::time::Instant::now);
+            if s.elapsed() >= Duration::from_secs(2) {
+                return;
+            }
+        } else {
+            since = None;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{what}: the grid meter reads {g} W, not within {lo}..={hi} W for 2 s; state: {}",
+            rig.state().await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn limits_naming(state: &Value, component: &str) -> Vec<Value> {
+    state["limits"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .filter(|n| n["component"] == component)
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noon_with_full_batteries_holds_max_export_without_a_signal() {
+    let rig = Rig::start_full(&site("")).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(0.95));
+    // Open loop the site would export 47.5 - 2 = 45.5 kW.
+    holds(&rig, "max export", -40_000.0, -39_200.0).await;
+    let st = rig.state().await;
+    assert_eq!(st["gridLoop"]["mode"], "holdingExport", "{st}");
+    assert_eq!(
+        st["gridLoop"]["maxExport"],
+        json!({"value": 40000.0, "unit": "W", "source": "config"})
+    );
+    let notes = limits_naming(&st, "curtailment");
+    assert_eq!(notes.len(), 1, "{st}");
+    assert_eq!(notes[0]["requested"], Value::Null);
+    assert_eq!(notes[0]["devices"], json!(["dvc_pv_east", "dvc_pv_west"]));
+    assert!(notes[0]["reason"]
+        .as_str()
+        .is_some_and(|r| r.starts_with("maxExport 40000 W (config)")));
+    for d in ["dvc_pv_east", "dvc_pv_west"] {
+        let dev = rig.device_state(d).await;
+        assert_eq!(dev["component"], "gridLimit", "{dev}");
+        assert_eq!(dev["state"], "applied", "{dev}");
+    }
+    // Clouds: production drops below the limit and the curtailment is released.
+    rig.sim.set_sun(Some(0.5));
+    eventually("curtailment released", Duration::from_secs(5), || async {
+        rig.limit("pv-east").is_none() && rig.limit("pv-west").is_none()
+    })
+    .await;
+    assert_eq!(rig.state().await["gridLoop"]["mode"], "free");
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_step_above_max_import_is_shaved_by_the_storage() {
+    // Storage idle at fallback (in `auto` the simulated batteries would cover
+    // the load on their own).
+    let rig =
+        Rig::start(&site("").replace("ess_fallback = \"auto\"", "ess_fallback = \"idle\"")).await;
+    rig.sim.set_sun(Some(0.0));
+    rig.sim.set_load(Some(20_000.0));
+    holds(&rig, "no limit binding", 19_000.0, 21_000.0).await;
+    rig.sim.set_load(Some(80_000.0));
+    holds(&rig, "max import", 58_800.0, 60_000.0).await;
+    let st = rig.state().await;
+    assert_eq!(st["gridLoop"]["mode"], "holdingImport", "{st}");
+    assert!(rig.device("bat-a").state().ac_power_w > 10_000.0);
+    // The load goes: the storage is back at its fallback.
+    rig.sim.set_load(Some(20_000.0));
+    eventually("storage back to idle", Duration::from_secs(5), || async {
+        rig.storage("bat-a") == window(0.0) && rig.storage("bat-b") == window(0.0)
+    })
+    .await;
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partner_curtailment_looser_than_the_limit_is_tightened() {
+    let rig = Rig::start_full(&site("")).await;
+    rig.sim.set_load(Some(0.0));
+    rig.sim.set_sun(Some(1.0));
+    let body = json!({"setting": {"value": 45, "unit": "kW"}, "validUntil": now_ms() + 60_000});
+    let (s, v) = rig
+        .post(&format!("/sites/{SITE}/steering/curtailment"), STEER, &body)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    holds(
+        &rig,
+        "max export under a looser curtailment",
+        -40_000.0,
+        -39_200.0,
+    )
+    .await;
+    let st = rig.state().await;
+    let notes = limits_naming(&st, "curtailment");
+    assert_eq!(notes.len(), 1, "{st}");
+    assert_eq!(
+        notes[0]["requested"],
+        json!({"value": 45000.0, "unit": "W"})
+    );
+    // The partner's entry itself is unchanged.
+    assert_eq!(
+        st["productionCurtailment"]["setting"],
+        json!({"value": 45.0, "unit": "kW"})
+    );
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_grid_limit_over_http() {
+    let rig = Rig::start_full(&site("")).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(0.95));
+    holds(&rig, "configured export", -40_000.0, -39_200.0).await;
+    let path = format!("/sites/{SITE}/steering/grid-limit");
+
+    // Looser than configured: refused, naming the field and the limit.
+    let loose = json!({"setting": {"maxExport": {"value": 50, "unit": "kW"}}, "validUntil": now_ms() + 60_000});
+    let (s, v) = rig.post(&path, STEER, &loose).await;
+    assert_eq!(s, 400, "{v}");
+    assert_eq!(v["code"], "invalid_value");
+    assert_eq!(v["field"], "setting.maxExport");
+    assert!(v["detail"].as_str().unwrap().contains("40000 W"), "{v}");
+
+    // Zero export for a while.
+    let zero = json!({"setting": {"maxExport": {"value": 0, "unit": "W"}}, "validUntil": now_ms() + 60_000});
+    let (s, v) = rig.post(&path, STEER, &zero).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(v["requestId"]
+        .as_str()
+        .is_some_and(|r| r.starts_with("req_")));
+    holds(&rig, "zero export", 0.0, 500.0).await;
+    let st = rig.state().await;
+    let zero_shown = json!({"maxExport": {"value": 0.0, "unit": "W"}});
+    assert_eq!(st["gridLimit"]["setting"], zero_shown);
+    assert_eq!(st["gridLoop"]["maxExport"]["source"], "gridLimit");
+
+    // A site request without gridLimit leaves it alone (rule 3 only touches mgi).
+    let other = json!({"productionCurtailment": {"value": 100, "unit": "%"}, "validUntil": now_ms() + 60_000});
+    let (s, v) = rig
+        .post(&format!("/sites/{SITE}/steering"), STEER, &other)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(rig.state().await["gridLimit"]["setting"], zero_shown);
+
+    // DELETE of the component: back to the configured limit.
+    let (s, v) = rig
+        .delete(
+            &format!("/sites/{SITE}/steering?component=gridLimit"),
+            STEER,
+        )
+        .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["gridLimit"], Value::Null);
+    holds(&rig, "configured export again", -40_000.0, -39_200.0).await;
+
+    // The history has both requests.
+    let (_, h) = rig
+        .get(&format!("/sites/{SITE}/steering/history"), READ)
+        .await;
+    let actions: Vec<&str> = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["action"].as_str())
+        .collect();
+    assert!(
+        actions.contains(&"POST /sites/ste_e2e/steering/grid-limit"),
+        "{actions:?}"
+    );
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meter_offline_is_a_safe_state_and_the_loop_resumes() {
+    let rig = Rig::start(&site("")).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(0.95));
+    let discharge =
+        json!({"setting": {"value": 15, "unit": "kW"}, "validUntil": now_ms() + 60_000});
+    let (s, v) = rig
+        .post(&format!("/sites/{SITE}/steering/ess"), STEER, &discharge)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    holds(
+        &rig,
+        "export held with a discharge asked",
+        -40_000.0,
+        -39_200.0,
+    )
+    .await;
+
+    rig.sim.stop_server("grid").await;
+    eventually("meter lost", Duration::from_secs(10), || async {
+        rig.state().await["gridLoop"]["mode"] == "meterLost"
+    })
+    .await;
+    // No discharge; production at most 40 kW in total (24 + 16).
+    eventually(
+        "safe state at the devices",
+        Duration::from_secs(5),
+        || async {
+            rig.storage("bat-a") == window(0.0)
+                && rig.storage("bat-b") == window(0.0)
+                && rig.limit("pv-east") == Some(80.0)
+                && rig.limit("pv-west") == Some(80.0)
+        },
+    )
+    .await;
+    let st = rig.state().await;
+    assert!(
+        st["limits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["reason"].as_str().unwrap().contains("grid meter lost")),
+        "{st}"
+    );
+    let (_, metrics) = rig.get_text("/metrics").await;
+    assert!(
+        metrics.contains("sitegate_steering_grid_meter_lost{site=\"ste_e2e\"} 1"),
+        "{metrics}"
+    );
+
+    rig.sim.start_server("grid").await.expect("meter back");
+    eventually("meter back", Duration::from_secs(10), || async {
+        rig.state().await["gridLoop"]["mode"] != "meterLost"
+    })
+    .await;
+    holds(&rig, "export held again", -40_000.0, -39_200.0).await;
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grid_operator_input_flipping_on_a_real_socket() {
+    let signals = r#"grid_signals = [{ name = "ripple control", bus = "io", unit_id = 3, module = "generic-di", poll_interval_ms = 200, levels = [
+    { value = 0, max_export = "100 %" },
+    { value = 1, max_export = "60 %" },
+    { value = 2, max_export = "30 %" },
+    { value = 4, max_export = "0 %" },
+] }]"#;
+    let text = site(&format!("rated_production_power = \"50 kW\"\n{signals}"))
+        + "\n[[buses]]\nname = \"io\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 500\n";
+    let rig = Rig::start_full(&text).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(0.95));
+    let io = rig.sim.device("io", 3).expect("the I/O module");
+    holds(
+        &rig,
+        "configured export (input value 0: 100 %)",
+        -40_000.0,
+        -39_200.0,
+    )
+    .await;
+    let st = rig.state().await;
+    assert_eq!(
+        st["gridLoop"]["signals"],
+        json!([{"name": "ripple control", "inputs": 0, "online": true, "error": null}])
+    );
+
+    // Input 1 on: 60 % of 50 kW.
+    assert!(io.set_inputs(0b0001));
+    holds(&rig, "60 % of the rated production", -30_000.0, -29_400.0).await;
+    let st = rig.state().await;
+    assert_eq!(st["gridLoop"]["maxExport"]["source"], "gridSignal", "{st}");
+    assert_eq!(st["gridLoop"]["signals"][0]["inputs"], 1);
+
+    // A partner's temporary limit looser than the operator's changes nothing.
+    let body = json!({"setting": {"maxExport": {"value": 35, "unit": "kW"}}, "validUntil": now_ms() + 60_000});
+    let (s, v) = rig
+        .post(&format!("/sites/{SITE}/steering/grid-limit"), STEER, &body)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    holds(&rig, "the operator's limit wins", -30_000.0, -29_400.0).await;
+
+    // Input 3 on alone: 0 % (zero export).
+    assert!(io.set_inputs(0b0100));
+    holds(&rig, "zero export", 0.0, 500.0).await;
+
+    // All off again: the partner's 35 kW is the tightest now.
+    assert!(io.set_inputs(0));
+    holds(&rig, "the partner's limit", -35_000.0, -34_300.0).await;
+    assert_eq!(
+        rig.state().await["gridLoop"]["maxExport"]["source"],
+        "gridLimit"
+    );
+    rig.shutdown().await;
+}

@@ -1,0 +1,64 @@
+//! The integration tests: one binary, one module per capability, so the
+//! agent, tokio, SQLite and rustls are linked once rather than once per file.
+//! Shared helpers: `common` (sites, brokers, processes, logs), and the
+//! support modules of the OpenAPI, steering and store tests.
+//!
+//! Run one module with `cargo test --test it <module>::`.
+
+mod common;
+mod openapi_support;
+mod steering_support;
+mod store_support;
+
+mod api_limits;
+mod architecture;
+mod bounds;
+mod check_config;
+mod demo;
+mod demo_grid;
+mod device_data;
+mod device_failure;
+mod grid_loop;
+mod metrics;
+mod modbus_discovery;
+mod modbus_faults;
+mod modbus_plan;
+mod modbus_refused_reads;
+mod modbus_sunspec;
+mod modbus_sunspec_families;
+mod mqtt_backlog;
+mod mqtt_demo;
+mod mqtt_fleet;
+mod mqtt_grid_limit;
+mod mqtt_incoming;
+mod mqtt_offline;
+mod mqtt_outbox;
+mod mqtt_refusal;
+mod mqtt_rpc;
+mod mqtt_rpc_record;
+mod mqtt_steering;
+mod mqtt_telemetry;
+mod mqtt_tls;
+mod openapi;
+mod page_browser;
+mod page_demo;
+mod profile_library;
+mod profiles;
+mod rtu;
+mod scan;
+mod service;
+mod steering_api;
+mod steering_e2e;
+mod steering_profiles;
+mod steering_restart;
+mod steering_revert;
+mod steering_writes;
+mod store_durability;
+mod store_hook;
+mod store_http;
+mod store_query;
+mod store_readers;
+mod store_retention;
+mod store_timeseries_http;
+mod store_upgrade;
+mod store_writer;

@@ -1,0 +1,138 @@
+//! A fault-injecting Modbus peer between the agent and a simulated inverter:
+//! delays past the timeout, exceptions, garbage, short frames, wrong transaction
+//! and unit ids, dropped connections and silence. Each time the inverter goes
+//! offline and comes back; the battery on another bus never waits for it.
+
+use std::time::Duration;
+
+use crate::common::site::{http_section, SUMMER_MORNING_MS};
+use crate::common::wait_for;
+use sitegate::agent::Agent;
+use sitegate::config::{parse, Transport};
+use sitegate::model::Property;
+use sitegate::sim::{Fault, FaultyPeer, SimSite, SimSiteSpec};
+use tokio_modbus::ExceptionCode;
+
+fn config() -> String {
+    format!(
+        r#"
+gateway_id = "faults"
+{}
+[polling]
+min_backoff_ms = 300
+max_backoff_ms = 600
+
+[[sites]]
+reference = "ste_f"
+name = "Faults"
+
+[[buses]]
+name = "pv"
+tcp = "127.0.0.1:0"
+timeout_ms = 300
+[[buses]]
+name = "bat"
+tcp = "127.0.0.1:0"
+timeout_ms = 300
+
+[[devices]]
+reference = "dvc_pv"
+name = "PV"
+type = "inverter"
+site = "ste_f"
+bus = "pv"
+unit_id = 1
+poll_interval_ms = 100
+
+[[devices]]
+reference = "dvc_bat"
+name = "Battery"
+type = "battery"
+site = "ste_f"
+bus = "bat"
+unit_id = 1
+poll_interval_ms = 100
+"#,
+        http_section()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_recovers_from_every_fault() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = parse(&config()).unwrap();
+    cfg.storage.path = dir.path().join("db.sqlite");
+    let mut spec = SimSiteSpec::from_config(&cfg, 1.0);
+    spec.start = Some(SUMMER_MORNING_MS);
+    let sim = SimSite::start(spec).await.unwrap();
+    sim.point_config_at_servers(&mut cfg);
+    let peer = FaultyPeer::start(sim.addr("pv").unwrap()).await.unwrap();
+    for bus in &mut cfg.buses {
+        if bus.name == "pv" {
+            bus.transport = Transport::Tcp {
+                host: "127.0.0.1".into(),
+                port: peer.addr().port(),
+            };
+        }
+    }
+    let agent = Agent::start(cfg).await.unwrap();
+    let live = agent.live().clone();
+    let (pv, bat) = (live.find("dvc_pv").unwrap(), live.find("dvc_bat").unwrap());
+    let ts = |id, p| live.latest(id, p).map(|r| r.ts_ms);
+    wait_for("first values", Duration::from_secs(10), || async {
+        ts(pv, Property::ActivePower).and(ts(bat, Property::Soc))
+    })
+    .await;
+
+    let faults = [
+        (
+            Fault::Delay(Duration::from_millis(800)),
+            "no answer within 300 ms",
+        ),
+        (
+            Fault::Exception(ExceptionCode::ServerDeviceBusy),
+            "exception 6",
+        ),
+        (Fault::Garbage, ""),
+        (Fault::Short, "malformed answer"),
+        (Fault::WrongTransaction, ""),
+        (Fault::WrongUnit, ""),
+        (Fault::Disconnect, ""),
+        (Fault::Silence, "no answer within 300 ms"),
+    ];
+    for (fault, message) in faults {
+        let name = format!("{fault:?}");
+        // Twice in a row, so that the device stays offline for a backoff.
+        peer.inject(fault.clone());
+        peer.inject(fault);
+        let error = wait_for(
+            &format!("{name}: offline"),
+            Duration::from_secs(5),
+            || async {
+                let s = live.snapshot(pv);
+                (!s.online).then(|| s.last_error.unwrap_or_default())
+            },
+        )
+        .await;
+        assert!(error.contains(message), "{name}: {error}");
+        let bat_before = ts(bat, Property::Soc).unwrap();
+        let failed_at = sitegate::model::time::now_ms();
+        wait_for(
+            &format!("{name}: back online"),
+            Duration::from_secs(10),
+            || async {
+                let fresh = ts(pv, Property::ActivePower)? > failed_at;
+                (fresh && live.snapshot(pv).online && peer.pending() == 0).then_some(())
+            },
+        )
+        .await;
+        // Meanwhile the battery, on its own bus, kept its cadence.
+        assert!(ts(bat, Property::Soc).unwrap() > bat_before, "{name}");
+        assert!(live.snapshot(bat).online, "{name}");
+    }
+    assert_eq!(peer.applied().len(), 16);
+
+    agent.shutdown().await;
+    peer.stop().await;
+    sim.shutdown().await;
+}

@@ -1,0 +1,362 @@
+//! The technician page in a real headless Chromium, driven over WebDriver,
+//! against the simulated site and the agent started in-process.
+//!
+//! Needs `chromium` and `chromium-driver` (Debian). Without them each test
+//! prints a skip notice, or fails when `SITEGATE_REQUIRE_BROWSER=1` (CI).
+//!
+//! `cargo test --test it page_browser:: -- --ignored screenshots` takes the
+//! screenshots of `docs/screenshots/` from a running `sitegate demo`.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::common::site::{self, TestSite, READ_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::common::webdriver::{decode_base64, launch_or_skip, Browser};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Waits until the store answers a time series for every device, so that the
+/// page's first chart request finds points.
+async fn history_exists(site: &TestSite) {
+    for device in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+        crate::common::wait_for("stored samples", WAIT, || async {
+            let now = sitegate::model::time::now_ms();
+            let body = json!({
+                "property": "activePower",
+                "range": {"type": "absolute",
+                          "start": sitegate::model::time::format_utc(now - 3_600_000),
+                          "end": sitegate::model::time::format_utc(now + 60_000)},
+                "resolution": {"value": 30, "unit": "s"},
+            });
+            let (status, v) = site
+                .call(
+                    Method::POST,
+                    &format!("/devices/{device}/measurements/time-series"),
+                    Some(READ_TOKEN),
+                    Some(&body),
+                )
+                .await;
+            (status == 200 && v["data"].as_array().is_some_and(|d| !d.is_empty())).then_some(())
+        })
+        .await;
+    }
+}
+
+async fn sign_in(b: &Browser, token: &str) {
+    b.wait_js(
+        "the sign-in form",
+        WAIT,
+        "return !document.getElementById('login').hidden && document.getElementById('login-why').textContent;",
+    )
+    .await;
+    b.type_into("#token", token).await;
+    b.click("#login-form button[type=submit]").await;
+}
+
+/// Devices with values, the flow diagram and both charts.
+async fn site_is_shown(b: &Browser) {
+    b.wait_js(
+        "three device cards with their power",
+        WAIT,
+        r#"const cards = document.querySelectorAll('#device-list article.device');
+           const power = [...document.querySelectorAll('#device-list dd[data-property=activePower]')];
+           return cards.length === 3 && power.length === 3 && power.every(d => /\d\s*k?W/.test(d.textContent));"#,
+    )
+    .await;
+    let soc = b
+        .text("#device-list article[data-ref=dvc_bat] dd[data-property=soc]")
+        .await;
+    assert!(soc.contains('%'), "battery SoC shown: {soc:?}");
+    let state = b.text("#device-list article[data-ref=dvc_pv] .state").await;
+    assert!(state.contains("Online"), "online state in words: {state:?}");
+    let load = b.text("#flow-body svg .node.load text.value").await;
+    assert!(load.contains('W'), "load derived in the flow: {load:?}");
+
+    let drawn = b
+        .wait_js(
+            "the power chart with a line or a point per device",
+            WAIT,
+            r#"const n = document.querySelectorAll('#chart-power .plot svg path.series, #chart-power .plot svg circle.dot').length;
+               const legend = document.querySelector('#chart-power .legend').textContent;
+               return n >= 3 && /PV/.test(legend) && /Battery/.test(legend) && /Grid/.test(legend) && n;"#,
+        )
+        .await;
+    assert!(drawn.as_u64().unwrap_or(0) >= 3, "{drawn}");
+    b.wait_js(
+        "the SoC chart",
+        WAIT,
+        "return document.querySelectorAll('#chart-soc .plot svg path.series, #chart-soc .plot svg circle.dot').length;",
+    )
+    .await;
+}
+
+fn visible(id: &str) -> String {
+    format!("const e = document.getElementById('{id}'); return !!e && getComputedStyle(e).display !== 'none';")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
+    let Some(b) = launch_or_skip("read_token_sees_the_site_and_steer_token_sends_a_signal").await
+    else {
+        return;
+    };
+    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    site.ready().await;
+    history_exists(&site).await;
+
+    // Without a token the agent answers 401 and the page asks for one.
+    b.goto(&format!("{}/#range=1h", site.base)).await;
+    let why = b
+        .wait_js(
+            "the token prompt",
+            WAIT,
+            "return !document.getElementById('login').hidden && document.getElementById('login-why').textContent;",
+        )
+        .await;
+    assert!(why.as_str().unwrap_or("").contains("token"), "{why}");
+
+    // A read-only token: everything is shown, no steering form, no "End now".
+    sign_in(&b, READ_TOKEN).await;
+    site_is_shown(&b).await;
+    b.wait_js(
+        "the read-only notice",
+        WAIT,
+        "return /read only/.test(document.getElementById('access').textContent);",
+    )
+    .await;
+    b.wait_js(
+        "the steering state",
+        WAIT,
+        "return document.querySelectorAll('#steer-state table.told tbody tr[data-ref]').length === 2;",
+    )
+    .await;
+    assert_eq!(b.js(&visible("steer-form"), json!([])).await, json!(false));
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('#steer-state button').length;",
+            json!([])
+        )
+        .await,
+        json!(0)
+    );
+
+    // A steer token: the form appears.
+    b.click("#sign-out").await;
+    sign_in(&b, STEER_TOKEN).await;
+    b.wait_js("the steering form", WAIT, &visible("steer-form"))
+        .await;
+    let access = b.text("#access").await;
+    assert!(access.contains("steer"), "{access}");
+
+    // A signal the agent refuses: its problem detail is shown, nothing sent.
+    b.click("input[name=ess-mode][value=power]").await;
+    b.type_into("#ess-power", "2").await;
+    b.type_into("#validity", "1000").await;
+    b.click("select[name=validity-unit] option[value=h]").await;
+    b.click("#steer-form button[type=submit]").await;
+    let refused = b
+        .wait_js(
+            "the refusal with the problem's detail",
+            WAIT,
+            &format!(
+                "{} && document.getElementById('steer-form-msg').textContent",
+                visible("steer-form-msg").trim_end_matches(';')
+            ),
+        )
+        .await;
+    let refused = refused.as_str().unwrap_or_default().to_string();
+    assert!(
+        refused.contains("more than 31 days ahead") && refused.contains("invalid_value"),
+        "{refused}"
+    );
+    assert_eq!(
+        b.js("return document.getElementById('confirm').open;", json!([]))
+            .await,
+        json!(false)
+    );
+
+    // A valid one, with a temporary export limit: the confirmation shows
+    // exactly what will be sent.
+    b.click("#grid-on").await;
+    b.type_into("#grid-export", "5").await;
+    b.type_into("#validity", "10").await;
+    b.click("select[name=validity-unit] option[value=min]")
+        .await;
+    b.click("#steer-form button[type=submit]").await;
+    b.wait_js(
+        "the confirmation dialog",
+        WAIT,
+        "return document.getElementById('confirm').open;",
+    )
+    .await;
+    let shown = b.text("#confirm-request").await;
+    let (line, json_text) = shown.split_once('\n').expect("method line, then the body");
+    assert_eq!(line, "POST /sites/ste_test/steering");
+    let sent: Value = serde_json::from_str(json_text).expect("the body is JSON");
+    assert_eq!(
+        sent["energyStorageSetting"],
+        json!({"value": 2, "unit": "kW"})
+    );
+    assert_eq!(
+        sent["gridLimit"],
+        json!({"maxExport": {"value": 5, "unit": "kW"}})
+    );
+    let until = sent["validUntil"].as_i64().expect("validUntil");
+    let ahead = until - sitegate::model::time::now_ms();
+    assert!(
+        (590_000..=610_000).contains(&ahead),
+        "validUntil {ahead} ms ahead"
+    );
+    let predicted = b
+        .js(
+            "return document.querySelectorAll('#confirm-body table.allocation tbody tr').length;",
+            json!([]),
+        )
+        .await;
+    assert!(
+        predicted.as_u64().unwrap_or(0) >= 1,
+        "dry-run allocation shown"
+    );
+    b.click("#confirm-send").await;
+    let done = b
+        .wait_js(
+            "the sent notice",
+            WAIT,
+            "return !document.getElementById('confirm').open && /Sent/.test(document.getElementById('steer-form-msg').textContent) && document.getElementById('steer-form-msg').textContent;",
+        )
+        .await;
+
+    // The agent has it, as sent.
+    let state = site.get_ok("/sites/ste_test/steering").await;
+    let ess = &state["energyStorageSetting"];
+    assert_eq!(ess["setting"]["value"].as_f64(), Some(2.0), "{state}");
+    assert_eq!(ess["setting"]["unit"], "kW", "{state}");
+    assert_eq!(ess["validUntil"], json!(until), "{state}");
+    let request_id = ess["requestId"].as_str().expect("requestId");
+    assert!(done.as_str().unwrap_or("").contains(request_id), "{done}");
+    assert_eq!(
+        state["gridLimit"]["requestId"],
+        json!(request_id),
+        "{state}"
+    );
+
+    // The grid limit and the limit in force, with its source.
+    b.wait_js(
+        "the grid limit component and the grid loop line",
+        WAIT,
+        r#"const td = document.querySelector('#steer-state td[data-component=gridLimit]');
+           const loop = document.querySelector('#steer-state p.grid-loop');
+           return !!td && /Export at most 5 kW/.test(td.textContent)
+               && !!loop && /max export 5 kW \(gridLimit\)/.test(loop.textContent);"#,
+    )
+    .await;
+
+    // The page shows the component counting down and the battery confirming.
+    b.wait_js(
+        "the ESS component with its countdown",
+        WAIT,
+        r#"const td = document.querySelector('#steer-state td[data-component=ess]');
+           const row = td && td.closest('tr');
+           return !!row && /Discharge 2 kW/.test(td.textContent) && /ends in \d+ min/.test(row.textContent);"#,
+    )
+    .await;
+    b.wait_js(
+        "the battery's confirmed setpoint",
+        WAIT,
+        r#"const tr = document.querySelector('#steer-state table.told tr[data-ref=dvc_bat]');
+           return !!tr && /applied/.test(tr.textContent) && /yes/.test(tr.textContent) && /2 kW/.test(tr.textContent);"#,
+    )
+    .await;
+
+    let errors = b.script_errors().await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
+    b.quit().await;
+    site.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_access_needs_no_token() {
+    let Some(b) = launch_or_skip("open_access_needs_no_token").await else {
+        return;
+    };
+    let config = site::small_site().replace("auth = \"tokens\"", "auth = \"none\"");
+    let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
+    site.ready().await;
+    history_exists(&site).await;
+
+    b.goto(&format!("{}/#range=1h", site.base)).await;
+    site_is_shown(&b).await;
+    assert_eq!(b.js(&visible("login"), json!([])).await, json!(false));
+    b.wait_js("the steering form", WAIT, &visible("steer-form"))
+        .await;
+    let access = b.text("#access").await;
+    assert!(access.contains("Open access"), "{access}");
+
+    let errors = b.script_errors().await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
+    b.quit().await;
+    site.stop().await;
+}
+
+#[test]
+fn screenshots_decode() {
+    assert_eq!(decode_base64("aGVsbG8="), b"hello");
+    assert_eq!(decode_base64("aGVsbG8h"), b"hello!");
+    assert_eq!(decode_base64("aGk="), b"hi");
+}
+
+/// Screenshots of a running demo (`sitegate demo`, or `SITEGATE_DEMO_URL`) at
+/// desktop and phone width, written to `docs/screenshots/`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a running demo; run by hand to refresh docs/screenshots"]
+async fn screenshots() {
+    let Some(b) = launch_or_skip("screenshots").await else {
+        return;
+    };
+    let base =
+        std::env::var("SITEGATE_DEMO_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".into());
+    let range = std::env::var("SITEGATE_DEMO_RANGE").unwrap_or_else(|_| "6h".into());
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+    std::fs::create_dir_all(&dir).expect("docs/screenshots");
+    for (name, width, mobile) in [("desktop", 1280, false), ("phone", 390, true)] {
+        b.emulate(width, 900, mobile).await;
+        b.goto(&format!("{base}/#range={range}")).await;
+        b.wait_js(
+            "a drawn page",
+            WAIT,
+            "return document.querySelectorAll('#device-list article.device').length > 0 && document.querySelectorAll('#chart-power .plot svg').length > 0 && document.querySelectorAll('#steer-state table').length > 0;",
+        )
+        .await;
+        // The whole page: a screen as tall as the document.
+        let height = b
+            .js("return document.documentElement.scrollHeight;", json!([]))
+            .await
+            .as_u64()
+            .expect("page height");
+        b.emulate(width, height as u32, mobile).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let png = b.screenshot().await;
+        std::fs::write(dir.join(format!("page-{name}.png")), png).expect("write screenshot");
+    }
+    // The confirmation step (a dry run only: nothing is sent).
+    b.emulate(1280, 860, false).await;
+    b.goto(&format!("{base}/#range={range}")).await;
+    b.wait_js("the steering form", WAIT, &visible("steer-form"))
+        .await;
+    b.click("input[name=ess-mode][value=power]").await;
+    b.type_into("#ess-power", "10").await;
+    b.type_into("#validity", "30").await;
+    b.click("#steer-form button[type=submit]").await;
+    b.wait_js(
+        "the confirmation dialog",
+        WAIT,
+        "return document.getElementById('confirm').open;",
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let png = b.screenshot().await;
+    std::fs::write(dir.join("page-confirm.png"), png).expect("write screenshot");
+    b.quit().await;
+}

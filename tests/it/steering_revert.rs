@@ -1,0 +1,137 @@
+//! A dead agent leaves no device steered: the agent runs as its own process, is
+//! killed with SIGKILL while a signal is active, and the simulated devices go
+//! back to their own defaults by their revert timers.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::steering_support::*;
+use serde_json::json;
+use sitegate::config::{parse, Transport};
+
+const REVERT_S: u16 = 2;
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_revert_by_their_own_timers_after_a_hard_stop() {
+    let text = config_text(300, REVERT_S);
+    let mut config = parse(&text).unwrap();
+    let sim = start_sim(&mut config).await;
+    // The same config with the simulator's ports and a free HTTP port.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let http = free.local_addr().unwrap();
+    drop(free);
+    let mut text = text.replace(
+        "listen = [\"127.0.0.1:0\"]",
+        &format!("listen = [\"{http}\"]"),
+    );
+    for bus in &config.buses {
+        let Transport::Tcp { port, .. } = &bus.transport else {
+            unreachable!()
+        };
+        text = text.replace(
+            &format!("name = \"{}\"\ntcp = \"127.0.0.1:0\"", bus.name),
+            &format!("name = \"{}\"\ntcp = \"127.0.0.1:{port}\"", bus.name),
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sitegate.toml");
+    std::fs::write(
+        &file,
+        text.replace(
+            "unused.db",
+            &dir.path().join("db.sqlite").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .arg("run")
+        .arg("--config")
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the agent binary starts");
+    let mut child = Killed(child);
+
+    let client = reqwest::Client::new();
+    let base = format!("http://{http}");
+    let get_state = || async {
+        let r = client
+            .get(format!("{base}/sites/{SITE}/steering"))
+            .bearer_auth(READ)
+            .send()
+            .await
+            .ok()?;
+        r.json::<serde_json::Value>().await.ok()
+    };
+    eventually(
+        "agent up, devices at fallback",
+        Duration::from_secs(15),
+        || async {
+            get_state().await.is_some_and(|st| {
+                st["devices"]
+                    .as_array()
+                    .is_some_and(|d| !d.is_empty() && d.iter().all(|x| x["state"] == "fallback"))
+            })
+        },
+    )
+    .await;
+
+    let body = json!({"energyStorageSetting": {"value": 100, "unit": "kW"},
+                      "productionCurtailment": {"value": 300, "unit": "kW"}, "validUntil": now_ms() + 120_000});
+    let r = client
+        .post(format!("{base}/sites/{SITE}/steering"))
+        .bearer_auth(STEER)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let storage = |bus: &str| sim.device(bus, 1).unwrap().state().storage_control;
+    let limit = |bus: &str| sim.device(bus, 1).unwrap().state().limit_pct;
+    eventually("steered", Duration::from_secs(3), || async {
+        storage("bat-a") == window(25.0)
+            && storage("bat-b") == window(25.0)
+            && limit("pv-a") == Some(75.0)
+    })
+    .await;
+    // Refreshed before the revert timers fire: still steered after twice their time.
+    tokio::time::sleep(Duration::from_secs(u64::from(REVERT_S) * 2)).await;
+    assert_eq!(
+        storage("bat-a"),
+        window(25.0),
+        "the agent let the revert timer fire"
+    );
+    assert_eq!(limit("pv-b"), Some(75.0));
+
+    // SIGKILL: no goodbye writes.
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+    let killed = Instant::now();
+    eventually(
+        "reverted by the devices' own timers",
+        Duration::from_secs(u64::from(REVERT_S) + 3),
+        || async {
+            storage("bat-a").is_none()
+                && storage("bat-b").is_none()
+                && limit("pv-a").is_none()
+                && limit("pv-b").is_none()
+        },
+    )
+    .await;
+    let took = killed.elapsed();
+    assert!(
+        took <= Duration::from_millis(u64::from(REVERT_S) * 1000 + 1500),
+        "reverted after {took:?}"
+    );
+    sim.shutdown().await;
+}

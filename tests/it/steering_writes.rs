@@ -1,0 +1,282 @@
+//! Steering writes as the simulated devices receive them: only changed setpoints
+//! are written (plus the refreshes the devices' revert timers need), and a
+//! steering write goes through its bus ahead of the polls queued there.
+//!
+//! The simulator numbers every request a server handles, reads included, and
+//! reports each write with its number (`WriteEvent::seq`), so the order of
+//! arrival is exact; it can also hold read requests, like a device that is slow
+//! to answer, which pins the bus task inside one poll request.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::steering_support::*;
+use serde_json::{json, Value};
+use sitegate::sim::WriteEvent;
+use tokio::sync::broadcast::{self, error::TryRecvError};
+
+/// Revert timeout of the first test: the actuators refresh every 1 s.
+const REVERT_S: u16 = 2;
+const REFRESH_MS: u128 = REVERT_S as u128 * 1000 / 2;
+/// The control loop re-evaluates every 100 ms: ten times per refresh.
+const INTERVAL_MS: u64 = 100;
+const WAIT: Duration = Duration::from_secs(20);
+
+/// One bus transaction as the device saw it: its writes, in order, with the
+/// arrival of the first.
+#[derive(Debug)]
+struct Txn {
+    at: Instant,
+    writes: Vec<(u16, Vec<u16>)>,
+}
+
+/// Groups one server's write events into transactions: writes whose request
+/// numbers follow each other without a read between them (a transaction's
+/// writes are sent back to back; its read-back and the polls come after).
+fn transactions(events: &[WriteEvent]) -> Vec<Txn> {
+    let mut out: Vec<Txn> = Vec::new();
+    let mut last_seq = None;
+    for e in events {
+        assert!(e.exception.is_none(), "a write was refused: {e:?}");
+        match out.last_mut() {
+            Some(t) if last_seq == Some(e.seq - 1) => t.writes.push((e.address, e.values.clone())),
+            _ => out.push(Txn {
+                at: e.at,
+                writes: vec![(e.address, e.values.clone())],
+            }),
+        }
+        last_seq = Some(e.seq);
+    }
+    out
+}
+
+/// Every write event received so far, by server.
+fn drain(rx: &mut broadcast::Receiver<WriteEvent>, into: &mut BTreeMap<String, Vec<WriteEvent>>) {
+    loop {
+        match rx.try_recv() {
+            Ok(e) => into.entry(e.server.clone()).or_default().push(e),
+            Err(TryRecvError::Empty) => return,
+            Err(e) => panic!("write events lost: {e}"),
+        }
+    }
+}
+
+/// Checks one device's transactions: they form `changes` runs of identical
+/// writes (a change, then its refreshes), and within a run each refresh came at
+/// least a refresh period after the one before (never once per evaluation).
+/// Returns the number of refreshes in the last run.
+fn check_runs(server: &str, txns: &[Txn], changes: usize) -> usize {
+    let mut runs: Vec<&[Txn]> = Vec::new();
+    let mut start = 0;
+    for i in 1..=txns.len() {
+        if i == txns.len() || txns[i].writes != txns[start].writes {
+            runs.push(&txns[start..i]);
+            start = i;
+        }
+    }
+    assert_eq!(
+        runs.len(),
+        changes,
+        "{server}: expected {changes} distinct setpoints written, got {txns:#?}"
+    );
+    for run in &runs {
+        for pair in run.windows(2) {
+            let gap = pair[1].at.duration_since(pair[0].at).as_millis();
+            // The refresh is due one period after the previous write *completed*
+            // (on the agent's millisecond clock), so it arrives at least a period
+            // after the previous one arrived; 20 ms for clock rounding.
+            assert!(
+                gap + 20 >= REFRESH_MS,
+                "{server}: an unchanged setpoint written again after {gap} ms \
+                 (refresh period {REFRESH_MS} ms): {txns:#?}"
+            );
+        }
+    }
+    runs.last().map_or(0, |r| r.len() - 1)
+}
+
+/// Polls the steering state until `done` holds for the write events collected so
+/// far; returns how many distinct evaluations (`evaluatedAt`) it saw meanwhile.
+async fn observe(
+    rig: &Rig,
+    rx: &mut broadcast::Receiver<WriteEvent>,
+    events: &mut BTreeMap<String, Vec<WriteEvent>>,
+    what: &str,
+    done: impl Fn(&BTreeMap<String, Vec<WriteEvent>>) -> bool,
+) -> usize {
+    let start = Instant::now();
+    let mut evaluations = std::collections::BTreeSet::new();
+    loop {
+        drain(rx, events);
+        if let Some(t) = rig.state().await["evaluatedAt"].as_i64() {
+            evaluations.insert(t);
+        }
+        if done(events) {
+            return evaluations.len();
+        }
+        assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn refreshes(events: &BTreeMap<String, Vec<WriteEvent>>, server: &str) -> usize {
+    let txns = transactions(events.get(server).map_or(&[], Vec::as_slice));
+    let Some(last) = txns.last() else { return 0 };
+    txns.iter()
+        .rev()
+        .take_while(|t| t.writes == last.writes)
+        .count()
+        - 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unchanged_setpoints_are_not_written_again_except_to_refresh() {
+    let rig = Rig::start(&config_text(INTERVAL_MS, REVERT_S)).await;
+    let mut rx = rig.sim.subscribe_writes();
+    let mut events = BTreeMap::new();
+    let steered = ["bat-a", "bat-b", "pv-a", "pv-b"];
+
+    // At the fallback (released controls) nothing is written at all, however
+    // often the loop evaluates: releases are not refreshed.
+    let idle_from = Instant::now();
+    let evaluated = observe(&rig, &mut rx, &mut events, "idle evaluations", |_| {
+        idle_from.elapsed() >= Duration::from_millis(20 * INTERVAL_MS)
+    })
+    .await;
+    assert!(evaluated >= 5, "only {evaluated} evaluations seen");
+    assert!(events.is_empty(), "writes at the fallback: {events:#?}");
+
+    // A signal: 100 kW discharge, 300 kW curtailment.
+    let until = now_ms() + 600_000;
+    let body = json!({"energyStorageSetting": {"value": 100, "unit": "kW"},
+                      "productionCurtailment": {"value": 300, "unit": "kW"}, "validUntil": until});
+    let (s, answer) = rig
+        .post(&format!("/sites/{SITE}/steering"), STEER, &body)
+        .await;
+    assert_eq!(s, 200, "{answer}");
+    // The same signal again (a new request, same setpoints): nothing to write.
+    let (s, again) = rig
+        .post(&format!("/sites/{SITE}/steering"), STEER, &body)
+        .await;
+    assert_eq!(s, 200, "{again}");
+    assert_ne!(answer["requestId"], again["requestId"]);
+    // Several refreshes per device, over many more evaluations.
+    let evaluated = observe(&rig, &mut rx, &mut events, "two refreshes", |ev| {
+        steered.iter().all(|s| refreshes(ev, s) >= 2)
+    })
+    .await;
+    for server in steered {
+        let txns = transactions(&events[server]);
+        assert!(check_runs(server, &txns, 1) >= 2);
+    }
+    assert!(evaluated >= 10, "only {evaluated} evaluations seen");
+    assert_eq!(rig.storage("bat-a"), window(25.0));
+    assert_eq!(rig.limit("pv-a"), Some(75.0));
+
+    // The storage target changes; the curtailment does not: the batteries get
+    // their new setpoint, the inverters only their refreshes.
+    let (s, answer) = rig
+        .post(
+            &format!("/sites/{SITE}/steering/ess"),
+            STEER,
+            &json!({"setting": {"value": 300, "unit": "kW"}, "validUntil": until}),
+        )
+        .await;
+    assert_eq!(s, 200, "{answer}");
+    let evaluated = observe(&rig, &mut rx, &mut events, "refreshes of 300 kW", |ev| {
+        let runs = |s: &str| {
+            let txns = transactions(ev.get(s).map_or(&[], Vec::as_slice));
+            txns.windows(2)
+                .filter(|w| w[0].writes != w[1].writes)
+                .count()
+                + 1
+        };
+        ["bat-a", "bat-b"]
+            .iter()
+            .all(|s| runs(s) == 2 && refreshes(ev, s) >= 2)
+    })
+    .await;
+    for server in ["bat-a", "bat-b"] {
+        check_runs(server, &transactions(&events[server]), 2);
+    }
+    for server in ["pv-a", "pv-b"] {
+        check_runs(server, &transactions(&events[server]), 1);
+    }
+    assert!(evaluated >= 10, "only {evaluated} evaluations seen");
+    assert_eq!(rig.storage("bat-a"), window(75.0));
+    rig.shutdown().await;
+}
+
+/// A battery and three meters on one bus (an RS-485 line behind one gateway),
+/// each polled every 100 ms; a bus timeout long enough to hold a read.
+fn shared_bus_config() -> String {
+    let mut t = site_header(1000, 60).replace("{rated_production}", "");
+    t.push_str("\n[[buses]]\nname = \"line\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 30000\n");
+    let device = |reference: &str, kind: &str, unit: u8, extra: &str| {
+        format!(
+            "\n[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{kind}\"\nsite = \"{SITE}\"\nbus = \"line\"\nunit_id = {unit}\npoll_interval_ms = 100\n{extra}\n"
+        )
+    };
+    t.push_str(&device(
+        "dvc_bat",
+        "battery",
+        1,
+        "rated_power = \"10 kW\"\ncapacity = \"20 kWh\"\nsoc_min = 5\nsoc_max = 95",
+    ));
+    for unit in 2..=4 {
+        t.push_str(&device(&format!("dvc_meter_{unit}"), "meter", unit, ""));
+    }
+    t
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steering_write_goes_ahead_of_the_polls_queued_on_its_bus() {
+    let rig = Rig::start(&shared_bus_config()).await;
+    let bus = rig.agent.bus("line").expect("the bus").clone();
+    let mut rx = rig.sim.subscribe_writes();
+
+    // Pin the bus task inside one poll request: the device does not answer it
+    // until released.
+    assert!(rig.sim.hold_reads("line", true));
+    eventually("a poll request held", WAIT, || async {
+        rig.sim.held_reads("line") == 1
+    })
+    .await;
+    // Not handled yet: the held read will get this number.
+    let held = rig.sim.request_count("line").expect("the server");
+
+    let (s, answer) = rig
+        .post(
+            &format!("/sites/{SITE}/steering/ess"),
+            STEER,
+            &json!({"setting": {"value": 2, "unit": "kW"}, "validUntil": now_ms() + 600_000}),
+        )
+        .await;
+    assert_eq!(s, 200, "{answer}");
+    eventually("the steering write queued on the bus", WAIT, || async {
+        bus.queued() >= 1
+    })
+    .await;
+    // Meanwhile every device's next poll has fallen due (100 ms intervals): a bus
+    // that served polls first would now send a dozen reads before the write.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(rig.sim.hold_reads("line", false));
+
+    let first = tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("a write arrives")
+        .expect("write events");
+    assert_eq!(first.unit_id, 1, "{first:?}");
+    assert_eq!(
+        first.seq,
+        held + 1,
+        "requests between the held poll request ({held}) and the write: {first:?}"
+    );
+    eventually("2 kW discharge at the battery", WAIT, || async {
+        rig.storage("line") == window(20.0)
+    })
+    .await;
+    let reported: Value = rig.device_state("dvc_bat").await;
+    assert_eq!(reported["setpoint"], json!({"value": 2000.0, "unit": "W"}));
+    rig.shutdown().await;
+}

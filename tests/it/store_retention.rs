@@ -1,0 +1,161 @@
+//! Retention: raw samples expire before rollups, both in small steps; the size
+//! cap deletes the oldest day first.
+
+use crate::store_support::*;
+use sitegate::model::Property;
+use sitegate::store::{
+    Aggregation, SeriesQuery, StoreHandle, CHUNK_BLOBS, CHUNK_ROWS, CHUNK_SPAN_MS, HOUR_MS,
+};
+
+const DAY: i64 = 86_400_000;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// `per_day` samples a day of each of `series` properties of the first device,
+/// for `days` days from T0, then compacted: all at rest.
+async fn fill(store: &StoreHandle, days: i64, per_day: i64, series: usize) {
+    let step = DAY / per_day;
+    for d in 0..days {
+        let batch: Vec<_> = Property::ALL[..series]
+            .iter()
+            .flat_map(|&p| {
+                (0..per_day)
+                    .map(move |i| sample(0, p, T0 + d * DAY + i * step, (d * 1000 + i) as f64))
+            })
+            .collect();
+        store.sample_sender().send(batch).await.expect("send");
+    }
+    store.flush().await.expect("flush");
+    store.compact().await.expect("compact");
+}
+
+fn day_query(start: i64) -> SeriesQuery {
+    SeriesQuery {
+        property: Property::ActivePower,
+        start_ms: start,
+        end_ms: start + DAY,
+        width_ms: HOUR_MS,
+        aggregation: Aggregation::Mean,
+    }
+}
+
+/// Raw samples at rest whose chunk starts before `before`.
+async fn raw_samples(store: &StoreHandle, before: i64) -> i64 {
+    store
+        .read(move |c| {
+            c.query_row(
+                "SELECT coalesce(sum(n), 0) FROM raw_chunk WHERE start_ts < ?1",
+                [before],
+                |r| r.get(0),
+            )
+            .map_err(sitegate::store::StoreError::from)
+        })
+        .await
+        .expect("count")
+}
+
+#[test]
+fn raw_samples_expire_first_in_chunks_and_rollups_still_answer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(dir.path());
+    cfg.retention_days = 2;
+    cfg.rollup_retention_days = 4;
+    let rt = rt();
+    rt.block_on(async {
+        let store = open(&cfg);
+        // One sample every 72 s of 12 series: 24 chunks (of an hour each) and
+        // 1,200 minute rollups per series and day, so expiring takes several
+        // steps of each kind.
+        let (per_day, series) = (1_200, 12);
+        fill(&store, 6, per_day, series).await;
+        assert_eq!(
+            raw_samples(&store, i64::MAX).await,
+            6 * per_day * series as i64
+        );
+        let chunks_per_day = DAY / CHUNK_SPAN_MS * series as i64;
+
+        // "Now" is the end of day 6: raw keeps days 4 and 5, rollups days 2..5.
+        let now = T0 + 6 * DAY;
+        let report = store.enforce_retention(now).await.expect("retention");
+        let minute_rows = 2 * per_day * series as i64;
+        assert_eq!(
+            report.expired_rows as i64,
+            4 * per_day * series as i64 + minute_rows + 2 * 24 * series as i64
+        );
+        let least = (4 * chunks_per_day + CHUNK_BLOBS - 1) / CHUNK_BLOBS
+            + (minute_rows + CHUNK_ROWS - 1) / CHUNK_ROWS
+            + 1;
+        assert!(
+            report.steps as i64 >= least,
+            "steps of {CHUNK_BLOBS} chunks or {CHUNK_ROWS} rows at most: {report:?}"
+        );
+        assert_eq!(
+            raw_samples(&store, i64::MAX).await,
+            2 * per_day * series as i64
+        );
+
+        // Whole hours of day 3 still come from the hour rollups; day 1 is gone.
+        let day3 = store
+            .time_series("dvc_pv1", day_query(T0 + 2 * DAY))
+            .await
+            .expect("query");
+        assert_eq!(day3.len(), 24);
+        let day1 = store
+            .time_series("dvc_pv1", day_query(T0))
+            .await
+            .expect("query");
+        assert!(day1.is_empty());
+        // Nothing left to do on a second run.
+        let again = store.enforce_retention(now).await.expect("retention");
+        assert_eq!((again.expired_rows, again.evicted_rows), (0, 0));
+        store.close().await.expect("close");
+    });
+}
+
+#[test]
+fn the_size_cap_deletes_the_oldest_raw_days_first_and_keeps_hourly_history() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(dir.path());
+    cfg.retention_days = 3650;
+    cfg.rollup_retention_days = 3650;
+    cfg.max_size_mb = 1;
+    let rt = rt();
+    rt.block_on(async {
+        let store = open(&cfg);
+        // One sample every 5 s for 20 days: about 2 MB, most of it minute rollups.
+        fill(&store, 20, 17_280, 1).await;
+        assert!(store.used_bytes().await.expect("size") > 1024 * 1024);
+        let report = store
+            .enforce_retention(T0 + 20 * DAY)
+            .await
+            .expect("retention");
+        assert!(
+            report.evicted_rows > 0 && report.expired_rows == 0,
+            "{report:?}"
+        );
+        assert!(store.used_bytes().await.expect("size") <= 1024 * 1024);
+
+        // The newest day is intact to the sample; the oldest raw day is gone but
+        // its hours still answer from the hour rollups.
+        let newest = SeriesQuery {
+            width_ms: 1_000,
+            ..day_query(T0 + 19 * DAY)
+        };
+        let newest = store.time_series("dvc_pv1", newest).await.expect("query");
+        assert_eq!(newest.len(), 17_280);
+        let oldest_raw = raw_samples(&store, T0 + DAY).await;
+        assert_eq!(oldest_raw, 0);
+        let day0 = store
+            .time_series("dvc_pv1", day_query(T0))
+            .await
+            .expect("query");
+        assert_eq!(day0.len(), 24);
+        store.close().await.expect("close");
+    });
+}
