@@ -6,8 +6,13 @@
 //! connection runs at most one request at a time, so the cap also bounds the
 //! requests in flight.
 //!
+//! A slot is not held forever by a client that says nothing: a connection on
+//! which no byte moves either way for the idle time (twice the request time
+//! limit, so a request still running is never cut) is closed.
+//!
 //! It counts for `/metrics`; it must not look into what a connection carries.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,15 +39,22 @@ pub struct Connections {
     accepted: AtomicU64,
     /// Times a listener found every slot taken.
     at_cap: AtomicU64,
+    /// Connections closed because nothing moved on them for `idle`.
+    idle_closed: AtomicU64,
+    idle: Duration,
 }
 
-impl Default for Connections {
-    fn default() -> Self {
+impl Connections {
+    /// Slots for connections that are closed after twice `request_timeout`
+    /// without a byte either way.
+    pub fn new(request_timeout: Duration) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
             open: AtomicUsize::new(0),
             accepted: AtomicU64::new(0),
             at_cap: AtomicU64::new(0),
+            idle_closed: AtomicU64::new(0),
+            idle: request_timeout * 2,
         }
     }
 }
@@ -67,6 +79,12 @@ impl Collect for Connections {
             "Times every HTTP connection slot was taken when a listener wanted to accept.",
         )
         .sample(&[], self.at_cap.load(Ordering::Relaxed) as f64);
+        out.family(
+            "sitegate_http_idle_closed_total",
+            Kind::Counter,
+            "HTTP connections closed because no byte moved on them for twice the request time limit.",
+        )
+        .sample(&[], self.idle_closed.load(Ordering::Relaxed) as f64);
     }
 }
 
@@ -111,11 +129,13 @@ impl axum::serve::Listener for Capped {
                 Ok((stream, addr)) => {
                     self.connections.accepted.fetch_add(1, Ordering::Relaxed);
                     self.connections.open.fetch_add(1, Ordering::Relaxed);
+                    let idle = self.connections.idle;
                     return (
                         Held {
                             stream,
                             _slot: slot,
                             connections: self.connections.clone(),
+                            silent_until: Box::pin(tokio::time::sleep(idle)),
                         },
                         addr,
                     );
@@ -144,11 +164,55 @@ async fn accept_failed(e: io::Error) {
     tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
-/// An accepted connection holding its slot until it is dropped.
+/// An accepted connection holding its slot until it is dropped, closed when
+/// nothing moves on it for the idle time.
 pub struct Held {
     stream: TcpStream,
     _slot: OwnedSemaphorePermit,
     connections: Arc<Connections>,
+    silent_until: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Held {
+    /// Bytes moved: the idle time starts again.
+    fn moved(&mut self) {
+        let at = tokio::time::Instant::now() + self.connections.idle;
+        self.silent_until.as_mut().reset(at);
+    }
+
+    /// Turns a pending read or write into an error once the connection has been
+    /// silent for the idle time (hyper then closes it).
+    fn poll_silence<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match self.silent_until.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.connections.idle_closed.fetch_add(1, Ordering::Relaxed);
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "HTTP connection idle: closed to free its slot",
+                )))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Passes `result` on, noting progress; a pending one waits for the silence.
+    fn settle<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        result: Poll<io::Result<T>>,
+        progressed: impl Fn(&T) -> bool,
+    ) -> Poll<io::Result<T>> {
+        match result {
+            Poll::Ready(Ok(v)) => {
+                if progressed(&v) {
+                    self.moved();
+                }
+                Poll::Ready(Ok(v))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => self.poll_silence(cx),
+        }
+    }
 }
 
 impl Drop for Held {
@@ -163,7 +227,11 @@ impl AsyncRead for Held {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let this = &mut *self;
+        let result = Pin::new(&mut this.stream).poll_read(cx, buf);
+        let after = buf.filled().len();
+        this.settle(cx, result, |_| after > before)
     }
 }
 
@@ -173,11 +241,15 @@ impl AsyncWrite for Held {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let this = &mut *self;
+        let result = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.settle(cx, result, |n| *n > 0)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
+        let this = &mut *self;
+        let result = Pin::new(&mut this.stream).poll_flush(cx);
+        this.settle(cx, result, |_| false)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -189,7 +261,9 @@ impl AsyncWrite for Held {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let this = &mut *self;
+        let result = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.settle(cx, result, |n| *n > 0)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -147,7 +147,9 @@ impl Agent {
             }
             _ => None,
         };
-        let connections = Arc::new(Connections::default());
+        let connections = Arc::new(Connections::new(Duration::from_millis(
+            config.http.request_timeout_ms,
+        )));
         if let Some(registry) = &metrics {
             registry.register(connections.clone());
             registry.register(live.clone());

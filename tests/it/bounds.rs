@@ -336,6 +336,37 @@ async fn http_connections_past_the_cap_wait_until_one_closes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_is_closed_to_free_its_slot() {
+    // A request time limit of 500 ms: connections silent for 1 s are closed.
+    let text = site::small_site().replacen("[http]\n", "[http]\nrequest_timeout_ms = 500\n", 1);
+    assert!(text.contains("request_timeout_ms = 500"));
+    let site = site::start(&text, 60.0, SUMMER_MORNING_MS).await;
+    let addr = site.agent.http_addrs()[0];
+    // One never says anything; one asks once and keeps the connection alive.
+    let mut silent = TcpStream::connect(addr).await.expect("connect");
+    let mut kept = TcpStream::connect(addr).await.expect("connect");
+    let (status, _) = get_on(&mut kept, "/healthz").await;
+    assert!(status.contains(" 200 "), "{status}");
+    for (name, conn) in [("silent", &mut silent), ("kept alive", &mut kept)] {
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(T, conn.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("the {name} connection was never closed"));
+        assert!(
+            matches!(read, Ok(0) | Err(_)),
+            "the {name} connection got bytes: {read:?}"
+        );
+    }
+    let client = reqwest::Client::new();
+    let scraped = scrape(&client, &site.base).await;
+    assert!(
+        scraped.get("sitegate_http_idle_closed_total") >= Some(2.0),
+        "{:?}",
+        scraped.get("sitegate_http_idle_closed_total")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bus_waiting_for_the_store_still_serves_commands() {
     let mut config = parse(&site::small_site()).expect("test config");
     let spec = SimSiteSpec::from_config(&config, 60.0);
