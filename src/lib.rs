@@ -20,3 +20,4 @@ pub mod steering;
 pub mod store;
 pub mod telemetry;
 pub mod uplink;
+pub mod util;

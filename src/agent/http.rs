@@ -1,4 +1,5 @@
-//! Binding the HTTP listeners and serving the API router on them.
+//! Binding the HTTP listeners and serving the API router on them, under the
+//! connection cap of `connections.rs`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -7,6 +8,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::connections::{Capped, Connections};
 use super::StartError;
 use crate::config::Config;
 use crate::metrics::Registry;
@@ -50,10 +52,13 @@ pub(super) fn router(
     (crate::api::router(state), auth, metrics, readiness)
 }
 
-/// Serves `router` on every listener until `cancel`; returns the bound addresses.
+/// Serves `router` on every listener until `cancel`, at most
+/// [`super::connections::MAX_CONNECTIONS`] connections at once over all of
+/// them; returns the bound addresses.
 pub(super) fn serve(
     listeners: Vec<TcpListener>,
     router: axum::Router,
+    connections: &Arc<Connections>,
     tracker: &TaskTracker,
     cancel: CancellationToken,
 ) -> Vec<SocketAddr> {
@@ -64,6 +69,7 @@ pub(super) fn serve(
         }
         let app = router.clone();
         let cancel = cancel.clone();
+        let listener = Capped::new(listener, connections.clone());
         tracker.spawn(async move {
             let result = axum::serve(listener, app)
                 .with_graceful_shutdown(cancel.cancelled_owned())

@@ -3,6 +3,7 @@
 //!
 //! This is wiring only: no protocol logic and no decisions live here.
 
+mod connections;
 mod http;
 pub mod systemd;
 mod watchdog;
@@ -24,6 +25,8 @@ use crate::store::{CommitHook, StoreError, StoreHandle};
 use crate::telemetry::{Live, Reading, Telemetry};
 use crate::uplink::outbox::{self, Cap, Outbox};
 use crate::uplink::{SteeringFeed, Uplink, UplinkParts};
+use connections::Connections;
+pub use connections::MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS;
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -144,7 +147,11 @@ impl Agent {
             }
             _ => None,
         };
+        let connections = Arc::new(Connections::new(Duration::from_millis(
+            config.http.request_timeout_ms,
+        )));
         if let Some(registry) = &metrics {
+            registry.register(connections.clone());
             registry.register(live.clone());
             registry.register(Arc::new(BusCollector(
                 buses.values().map(|b| b.stats().clone()).collect(),
@@ -155,7 +162,13 @@ impl Agent {
                 registry.register(Arc::new(uplink.clone()));
             }
         }
-        let http_addrs = http::serve(listeners, router, &tracker, cancel.child_token());
+        let http_addrs = http::serve(
+            listeners,
+            router,
+            &connections,
+            &tracker,
+            cancel.child_token(),
+        );
         for addr in &http_addrs {
             tracing::info!(%addr, "HTTP API listening");
         }

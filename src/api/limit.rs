@@ -2,8 +2,9 @@
 //! refilled at `requests_per_s` up to `burst`. A request that finds the bucket
 //! empty is answered 429 `rate_limited` with `Retry-After`.
 //!
-//! The bucket arithmetic is a pure function of the instants it is given; the
-//! map of buckets is bounded by the configured token names. Requests over the
+//! The bucket arithmetic is `util::TokenBucket`'s, a pure function of the
+//! instants it is given; the map of buckets is bounded by the configured token
+//! names. Requests over the
 //! MQTT RPC bridge are not limited here (the uplink paces itself).
 
 use std::collections::HashMap;
@@ -11,38 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::config::RateLimitConfig;
-
-/// One caller's bucket.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Bucket {
-    tokens: f64,
-    at: Instant,
-}
-
-impl Bucket {
-    fn full(limit: RateLimitConfig, now: Instant) -> Self {
-        Self {
-            tokens: f64::from(limit.burst),
-            at: now,
-        }
-    }
-
-    /// Takes one token, or says how long until one is there.
-    fn take(&mut self, limit: RateLimitConfig, now: Instant) -> Result<(), Duration> {
-        let burst = f64::from(limit.burst);
-        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * limit.requests_per_s).min(burst);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(Duration::from_secs_f64(
-                (1.0 - self.tokens) / limit.requests_per_s,
-            ))
-        }
-    }
-}
+use crate::util::TokenBucket;
 
 /// The buckets of every caller seen, under the current limit.
 pub struct RateLimiter {
@@ -51,7 +21,7 @@ pub struct RateLimiter {
 
 struct State {
     limit: RateLimitConfig,
-    buckets: HashMap<String, Bucket>,
+    buckets: HashMap<String, TokenBucket>,
 }
 
 impl RateLimiter {
@@ -84,10 +54,10 @@ impl RateLimiter {
             return Ok(());
         }
         match s.buckets.get_mut(caller) {
-            Some(b) => b.take(limit, now),
+            Some(b) => b.take_one(now),
             None => {
-                let mut b = Bucket::full(limit, now);
-                let r = b.take(limit, now);
+                let mut b = TokenBucket::full(limit.requests_per_s, f64::from(limit.burst), now);
+                let r = b.take_one(now);
                 s.buckets.insert(caller.to_string(), b);
                 r
             }

@@ -5,6 +5,7 @@
 //! Only this task touches its `Port`. Others hold a [`BusHandle`] and send
 //! commands over a bounded channel, getting the answer on a oneshot.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use crate::liveness::{Heartbeat, Pulse};
 use crate::model::{time::now_ms, Property, Sample};
 use crate::register::plan::Span;
 use crate::telemetry::Telemetry;
+use crate::util::Backoff;
 
 /// Commands queued at most; senders wait beyond that.
 const COMMAND_QUEUE: usize = 64;
@@ -234,12 +236,13 @@ impl BusTask {
                         value,
                     })
                     .collect();
+                tracing::trace!(device = %slot.cfg.reference, elapsed_ms = started.elapsed().as_millis() as u64, "polled");
                 if samples.is_empty() {
                     self.telemetry.mark_online(id, ts);
                 } else {
-                    self.telemetry.publish(id, samples).await;
+                    self.telemetry.record(id, &samples);
+                    self.hand_off(samples).await;
                 }
-                tracing::trace!(device = %slot.cfg.reference, elapsed_ms = started.elapsed().as_millis() as u64, "polled");
             }
             Err(e) => {
                 slot.failures += 1;
@@ -260,18 +263,56 @@ impl BusTask {
     }
 }
 
+impl BusTask {
+    /// Hands a poll's samples to the store. While its queue is full, the task
+    /// waits for room and runs commands meanwhile, so a stalled store delays
+    /// polls but no setpoint write.
+    async fn hand_off(&mut self, samples: Vec<Sample>) {
+        let Some(tx) = self.telemetry.downstream() else {
+            return;
+        };
+        let permit = match tx.try_reserve() {
+            Ok(permit) => Ok(permit),
+            Err(mpsc::error::TrySendError::Closed(())) => Err(()),
+            Err(mpsc::error::TrySendError::Full(())) => {
+                self.stats.store_waits.fetch_add(1, Ordering::Relaxed);
+                self.stats.waiting_for_store.store(true, Ordering::Relaxed);
+                tracing::debug!(bus = %self.name, "store queue full: serving commands while waiting");
+                let mut beat = Heartbeat::ticker();
+                let reserve = tx.reserve();
+                tokio::pin!(reserve);
+                let permit = loop {
+                    self.heartbeat.beat();
+                    tokio::select! {
+                        biased;
+                        permit = &mut reserve => break permit.map_err(|_| ()),
+                        Some(cmd) = self.rx.recv() => execute(&mut self.port, cmd).await,
+                        _ = beat.tick() => {}
+                    }
+                };
+                self.stats.waiting_for_store.store(false, Ordering::Relaxed);
+                permit
+            }
+        };
+        // Closed: the store is shutting down; the latest values are still served.
+        if let Ok(permit) = permit {
+            permit.send(samples);
+        }
+    }
+}
+
 /// Consecutive failures after which the device is discovered afresh (it may
 /// have been replaced or updated).
 const REDISCOVER_AFTER: u32 = 3;
 
-/// `min × 2^(failures−1)`, capped at `max`.
+/// `min × 2^(failures−1)`, capped at `max`, without jitter: each device keeps
+/// its own rhythm on its bus.
 pub fn backoff(p: &PollingConfig, failures: u32) -> Duration {
-    let exp = failures.saturating_sub(1).min(20);
-    let ms = p
-        .min_backoff_ms
-        .saturating_mul(1u64 << exp)
-        .min(p.max_backoff_ms);
-    Duration::from_millis(ms)
+    Backoff::new(
+        Duration::from_millis(p.min_backoff_ms),
+        Duration::from_millis(p.max_backoff_ms),
+    )
+    .ceiling(failures.saturating_sub(1))
 }
 
 async fn sleep_until(at: Option<Instant>) {

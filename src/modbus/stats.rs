@@ -2,7 +2,7 @@
 //! and Modbus requests by function and outcome. The bus task and its `Port`
 //! count; `/metrics` reads (`Collect`). Plain atomics: counting never waits.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -91,6 +91,11 @@ pub struct BusStats {
     pub requests: Arc<RequestStats>,
     /// In the order of the bus task's devices.
     pub polls: Vec<PollStats>,
+    /// The bus task waits for room in the store's sample queue (serving
+    /// commands meanwhile, polling nothing).
+    pub waiting_for_store: AtomicBool,
+    /// Times it had to wait.
+    pub store_waits: AtomicU64,
 }
 
 impl BusStats {
@@ -107,6 +112,8 @@ impl BusStats {
                     duration: Histogram::default(),
                 })
                 .collect(),
+            waiting_for_store: AtomicBool::new(false),
+            store_waits: AtomicU64::new(0),
         }
     }
 }
@@ -159,6 +166,22 @@ impl Collect for BusCollector {
                     );
                 }
             }
+            let waiting = b.waiting_for_store.load(Ordering::Relaxed);
+            out.family(
+                "sitegate_bus_waiting_for_store",
+                Kind::Gauge,
+                "1 while the bus task waits for room in the store's sample queue: it serves steering commands meanwhile and polls nothing.",
+            )
+            .sample(&[("bus", bus)], if waiting { 1.0 } else { 0.0 });
+            out.family(
+                "sitegate_bus_store_waits_total",
+                Kind::Counter,
+                "Times the bus task found the store's sample queue full after a poll.",
+            )
+            .sample(
+                &[("bus", bus)],
+                b.store_waits.load(Ordering::Relaxed) as f64,
+            );
             out.family(
                 "sitegate_modbus_request_duration_seconds",
                 Kind::Histogram,

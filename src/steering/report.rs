@@ -4,9 +4,12 @@
 //!
 //! No I/O and no clock: the actuator passes `now`.
 
+use std::time::Duration;
+
 use super::decide::Command;
 use super::value::Component;
 use crate::modbus::control::{RegWrite, WritePlan};
+use crate::util::Backoff;
 
 /// What the control loop wants a device to have.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,9 +49,14 @@ pub enum Due {
 pub const MIN_BACKOFF_MS: i64 = 500;
 pub const MAX_BACKOFF_MS: i64 = 30_000;
 
+/// The wait after `failures` failed writes in a row (1 or more), without
+/// jitter: one device, one actuator.
 pub fn backoff_ms(failures: u32) -> i64 {
-    let exp = failures.saturating_sub(1).min(16);
-    (MIN_BACKOFF_MS << exp).min(MAX_BACKOFF_MS)
+    let delays = Backoff::new(
+        Duration::from_millis(MIN_BACKOFF_MS as u64),
+        Duration::from_millis(MAX_BACKOFF_MS as u64),
+    );
+    delays.ceiling(failures.saturating_sub(1)).as_millis() as i64
 }
 
 /// Whether `plan` must be written now, later, or not at all. Changed registers

@@ -49,14 +49,26 @@ impl Telemetry {
         if samples.is_empty() {
             return;
         }
-        if self.live.record(device, &samples) {
-            self.catalog.send_modify(|v| *v += 1);
-        }
+        self.record(device, &samples);
         if let Some(tx) = &self.downstream {
             // A closed receiver means the store is shutting down; the latest
             // values above are still served.
             let _ = tx.send(samples).await;
         }
+    }
+
+    /// The first half of [`Telemetry::publish`]: records a poll's samples as
+    /// the latest values and marks the device online, without handing them on.
+    /// For a caller that waits for [`Telemetry::downstream`]'s room itself.
+    pub fn record(&self, device: DeviceId, samples: &[Sample]) {
+        if self.live.record(device, samples) {
+            self.catalog.send_modify(|v| *v += 1);
+        }
+    }
+
+    /// The bounded hand-off to the store, if there is one.
+    pub fn downstream(&self) -> Option<&SampleTx> {
+        self.downstream.as_ref()
     }
 
     /// Sets what a device offers (after discovery); bumps the catalog version when

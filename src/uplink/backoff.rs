@@ -1,7 +1,7 @@
-//! Retry delays: exponential backoff with full jitter, capped, and the attempt
-//! count that is forgiven only after a connection stayed up for a while. The
-//! link uses it for reconnects, for retrying what the broker refused, and for
-//! setting up TLS again.
+//! The link's retry policy: the delays ([`RETRY`], `util::Backoff` with full
+//! jitter) and the attempt count that is forgiven only after a connection
+//! stayed up for a while. The link uses it for reconnects, for retrying what
+//! the broker refused, and for setting up TLS again.
 //!
 //! Pure: the caller supplies the randomness and the time, so tests are exact. It
 //! must not sleep or read a clock.
@@ -10,44 +10,18 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Delay before reconnect attempt `n` after a failure.
-#[derive(Clone, Copy, Debug)]
-pub struct Backoff {
-    pub base: Duration,
-    pub cap: Duration,
-}
+use crate::util::Backoff;
 
-impl Default for Backoff {
-    /// 1 s doubling up to the contract's cap of 60 s.
-    fn default() -> Self {
-        Self {
-            base: Duration::from_secs(1),
-            cap: Duration::from_secs(60),
-        }
-    }
-}
-
-impl Backoff {
-    /// The ceiling for attempt `attempt` (0-based): `base * 2^attempt`, at most `cap`.
-    pub fn ceiling(&self, attempt: u32) -> Duration {
-        let factor = 1u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
-        self.base.saturating_mul(factor).min(self.cap)
-    }
-
-    /// A delay uniformly spread over the whole window `[0, ceiling]` ("full
-    /// jitter"), from the first retry on: a fleet that lost its broker at once
-    /// comes back spread over the window instead of in its upper half. Never
-    /// more than the cap. `random` is any uniformly random u64.
-    pub fn delay(&self, attempt: u32, random: u64) -> Duration {
-        let ceiling = self.ceiling(attempt).as_millis() as u64;
-        Duration::from_millis(random % (ceiling + 1))
-    }
-}
+/// Retry delays of the link: 1 s doubling up to the contract's cap of 60 s,
+/// spread with full jitter from the first retry on (`Backoff::full_jitter`), so a
+/// fleet that lost its broker at once comes back spread over the window instead
+/// of in its upper half.
+pub const RETRY: Backoff = Backoff::new(Duration::from_secs(1), Duration::from_secs(60));
 
 /// How long a connection must stay up before its loss counts as a fresh start.
 pub const STABLE: Duration = Duration::from_secs(60);
 
-/// The attempt count for [`Backoff::delay`]. It grows with every failure and is
+/// The attempt count for [`RETRY`]. It grows with every failure and is
 /// reset only when a connection had stayed up for [`STABLE`], so a connection
 /// that the broker closes again soon after each connect (a session taken over by
 /// another client, a message that breaks it) backs off further each time
@@ -92,66 +66,12 @@ impl Attempts {
     }
 }
 
-/// A small xorshift generator for jitter; seeded from the OS once. Not for secrets.
-#[derive(Clone, Debug)]
-pub struct Jitter(u64);
-
-impl Jitter {
-    pub fn from_os() -> Self {
-        let mut seed = [0u8; 8];
-        // Without OS randomness the jitter is merely less random; fall back to a
-        // clock-derived seed.
-        if getrandom::fill(&mut seed).is_err() {
-            seed = (crate::model::time::now_ms() as u64).to_le_bytes();
-        }
-        Self(u64::from_le_bytes(seed) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn s(secs: u64) -> Duration {
         Duration::from_secs(secs)
-    }
-
-    #[test]
-    fn ceiling_doubles_up_to_the_cap() {
-        let b = Backoff::default();
-        let ceilings: Vec<_> = (0..9).map(|n| b.ceiling(n)).collect();
-        assert_eq!(
-            ceilings,
-            [s(1), s(2), s(4), s(8), s(16), s(32), s(60), s(60), s(60)]
-        );
-        assert_eq!(b.ceiling(u32::MAX), s(60));
-    }
-
-    #[test]
-    fn full_jitter_spreads_over_the_whole_window_from_the_first_retry() {
-        let b = Backoff::default();
-        let mut j = Jitter(42);
-        for attempt in 0..40 {
-            let c = b.ceiling(attempt);
-            let delays: Vec<_> = (0..400).map(|_| b.delay(attempt, j.next_u64())).collect();
-            assert!(delays.iter().all(|d| *d <= c), "attempt {attempt}");
-            // Both halves of the window are used, the lowest tenth too.
-            assert!(delays.iter().any(|d| *d < c / 10), "attempt {attempt}");
-            assert!(delays.iter().any(|d| *d > c / 2), "attempt {attempt}");
-        }
-        assert_eq!(b.delay(0, 0), Duration::ZERO);
-        assert_eq!(b.delay(0, 1000), s(1));
-        assert_eq!(b.delay(3, 8000), s(8));
-        assert_eq!(b.delay(3, 8001), Duration::ZERO);
     }
 
     #[test]
@@ -172,11 +92,10 @@ mod tests {
     }
 
     #[test]
-    fn jitter_spreads() {
-        let b = Backoff::default();
-        let mut j = Jitter(7);
-        let delays: std::collections::HashSet<_> =
-            (0..20).map(|_| b.delay(6, j.next_u64())).collect();
-        assert!(delays.len() > 10);
+    fn retries_double_from_one_second_to_the_contracts_minute() {
+        assert_eq!(RETRY.ceiling(0), s(1));
+        assert_eq!(RETRY.ceiling(5), s(32));
+        assert_eq!(RETRY.ceiling(6), s(60));
+        assert_eq!(RETRY.full_jitter(3, 8000), s(8));
     }
 }

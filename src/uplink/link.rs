@@ -1,7 +1,8 @@
 //! The task that owns the MQTT connection: it sets the client up (retrying while
 //! the TLS files cannot be used), polls the event loop, reconnects with backoff,
 //! tells what ended a connection (a session taken over, a message too large, the
-//! broker closing it again and again), and hands RPC requests to the bridge.
+//! broker closing it again and again), and offers RPC requests to the workers
+//! (`workers.rs`), answering 429 itself past their queue's bound.
 //! What goes out (retained state, the outbox, retries of what the broker
 //! refused) is `link/outgoing.rs`.
 //!
@@ -22,20 +23,23 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep, sleep_until, Instant, Interval};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
-use super::backoff::{Attempts, Backoff, Ended, Jitter};
+use super::backoff::{Attempts, Ended, RETRY};
 use super::client::{self, Client, EventLoop, Incoming, LinkEvent, Lost, LostKind};
 use super::dedup::Dedup;
 use super::flight::{Flight, Pacer, Tag};
 use super::outbox::Outbox;
 use super::refusal::Refusals;
-use super::rpc::{Answer, Bridge};
+use super::rpc::{Answer, Bridge, MAX_REQUEST as RPC_MAX_REQUEST};
 use super::stats::{bump, LinkStats};
 use super::steering::SteeringStates;
 use super::topics::Topics;
+use super::workers::{destination, respond, Context, Offer, Outgoing, Workers};
 use crate::config::MqttConfig;
 use crate::liveness::Heartbeat;
 use crate::telemetry::Live;
+use crate::util::Jitter;
 
 /// How long a clean shutdown waits for DISCONNECT to go out.
 const GOODBYE: Duration = Duration::from_secs(2);
@@ -54,8 +58,14 @@ pub(super) struct Parts {
     pub max_incoming_kb: u32,
     pub topics: Topics,
     pub outbox: Outbox,
-    pub bridge: Arc<Bridge>,
+    /// The RPC workers' queue.
+    pub rpc: Workers,
+    /// The bridge and topics the workers answer with, for what the link
+    /// answers itself (over the bound, too large to queue).
+    pub rpc_context: Arc<Context>,
     pub dedup: Dedup,
+    /// For the dedup record's pruning (one at a time).
+    pub tracker: TaskTracker,
     pub live: Arc<Live>,
     pub catalog: watch::Receiver<u64>,
     pub steering: watch::Receiver<SteeringStates>,
@@ -66,16 +76,13 @@ pub(super) struct Parts {
     pub heartbeat: Heartbeat,
 }
 
-/// An RPC answer on its way out.
-pub(super) struct Outgoing {
-    topic: String,
-    correlation: Option<axum::body::Bytes>,
-    payload: Vec<u8>,
-}
-
 struct Link {
     client: Client,
     p: Parts,
+    /// The dedup record's pruning, while it runs.
+    pruning: Option<tokio::task::JoinHandle<()>>,
+    /// The RPC queue was full at the last offer (logged once per spell).
+    rpc_full: bool,
 }
 
 struct State {
@@ -103,11 +110,23 @@ enum Step {
 }
 
 /// Sets the client up, then runs the link until `cancel`.
-pub(super) async fn run(setup: Setup, parts: Parts, cancel: CancellationToken) {
+pub(super) async fn run(
+    setup: Setup,
+    parts: Parts,
+    answers: mpsc::Receiver<Outgoing>,
+    cancel: CancellationToken,
+) {
     let Some((client, eventloop)) = set_up(&setup, &parts, &cancel).await else {
         return;
     };
-    Link { client, p: parts }.run(eventloop, cancel).await;
+    Link {
+        client,
+        p: parts,
+        pruning: None,
+        rpc_full: false,
+    }
+    .run(eventloop, answers, cancel)
+    .await;
 }
 
 /// Builds the client, retrying with backoff while its TLS files cannot be used
@@ -117,7 +136,6 @@ async fn set_up(
     parts: &Parts,
     cancel: &CancellationToken,
 ) -> Option<(Client, EventLoop)> {
-    let backoff = Backoff::default();
     let mut jitter = Jitter::from_os();
     let mut attempts = Attempts::default();
     let mut beat = Heartbeat::ticker();
@@ -142,7 +160,7 @@ async fn set_up(
             Err(e) => format!("the setup task failed: {e}"),
         };
         let (attempt, _) = attempts.failed(Instant::now());
-        let delay = backoff.delay(attempt, jitter.next_u64());
+        let delay = RETRY.full_jitter(attempt, jitter.next_u64());
         tracing::warn!(
             error,
             retry_in_ms = delay.as_millis() as u64,
@@ -175,8 +193,12 @@ async fn pause(
 }
 
 impl Link {
-    async fn run(mut self, mut eventloop: EventLoop, cancel: CancellationToken) {
-        let (answers_tx, mut answers) = mpsc::channel::<Outgoing>(64);
+    async fn run(
+        mut self,
+        mut eventloop: EventLoop,
+        mut answers: mpsc::Receiver<Outgoing>,
+        cancel: CancellationToken,
+    ) {
         let mut appended = self.p.outbox.appended();
         let mut s = State {
             flight: Flight::default(),
@@ -235,7 +257,7 @@ impl Link {
                         eventloop.set_clean(false);
                         s.clean_next = false;
                     }
-                    self.on_event(&mut s, event, &answers_tx).await;
+                    self.on_event(&mut s, event).await;
                 }
                 Step::Event(Err(lost)) => {
                     let delay = self.on_lost(&mut s, &lost);
@@ -272,12 +294,7 @@ impl Link {
         tracing::info!("MQTT uplink stopped");
     }
 
-    async fn on_event(
-        &mut self,
-        s: &mut State,
-        event: LinkEvent,
-        answers: &mpsc::Sender<Outgoing>,
-    ) {
+    async fn on_event(&mut self, s: &mut State, event: LinkEvent) {
         match event {
             LinkEvent::Connected { session_present } => {
                 s.connected = true;
@@ -313,7 +330,7 @@ impl Link {
                     self.on_refused(s, p, reason);
                 }
             }
-            LinkEvent::Message(m) => self.on_message(m, answers),
+            LinkEvent::Message(m) => self.on_message(s, m).await,
             // Connected for the outside once RPC requests reach us too.
             LinkEvent::Subscribed => {
                 self.p.connected.send_replace(true);
@@ -375,10 +392,12 @@ impl Link {
             .stats
             .refusing
             .store(s.refusals.active(), Ordering::Relaxed);
-        Backoff::default().delay(attempt, s.jitter.next_u64())
+        RETRY.full_jitter(attempt, s.jitter.next_u64())
     }
 
-    fn on_message(&self, m: Incoming, answers: &mpsc::Sender<Outgoing>) {
+    /// Hands an RPC request to the workers; answers it here when it is too
+    /// large to queue (413) or when the queue is full (429).
+    async fn on_message(&mut self, s: &mut State, m: Incoming) {
         if m.topic != self.p.topics.rpc_request() {
             tracing::debug!(topic = %m.topic, "message on an unexpected topic ignored");
             return;
@@ -392,48 +411,64 @@ impl Link {
             return;
         }
         bump(&self.p.stats.rpc_requests);
-        let bridge = self.p.bridge.clone();
-        let answers = answers.clone();
-        let topics = self.p.topics.clone();
-        let stats = self.p.stats.clone();
-        tokio::spawn(async move {
-            let bytes = m.payload.len();
-            let Answer {
-                id,
-                payload,
-                oversized,
-            } = bridge.answer(&m.payload).await;
-            if oversized {
-                bump(&stats.rpc_too_large);
-                tracing::warn!(rpc_id = ?id, bytes, "RPC request too large: answered 413");
+        if m.payload.len() > RPC_MAX_REQUEST {
+            // Answered without being parsed beyond its id: nothing to queue.
+            if let Some(out) = respond(&self.p.rpc_context, m).await {
+                self.send_answer(s, out);
             }
-            let topic = match (m.response_topic, id) {
-                (Some(t), _) => t,
-                (None, Some(id)) => topics.rpc_response(&id),
-                (None, None) => {
-                    tracing::warn!(
-                        bytes,
-                        "RPC request without a usable id or response topic: not answered"
-                    );
-                    return;
-                }
-            };
-            let _ = answers
-                .send(Outgoing {
-                    topic,
-                    correlation: m.correlation,
-                    payload,
-                })
-                .await;
-        });
+            return;
+        }
+        let (m, full) = match self.p.rpc.offer(m) {
+            Offer::Queued => {
+                self.rpc_full = false;
+                return;
+            }
+            Offer::Refused(m, full) => (m, full),
+        };
+        let bytes = m.payload.len();
+        let Answer { id, payload, .. } = Bridge::busy(&m.payload, full.detail()).await;
+        if !self.rpc_full {
+            self.rpc_full = true;
+            tracing::warn!(
+                rpc_id = ?id,
+                bound = ?full,
+                "RPC requests arrive faster than they are answered: answering 429 past the queue's bound"
+            );
+        }
+        let load = &self.p.rpc_context.load;
+        match destination(&self.p.topics, m.response_topic, id) {
+            Some(topic) => {
+                bump(&load.refused_answered);
+                self.send_answer(
+                    s,
+                    Outgoing {
+                        topic,
+                        correlation: m.correlation,
+                        payload,
+                    },
+                );
+            }
+            None => {
+                bump(&load.refused_unanswered);
+                tracing::warn!(
+                    bytes,
+                    "RPC request without a usable id or response topic over the queue's bound: dropped"
+                );
+            }
+        }
     }
 
-    fn housekeeping(&self) {
+    /// Prunes the dedup record, unless the last prune still runs.
+    fn housekeeping(&mut self) {
+        if self.pruning.as_ref().is_some_and(|p| !p.is_finished()) {
+            tracing::debug!("RPC dedup prune still running: this one skipped");
+            return;
+        }
         let dedup = self.p.dedup.clone();
-        tokio::spawn(async move {
+        self.pruning = Some(self.p.tracker.spawn(async move {
             if let Err(e) = dedup.prune(crate::model::time::now_ms()).await {
                 tracing::warn!(error = %e, "RPC dedup prune failed");
             }
-        });
+        }));
     }
 }

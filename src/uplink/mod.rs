@@ -12,7 +12,7 @@
 //! ```text
 //! Telemetry::publish ─► store writer ─► OutboxSink (same transaction) ─► Outbox ─► link ─► broker
 //! steering::follow_states ─► SteeringFeed::publish_steering_state ─► link (retained)
-//! broker ─► link ─► rpc::Bridge ─► api::router (oneshot) ─► link ─► broker
+//! broker ─► link ─► workers (4, bounded queue) ─► rpc::Bridge ─► api::router (oneshot) ─► link ─► broker
 //! ```
 
 mod backoff;
@@ -29,8 +29,8 @@ mod stats;
 mod steering;
 mod tls;
 mod topics;
+mod workers;
 
-pub use backoff::{Backoff, Jitter};
 pub use dedup::{
     Dedup, DedupStats, Seen, MAX_ANSWER as DEDUP_MAX_ANSWER, MAX_BYTES as DEDUP_MAX_BYTES,
     MAX_ROWS as DEDUP_MAX_ROWS, WINDOW_MS as DEDUP_WINDOW_MS,
@@ -43,6 +43,7 @@ pub use rpc::{
 pub use steering::SteeringFeed;
 pub use tls::SetupError;
 pub use topics::Topics;
+pub use workers::{QUEUE as RPC_QUEUE, QUEUE_BYTES as RPC_QUEUE_BYTES, WORKERS as RPC_WORKERS};
 
 use std::sync::Arc;
 
@@ -84,6 +85,8 @@ pub struct Uplink {
     task: AbortHandle,
     /// The link task's counters (`stats()` is the outbox's).
     link_stats: Arc<LinkStats>,
+    /// The RPC workers' queue and counts.
+    rpc_load: Arc<workers::Load>,
     dedup: Dedup,
     pulse: Pulse,
 }
@@ -105,6 +108,14 @@ impl Uplink {
         );
         let (connected_tx, connected) = watch::channel(false);
         let link_stats = Arc::new(LinkStats::default());
+        let rpc_load = Arc::new(workers::Load::default());
+        let rpc_context = Arc::new(workers::Context {
+            bridge: Arc::new(bridge),
+            topics: topics.clone(),
+            stats: link_stats.clone(),
+            load: rpc_load.clone(),
+        });
+        let (rpc, answers) = workers::Workers::start(rpc_context.clone(), tracker, &cancel);
         let heartbeat = Heartbeat::new("mqtt link");
         let pulse = heartbeat.pulse();
         let client_id = client::client_id(&parts.config, &parts.gateway_id);
@@ -119,8 +130,10 @@ impl Uplink {
             max_incoming_kb: parts.config.max_incoming_kb,
             topics: topics.clone(),
             outbox: parts.outbox.clone(),
-            bridge: Arc::new(bridge),
+            rpc,
+            rpc_context,
             dedup: dedup.clone(),
+            tracker: tracker.clone(),
             live: parts.live,
             catalog: parts.catalog,
             steering: parts.steering.subscribe(),
@@ -131,7 +144,9 @@ impl Uplink {
             heartbeat,
         };
         tracker.spawn(parts.outbox.clone().run_upkeep(cancel.child_token()));
-        let task = tracker.spawn(link::run(setup, link, cancel)).abort_handle();
+        let task = tracker
+            .spawn(link::run(setup, link, answers, cancel))
+            .abort_handle();
         Uplink {
             connected,
             outbox: parts.outbox,
@@ -139,6 +154,7 @@ impl Uplink {
             topics,
             task,
             link_stats,
+            rpc_load,
             dedup,
             pulse,
         }

@@ -5,7 +5,7 @@
 //! A *spell* starts at the first refusal and ends once nothing refused is
 //! outstanding and the broker accepted a publish again; the link logs its start
 //! once (topic and reason) and its end once. Within a spell the refused kind of
-//! traffic is held back for a backoff delay ([`Backoff`], full jitter; the
+//! traffic is held back for a backoff delay ([`RETRY`], full jitter; the
 //! attempt grows with every refused round and starts again with the next
 //! spell), then retried:
 //!
@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::backoff::Backoff;
+use super::backoff::RETRY;
 use super::flight::Tag;
 
 /// A PUBACK reason code of 0x80 or more (MQTT 5, section 3.4.2.1).
@@ -103,7 +103,6 @@ pub struct Retry {
 /// The link's refusal state.
 #[derive(Debug, Default)]
 pub struct Refusals {
-    backoff: Backoff,
     spell: Option<Spell>,
 }
 
@@ -131,7 +130,7 @@ impl Refusals {
         // The first refusal of a round holds back; the rest of the round (what
         // was already in flight) is counted into the same hold.
         if spell.hold_until.is_none() {
-            spell.hold_until = Some(now + self.backoff.delay(spell.attempt, random));
+            spell.hold_until = Some(now + RETRY.full_jitter(spell.attempt, random));
             spell.attempt = spell.attempt.saturating_add(1);
         }
         started

@@ -142,6 +142,19 @@ impl Bridge {
         answer(Some(id), payload)
     }
 
+    /// The answer to a request the uplink has no room for: 429 `rate_limited`
+    /// with `detail`, without parsing more than its id. Nothing is recorded, so
+    /// a retry with the same id is served as new.
+    pub async fn busy(raw: &[u8], detail: String) -> Answer {
+        let id = payload::rpc_id(raw);
+        let payload = render(
+            id.as_deref(),
+            ApiError::rate_limited(detail, 1).into_response(),
+        )
+        .await;
+        answer(id, payload)
+    }
+
     fn caller(&self, request: &RpcRequest) -> Result<Caller, ApiError> {
         match &request.token {
             Some(token) => self.auth.authenticate_token(token),

@@ -127,6 +127,27 @@ impl Collect for Uplink {
             "RPC requests received.",
         )
         .sample(&[], get(&l.rpc_requests));
+        let r = &self.rpc_load;
+        out.family(
+            "sitegate_mqtt_rpc_workload",
+            Kind::Gauge,
+            "RPC requests being answered by the workers (at most 4) and waiting for one (at most 128, 1 MiB of payloads).",
+        )
+        .sample(&[("state", "running")], r.running() as f64)
+        .sample(&[("state", "queued")], r.queued() as f64);
+        out.family(
+            "sitegate_mqtt_rpc_queued_bytes",
+            Kind::Gauge,
+            "Payload bytes of the RPC requests waiting for a worker.",
+        )
+        .sample(&[], r.queued_bytes() as f64);
+        out.family(
+            "sitegate_mqtt_rpc_refused_total",
+            Kind::Counter,
+            "RPC requests refused past the workers' queue bound: answered 429, or dropped when they had no id or response topic.",
+        )
+        .sample(&[("outcome", "answered")], get(&r.refused_answered))
+        .sample(&[("outcome", "dropped")], get(&r.refused_unanswered));
         out.family(
             "sitegate_mqtt_incoming_too_large_total",
             Kind::Counter,

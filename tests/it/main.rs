@@ -12,6 +12,7 @@ mod store_support;
 
 mod api_limits;
 mod architecture;
+mod bounds;
 mod check_config;
 mod demo;
 mod demo_grid;

@@ -1,0 +1,419 @@
+//! The agent's bounds pushed past, through its real interfaces: MQTT RPC
+//! requests past the workers' queue are answered 429 (or dropped and counted
+//! without an id), HTTP connections past the cap wait in the listen backlog
+//! until one closes, and a bus task whose store queue is full still serves
+//! commands. Past a bound, none of them starts a task (or a thread) per
+//! request.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::common::broker::{Broker, Kind, Subscriber};
+use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, ROOT};
+use crate::common::prom::{scrape, Scrape};
+use crate::common::site::{self, TestSite, SUMMER_MORNING_MS};
+use crate::common::wait_for;
+use serde_json::{json, Value};
+use sitegate::agent::HTTP_MAX_CONNECTIONS;
+use sitegate::config::parse;
+use sitegate::modbus::{BusTask, DeviceMaps, Op, OpOutput};
+use sitegate::model::time::{format_utc, now_ms};
+use sitegate::register::plan::{Span, Table};
+use sitegate::sim::{SimSite, SimSiteSpec};
+use sitegate::store::StoreError;
+use sitegate::telemetry::{Live, Telemetry};
+use sitegate::uplink::{RPC_QUEUE, RPC_WORKERS};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+const T: Duration = Duration::from_secs(20);
+
+/// Tasks alive on this test's runtime, which runs the agent (tests running
+/// beside it have runtimes of their own, so this counts the agent's and this
+/// test's only, unlike the threads of the process).
+fn tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+async fn metric(site: &TestSite, series: &str) -> f64 {
+    scrape(&site.http, &site.base)
+        .await
+        .get(series)
+        .unwrap_or_else(|| panic!("{series} missing from /metrics"))
+}
+
+/// Holds every store read slot with a read that blocks until the returned
+/// sender is dropped.
+async fn hold_store_reads(site: &TestSite, n: usize) -> std::sync::mpsc::Sender<()> {
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(std::sync::Mutex::new(released));
+    let running = Arc::new(AtomicUsize::new(0));
+    for _ in 0..n {
+        let (store, released, running) = (
+            site.agent.store().clone(),
+            released.clone(),
+            running.clone(),
+        );
+        tokio::spawn(async move {
+            store
+                .read(move |_| {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    // Blocks until the sender is dropped (then every recv fails).
+                    let _ = released.lock().map(|r| r.recv());
+                    Ok::<(), StoreError>(())
+                })
+                .await
+        });
+    }
+    wait_for("the held reads to run", T, || {
+        let running = running.clone();
+        async move { (running.load(Ordering::SeqCst) == n).then_some(()) }
+    })
+    .await;
+    release
+}
+
+fn series_request(id: &str, start: &str, end: &str) -> Value {
+    json!({
+        "id": id,
+        "method": "POST",
+        "path": "/devices/dvc_bat/measurements/time-series",
+        "body": {
+            "property": "soc",
+            "range": {"type": "absolute", "start": start, "end": end},
+            "resolution": {"value": 1, "unit": "min"}
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_requests_past_the_queue_are_answered_429_without_new_tasks() {
+    let broker = Broker::start(Kind::Rumqttd).await;
+    let mut sub = Subscriber::connect(
+        broker.addr("5"),
+        "rpc-bounds",
+        &format!("{ROOT}/rpc/response/#"),
+    )
+    .await;
+    let text = site_config(
+        &mqtt_section(&plain_url(broker.addr("5")), "5", ""),
+        3_600_000,
+    );
+    let site = mqtt::start(&text).await;
+    site.ready().await;
+    mqtt::wait_connected(&site, true, T).await;
+    wait_for("the first polls delivered", T, || async {
+        (metric(&site, "sitegate_outbox_rows").await == 0.0).then_some(())
+    })
+    .await;
+    let hour = 3_600_000;
+    let now = now_ms();
+    let start = format_utc(now - now.rem_euclid(hour) - hour);
+    let end = format_utc(now - now.rem_euclid(hour));
+    let (start, end) = (start.as_str(), end.as_str());
+
+    // Every store read slot held: time-series requests wait for one inside the
+    // workers, which are then all busy.
+    let release = hold_store_reads(&site, sitegate::store::MAX_READS_RUNNING).await;
+    let request = format!("{ROOT}/rpc/request");
+    for i in 0..RPC_WORKERS {
+        sub.request(
+            &request,
+            &series_request(&format!("run-{i}"), start, end),
+            None,
+        )
+        .await;
+    }
+    wait_for("every worker busy", T, || async {
+        let running = metric(&site, "sitegate_mqtt_rpc_workload{state=\"running\"}").await;
+        (running == RPC_WORKERS as f64).then_some(())
+    })
+    .await;
+    let before = tasks();
+
+    // The queue fills, and every request past it is refused at once.
+    for i in 0..RPC_QUEUE {
+        sub.request(
+            &request,
+            &series_request(&format!("q-{i}"), start, end),
+            None,
+        )
+        .await;
+    }
+    let over = 10;
+    for i in 0..over {
+        sub.request(
+            &request,
+            &series_request(&format!("over-{i}"), start, end),
+            None,
+        )
+        .await;
+    }
+    // Without an id there is nowhere to answer: dropped and counted.
+    sub.request(
+        &request,
+        &json!({"method": "GET", "path": "/healthz"}),
+        None,
+    )
+    .await;
+    for i in 0..over {
+        let topic = format!("{ROOT}/rpc/response/over-{i}");
+        let m = sub
+            .expect(&format!("429 for over-{i}"), T, |m| m.topic == topic)
+            .await;
+        let answer = m.json();
+        assert_eq!(answer["status"], 429, "{answer}");
+        assert_eq!(answer["body"]["code"], "rate_limited", "{answer}");
+    }
+    let scrape_now: Scrape = scrape(&site.http, &site.base).await;
+    assert_eq!(
+        scrape_now.get("sitegate_mqtt_rpc_refused_total{outcome=\"answered\"}"),
+        Some(over as f64)
+    );
+    wait_for("the request without an id counted", T, || async {
+        let dropped = metric(
+            &site,
+            "sitegate_mqtt_rpc_refused_total{outcome=\"dropped\"}",
+        )
+        .await;
+        (dropped == 1.0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        metric(&site, "sitegate_mqtt_rpc_workload{state=\"queued\"}").await,
+        RPC_QUEUE as f64
+    );
+    assert_eq!(
+        metric(&site, "sitegate_mqtt_rpc_workload{state=\"running\"}").await,
+        RPC_WORKERS as f64
+    );
+    let during = tasks();
+    assert!(
+        during <= before + 2,
+        "{} requests in the agent: {before} tasks before, {during} now",
+        RPC_WORKERS + RPC_QUEUE + over + 1
+    );
+
+    // Released, every queued request is answered, none of the refused ones.
+    drop(release);
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < RPC_WORKERS + RPC_QUEUE {
+        let m = sub
+            .expect("the queued answers", T, |m| {
+                m.topic.contains("/rpc/response/")
+            })
+            .await;
+        let answer = m.json();
+        let id = answer["id"].as_str().expect("id").to_string();
+        assert!(!id.starts_with("over-"), "{id} answered twice");
+        assert_eq!(answer["status"], 200, "{answer}");
+        answered.insert(id);
+    }
+    wait_for("the workers idle", T, || async {
+        let s = scrape(&site.http, &site.base).await;
+        let idle = s.get("sitegate_mqtt_rpc_workload{state=\"running\"}") == Some(0.0)
+            && s.get("sitegate_mqtt_rpc_workload{state=\"queued\"}") == Some(0.0)
+            && s.get("sitegate_mqtt_rpc_queued_bytes") == Some(0.0);
+        idle.then_some(())
+    })
+    .await;
+    // A retry of a refused id is served as new.
+    let answer = mqtt::rpc(&mut sub, series_request("over-0", start, end)).await;
+    assert_eq!(answer["status"], 200, "{answer}");
+}
+
+/// Sends `GET path` on an open keep-alive connection and reads the answer:
+/// its status line and body.
+async fn get_on(conn: &mut TcpStream, path: &str) -> (String, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: sitegate\r\n\r\n");
+    conn.write_all(request.as_bytes()).await.expect("write");
+    read_response(conn).await
+}
+
+async fn read_response(conn: &mut TcpStream) -> (String, String) {
+    let mut buf = Vec::new();
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let mut chunk = [0u8; 4096];
+        let n = conn.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "connection closed before an answer");
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .expect("content-length");
+    while buf.len() < head_end + length {
+        let mut chunk = [0u8; 4096];
+        let n = conn.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "connection closed inside the body");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let status = head.lines().next().unwrap_or_default().to_string();
+    let body = String::from_utf8_lossy(&buf[head_end..head_end + length]).into_owned();
+    (status, body)
+}
+
+/// The number of open HTTP connections, scraped on a connection of its own
+/// (closed after: no pooled connection holds a slot).
+async fn open_connections(base: &str) -> f64 {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("client");
+    scrape(&client, base)
+        .await
+        .get("sitegate_http_connections")
+        .expect("sitegate_http_connections")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_connections_past_the_cap_wait_until_one_closes() {
+    // Not `site.ready()`: its pooled connection would hold a slot.
+    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let addr = site.agent.http_addrs()[0];
+    wait_for("nothing but the scrape open", T, || async {
+        (open_connections(&site.base).await == 1.0).then_some(())
+    })
+    .await;
+    let mut open = Vec::new();
+    for _ in 0..HTTP_MAX_CONNECTIONS {
+        let mut conn = TcpStream::connect(addr).await.expect("connect");
+        let (status, _) = get_on(&mut conn, "/healthz").await;
+        assert!(status.contains(" 200 "), "{status}");
+        open.push(conn);
+    }
+    // One task per open connection; none for those past the cap.
+    let before = tasks();
+    // One more: the kernel completes the handshake, the agent does not take it.
+    let mut extra = TcpStream::connect(addr)
+        .await
+        .expect("connect in the backlog");
+    extra
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: sitegate\r\n\r\n")
+        .await
+        .expect("write");
+    let (_, metrics) = get_on(&mut open[0], "/metrics").await;
+    let scraped = Scrape::parse(&metrics);
+    assert_eq!(
+        scraped.get("sitegate_http_connections"),
+        Some(HTTP_MAX_CONNECTIONS as f64)
+    );
+    assert!(scraped.get("sitegate_http_connection_cap_reached_total") >= Some(1.0));
+    let mut byte = [0u8; 1];
+    let early = tokio::time::timeout(Duration::from_millis(300), extra.peek(&mut byte)).await;
+    assert!(early.is_err(), "a connection past the cap was served");
+    let during = tasks();
+    assert!(
+        during <= before + 2,
+        "{} connections: {before} tasks before, {during} now",
+        HTTP_MAX_CONNECTIONS + 1
+    );
+
+    // One closes: the waiting one is accepted and answered.
+    drop(open.pop());
+    let (status, _) = tokio::time::timeout(T, read_response(&mut extra))
+        .await
+        .expect("answered once a slot is free");
+    assert!(status.contains(" 200 "), "{status}");
+    drop(open);
+    drop(extra);
+    wait_for("the slots free again", T, || async {
+        (open_connections(&site.base).await == 1.0).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_is_closed_to_free_its_slot() {
+    // A request time limit of 500 ms: connections silent for 1 s are closed.
+    let text = site::small_site().replacen("[http]\n", "[http]\nrequest_timeout_ms = 500\n", 1);
+    assert!(text.contains("request_timeout_ms = 500"));
+    let site = site::start(&text, 60.0, SUMMER_MORNING_MS).await;
+    let addr = site.agent.http_addrs()[0];
+    // One never says anything; one asks once and keeps the connection alive.
+    let mut silent = TcpStream::connect(addr).await.expect("connect");
+    let mut kept = TcpStream::connect(addr).await.expect("connect");
+    let (status, _) = get_on(&mut kept, "/healthz").await;
+    assert!(status.contains(" 200 "), "{status}");
+    for (name, conn) in [("silent", &mut silent), ("kept alive", &mut kept)] {
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(T, conn.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("the {name} connection was never closed"));
+        assert!(
+            matches!(read, Ok(0) | Err(_)),
+            "the {name} connection got bytes: {read:?}"
+        );
+    }
+    let client = reqwest::Client::new();
+    let scraped = scrape(&client, &site.base).await;
+    assert!(
+        scraped.get("sitegate_http_idle_closed_total") >= Some(2.0),
+        "{:?}",
+        scraped.get("sitegate_http_idle_closed_total")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bus_waiting_for_the_store_still_serves_commands() {
+    let mut config = parse(&site::small_site()).expect("test config");
+    let spec = SimSiteSpec::from_config(&config, 60.0);
+    let sim = SimSite::start(spec).await.expect("simulator");
+    sim.point_config_at_servers(&mut config);
+    let bus = config.buses[0].clone();
+    let devices: Vec<_> = config.devices_on_bus(&bus.name).cloned().collect();
+    let unit = devices[0].unit_id;
+    // A store that takes one batch and then none: the queue stays full.
+    let (store, mut stalled) = tokio::sync::mpsc::channel(1);
+    let live = Arc::new(Live::new(&config.devices));
+    let telemetry = Telemetry::new(live, Some(store));
+    let maps = Arc::new(DeviceMaps::new(config.devices.len()));
+    let (task, handle) = BusTask::new(&bus, devices, config.polling.clone(), telemetry, maps);
+    let cancel = CancellationToken::new();
+    let running = tokio::spawn(task.run(cancel.clone()));
+
+    wait_for("the bus waiting for the store", T, || async {
+        handle
+            .stats()
+            .waiting_for_store
+            .load(Ordering::Relaxed)
+            .then_some(())
+    })
+    .await;
+    let before = tasks();
+    // Commands are served while it waits: the SunSpec marker, read twice.
+    let marker = Span {
+        table: Table::Holding,
+        addr: 40000,
+        len: 2,
+    };
+    for _ in 0..2 {
+        let out = handle
+            .transact(unit, vec![Op::Read(marker)])
+            .await
+            .expect("a command served while the store is full");
+        assert_eq!(out, [OpOutput::Words(vec![0x5375, 0x6e53])]);
+    }
+    assert!(handle.stats().waiting_for_store.load(Ordering::Relaxed));
+    assert_eq!(handle.queued(), 0);
+    assert!(tasks() <= before + 2);
+
+    // Room again: the waiting batch goes on, then the next poll's.
+    assert!(stalled.recv().await.is_some());
+    assert!(stalled.recv().await.is_some());
+    cancel.cancel();
+    drop(stalled);
+    running.await.expect("bus task");
+}
