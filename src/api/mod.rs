@@ -109,8 +109,8 @@ pub struct ApiState {
     pub metrics: Option<Registry>,
     /// Requests served, counted by the outermost layer.
     pub http_stats: Arc<HttpStats>,
-    /// `http.request_timeout_ms`.
-    pub request_timeout: Duration,
+    /// `http.request_timeout_ms`, and the bound on changes in flight.
+    pub time_limit: time_limit::TimeLimit,
 }
 
 impl ApiState {
@@ -133,7 +133,9 @@ impl ApiState {
             steering: None,
             metrics,
             http_stats,
-            request_timeout: Duration::from_millis(config.http.request_timeout_ms),
+            time_limit: time_limit::TimeLimit::new(Duration::from_millis(
+                config.http.request_timeout_ms,
+            )),
         }
     }
 
@@ -164,7 +166,7 @@ pub fn router(state: ApiState) -> Router {
     routes
         .fallback(ops::not_found)
         .layer(middleware::from_fn_with_state(
-            state.request_timeout,
+            state.time_limit.clone(),
             time_limit::limit_time,
         ))
         .layer(middleware::from_fn(ops::problem_safety_net))
