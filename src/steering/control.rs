@@ -6,6 +6,7 @@
 //! The loop decides through the pure `decide`; it never writes to a device itself.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ pub struct LoopStatus {
     /// `untilSoc` requests whose target was reached (idle for the rest of them).
     pub reached: BTreeSet<String>,
     pub evaluated_at_ms: Option<i64>,
+    /// The count of committed changes (`SiteRuntime::committed`) the last
+    /// evaluation saw; `None` before the first.
+    pub evaluated_revision: Option<u64>,
     /// The grid loop's mode and the limits in force.
     pub grid: GridStatus,
     /// Times the grid meter was lost (the safe state entered).
@@ -48,9 +52,12 @@ pub struct SiteRuntime {
     /// the order they reached the disk (an `Arc` so that a change in progress
     /// can own the lock).
     pub signal: Arc<tokio::sync::Mutex<SiteSignal>>,
+    /// Changes committed to `signal` since start, counted under its lock.
+    committed: AtomicU64,
     pub wake: Notify,
-    /// Notified when what `GET /sites/{s}/steering` shows may have changed (a
-    /// committed change, an evaluation, a device report); `feed` checks.
+    /// Notified when what `GET /sites/{s}/steering` shows may have changed (an
+    /// evaluation, which every committed change wakes; a device report); `feed`
+    /// checks.
     pub changed: Arc<Notify>,
     /// Batteries, then inverters, in config order (the order of `steered`).
     pub reports: Arc<Mutex<Vec<DeviceReport>>>,
@@ -93,6 +100,7 @@ impl SiteRuntime {
             config,
             devices,
             signal: Arc::new(tokio::sync::Mutex::new(signal)),
+            committed: AtomicU64::new(0),
             wake: Notify::new(),
             changed: Arc::new(Notify::new()),
             reports: Arc::new(Mutex::new(reports)),
@@ -126,6 +134,19 @@ impl SiteRuntime {
 
     pub fn status(&self) -> LoopStatus {
         lock(&self.status).clone()
+    }
+
+    /// Counts a change committed to the signal and wakes the control loop.
+    /// Called with the signal's lock held, after the change is in memory.
+    pub fn committed_change(&self) {
+        self.committed.fetch_add(1, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// Whether the last evaluation saw every committed change. Read with the
+    /// signal's lock held, so no change can slip in between.
+    pub fn evaluated_every_change(&self) -> bool {
+        lock(&self.status).evaluated_revision == Some(self.committed.load(Ordering::SeqCst))
     }
 
     /// The limit each inverter was last told (`None`: released or not yet told).
@@ -253,10 +274,10 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
     loop {
         site.heartbeat.beat();
         let now = now_ms();
-        let signal = {
+        let (signal, revision) = {
             let mut s = site.signal.lock().await;
             s.prune(now);
-            s.clone()
+            (s.clone(), site.committed.load(Ordering::SeqCst))
         };
         let d = site.evaluate(&signal, now, &live);
         site.publish(&d);
@@ -276,6 +297,7 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
             st.reached.retain(|r| Some(r) == active_ess.as_ref());
             st.notes = d.notes;
             st.evaluated_at_ms = Some(now);
+            st.evaluated_revision = Some(revision);
         }
         site.changed.notify_one();
         let next = signal

@@ -4,9 +4,12 @@
 //!
 //! A change is anything the state shows except `evaluatedAt` alone: a committed
 //! request or DELETE, an entry starting or ending, a limit note, a device's
-//! setpoint or write state. `SiteRuntime::changed` is notified by the service,
-//! the control loop and the actuators; this task compares the typed states
-//! (a view holds exactly what is shown, so equal states render equally). It
+//! setpoint or write state. `SiteRuntime::changed` is notified by the control
+//! loop after each evaluation (a committed change wakes it), by the grid
+//! signals and by the actuators; this task compares the typed states (a view
+//! holds exactly what is shown, so equal states render equally). A state is
+//! published only once the control loop has evaluated every committed change,
+//! so a published entry never comes with the limits in force before it. It
 //! must not know who receives the states, nor how they are rendered.
 
 use std::sync::Arc;
@@ -48,8 +51,11 @@ async fn follow(
     let reference = site.config.reference.clone();
     let mut last: Option<SiteState> = None;
     loop {
-        match service.state(&reference).await {
-            Ok(state) => {
+        match service.evaluated_state(&reference).await {
+            // A committed change the control loop has not evaluated yet: its
+            // evaluation notifies again.
+            Ok(None) => {}
+            Ok(Some(state)) => {
                 let seen = state.without_clock();
                 if last.as_ref() != Some(&seen) {
                     publish(&reference, &state);

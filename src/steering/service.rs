@@ -153,9 +153,9 @@ impl SteeringService {
         };
         self.inner.store.commit(commit).await?;
         *signal = next;
+        // The control loop evaluates the change and then tells the feed.
+        site.committed_change();
         drop(signal);
-        site.wake.notify_one();
-        site.changed.notify_one();
         self.state(site_ref).await
     }
 
@@ -164,6 +164,21 @@ impl SteeringService {
         let site = self.site(site_ref)?;
         let signal = site.signal.lock().await.clone();
         Ok(SiteState::of(site, &signal, now_ms()))
+    }
+
+    /// The state once the control loop has evaluated every committed change,
+    /// `None` while one waits for it: the signal and what the loop made of it
+    /// (the grid limits in force, the notes) agree. For the state feed.
+    pub async fn evaluated_state(
+        &self,
+        site_ref: &str,
+    ) -> Result<Option<SiteState>, SteeringError> {
+        let site = self.site(site_ref)?;
+        let signal = site.signal.lock().await;
+        if !site.evaluated_every_change() {
+            return Ok(None);
+        }
+        Ok(Some(SiteState::of(site, &signal, now_ms())))
     }
 
     /// `GET /sites/{s}/steering/history?limit=N`, newest first.
@@ -295,9 +310,9 @@ impl Change {
         };
         self.service.inner.store.commit(commit).await?;
         *self.signal = next;
+        // The control loop evaluates the change and then tells the feed.
+        self.site.committed_change();
         drop(self.signal);
-        self.site.wake.notify_one();
-        self.site.changed.notify_one();
         Ok(answer)
     }
 }

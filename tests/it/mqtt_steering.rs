@@ -280,41 +280,60 @@ async fn retained_state(kind: Kind) {
         })
         .await;
     // Once the devices settle, the last state published is the one GET shows
-    // (but for the evaluation time, which moves without being a change).
-    let get = settled(&site).await;
-    let published = if watch
-        .seen
-        .iter()
-        .rev()
-        .find(|m| is_steering(m))
-        .map(|m| without(&m.json(), "evaluatedAt"))
-        == Some(without(&get, "evaluatedAt"))
-    {
-        get.clone()
-    } else {
-        watch
-            .expect("the settled state", T, |m| {
-                is_steering(m) && without(&m.json(), "evaluatedAt") == without(&get, "evaluatedAt")
-            })
-            .await
-            .json()
+    // (but for the evaluation time, which moves without being a change). A
+    // device may confirm between a GET and the publish: then ask again.
+    let deadline = tokio::time::Instant::now() + T;
+    let get = loop {
+        let get = without(&settled(&site).await, "evaluatedAt");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        watch.drain();
+        if last_state(&watch) == Some(get.clone()) {
+            break get;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the last state published {:?} never caught up with GET {get}",
+            last_state(&watch)
+        );
     };
-    assert_eq!(published["energyStorageSetting"]["requestId"], id);
+    assert_eq!(get["energyStorageSetting"]["requestId"], id);
 
-    // A new subscriber gets it retained.
+    // A new subscriber gets it retained: the state last published when it
+    // subscribed (a live publish may overtake it on the way).
     let mut late = Subscriber::connect(
         broker.addr("5"),
         "steer-late",
         &format!("{ROOT}/sites/{SITE}/steering"),
     )
     .await;
-    let m = late.expect("the retained state", T, is_steering).await;
-    assert!(m.retain);
-    assert_eq!(
-        without(&m.json(), "evaluatedAt"),
-        without(&get, "evaluatedAt")
-    );
+    let m = late
+        .expect("the retained state", T, |m| is_steering(m) && m.retain)
+        .await;
+    let retained = without(&m.json(), "evaluatedAt");
+    let published = |w: &Subscriber| {
+        w.seen
+            .iter()
+            .any(|p| is_steering(p) && without(&p.json(), "evaluatedAt") == retained)
+    };
+    let deadline = tokio::time::Instant::now() + T;
+    while !published(&watch) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the retained state {retained} was never published"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        watch.drain();
+    }
     site.stop().await;
+}
+
+/// The last steering state `w` has seen, without its evaluation time.
+fn last_state(w: &Subscriber) -> Option<Value> {
+    w.seen
+        .iter()
+        .rev()
+        .find(|m| is_steering(m))
+        .map(|m| without(&m.json(), "evaluatedAt"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -178,9 +178,11 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
     );
 
     // A valid one, with a temporary export limit: the confirmation shows
-    // exactly what will be sent.
+    // exactly what will be sent. 15 kW tightens the configured 20 kW but never
+    // binds on this site (10 kW of PV and a 2 kW discharge), so the battery
+    // keeps the partner's setpoint whatever the simulated sun does.
     b.click("#grid-on").await;
-    b.type_into("#grid-export", "5").await;
+    b.type_into("#grid-export", "15").await;
     b.type_into("#validity", "10").await;
     b.click("select[name=validity-unit] option[value=min]")
         .await;
@@ -201,7 +203,7 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
     );
     assert_eq!(
         sent["gridLimit"],
-        json!({"maxExport": {"value": 5, "unit": "kW"}})
+        json!({"maxExport": {"value": 15, "unit": "kW"}})
     );
     let until = sent["validUntil"].as_i64().expect("validUntil");
     let ahead = until - sitegate::model::time::now_ms();
@@ -248,8 +250,8 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
         WAIT,
         r#"const td = document.querySelector('#steer-state td[data-component=gridLimit]');
            const loop = document.querySelector('#steer-state p.grid-loop');
-           return !!td && /Export at most 5 kW/.test(td.textContent)
-               && !!loop && /max export 5 kW \(gridLimit\)/.test(loop.textContent);"#,
+           return !!td && /Export at most 15 kW/.test(td.textContent)
+               && !!loop && /max export 15 kW \(gridLimit\)/.test(loop.textContent);"#,
     )
     .await;
 
@@ -266,7 +268,9 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
         "the battery's confirmed setpoint",
         WAIT,
         r#"const tr = document.querySelector('#steer-state table.told tr[data-ref=dvc_bat]');
-           return !!tr && /applied/.test(tr.textContent) && /yes/.test(tr.textContent) && /2 kW/.test(tr.textContent);"#,
+           const cells = tr ? [...tr.cells].map(c => c.textContent.trim()) : [];
+           return cells[1] === 'ess' && cells[2] === 'discharge 2 kW'
+               && /applied/.test(cells[3]) && /yes/.test(cells[4]);"#,
     )
     .await;
 

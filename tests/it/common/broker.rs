@@ -469,6 +469,13 @@ impl Subscriber {
         }
     }
 
+    /// Records in `seen` every message received so far, without waiting.
+    pub fn drain(&mut self) {
+        while let Ok(m) = self.messages.try_recv() {
+            self.seen.push(m);
+        }
+    }
+
     /// Publishes an RPC request, optionally with an MQTT 5 response topic and
     /// correlation data.
     pub async fn request(&self, topic: &str, body: &Value, response: Option<(&str, &[u8])>) {

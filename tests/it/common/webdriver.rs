@@ -245,8 +245,8 @@ impl Browser {
     }
 
     /// Runs `script` until it returns something other than null, false, 0 or
-    /// "" and returns that; panics after `timeout` naming `what` and the
-    /// page's alert and status lines.
+    /// "" and returns that; panics after `timeout` naming `what`, the page's
+    /// alert and status lines and the steering state as shown.
     pub async fn wait_js(&self, what: &str, timeout: Duration, script: &str) -> Value {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
@@ -266,7 +266,8 @@ impl Browser {
                         "return [document.getElementById('conn')?.textContent, \
                          document.getElementById('alert')?.textContent, \
                          document.getElementById('steer-note')?.textContent, \
-                         document.getElementById('steer-form-msg')?.textContent];",
+                         document.getElementById('steer-form-msg')?.textContent, \
+                         document.getElementById('steer-state')?.innerText];",
                         json!([]),
                     )
                     .await;
