@@ -40,7 +40,10 @@ pub use query::{
     for_each_sample, latest_of, sample_counts, stored_samples, LatestValue, Point, SampleCounts,
     SeriesQuery, StoredSample,
 };
-pub use reader::{MAX_RUNNING as MAX_READS_RUNNING, MAX_WAITING as MAX_READS_WAITING};
+pub use reader::{
+    MAX_RUNNING as MAX_READS_RUNNING, MAX_WAITING as MAX_READS_WAITING,
+    OWN_TURNS as OWN_READS_RUNNING,
+};
 pub use retention::{RetentionReport, CHUNK_BLOBS, CHUNK_ROWS};
 pub use writer::STAGED_MAX;
 
@@ -56,7 +59,7 @@ use crate::config::StorageConfig;
 use crate::liveness::{Heartbeat, Pulse};
 use crate::model::time::now_ms;
 use crate::telemetry::SampleTx;
-use reader::Readers;
+use reader::{Lane, Readers};
 pub use stats::StoreStats;
 use writer::{Job, Reply, Work, Writer};
 
@@ -214,14 +217,28 @@ impl StoreHandle {
         self.execute(|_| Ok::<(), StoreError>(())).await
     }
 
-    /// Runs `f` on a read connection on a blocking thread.
+    /// Runs `f` on a read connection on a blocking thread, for a request
+    /// (bounded: refused as [`StoreError::Busy`] past the bound).
     pub async fn read<T, E, F>(&self, f: F) -> Result<T, E>
     where
         T: Send + 'static,
         E: From<StoreError> + Send + 'static,
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
-        self.readers.run(f).await
+        self.readers.run(Lane::Requests, f).await
+    }
+
+    /// Runs `f` on a read connection on a blocking thread for the agent's own
+    /// delivery path, in a turn requests never take: however many requests
+    /// read, this waits only for another read of its own. For a fixed few
+    /// callers (the uplink reading its outbox), never for a request.
+    pub async fn read_own<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        self.readers.run(Lane::Own, f).await
     }
 
     /// The non-empty buckets of a time-series query for one device, ascending.

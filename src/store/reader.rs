@@ -4,10 +4,13 @@
 //! Readers see the last committed state (WAL snapshots) and never wait for the
 //! writer. They are opened `query_only`; nothing here may write.
 //!
-//! Bounds: at most [`MAX_RUNNING`] reads run at once (so at most that many
-//! blocking threads and connections are busy with reads), at most
+//! Bounds: at most [`MAX_RUNNING`] reads for requests run at once, at most
 //! [`MAX_WAITING`] more wait for a turn, and any further read is refused at once
-//! with [`StoreError::Busy`]. A read whose caller stops waiting (an HTTP GET
+//! with [`StoreError::Busy`]. The agent's own reads on its delivery path (the
+//! uplink reading its outbox) have [`OWN_TURNS`] turn of their own, so requests
+//! holding every turn cannot stall delivery; at most `MAX_RUNNING + OWN_TURNS`
+//! blocking threads and connections are busy with reads. A read whose caller
+//! stops waiting (an HTTP GET
 //! dropped at its time limit) interrupts its SQLite statement, so the blocking
 //! thread is given back within a statement step rather than when the query
 //! would have ended.
@@ -17,22 +20,35 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, InterruptHandle, OpenFlags};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::StoreError;
 
-/// Idle connections kept for reuse; more are opened on demand and closed after.
-const KEEP_IDLE: usize = 4;
-/// Reads running at once.
+/// Reads for requests running at once.
 pub const MAX_RUNNING: usize = 4;
+/// The agent's own reads running at once, beside those for requests.
+pub const OWN_TURNS: usize = 1;
+/// Idle connections kept for reuse; more are opened on demand and closed after.
+const KEEP_IDLE: usize = MAX_RUNNING + OWN_TURNS;
 /// Reads waiting for a turn at most; past it a read is refused (`Busy`).
 pub const MAX_WAITING: usize = 64;
+
+/// Whose turns a read takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// A read for a request (HTTP, MQTT RPC): bounded and refused past the bound.
+    Requests,
+    /// The agent's own read on its delivery path: its callers are a fixed few
+    /// tasks (one uplink link), so it waits for its turn and is never refused.
+    Own,
+}
 
 #[derive(Clone)]
 pub(crate) struct Readers {
     path: Arc<PathBuf>,
     idle: Arc<Mutex<Vec<Connection>>>,
     turns: Arc<Semaphore>,
+    own_turns: Arc<Semaphore>,
     waiting: Arc<AtomicUsize>,
     refused: Arc<AtomicUsize>,
 }
@@ -74,6 +90,7 @@ impl Readers {
             path: Arc::new(path),
             idle: Arc::new(Mutex::new(Vec::new())),
             turns: Arc::new(Semaphore::new(MAX_RUNNING)),
+            own_turns: Arc::new(Semaphore::new(OWN_TURNS)),
             waiting: Arc::new(AtomicUsize::new(0)),
             refused: Arc::new(AtomicUsize::new(0)),
         }
@@ -89,32 +106,23 @@ impl Readers {
         self.waiting.load(Ordering::Acquire)
     }
 
-    /// Runs `f` with a read connection on a blocking thread, once a turn is
-    /// free; refused with [`StoreError::Busy`] when too many reads wait.
-    pub async fn run<T, E, F>(&self, f: F) -> Result<T, E>
+    /// Runs `f` with a read connection on a blocking thread, once a turn of
+    /// `lane` is free; a request's read is refused with [`StoreError::Busy`]
+    /// when too many wait.
+    pub async fn run<T, E, F>(&self, lane: Lane, f: F) -> Result<T, E>
     where
         T: Send + 'static,
         E: From<StoreError> + Send + 'static,
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
-        let turn = match self.turns.clone().try_acquire_owned() {
-            Ok(turn) => turn,
-            Err(_) => {
-                if self.waiting.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
-                    self.waiting.fetch_sub(1, Ordering::AcqRel);
-                    self.refused.fetch_add(1, Ordering::Relaxed);
-                    return Err(E::from(StoreError::Busy {
-                        running: MAX_RUNNING,
-                        waiting: MAX_WAITING,
-                    }));
-                }
-                let _counted = Waiting(&self.waiting);
-                self.turns
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| E::from(StoreError::Closed))?
-            }
+        let turn = match lane {
+            Lane::Requests => self.request_turn().await.map_err(E::from)?,
+            Lane::Own => self
+                .own_turns
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| E::from(StoreError::Closed))?,
         };
         let readers = self.clone();
         let handle = Arc::new(Mutex::new(None));
@@ -137,6 +145,30 @@ impl Readers {
         .await;
         done.store(true, Ordering::Release);
         joined.map_err(|e| E::from(StoreError::ReadAborted(e)))?
+    }
+
+    /// A turn for a request's read: at once, after waiting among at most
+    /// [`MAX_WAITING`], or refused as busy.
+    async fn request_turn(&self) -> Result<OwnedSemaphorePermit, StoreError> {
+        match self.turns.clone().try_acquire_owned() {
+            Ok(turn) => Ok(turn),
+            Err(_) => {
+                if self.waiting.fetch_add(1, Ordering::AcqRel) >= MAX_WAITING {
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                    self.refused.fetch_add(1, Ordering::Relaxed);
+                    return Err(StoreError::Busy {
+                        running: MAX_RUNNING,
+                        waiting: MAX_WAITING,
+                    });
+                }
+                let _counted = Waiting(&self.waiting);
+                self.turns
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| StoreError::Closed)
+            }
+        }
     }
 
     fn take(&self) -> Result<Connection, StoreError> {

@@ -117,7 +117,8 @@ async fn rpc_requests_past_the_queue_are_answered_429_without_new_tasks() {
     let (start, end) = (start.as_str(), end.as_str());
 
     // Every store read slot held: time-series requests wait for one inside the
-    // workers, which are then all busy.
+    // workers, which are then all busy. The link reads its outbox in a turn of
+    // its own, so it keeps taking requests meanwhile.
     let release = hold_store_reads(&site, sitegate::store::MAX_READS_RUNNING).await;
     let request = format!("{ROOT}/rpc/request");
     for i in 0..RPC_WORKERS {

@@ -2,14 +2,18 @@
 //! once and 64 wait, any further read is refused as busy at once (no thread and
 //! no connection for it); and a read whose caller stops waiting is interrupted
 //! inside SQLite, so its blocking thread comes back at once, and the pooled
-//! connection still serves the next read.
+//! connection still serves the next read. The agent's own reads (the uplink
+//! reading its outbox) run in a turn of their own while requests hold every
+//! other turn and fill the queue.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sitegate::config::StorageConfig;
-use sitegate::store::{StoreError, StoreHandle, MAX_READS_RUNNING, MAX_READS_WAITING};
+use sitegate::store::{
+    StoreError, StoreHandle, MAX_READS_RUNNING, MAX_READS_WAITING, OWN_READS_RUNNING,
+};
 
 fn open(dir: &tempfile::TempDir) -> StoreHandle {
     let config = StorageConfig {
@@ -113,6 +117,77 @@ async fn a_read_whose_caller_stops_waiting_is_interrupted() {
             .await
             .expect("a read after the interrupt");
         assert_eq!(one, 1);
+    }
+    store.close().await.expect("close");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_own_reads_run_while_requests_hold_every_turn() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = open(&dir);
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(Mutex::new(released));
+    let running = Arc::new(AtomicUsize::new(0));
+    let mut held = Vec::new();
+    for _ in 0..MAX_READS_RUNNING + MAX_READS_WAITING {
+        let (store, released, running) = (store.clone(), released.clone(), running.clone());
+        held.push(tokio::spawn(async move {
+            store
+                .read(move |_| {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    // Blocks until the sender is dropped (then every recv fails).
+                    let _ = released.lock().map(|r| r.recv());
+                    Ok::<(), StoreError>(())
+                })
+                .await
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running.load(Ordering::SeqCst) < MAX_READS_RUNNING {
+        assert!(Instant::now() < deadline, "the held reads never ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Every request turn held, the queue full: a request is refused...
+    let refused = store
+        .read(|_| Ok::<(), StoreError>(()))
+        .await
+        .expect_err("past the bound");
+    assert!(matches!(refused, StoreError::Busy { .. }), "{refused}");
+    // ...and the agent's own reads still run, one at a time.
+    let own_at_once = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let mut own = Vec::new();
+    for _ in 0..3 {
+        let (store, own_at_once, most) = (store.clone(), own_at_once.clone(), most.clone());
+        own.push(tokio::spawn(async move {
+            store
+                .read_own(move |c| {
+                    let now = own_at_once.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(50));
+                    own_at_once.fetch_sub(1, Ordering::SeqCst);
+                    Ok::<i64, StoreError>(c.query_row("SELECT 1", [], |r| r.get(0))?)
+                })
+                .await
+        }));
+    }
+    for t in own {
+        let one = tokio::time::timeout(Duration::from_secs(10), t)
+            .await
+            .expect("an own read is not held up by requests")
+            .expect("task")
+            .expect("own read");
+        assert_eq!(one, 1);
+    }
+    assert_eq!(most.load(Ordering::SeqCst), OWN_READS_RUNNING);
+    assert_eq!(
+        running.load(Ordering::SeqCst),
+        MAX_READS_RUNNING,
+        "requests still held"
+    );
+    drop(release);
+    for t in held {
+        t.await.expect("task").expect("held read");
     }
     store.close().await.expect("close");
 }

@@ -142,10 +142,11 @@ impl Outbox {
     }
 
     /// Rows with `after < seq <= upto` in seq order, at most `limit`, as
-    /// committed (a read snapshot).
+    /// committed (a read snapshot). In the store's own read turn: requests
+    /// reading the history cannot hold delivery up.
     pub async fn fetch(&self, after: u64, upto: u64, limit: usize) -> Result<Vec<Row>, StoreError> {
         self.store
-            .read(move |c| Ok(sql::fetch(c, after, upto, limit)?))
+            .read_own(move |c| Ok(sql::fetch(c, after, upto, limit)?))
             .await
     }
 
