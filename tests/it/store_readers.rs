@@ -147,12 +147,17 @@ async fn the_agents_own_reads_run_while_requests_hold_every_turn() {
         assert!(Instant::now() < deadline, "the held reads never ran");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    // Every request turn held, the queue full: a request is refused...
-    let refused = store
-        .read(|_| Ok::<(), StoreError>(()))
-        .await
-        .expect_err("past the bound");
-    assert!(matches!(refused, StoreError::Busy { .. }), "{refused}");
+    // Every request turn held, the queue full: a request is refused (one
+    // that still finds room waits, and is given up to try again)...
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let read = store.read(|_| Ok::<(), StoreError>(()));
+        match tokio::time::timeout(Duration::from_millis(50), read).await {
+            Ok(Err(StoreError::Busy { .. })) => break,
+            Ok(other) => panic!("a read past the held turns answered {other:?}"),
+            Err(_) => assert!(Instant::now() < deadline, "the queue never filled"),
+        }
+    }
     // ...and the agent's own reads still run, one at a time.
     let own_at_once = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
@@ -187,7 +192,11 @@ async fn the_agents_own_reads_run_while_requests_hold_every_turn() {
     );
     drop(release);
     for t in held {
-        t.await.expect("task").expect("held read");
+        // A held read may have lost its place in the queue to a try above.
+        match t.await.expect("task") {
+            Ok(()) | Err(StoreError::Busy { .. }) => {}
+            Err(e) => panic!("held read: {e}"),
+        }
     }
     store.close().await.expect("close");
 }
