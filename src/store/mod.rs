@@ -228,6 +228,12 @@ impl StoreHandle {
         self.readers.run(Lane::Requests, f).await
     }
 
+    /// Reads for requests waiting for a turn now (at most
+    /// [`MAX_READS_WAITING`]).
+    pub fn reads_waiting(&self) -> usize {
+        self.readers.waiting()
+    }
+
     /// Runs `f` on a read connection on a blocking thread for the agent's own
     /// delivery path, in a turn requests never take: however many requests
     /// read, this waits only for another read of its own. For a fixed few

@@ -77,9 +77,9 @@ impl Collect for StoreHandle {
         out.family(
             "sitegate_store_reads_waiting",
             Kind::Gauge,
-            "Reads waiting for one of the store's read turns (bounded; past the bound a read is refused as busy).",
+            "Reads for requests waiting for one of their read turns (bounded; past the bound a read is refused as busy). The agent's own outbox reads have a turn of their own and are not counted.",
         )
-        .sample(&[], self.readers.waiting() as f64);
+        .sample(&[], self.reads_waiting() as f64);
         out.family(
             "sitegate_store_refused_reads_total",
             Kind::Counter,

@@ -5,7 +5,7 @@
 //! commands. Past a bound, none of them starts a task (or a thread) per
 //! request.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, ROOT};
 use crate::common::prom::{scrape, Scrape};
 use crate::common::site::{self, TestSite, SUMMER_MORNING_MS};
 use crate::common::wait_for;
+use crate::store_support::hold_reads;
 use serde_json::{json, Value};
 use sitegate::agent::HTTP_MAX_CONNECTIONS;
 use sitegate::config::parse;
@@ -21,7 +22,6 @@ use sitegate::modbus::{BusTask, DeviceMaps, Op, OpOutput};
 use sitegate::model::time::{format_utc, now_ms};
 use sitegate::register::plan::{Span, Table};
 use sitegate::sim::{SimSite, SimSiteSpec};
-use sitegate::store::StoreError;
 use sitegate::telemetry::{Live, Telemetry};
 use sitegate::uplink::{RPC_QUEUE, RPC_WORKERS};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -44,37 +44,6 @@ async fn metric(site: &TestSite, series: &str) -> f64 {
         .await
         .get(series)
         .unwrap_or_else(|| panic!("{series} missing from /metrics"))
-}
-
-/// Holds every store read slot with a read that blocks until the returned
-/// sender is dropped.
-async fn hold_store_reads(site: &TestSite, n: usize) -> std::sync::mpsc::Sender<()> {
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let released = Arc::new(std::sync::Mutex::new(released));
-    let running = Arc::new(AtomicUsize::new(0));
-    for _ in 0..n {
-        let (store, released, running) = (
-            site.agent.store().clone(),
-            released.clone(),
-            running.clone(),
-        );
-        tokio::spawn(async move {
-            store
-                .read(move |_| {
-                    running.fetch_add(1, Ordering::SeqCst);
-                    // Blocks until the sender is dropped (then every recv fails).
-                    let _ = released.lock().map(|r| r.recv());
-                    Ok::<(), StoreError>(())
-                })
-                .await
-        });
-    }
-    wait_for("the held reads to run", T, || {
-        let running = running.clone();
-        async move { (running.load(Ordering::SeqCst) == n).then_some(()) }
-    })
-    .await;
-    release
 }
 
 fn series_request(id: &str, start: &str, end: &str) -> Value {
@@ -119,7 +88,7 @@ async fn rpc_requests_past_the_queue_are_answered_429_without_new_tasks() {
     // Every store read slot held: time-series requests wait for one inside the
     // workers, which are then all busy. The link reads its outbox in a turn of
     // its own, so it keeps taking requests meanwhile.
-    let release = hold_store_reads(&site, sitegate::store::MAX_READS_RUNNING).await;
+    let release = hold_reads(site.agent.store(), sitegate::store::MAX_READS_RUNNING).await;
     let request = format!("{ROOT}/rpc/request");
     for i in 0..RPC_WORKERS {
         sub.request(

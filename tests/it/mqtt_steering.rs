@@ -287,13 +287,13 @@ async fn retained_state(kind: Kind) {
         let get = without(&settled(&site).await, "evaluatedAt");
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         watch.drain();
-        if last_state(&watch) == Some(get.clone()) {
+        if states(&watch).next_back() == Some(get.clone()) {
             break get;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
             "the last state published {:?} never caught up with GET {get}",
-            last_state(&watch)
+            states(&watch).next_back()
         );
     };
     assert_eq!(get["energyStorageSetting"]["requestId"], id);
@@ -310,13 +310,8 @@ async fn retained_state(kind: Kind) {
         .expect("the retained state", T, |m| is_steering(m) && m.retain)
         .await;
     let retained = without(&m.json(), "evaluatedAt");
-    let published = |w: &Subscriber| {
-        w.seen
-            .iter()
-            .any(|p| is_steering(p) && without(&p.json(), "evaluatedAt") == retained)
-    };
     let deadline = tokio::time::Instant::now() + T;
-    while !published(&watch) {
+    while !states(&watch).any(|s| s == retained) {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the retained state {retained} was never published"
@@ -327,12 +322,12 @@ async fn retained_state(kind: Kind) {
     site.stop().await;
 }
 
-/// The last steering state `w` has seen, without its evaluation time.
-fn last_state(w: &Subscriber) -> Option<Value> {
+/// The steering states `w` has seen, oldest first, without their evaluation
+/// time.
+fn states(w: &Subscriber) -> impl DoubleEndedIterator<Item = Value> + '_ {
     w.seen
         .iter()
-        .rev()
-        .find(|m| is_steering(m))
+        .filter(|m| is_steering(m))
         .map(|m| without(&m.json(), "evaluatedAt"))
 }
 

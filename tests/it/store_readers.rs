@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::store_support::hold_reads;
 use sitegate::config::StorageConfig;
 use sitegate::store::{
     StoreError, StoreHandle, MAX_READS_RUNNING, MAX_READS_WAITING, OWN_READS_RUNNING,
@@ -23,6 +24,23 @@ fn open(dir: &tempfile::TempDir) -> StoreHandle {
     StoreHandle::open(&config, vec!["dvc_a".into()]).expect("open the store")
 }
 
+/// A read that counts itself in `at_once` while it sleeps for `hold`, and
+/// keeps the most seen at once in `most`.
+fn counted(
+    at_once: &Arc<AtomicUsize>,
+    most: &Arc<AtomicUsize>,
+    hold: Duration,
+) -> impl FnOnce(&rusqlite::Connection) -> Result<(), StoreError> + Send + 'static {
+    let (at_once, most) = (at_once.clone(), most.clone());
+    move |_| {
+        let now = at_once.fetch_add(1, Ordering::SeqCst) + 1;
+        most.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(hold);
+        at_once.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_past_the_bound_are_refused_and_never_run_more_than_four() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -33,18 +51,11 @@ async fn reads_past_the_bound_are_refused_and_never_run_more_than_four() {
     let total = MAX_READS_RUNNING + MAX_READS_WAITING + extra;
     let mut tasks = Vec::new();
     for _ in 0..total {
-        let (store, running, most) = (store.clone(), running.clone(), most.clone());
-        tasks.push(tokio::spawn(async move {
-            store
-                .read(move |_| {
-                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(150));
-                    running.fetch_sub(1, Ordering::SeqCst);
-                    Ok::<(), StoreError>(())
-                })
-                .await
-        }));
+        let (store, read) = (
+            store.clone(),
+            counted(&running, &most, Duration::from_millis(150)),
+        );
+        tasks.push(tokio::spawn(async move { store.read(read).await }));
     }
     let mut ok = 0;
     let mut busy = 0;
@@ -125,78 +136,52 @@ async fn a_read_whose_caller_stops_waiting_is_interrupted() {
 async fn the_agents_own_reads_run_while_requests_hold_every_turn() {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = open(&dir);
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let released = Arc::new(Mutex::new(released));
-    let running = Arc::new(AtomicUsize::new(0));
-    let mut held = Vec::new();
-    for _ in 0..MAX_READS_RUNNING + MAX_READS_WAITING {
-        let (store, released, running) = (store.clone(), released.clone(), running.clone());
-        held.push(tokio::spawn(async move {
-            store
-                .read(move |_| {
-                    running.fetch_add(1, Ordering::SeqCst);
-                    // Blocks until the sender is dropped (then every recv fails).
-                    let _ = released.lock().map(|r| r.recv());
-                    Ok::<(), StoreError>(())
-                })
-                .await
-        }));
-    }
+    // Every request turn held, and the queue behind them full.
+    let release = hold_reads(&store, MAX_READS_RUNNING).await;
+    let queued: Vec<_> = (0..MAX_READS_WAITING)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.read(|_| Ok::<(), StoreError>(())).await })
+        })
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while running.load(Ordering::SeqCst) < MAX_READS_RUNNING {
-        assert!(Instant::now() < deadline, "the held reads never ran");
+    while store.reads_waiting() < MAX_READS_WAITING {
+        assert!(Instant::now() < deadline, "the queue never filled");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    // Every request turn held, the queue full: a request is refused (one
-    // that still finds room waits, and is given up to try again)...
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let read = store.read(|_| Ok::<(), StoreError>(()));
-        match tokio::time::timeout(Duration::from_millis(50), read).await {
-            Ok(Err(StoreError::Busy { .. })) => break,
-            Ok(other) => panic!("a read past the held turns answered {other:?}"),
-            Err(_) => assert!(Instant::now() < deadline, "the queue never filled"),
-        }
-    }
+    // A request is refused...
+    let refused = store
+        .read(|_| Ok::<(), StoreError>(()))
+        .await
+        .expect_err("past the bound");
+    assert!(matches!(refused, StoreError::Busy { .. }), "{refused}");
     // ...and the agent's own reads still run, one at a time.
-    let own_at_once = Arc::new(AtomicUsize::new(0));
-    let most = Arc::new(AtomicUsize::new(0));
-    let mut own = Vec::new();
-    for _ in 0..3 {
-        let (store, own_at_once, most) = (store.clone(), own_at_once.clone(), most.clone());
-        own.push(tokio::spawn(async move {
-            store
-                .read_own(move |c| {
-                    let now = own_at_once.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
-                    std::thread::sleep(Duration::from_millis(50));
-                    own_at_once.fetch_sub(1, Ordering::SeqCst);
-                    Ok::<i64, StoreError>(c.query_row("SELECT 1", [], |r| r.get(0))?)
-                })
-                .await
-        }));
-    }
+    let (own_at_once, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let own: Vec<_> = (0..3)
+        .map(|_| {
+            let (store, read) = (
+                store.clone(),
+                counted(&own_at_once, &most, Duration::from_millis(50)),
+            );
+            tokio::spawn(async move { store.read_own(read).await })
+        })
+        .collect();
     for t in own {
-        let one = tokio::time::timeout(Duration::from_secs(10), t)
+        tokio::time::timeout(Duration::from_secs(10), t)
             .await
             .expect("an own read is not held up by requests")
             .expect("task")
             .expect("own read");
-        assert_eq!(one, 1);
     }
     assert_eq!(most.load(Ordering::SeqCst), OWN_READS_RUNNING);
     assert_eq!(
-        running.load(Ordering::SeqCst),
-        MAX_READS_RUNNING,
-        "requests still held"
+        store.reads_waiting(),
+        MAX_READS_WAITING,
+        "requests still queued"
     );
     drop(release);
-    for t in held {
-        // A held read may have lost its place in the queue to a try above.
-        match t.await.expect("task") {
-            Ok(()) | Err(StoreError::Busy { .. }) => {}
-            Err(e) => panic!("held read: {e}"),
-        }
+    for t in queued {
+        t.await.expect("task").expect("queued read");
     }
     store.close().await.expect("close");
 }

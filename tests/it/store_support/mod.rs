@@ -101,3 +101,36 @@ pub fn assert_same(
         );
     }
 }
+
+/// Holds `n` read turns of `store` with reads that block until the returned
+/// sender is dropped; returns once all `n` run.
+pub async fn hold_reads(store: &StoreHandle, n: usize) -> std::sync::mpsc::Sender<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(Mutex::new(released));
+    let running = Arc::new(AtomicUsize::new(0));
+    for _ in 0..n {
+        let (store, released, running) = (store.clone(), released.clone(), running.clone());
+        tokio::spawn(async move {
+            store
+                .read(move |_| {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    // Blocks until the sender is dropped (then every recv fails).
+                    let _ = released.lock().map(|r| r.recv());
+                    Ok::<(), sitegate::store::StoreError>(())
+                })
+                .await
+        });
+    }
+    crate::common::wait_for(
+        "the held reads to run",
+        std::time::Duration::from_secs(20),
+        || {
+            let running = running.clone();
+            async move { (running.load(Ordering::SeqCst) == n).then_some(()) }
+        },
+    )
+    .await;
+    release
+}
