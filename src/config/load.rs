@@ -54,6 +54,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "devices",
     "mqtt",
     "profiles_dir",
+    "simulator",
 ];
 
 /// Parses and validates config text; relative profile paths are taken from the
@@ -126,6 +127,8 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let polling: Option<PollingConfig> = optional_section(&mut table, "polling", &mut problems);
     let logging: Option<LoggingConfig> = optional_section(&mut table, "logging", &mut problems);
     let mqtt: Option<MqttConfig> = optional_section(&mut table, "mqtt", &mut problems);
+    let simulator: Option<super::SimulatorConfig> =
+        optional_section(&mut table, "simulator", &mut problems);
     let declared_sites = declared_names(&table, "sites", "reference");
     let declared_buses = declared_names(&table, "buses", "name");
     let sites: Vec<Option<SiteConfig>> = array_section(&mut table, "sites", &mut problems);
@@ -141,6 +144,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
             polling: polling.unwrap_or_default(),
             logging: logging.unwrap_or_default(),
             mqtt,
+            simulator: simulator.unwrap_or_default(),
             sites,
             buses,
             devices,

@@ -11,6 +11,7 @@ mod problem;
 pub mod profiles;
 mod raw;
 mod resolve;
+mod simulator;
 pub mod tls;
 mod values;
 
@@ -26,6 +27,7 @@ pub use raw::{
     GridSignalConfig, GridSignalLevel, LogFormat, LoggingConfig, MqttConfig, MqttProtocol,
     PollingConfig, RateLimitConfig, SiteConfig, StorageConfig,
 };
+pub use simulator::{SimResponseConfig, SimulatorConfig};
 pub use values::{AuthMode, Parity, Power, PowerShare, Scope};
 
 use crate::model::{DeviceId, DeviceType};
@@ -46,6 +48,8 @@ pub struct Config {
     pub buses: Vec<BusConfig>,
     pub devices: Vec<DeviceConfig>,
     pub mqtt: Option<MqttConfig>,
+    /// How the simulated devices respond (read by the simulator only).
+    pub simulator: SimulatorConfig,
     /// Where named register-map profiles are looked for before the built-in ones.
     pub profiles_dir: PathBuf,
     /// Problems with the TLS files `[mqtt]` names (unreadable, not a CA, a key
@@ -137,7 +141,15 @@ pub struct DeviceConfig {
     pub max_discharge_power_w: Option<f64>,
     /// Order for `priority` fulfilment (lower first; ties keep config order).
     pub priority: Option<u32>,
+    /// Meters: how old the power a reading shows can be, at most: the meter's
+    /// refresh period plus its reporting delay (default
+    /// [`DEFAULT_REPORT_LAG_MS`]). The grid loop trusts no meter reading that
+    /// can show the power of before its own last change.
+    pub report_lag_ms: u64,
 }
+
+/// A meter that refreshes every second and reports half a second late.
+pub const DEFAULT_REPORT_LAG_MS: u64 = 1500;
 
 impl Config {
     /// Reads and validates a config file.

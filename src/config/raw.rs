@@ -137,6 +137,9 @@ pub(super) struct RawDevice {
     pub max_discharge_power: Option<Power>,
     /// Order for `priority` fulfilment: lower goes first; ties keep config order.
     pub priority: Option<u32>,
+    /// Meters: how old the power a reading shows can be, at most (the meter's
+    /// refresh period plus its reporting delay), ms.
+    pub report_lag_ms: Option<u64>,
 }
 
 fn default_profile() -> String {

@@ -21,6 +21,7 @@ pub(super) struct Sections {
     pub polling: PollingConfig,
     pub logging: LoggingConfig,
     pub mqtt: Option<MqttConfig>,
+    pub simulator: super::SimulatorConfig,
     pub sites: Vec<Option<SiteConfig>>,
     pub buses: Vec<Option<RawBus>>,
     pub devices: Vec<Option<RawDevice>>,
@@ -196,6 +197,12 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         devices.push(device);
     }
 
+    let references: Vec<(&str, crate::model::DeviceType)> = devices
+        .iter()
+        .map(|d: &DeviceConfig| (d.reference.as_str(), d.device_type))
+        .collect();
+    s.simulator.check(&references, problems);
+
     Config {
         gateway_id: s.gateway_id,
         gateway_id_source: s.gateway_id_source,
@@ -207,6 +214,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         buses,
         devices,
         mqtt: s.mqtt,
+        simulator: s.simulator,
         profiles_dir: s.profiles_dir,
         file_problems,
     }
@@ -772,6 +780,17 @@ fn resolve_device(
             }
         }
     }
+    match d.report_lag_ms {
+        Some(_) if d.device_type != crate::model::DeviceType::Meter => problems.push(Problem::new(
+            format!("{path}.report_lag_ms"),
+            "applies to meters only",
+        )),
+        Some(v) if v > 60_000 => problems.push(Problem::new(
+            format!("{path}.report_lag_ms"),
+            format!("must be 0 to 60000, found {v}"),
+        )),
+        _ => {}
+    }
     DeviceConfig {
         id: DeviceId(index as u16),
         reference,
@@ -788,6 +807,7 @@ fn resolve_device(
         soc_min: d.soc_min,
         soc_max: d.soc_max,
         max_charge_power_w: d.max_charge_power.map(|p| p.watts()),
+        report_lag_ms: d.report_lag_ms.unwrap_or(super::DEFAULT_REPORT_LAG_MS),
         max_discharge_power_w: d.max_discharge_power.map(|p| p.watts()),
         priority: d.priority,
     }

@@ -2,7 +2,8 @@
 //!
 //! With `StorCtl_Mod` = 0 it runs self-consumption (the site tells it its share of
 //! the PV surplus or deficit); with bits set it keeps to the model-124 window.
-//! Ratings, SoC limits and `ChaGriSet` always win. Owns its registers, SoC and
+//! It moves toward that power with the lag and ramp of its `SimResponse` (real
+//! time). Ratings, SoC limits and `ChaGriSet` always win. Owns its registers, SoC and
 //! energy counters; it must not know about sockets or other devices.
 
 use std::time::Instant;
@@ -13,6 +14,7 @@ use tokio_modbus::ExceptionCode;
 use super::common::{self, check_range, RevertTimer, StorageRating};
 use super::map::{Block, RegisterMap};
 use super::physics::{BatteryStep, Window};
+use super::SimResponse;
 use crate::register::codec::ValueType::{I16, U16};
 
 mod layout;
@@ -49,10 +51,17 @@ pub struct Battery {
     /// AC power, + discharging.
     ac_w: f64,
     revert: RevertTimer,
+    response: SimResponse,
 }
 
 impl Battery {
-    pub fn build(base: u16, unit_id: u8, serial: &str, r: BatteryRating) -> (RegisterMap, Battery) {
+    pub fn build(
+        base: u16,
+        unit_id: u8,
+        serial: &str,
+        r: BatteryRating,
+        response: SimResponse,
+    ) -> (RegisterMap, Battery) {
         let mut b = RegisterMap::sunspec(base);
         let model = format!("SIM-BAT-{}", (r.capacity_wh / 1000.0).round());
         common::common(&mut b, &model, serial, unit_id);
@@ -75,6 +84,7 @@ impl Battery {
             absorbed_wh: 50.0 * r.capacity_wh,
             ac_w: 0.0,
             revert: RevertTimer::default(),
+            response,
         };
         let mut map = b.finish();
         bat.publish(&mut map, 0, 0.0);
@@ -165,17 +175,17 @@ impl Battery {
         }
     }
 
-    /// Advances by one step. `own_w` is its self-consumption wish (charge-positive);
-    /// `pv_surplus_w` its share of PV left after the load, the most it may charge
-    /// while `ChaGriSet` = PV. Returns AC power, + discharging.
+    /// Advances by one step of `dt_s` simulated seconds (`real_dt_s` real ones;
+    /// `real_s` since the site started). `own_w` is its self-consumption wish
+    /// (charge-positive); `pv_surplus_w` its share of PV left after the load,
+    /// the most it may charge while `ChaGriSet` = PV. Returns AC power, +
+    /// discharging.
     pub fn step(
         &mut self,
         map: &mut RegisterMap,
-        own_w: f64,
-        pv_surplus_w: f64,
+        (own_w, pv_surplus_w): (f64, f64),
         sim_ms: i64,
-        dt_s: f64,
-        real_s: f64,
+        (dt_s, real_dt_s, real_s): (f64, f64, f64),
     ) -> f64 {
         let c = self.m124();
         let ctl = self.controls(map);
@@ -198,7 +208,13 @@ impl Battery {
             dt_s,
         };
         let connected = layout::connected(self.blocks.m802, map);
-        let p = if connected { step.power() } else { 0.0 };
+        let target = if connected { step.power() } else { 0.0 };
+        let p = step.within_energy(self.response.follow(
+            -self.ac_w,
+            target,
+            real_dt_s,
+            self.rating.rated_w,
+        ));
         self.soc = step.soc_after(p);
         if p > 0.0 {
             self.absorbed_wh += p * dt_s / 3600.0;

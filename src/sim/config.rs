@@ -1,11 +1,12 @@
 //! A simulated site from the agent's config: every TCP bus on a loopback IP
 //! becomes a server on that address, with one simulated device per configured
-//! device. Pure: reads the config, starts nothing.
+//! device, responding as the `[simulator]` section says (ideal where it is
+//! silent). Pure: reads the config, starts nothing.
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::{SimDeviceSpec, SimKind, SimServerSpec, SimSiteSpec};
-use crate::config::{Config, DeviceConfig, Transport};
+use super::{SimDeviceSpec, SimKind, SimResponse, SimServerSpec, SimSiteSpec};
+use crate::config::{Config, DeviceConfig, SimulatorConfig, Transport};
 use crate::model::DeviceType;
 
 /// Defaults for ratings the config leaves out.
@@ -30,8 +31,10 @@ impl SimSiteSpec {
                     return None;
                 };
                 let ip: IpAddr = host.parse().ok()?;
-                let mut devices: Vec<SimDeviceSpec> =
-                    cfg.devices_on_bus(&bus.name).map(device_spec).collect();
+                let mut devices: Vec<SimDeviceSpec> = cfg
+                    .devices_on_bus(&bus.name)
+                    .map(|d| device_spec(d, &cfg.simulator))
+                    .collect();
                 devices.extend(input_modules(cfg, &bus.name));
                 ip.is_loopback().then(|| SimServerSpec {
                     name: bus.name.clone(),
@@ -63,10 +66,11 @@ fn input_modules<'a>(cfg: &'a Config, bus: &'a str) -> impl Iterator<Item = SimD
             serial: format!("io-{}", g.unit_id),
             refuse_writes: false,
             sunspec_base: super::DEFAULT_SUNSPEC_BASE,
+            response: SimResponse::IDEAL,
         })
 }
 
-fn device_spec(d: &DeviceConfig) -> SimDeviceSpec {
+fn device_spec(d: &DeviceConfig, sim: &SimulatorConfig) -> SimDeviceSpec {
     let kind = match (&d.profile, d.device_type) {
         (crate::config::ProfileRef::Registers(p), _) => SimKind::Profile {
             profile: p.clone(),
@@ -80,6 +84,19 @@ fn device_spec(d: &DeviceConfig) -> SimDeviceSpec {
         serial: serial(&d.reference),
         refuse_writes: false,
         sunspec_base: super::DEFAULT_SUNSPEC_BASE,
+        response: response(d, sim),
+    }
+}
+
+/// How the device responds: its `[simulator]` tables, ideal where they are silent.
+fn response(d: &DeviceConfig, sim: &SimulatorConfig) -> SimResponse {
+    let c = sim.response(&d.reference, d.device_type);
+    let ideal = SimResponse::IDEAL;
+    SimResponse {
+        lag_s: c.lag_s.unwrap_or(ideal.lag_s),
+        ramp_percent_per_s: c.ramp_percent_per_s.or(ideal.ramp_percent_per_s),
+        refresh_ms: c.refresh_ms.unwrap_or(ideal.refresh_ms),
+        report_lag_ms: c.report_lag_ms.unwrap_or(ideal.report_lag_ms),
     }
 }
 
@@ -211,5 +228,26 @@ unit_id = 1
         assert_eq!(s.devices[2].kind, SimKind::Meter);
         assert_eq!(s.devices[2].unit_id, 3);
         assert_ne!(s.devices[0].serial, s.devices[2].serial);
+    }
+
+    #[test]
+    fn the_simulator_section_sets_each_devices_response() {
+        let text = format!(
+            "{CFG}\n[simulator]\ninverter = {{ lag_s = 3, ramp_percent_per_s = 10 }}\n\
+             meter = {{ refresh_ms = 1000, report_lag_ms = 500 }}\n\
+             [simulator.devices.dvc_bat1]\nlag_s = 8\n"
+        );
+        let cfg = crate::config::parse(&text).unwrap();
+        let spec = SimSiteSpec::from_config(&cfg, 1.0);
+        let r: Vec<SimResponse> = spec.servers[0].devices.iter().map(|d| d.response).collect();
+        assert_eq!((r[0].lag_s, r[0].ramp_percent_per_s), (3.0, Some(10.0)));
+        assert_eq!((r[1].lag_s, r[1].ramp_percent_per_s), (8.0, None));
+        assert_eq!((r[2].refresh_ms, r[2].report_lag_ms), (1000, 500));
+        // Without the section every device is ideal.
+        let spec = SimSiteSpec::from_config(&crate::config::parse(CFG).unwrap(), 1.0);
+        assert!(spec.servers[0]
+            .devices
+            .iter()
+            .all(|d| d.response == SimResponse::IDEAL));
     }
 }

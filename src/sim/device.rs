@@ -60,7 +60,13 @@ impl Device {
         let serial: String = spec.serial.chars().take(32).collect();
         let (map, kind) = match spec.kind {
             SimKind::Inverter { rated_w } => {
-                let (map, inv) = Inverter::build(spec.sunspec_base, spec.unit_id, &serial, rated_w);
+                let (map, inv) = Inverter::build(
+                    spec.sunspec_base,
+                    spec.unit_id,
+                    &serial,
+                    rated_w,
+                    spec.response,
+                );
                 (map, Kind::Inverter(inv))
             }
             SimKind::Battery {
@@ -77,12 +83,23 @@ impl Device {
                     soc_min,
                     soc_max,
                 };
-                let (map, bat) = Battery::build(spec.sunspec_base, spec.unit_id, &serial, rating);
+                let (map, bat) = Battery::build(
+                    spec.sunspec_base,
+                    spec.unit_id,
+                    &serial,
+                    rating,
+                    spec.response,
+                );
                 (map, Kind::Battery(bat))
             }
             SimKind::Meter => {
-                let (map, meter) =
-                    Meter::build(spec.sunspec_base, spec.unit_id, &serial, site_max_w);
+                let (map, meter) = Meter::build(
+                    spec.sunspec_base,
+                    spec.unit_id,
+                    &serial,
+                    site_max_w,
+                    spec.response,
+                );
                 (map, Kind::Meter(meter))
             }
             SimKind::Fixed { variant, rated_w } => (

@@ -1,7 +1,8 @@
 //! A simulated three-phase PV inverter: models 1, 103, 120, 121, 123.
 //!
 //! Output follows the sun curve, capped by `WMax` and, while `WMaxLim_Ena` = 1,
-//! by `WMaxLimPct` % of `WMax`. Owns its register addresses and its energy
+//! by `WMaxLimPct` % of `WMax`, with the lag and ramp of its `SimResponse` (in
+//! real time: a setpoint or a sun step is followed in seconds). Owns its register addresses and its energy
 //! counter; it must not know about sockets, other devices or the site balance.
 
 use std::time::Instant;
@@ -15,6 +16,7 @@ use tokio_modbus::ExceptionCode;
 use super::common::{self, check_range, RevertTimer, GRID_V};
 use super::map::{Block, RegisterMap};
 use super::physics::{self, sun_fraction};
+use super::SimResponse;
 use crate::register::codec::ValueType::{I16, U16, U32};
 
 /// SunSpec `St` (model 103) values used here.
@@ -35,11 +37,18 @@ pub struct Inverter {
     ac_w: f64,
     available_w: f64,
     revert: RevertTimer,
+    response: SimResponse,
 }
 
 impl Inverter {
     /// Lays out the inverter's map with the "SunS" marker at `base`.
-    pub fn build(base: u16, unit_id: u8, serial: &str, rated_w: f64) -> (RegisterMap, Inverter) {
+    pub fn build(
+        base: u16,
+        unit_id: u8,
+        serial: &str,
+        rated_w: f64,
+        response: SimResponse,
+    ) -> (RegisterMap, Inverter) {
         let mut b = RegisterMap::sunspec(base);
         let model = format!("SIM-INV-{}", (rated_w / 1000.0).round());
         common::common(&mut b, &model, serial, unit_id);
@@ -59,6 +68,7 @@ impl Inverter {
             ac_w: 0.0,
             available_w: 0.0,
             revert: RevertTimer::default(),
+            response,
         };
         let mut map = b.finish();
         inv.publish(&mut map, 0, ST_SLEEPING);
@@ -138,9 +148,16 @@ impl Inverter {
         }
     }
 
-    /// Advances by one step; returns the AC output, W. `sun` overrides the
-    /// sun curve (fraction of the rating the sun offers now).
-    pub fn step(&mut self, map: &mut RegisterMap, sim_ms: i64, dt_s: f64, sun: Option<f64>) -> f64 {
+    /// Advances by one step of `dt_s` simulated (`real_dt_s` real) seconds;
+    /// returns the AC output, W. `sun` overrides the sun curve (fraction of the
+    /// rating the sun offers now).
+    pub fn step(
+        &mut self,
+        map: &mut RegisterMap,
+        sim_ms: i64,
+        (dt_s, real_dt_s): (f64, f64),
+        sun: Option<f64>,
+    ) -> f64 {
         self.available_w = self.rated_w * sun.unwrap_or_else(|| sun_fraction(sim_ms));
         let w_max = map
             .get_scaled(self.m121, &Model121::W_MAX, U16, &Model121::W_MAX_SF)
@@ -150,7 +167,7 @@ impl Inverter {
             None => w_max,
         };
         let connected = map.get(self.m123, &Model123::CONN, U16) == 1.0;
-        let (w, st) = if !connected {
+        let (target, st) = if !connected {
             (0.0, ST_OFF)
         } else if self.available_w <= 0.0 {
             (0.0, ST_SLEEPING)
@@ -159,6 +176,9 @@ impl Inverter {
         } else {
             (self.available_w, ST_MPPT)
         };
+        let w = self
+            .response
+            .follow(self.ac_w, target, real_dt_s, self.rated_w);
         self.ac_w = w;
         self.wh += w * dt_s / 3600.0;
         self.publish(map, sim_ms, st);

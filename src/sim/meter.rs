@@ -1,14 +1,18 @@
 //! A simulated three-phase grid meter: models 1 and 203.
 //!
 //! Shows the site balance it is given (W + import, − export) and integrates the
-//! import and export counters separately. It must not compute the balance itself:
-//! the site does that from the other devices.
+//! import and export counters separately. Its registers are refreshed every
+//! period of its `SimResponse`, with the power of its reporting lag before, as a
+//! real meter's are; `ac_power_w` stays the power of the moment. It must not
+//! compute the balance itself: the site does that from the other devices.
 
 use sunspec::models::model203::Model203;
 
 use super::common::{self, fit_sf, GRID_LL_V, GRID_V, I16_LIMIT};
 use super::map::{Block, RegisterMap};
 use super::physics::wobble;
+use super::response::Reporter;
+use super::SimResponse;
 use crate::register::codec::ValueType::{I16, U32};
 
 pub struct Meter {
@@ -17,12 +21,20 @@ pub struct Meter {
     w: f64,
     import_wh: f64,
     export_wh: f64,
+    response: SimResponse,
+    reporter: Reporter,
 }
 
 impl Meter {
     /// The map starts at `base`; `max_w` bounds the power it may ever show
     /// (sets the scale factors).
-    pub fn build(base: u16, unit_id: u8, serial: &str, max_w: f64) -> (RegisterMap, Meter) {
+    pub fn build(
+        base: u16,
+        unit_id: u8,
+        serial: &str,
+        max_w: f64,
+        response: SimResponse,
+    ) -> (RegisterMap, Meter) {
         type M = Model203;
         let mut b = RegisterMap::sunspec(base);
         common::common(&mut b, "SIM-MTR-3P", serial, unit_id);
@@ -103,9 +115,11 @@ impl Meter {
             // Plausible lifetime counters (an acc32 of 0 reads "not implemented").
             import_wh: 2_500_000.0,
             export_wh: 1_800_000.0,
+            response,
+            reporter: Reporter::default(),
         };
         let mut map = b.finish();
-        meter.step(&mut map, 0.0, 0, 0.0);
+        meter.step(&mut map, 0.0, 0, (0.0, 0.0));
         (map, meter)
     }
 
@@ -119,15 +133,29 @@ impl Meter {
         (self.export_wh, self.import_wh)
     }
 
-    /// Shows `site_w` (+ import) for one step and integrates the counters.
-    pub fn step(&mut self, map: &mut RegisterMap, site_w: f64, sim_ms: i64, dt_s: f64) {
-        type M = Model203;
+    /// Takes `site_w` (+ import) for one step of `dt_s` simulated seconds,
+    /// integrates the counters and, at a refresh (`real_s`: real seconds since
+    /// the site started), shows the power of the reporting lag before.
+    pub fn step(
+        &mut self,
+        map: &mut RegisterMap,
+        site_w: f64,
+        sim_ms: i64,
+        (dt_s, real_s): (f64, f64),
+    ) {
         self.w = site_w;
         if site_w > 0.0 {
             self.import_wh += site_w * dt_s / 3600.0;
         } else {
             self.export_wh += -site_w * dt_s / 3600.0;
         }
+        if let Some(shown) = self.reporter.observe(real_s, site_w, &self.response) {
+            self.show(map, shown, sim_ms);
+        }
+    }
+
+    fn show(&self, map: &mut RegisterMap, site_w: f64, sim_ms: i64) {
+        type M = Model203;
         let m = self.m;
         let v = wobble(sim_ms, GRID_V, 1.5, 300.0);
         let amps = site_w / (3.0 * v);

@@ -26,6 +26,7 @@ mod map;
 mod meter;
 mod physics;
 mod profile;
+mod response;
 mod rtu;
 mod server;
 mod service;
@@ -36,6 +37,7 @@ use std::net::SocketAddr;
 
 pub use device::SimDeviceHandle;
 pub use faulty::{Fault, FaultyPeer};
+pub use response::Clouds;
 pub use rtu::SimRtuLine;
 pub use site::SimSite;
 pub use variants::{absent as fixed_absent, expected as fixed_values, Variant};
@@ -84,6 +86,14 @@ impl SimSiteSpec {
                     return Err(format!(
                         "{at}: sunspec_base {} leaves no room for the map below register 65535",
                         d.sunspec_base
+                    ));
+                }
+                let r = d.response;
+                let ramp_ok = r.ramp_percent_per_s.is_none_or(positive);
+                if !(r.lag_s.is_finite() && r.lag_s >= 0.0 && ramp_ok) {
+                    return Err(format!(
+                        "{at}: need a lag of at least 0 s and a positive ramp, found {} s and {:?} %/s",
+                        r.lag_s, r.ramp_percent_per_s
                     ));
                 }
                 match d.kind {
@@ -138,6 +148,26 @@ pub struct SimDeviceSpec {
     /// [`DEFAULT_SUNSPEC_BASE`] on most devices; discovery also looks at 0 and
     /// 50000, and anywhere else it finds nothing. Profile devices ignore it.
     pub sunspec_base: u16,
+    /// How it follows its setpoints (inverters, batteries) or reports (meters).
+    pub response: SimResponse,
+}
+
+/// How a simulated device responds, like a real one: inverters and batteries
+/// follow a new target with a first-order lag and a ramp limit; a meter
+/// refreshes its registers every period and shows the power of a lag before.
+/// All in real time, like the revert timers. [`SimResponse::IDEAL`]: at once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimResponse {
+    /// Inverters and batteries: the time constant of the lag, s (0: at once).
+    pub lag_s: f64,
+    /// Inverters and batteries: the most the output moves in a second, % of
+    /// the rating (`None`: no limit).
+    pub ramp_percent_per_s: Option<f64>,
+    /// Meters: the registers are refreshed every this many ms (0: every
+    /// physics step).
+    pub refresh_ms: u64,
+    /// Meters: a refresh shows the power of this many ms before.
+    pub report_lag_ms: u64,
 }
 
 /// Where SunSpec maps usually start.

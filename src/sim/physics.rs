@@ -147,13 +147,20 @@ impl BatteryStep {
             p = p.min(cap.max(0.0));
         }
         p = p.clamp(-self.max_discharge_w.max(0.0), self.max_charge_w.max(0.0));
+        self.within_energy(p)
+    }
+
+    /// `p` (charge-positive) limited by the energy left before SoC max (or
+    /// above SoC min) within this step.
+    pub fn within_energy(&self, p: f64) -> f64 {
         if self.dt_s > 0.0 && self.capacity_wh > 0.0 {
             let wh_per_pct = self.capacity_wh / 100.0;
             let room = ((self.soc_max - self.soc) * wh_per_pct).max(0.0);
             let left = ((self.soc - self.soc_min) * wh_per_pct).max(0.0);
-            p = p.clamp(-left * 3600.0 / self.dt_s, room * 3600.0 / self.dt_s);
+            p.clamp(-left * 3600.0 / self.dt_s, room * 3600.0 / self.dt_s)
+        } else {
+            p
         }
-        p
     }
 
     /// SoC after running at `p` (charge-positive) for the step, kept within

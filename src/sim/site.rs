@@ -16,6 +16,7 @@ use tokio_util::task::TaskTracker;
 
 use super::device::{lock, Device, DeviceCell, Kind};
 use super::physics::{self, SimClock};
+use super::response::Clouds;
 use super::server::SimServer;
 use super::service::ServerShared;
 use super::{SimDeviceHandle, SimKind, SimSiteSpec, WriteEvent};
@@ -40,7 +41,8 @@ struct Physics {
     clock: SimClock,
     base_load_w: f64,
     devices: Vec<DeviceCell>,
-    last_ms: Mutex<i64>,
+    /// The simulated and the real time of the last step.
+    last: Mutex<(i64, Instant)>,
     weather: Mutex<Weather>,
 }
 
@@ -51,6 +53,18 @@ struct Weather {
     load_w: Option<f64>,
     /// Fraction of every inverter's rating the sun offers (0 to 1).
     sun: Option<f64>,
+    /// A cloud pattern and the real time it started; wins over `sun`.
+    clouds: Option<(Clouds, Instant)>,
+}
+
+impl Weather {
+    /// The sun's fraction set for `now`, if any.
+    fn sun_at(&self, now: Instant) -> Option<f64> {
+        match self.clouds {
+            Some((c, since)) => Some(c.sun_at(now.saturating_duration_since(since).as_secs_f64())),
+            None => self.sun,
+        }
+    }
 }
 
 impl SimSite {
@@ -96,7 +110,7 @@ impl SimSite {
             clock: SimClock::new(start_ms, spec.time_factor),
             base_load_w: spec.base_load_w,
             devices: all,
-            last_ms: Mutex::new(start_ms),
+            last: Mutex::new((start_ms, Instant::now())),
             weather: Mutex::new(Weather::default()),
         });
         tasks.spawn(run_physics(Arc::clone(&physics), cancel.child_token()));
@@ -184,9 +198,23 @@ impl SimSite {
     }
 
     /// Holds the sun at `fraction` (0 to 1) of every inverter's rating from the
-    /// next physics step on; `None` goes back to the sun curve.
+    /// next physics step on (and ends a cloud pattern); `None` goes back to the
+    /// sun curve.
     pub fn set_sun(&self, fraction: Option<f64>) {
-        self.physics.weather().sun = fraction.map(|f| f.clamp(0.0, 1.0));
+        let mut w = self.physics.weather();
+        w.sun = fraction.map(|f| f.clamp(0.0, 1.0));
+        w.clouds = None;
+    }
+
+    /// Runs a cloud pattern from now on (real time): the sun alternates between
+    /// `clouds.high` and `clouds.low`; [`SimSite::set_sun`] ends it.
+    pub fn set_clouds(&self, clouds: Clouds) {
+        let c = Clouds {
+            low: clouds.low.clamp(0.0, 1.0),
+            high: clouds.high.clamp(0.0, 1.0),
+            ..clouds
+        };
+        self.physics.weather().clouds = Some((c, Instant::now()));
     }
 
     /// The simulated clock, epoch ms.
@@ -250,17 +278,19 @@ impl Physics {
     /// time since the last step.
     fn step(&self, now: Instant) {
         let sim_ms = self.clock.at(now);
-        let dt_s = {
+        let (dt_s, real_dt_s) = {
             let mut last = self
-                .last_ms
+                .last
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let dt = (sim_ms - *last).max(0) as f64 / 1000.0;
-            *last = sim_ms;
-            dt
+            let dt = (sim_ms - last.0).max(0) as f64 / 1000.0;
+            let real_dt = now.saturating_duration_since(last.1).as_secs_f64();
+            *last = (sim_ms, now);
+            (dt, real_dt)
         };
         let real_s = self.clock.real_elapsed().as_secs_f64();
         let weather = *self.weather();
+        let sun = weather.sun_at(now);
         let load = weather
             .load_w
             .unwrap_or_else(|| physics::load_w(sim_ms, self.base_load_w));
@@ -271,7 +301,7 @@ impl Physics {
             d.check_revert(now);
             let d = &mut *d;
             match &mut d.kind {
-                Kind::Inverter(inv) => pv += inv.step(&mut d.map, sim_ms, dt_s, weather.sun),
+                Kind::Inverter(inv) => pv += inv.step(&mut d.map, sim_ms, (dt_s, real_dt_s), sun),
                 Kind::Battery(bat) => battery_rated += bat.rated_w(),
                 Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
             }
@@ -285,9 +315,16 @@ impl Physics {
                 Kind::Battery(bat) => {
                     let share = bat.rated_w() / battery_rated.max(1.0);
                     let own = surplus * share;
-                    battery += bat.step(&mut d.map, own, own.max(0.0), sim_ms, dt_s, real_s);
+                    battery += bat.step(
+                        &mut d.map,
+                        (own, own.max(0.0)),
+                        sim_ms,
+                        (dt_s, real_dt_s, real_s),
+                    );
                 }
-                Kind::Meter(meter) => meter.step(&mut d.map, load - pv - battery, sim_ms, dt_s),
+                Kind::Meter(meter) => {
+                    meter.step(&mut d.map, load - pv - battery, sim_ms, (dt_s, real_s));
+                }
                 Kind::Inverter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
             }
         }

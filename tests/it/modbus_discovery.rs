@@ -82,6 +82,7 @@ async fn maps_are_found_at_40000_then_0_then_50000_and_nowhere_else() {
                     serial: reference.to_uppercase(),
                     refuse_writes: false,
                     sunspec_base: base,
+                    response: sitegate::sim::SimResponse::IDEAL,
                 })
                 .collect(),
         }],

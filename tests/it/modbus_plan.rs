@@ -116,6 +116,7 @@ async fn setup(profile: Arc<Profile>, readable_gaps: bool) -> (SimSite, Port, De
                 serial: "S1".into(),
                 refuse_writes: false,
                 sunspec_base: 40000,
+                response: sitegate::sim::SimResponse::IDEAL,
             }],
         }],
         time_factor: 1.0,

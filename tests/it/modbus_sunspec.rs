@@ -83,6 +83,7 @@ async fn every_family_maps_to_the_vocabulary() {
                     serial: r.to_uppercase(),
                     refuse_writes: false,
                     sunspec_base: 40000,
+                    response: sitegate::sim::SimResponse::IDEAL,
                 })
                 .collect(),
         }],

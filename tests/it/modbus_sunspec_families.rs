@@ -88,6 +88,7 @@ fn spec(unit_id: u8, variant: Variant) -> SimDeviceSpec {
         serial: format!("FAM-{unit_id}"),
         refuse_writes: false,
         sunspec_base: 40000,
+        response: sitegate::sim::SimResponse::IDEAL,
     }
 }
 

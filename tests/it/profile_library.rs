@@ -485,6 +485,7 @@ fn profile_device(unit_id: u8, name: &str) -> SimDeviceSpec {
         serial: format!("SN-{unit_id}"),
         refuse_writes: false,
         sunspec_base: 40000,
+        response: sitegate::sim::SimResponse::IDEAL,
     }
 }
 
@@ -571,6 +572,7 @@ async fn scan_recognises_profile_devices_and_prints_a_valid_config() {
                     serial: "SN-1".into(),
                     refuse_writes: false,
                     sunspec_base: 40000,
+                    response: sitegate::sim::SimResponse::IDEAL,
                 },
                 profile_device(2, "abb-b2x"),
                 profile_device(3, "carlo-gavazzi-em24"),

@@ -74,6 +74,7 @@ fn spec(unit_id: u8, kind: SimKind) -> SimDeviceSpec {
         serial: format!("RTU-{unit_id}"),
         refuse_writes: false,
         sunspec_base: 40000,
+        response: sitegate::sim::SimResponse::IDEAL,
     }
 }
 

@@ -16,6 +16,7 @@ fn device(unit_id: u8, kind: SimKind) -> SimDeviceSpec {
         serial: format!("SN-{unit_id}"),
         refuse_writes: false,
         sunspec_base: 40000,
+        response: sitegate::sim::SimResponse::IDEAL,
     }
 }
 
@@ -123,6 +124,7 @@ async fn scan_on_a_serial_line_prints_a_valid_config() {
     let path = slave.name().expect("pty slave path");
     let off_by_one = SimDeviceSpec {
         sunspec_base: 40001,
+        response: sitegate::sim::SimResponse::IDEAL,
         ..device(
             4,
             SimKind::Fixed {

@@ -262,3 +262,84 @@ async fn the_time_factor_moves_pv_and_soc() {
     assert!(scaled(&m, &Model103::WH, U32, &Model103::WH_SF).unwrap() > wh0.floor());
     site.shutdown().await;
 }
+
+/// A lagging inverter follows a new limit in seconds, not at once; a late
+/// meter shows a load step only after its refresh and its reporting lag.
+#[tokio::test]
+async fn devices_follow_with_their_lag_and_the_meter_reports_late() {
+    use crate::sim::SimResponse;
+    use sunspec::models::model203::Model203;
+    let mut inv = inverter(INVERTER);
+    inv.response = SimResponse {
+        lag_s: 0.5,
+        ramp_percent_per_s: Some(20.0),
+        ..SimResponse::IDEAL
+    };
+    let mut mtr = meter(METER);
+    mtr.response = SimResponse {
+        refresh_ms: 1000,
+        report_lag_ms: 500,
+        ..SimResponse::IDEAL
+    };
+    let site = SimSite::start(site_spec(vec![inv, mtr], NOON, 1.0))
+        .await
+        .unwrap();
+    site.set_sun(Some(1.0));
+    site.set_load(Some(1_000.0));
+    let handle = site.device("sim", INVERTER).unwrap();
+    // Up from 0 W at most 2 kW a second (20 % of 10 kW).
+    sleep(Duration::from_millis(1050)).await;
+    let w = handle.state().ac_power_w;
+    assert!((500.0..=2_300.0).contains(&w), "{w}");
+    sleep(Duration::from_secs(6)).await;
+    approx(handle.state().ac_power_w, 10_000.0, 100.0);
+
+    // A 30 % limit: on the way down after 300 ms, there after 6 s.
+    let mut peer = Peer::connect(site.addr("sim").unwrap(), INVERTER).await;
+    assert_eq!(
+        peer.write1(M123 + Model123::W_MAX_LIM_PCT.offset, 3000)
+            .await,
+        Ok(())
+    );
+    assert_eq!(
+        peer.write1(M123 + Model123::W_MAX_LIM_ENA.offset, 1).await,
+        Ok(())
+    );
+    sleep(Duration::from_millis(300)).await;
+    let w = handle.state().ac_power_w;
+    assert!((4_000.0..=9_900.0).contains(&w), "{w}");
+    sleep(Duration::from_secs(6)).await;
+    approx(handle.state().ac_power_w, 3_000.0, 50.0);
+
+    // The meter: the grid is 1 kW − 3 kW = −2 kW; a 4 kW load step shows in
+    // the meter's state at once, in its registers only after the lag.
+    let mut mtr = Peer::connect(site.addr("sim").unwrap(), METER).await;
+    let grid = |m: &[u16]| scaled(m, &Model203::W, I16, &Model203::W_SF).unwrap();
+    let shown = grid(&mtr.model(203).await.1);
+    approx(shown, -2_000.0, 150.0);
+    let t0 = Instant::now();
+    site.set_load(Some(5_000.0));
+    sleep(Duration::from_millis(250)).await;
+    approx(
+        site.device("sim", METER).unwrap().state().ac_power_w,
+        2_000.0,
+        150.0,
+    );
+    let mut first_new = None;
+    while t0.elapsed() < Duration::from_secs(3) {
+        let shown = grid(&mtr.model(203).await.1);
+        if shown > 0.0 {
+            first_new = Some(t0.elapsed());
+            break;
+        }
+        sleep(Duration::from_millis(50)).await;
+    }
+    let at = first_new.expect("the meter shows the step within 3 s");
+    // At least the reporting lag, at most a refresh period plus the lag (and
+    // a physics step of slack).
+    assert!(
+        at >= Duration::from_millis(450) && at <= Duration::from_millis(1700),
+        "{at:?}"
+    );
+    site.shutdown().await;
+}

@@ -30,6 +30,7 @@ pub fn inverter(unit_id: u8) -> SimDeviceSpec {
         serial: format!("INV-{unit_id}"),
         refuse_writes: false,
         sunspec_base: crate::sim::DEFAULT_SUNSPEC_BASE,
+        response: crate::sim::SimResponse::IDEAL,
     }
 }
 
@@ -46,6 +47,7 @@ pub fn battery(unit_id: u8, initial_soc: f64) -> SimDeviceSpec {
         serial: format!("BAT-{unit_id}"),
         refuse_writes: false,
         sunspec_base: crate::sim::DEFAULT_SUNSPEC_BASE,
+        response: crate::sim::SimResponse::IDEAL,
     }
 }
 
@@ -56,6 +58,7 @@ pub fn meter(unit_id: u8) -> SimDeviceSpec {
         serial: format!("MTR-{unit_id}"),
         refuse_writes: false,
         sunspec_base: crate::sim::DEFAULT_SUNSPEC_BASE,
+        response: crate::sim::SimResponse::IDEAL,
     }
 }
 

@@ -12,6 +12,7 @@ fn device(variant: Variant, base: u16) -> Device {
         serial: "FIX-7".into(),
         refuse_writes: false,
         sunspec_base: base,
+        response: crate::sim::SimResponse::IDEAL,
     };
     Device::new(&spec, 30_000.0)
 }
