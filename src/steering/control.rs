@@ -191,7 +191,7 @@ impl SiteRuntime {
     pub fn evaluate(&self, signal: &SiteSignal, now: i64, live: &Live) -> Decision {
         let inputs = self.inputs(now, live);
         let reached = lock(&self.status).reached.clone();
-        let prev = *lock(&self.loop_state);
+        let prev = lock(&self.loop_state).clone();
         let site = Site {
             rules: &inputs.rules,
             batteries: &inputs.batteries,
@@ -281,7 +281,7 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
         };
         let d = site.evaluate(&signal, now, &live);
         site.publish(&d);
-        *lock(&site.loop_state) = d.loop_state;
+        *lock(&site.loop_state) = d.loop_state.clone();
         {
             let mut st = lock(&site.status);
             log_mode_change(&site.config.reference, st.grid.mode, &d);

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use super::alloc::{allocate_ess, allocate_production, site_soc, BatteryView, InverterView};
 use super::hold::{
-    hold, limit_for_output, Change, Held, ImportOrder, LoopMode, LoopSettings, LoopState, Meter,
+    cap_rule, hold, Change, Held, ImportOrder, LoopMode, LoopSettings, LoopState, Meter,
     ProductionPlan, Sensed, Side, SitePlan, StoragePlan,
 };
 use super::limits::{in_force, GridLimits, OperatorLimits};
@@ -17,6 +17,9 @@ use super::open_loop::{open_loop, Net};
 use super::signal::Active;
 use super::value::{Component, EssSetting};
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
+
+/// How long the grid loop expects a battery to keep charging, s.
+const SUSTAINED_CHARGE_S: f64 = 120.0;
 
 /// The site's fixed rules, from config.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,6 +48,8 @@ pub struct Measurements {
     pub online_battery_w: f64,
     /// The oldest reading among the meter and the online steered devices.
     pub readings_from_ms: i64,
+    /// When the online steered devices' readings were taken (their mean time).
+    pub supply_at_ms: i64,
     /// Limits a grid operator's signal sets now.
     pub operator: OperatorLimits,
 }
@@ -180,7 +185,13 @@ pub fn decide(
                 meter: meter.clone(),
                 battery_w: m.online_battery_w,
                 readings_from_ms: m.readings_from_ms,
-                charge_cap_w: charge_cap,
+                supply_at_ms: m.supply_at_ms,
+                // The loop counts only charging the batteries can keep up
+                // for a while: one about to be full would stop at once.
+                charge_cap_w: batteries
+                    .iter()
+                    .map(|b| b.charge_cap_for(SUSTAINED_CHARGE_S))
+                    .sum(),
                 discharge_cap_w: discharge_cap,
             };
             hold(settings, &limits, &plan, inverters, &sensed, prev)
@@ -196,14 +207,9 @@ pub fn decide(
     };
 
     let planned_batteries = storage_commands(rules.ess, batteries, plan.storage);
-    let plan_limit = match plan.production {
-        ProductionPlan::Limit(l) => Some(l),
-        _ => None,
-    };
-    let planned_inverters =
-        production_commands(rules.curtailment, inverters, plan.production, None);
+    let planned_inverters = production_commands(rules.curtailment, inverters, plan.production);
     let bats = storage_commands(rules.ess, batteries, held.storage);
-    let invs = production_commands(rules.curtailment, inverters, held.production, plan_limit);
+    let invs = production_commands(rules.curtailment, inverters, held.production);
 
     // Maximize grid import holds maxImport by definition: its devices stay its own.
     let by_loop = |side: Side| {
@@ -309,25 +315,23 @@ fn storage_commands(
     }
 }
 
-/// Per-inverter commands; a loop output never gives more than `cap`, the
-/// signal's own limit.
+/// Per-inverter commands: a site limit spread by the curtailment rule.
 fn production_commands(
     rule: CurtailmentFulfilment,
     inverters: &[InverterView],
     p: ProductionPlan,
-    cap: Option<f64>,
 ) -> Vec<Command> {
-    let limit = match p {
-        ProductionPlan::Release => return vec![Command::ProductionRelease; inverters.len()],
-        ProductionPlan::Limit(l) => l,
-        ProductionPlan::Output(o) => {
-            limit_for_output(rule, inverters, o).min(cap.unwrap_or(f64::INFINITY))
-        }
-    };
-    allocate_production(rule, inverters, limit)
-        .into_iter()
-        .map(Command::ProductionLimit)
-        .collect()
+    match p {
+        ProductionPlan::Release => vec![Command::ProductionRelease; inverters.len()],
+        ProductionPlan::Limit(l) => allocate_production(rule, inverters, l)
+            .into_iter()
+            .map(Command::ProductionLimit)
+            .collect(),
+        ProductionPlan::Cap(c) => allocate_production(cap_rule(rule), inverters, c)
+            .into_iter()
+            .map(Command::ProductionLimit)
+            .collect(),
+    }
 }
 
 fn changed_slots(before: &[Command], after: &[Command], offset: usize) -> Vec<usize> {

@@ -142,6 +142,7 @@ fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
     }
     let mut sum = 0.0;
     let mut oldest = i64::MAX;
+    let mut lag = 0;
     for id in meters {
         let cfg = live.config(*id);
         let s = live.snapshot(*id);
@@ -169,12 +170,14 @@ fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
             Some(r) => {
                 sum += r.value;
                 oldest = oldest.min(r.ts_ms);
+                lag = lag.max(cfg.report_lag_ms as i64);
             }
         }
     }
     Some(Meter::Fresh {
         grid_w: sum,
         ts_ms: oldest,
+        report_lag_ms: lag,
     })
 }
 
@@ -199,9 +202,12 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         _ => ctx.now_ms,
     };
     let mut online_battery_w = 0.0;
+    let (mut ts_sum, mut ts_n) = (0i64, 0i64);
     for id in devices.batteries.iter().chain(&devices.inverters) {
         if let Some(r) = power_reading(live, *id) {
             readings_from_ms = readings_from_ms.min(r.ts_ms);
+            ts_sum += r.ts_ms;
+            ts_n += 1;
             if devices.batteries.contains(id) {
                 online_battery_w += r.value;
             }
@@ -213,6 +219,7 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         production_w: sum_power(live, &devices.inverters),
         online_battery_w,
         readings_from_ms,
+        supply_at_ms: if ts_n > 0 { ts_sum / ts_n } else { ctx.now_ms },
         operator: ctx.operator,
     };
     let rated_production_w = site
@@ -227,13 +234,19 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         .map(|id| live.config(*id).poll_interval_ms as i64)
         .max()
         .unwrap_or(1000);
+    let report_lag = devices
+        .meters
+        .iter()
+        .map(|id| live.config(*id).report_lag_ms as i64)
+        .max()
+        .unwrap_or(0);
     let ramp = site.grid_loop.ramp_percent_per_s / 100.0;
     let grid_loop = site.grid_loop.enabled.then(|| LoopSettings {
         export_order: site.grid_loop.export_order,
         curtailment: site.curtailment_fulfilment,
         storage_ramp_w_per_s: ramp * batteries.iter().map(|b| b.rated_w).sum::<f64>(),
         production_ramp_w_per_s: ramp * inverters.iter().map(|i| i.rated_w).sum::<f64>(),
-        settle_ms: 2 * slowest_poll + site.control_interval_ms as i64,
+        settle_ms: 2 * slowest_poll + report_lag + site.control_interval_ms as i64,
     });
     let rules = SiteRules {
         ess: site.ess_fulfilment,

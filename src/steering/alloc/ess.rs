@@ -37,6 +37,19 @@ impl BatteryView {
             _ => self.max_charge_w.max(0.0),
         }
     }
+
+    /// Most it can keep charging for `secs` before its maximum SoC stops it
+    /// (its [`charge_cap`](Self::charge_cap) when SoC or capacity is unknown).
+    pub fn charge_cap_for(&self, secs: f64) -> f64 {
+        let cap = self.charge_cap();
+        match (self.soc, self.capacity_wh) {
+            (Some(soc), Some(wh)) if secs > 0.0 => {
+                let room_wh = ((self.soc_max - soc) / 100.0 * wh).max(0.0);
+                cap.min(room_wh * 3600.0 / secs)
+            }
+            _ => cap,
+        }
+    }
 }
 
 /// Per-battery setpoints (W, + discharge) and the target they sum to.

@@ -23,6 +23,7 @@ fn measured(grid: Option<f64>, battery: Option<f64>, production: Option<f64>) ->
         meter: grid.map(|g| Meter::Fresh {
             grid_w: g,
             ts_ms: 0,
+            report_lag_ms: 0,
         }),
         battery_w: battery,
         production_w: production,
