@@ -402,3 +402,31 @@ fn http_limits_have_defaults_and_bounds() {
         "{p:?}"
     );
 }
+
+#[test]
+fn a_meters_report_lag_and_the_simulator_section_are_checked() {
+    let meter = "\n[[devices]]\nreference = \"dvc_grid\"\nname = \"Grid\"\ntype = \"meter\"\nsite = \"ste_home\"\nbus = \"lan\"\nunit_id = 3\n";
+    let c = parse(&format!("{GOOD}{meter}")).unwrap();
+    assert_eq!(c.devices[2].report_lag_ms, DEFAULT_REPORT_LAG_MS);
+    assert_eq!(c.simulator, SimulatorConfig::default());
+    let c = parse(&format!("{GOOD}{meter}report_lag_ms = 700\n")).unwrap();
+    assert_eq!(c.devices[2].report_lag_ms, 700);
+
+    let text = format!(
+        "{}{meter}report_lag_ms = 70000\n\n[simulator]\ninverter = {{ lag_s = -1 }}\n\
+         meter = {{ refresh_ms = 90000 }}\n[simulator.devices.dvc_nobody]\nramp_percent_per_s = 0\n",
+        GOOD.replace("unit_id = 1\n", "unit_id = 1\nreport_lag_ms = 500\n")
+    );
+    let p = problems(&text);
+    for needle in [
+        "devices[0].report_lag_ms: applies to meters only",
+        "devices[2].report_lag_ms: must be 0 to 60000, found 70000",
+        "simulator.inverter.lag_s: must be 0 to 60 seconds, found -1",
+        "simulator.meter.refresh_ms: must be 0 to 60000, found 90000",
+        "simulator.devices.dvc_nobody.ramp_percent_per_s: must be above 0",
+        "simulator.devices.dvc_nobody: unknown device \"dvc_nobody\"",
+    ] {
+        assert!(has(&p, needle), "{needle} in {p:#?}");
+    }
+    assert_eq!(p.len(), 6, "{p:#?}");
+}

@@ -19,6 +19,7 @@ mod demo_grid;
 mod device_data;
 mod device_failure;
 mod grid_loop;
+mod grid_transitions;
 mod metrics;
 mod modbus_discovery;
 mod modbus_faults;

@@ -1,0 +1,146 @@
+//! The transitions the grid loop causes itself, on a simulated site whose
+//! inverters and batteries follow a setpoint with a 3 s lag (inverters ramp at
+//! most 10 % of their rating per second) and whose meter refreshes every
+//! second with the power of half a second before, over real sockets: the end
+//! of a tighter limit, the return of a lost meter and a returning sun never
+//! take the export past the limit that follows beyond its band, and a tight
+//! limit is held without a cycle.
+
+use std::time::{Duration, Instant};
+
+use crate::steering_support::*;
+use serde_json::json;
+
+/// The demo site with devices that respond like real ones.
+fn lagging_site() -> String {
+    let mut text = demo_site(1000, "");
+    text.push_str(
+        "\n[simulator]\ninverter = { lag_s = 3, ramp_percent_per_s = 10 }\n\
+         battery = { lag_s = 3 }\nmeter = { refresh_ms = 1000, report_lag_ms = 500 }\n",
+    );
+    text
+}
+
+fn export_w(rig: &Rig) -> f64 {
+    -rig.device("grid").state().ac_power_w
+}
+
+/// Watches the export at the simulated meter for `seconds`: its peak, W.
+async fn peak_export(rig: &Rig, seconds: u64) -> f64 {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut peak = f64::MIN;
+    while Instant::now() < until {
+        peak = peak.max(export_w(rig));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    peak
+}
+
+/// 40 kW and its band (2 %).
+const EXPORT_BAND: f64 = 40_800.0;
+
+async fn grid_limit(rig: &Rig, max_export_w: f64, seconds: i64) {
+    let body = json!({
+        "setting": {"maxExport": {"value": max_export_w, "unit": "W"}},
+        "validUntil": now_ms() + seconds * 1000,
+    });
+    let (s, v) = rig
+        .post(&format!("/sites/{SITE}/steering/grid-limit"), STEER, &body)
+        .await;
+    assert_eq!(s, 200, "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_end_of_a_tighter_limit_goes_to_what_the_configured_one_needs() {
+    let rig = Rig::start(&lagging_site()).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(0.95));
+    grid_limit(&rig, 10_000.0, 20).await;
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    let held = export_w(&rig);
+    assert!(held <= 10_500.0, "the 10 kW limit held: {held} W");
+    // The entry ends 20 s after it began: 40 kW again, and the storage and the
+    // inverters move there at their own pace.
+    let peak = peak_export(&rig, 35).await;
+    assert!(
+        peak <= EXPORT_BAND,
+        "the export reached {peak} W after the 10 kW limit ended; state: {}",
+        rig.state().await
+    );
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_return_of_a_lost_meter_goes_to_what_the_limit_needs() {
+    let rig = Rig::start_full(&lagging_site()).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(0.95));
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    rig.sim.stop_server("grid").await;
+    eventually("meter lost", Duration::from_secs(10), || async {
+        rig.state().await["gridLoop"]["mode"] == "meterLost"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    rig.sim.start_server("grid").await.expect("meter back");
+    let peak = peak_export(&rig, 25).await;
+    assert!(
+        peak <= EXPORT_BAND,
+        "the export reached {peak} W after the meter came back; state: {}",
+        rig.state().await
+    );
+    assert_ne!(rig.state().await["gridLoop"]["mode"], "meterLost");
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_returning_sun_meets_a_cap_already_in_place() {
+    let rig = Rig::start_full(&lagging_site()).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(1.0));
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let mut peak = f64::MIN;
+    for _ in 0..3 {
+        rig.sim.set_sun(Some(0.3));
+        peak = peak.max(peak_export(&rig, 7).await);
+        rig.sim.set_sun(Some(1.0));
+        peak = peak.max(peak_export(&rig, 7).await);
+    }
+    assert!(
+        peak <= EXPORT_BAND,
+        "a returning sun took the export to {peak} W; state: {}",
+        rig.state().await
+    );
+    rig.shutdown().await;
+}
+
+/// Fast devices (a 0.1 s lag) and a late meter: a meter reading taken after a
+/// change may still show the power of before it; acting on it would cycle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tight_limit_is_held_without_a_cycle() {
+    let text = lagging_site()
+        .replace("lag_s = 3, ramp", "lag_s = 0.1, ramp")
+        .replace("battery = { lag_s = 3 }", "battery = { lag_s = 0.1 }");
+    let rig = Rig::start_full(&text).await;
+    rig.sim.set_load(Some(10_000.0));
+    rig.sim.set_sun(Some(0.95));
+    for limit in [10_000.0, 0.0] {
+        grid_limit(&rig, limit, 300).await;
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        // Settled: never past its band (2 %, at least 500 W) and no swing,
+        // for 15 s.
+        let until = Instant::now() + Duration::from_secs(15);
+        let (mut lo, mut hi) = (f64::MAX, f64::MIN);
+        while Instant::now() < until {
+            let e = export_w(&rig);
+            (lo, hi) = (lo.min(e), hi.max(e));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            hi <= limit + 500.0 && lo >= limit - 6_000.0,
+            "a {limit} W limit: the export swung between {lo} W and {hi} W; state: {}",
+            rig.state().await
+        );
+    }
+    rig.shutdown().await;
+}
