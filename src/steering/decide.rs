@@ -48,8 +48,9 @@ pub struct Measurements {
     pub online_battery_w: f64,
     /// The oldest reading among the meter and the online steered devices.
     pub readings_from_ms: i64,
-    /// When the online steered devices' readings were taken (their mean time).
-    pub supply_at_ms: i64,
+    /// The latest power reading of each steered device (batteries, then
+    /// inverters): when it was taken and its value; `None` while offline.
+    pub readings: Vec<Option<(i64, f64)>>,
     /// Limits a grid operator's signal sets now.
     pub operator: OperatorLimits,
 }
@@ -185,7 +186,7 @@ pub fn decide(
                 meter: meter.clone(),
                 battery_w: m.online_battery_w,
                 readings_from_ms: m.readings_from_ms,
-                supply_at_ms: m.supply_at_ms,
+                readings: m.readings.clone(),
                 // The loop counts only charging the batteries can keep up
                 // for a while: one about to be full would stop at once.
                 charge_cap_w: batteries

@@ -148,8 +148,10 @@ pub struct Sensed {
     pub battery_w: f64,
     /// The oldest reading among the meter and the online commanded devices.
     pub readings_from_ms: i64,
-    /// When the commanded devices' readings were taken (their mean time).
-    pub supply_at_ms: i64,
+    /// The latest reading of each commanded device (batteries, then
+    /// inverters): when it was taken and its power, W (+ discharge and
+    /// production); `None` while it is offline.
+    pub readings: Vec<Option<(i64, f64)>>,
     /// Site totals of what the batteries may do now (SoC bounds applied).
     pub charge_cap_w: f64,
     pub discharge_cap_w: f64,
@@ -183,10 +185,6 @@ pub struct LoopState {
     pub storage_w: Option<f64>,
     /// What the released storage did on its own before the loop took it over.
     pub auto_w: Option<f64>,
-    /// The discharge a released storage was seen feeding into an export past
-    /// its aim (it was taken over for it): counted while it is released and
-    /// discharges, since it will do so again.
-    pub feed_w: f64,
     /// Since when the storage target and the production cap stand.
     pub storage_since_ms: i64,
     pub cap_since_ms: i64,
@@ -196,7 +194,7 @@ pub struct LoopState {
     /// The site-level outputs of last tick (`None` = released), for change detection.
     pub last_storage: Option<Option<f64>>,
     pub last_production: Option<Option<f64>>,
-    /// The supply by the time of its readings, for the load estimate.
+    /// The devices' readings by the time they were taken, for the load estimate.
     pub supply: History,
     pub at_ms: i64,
 }
@@ -304,7 +302,15 @@ pub fn hold(
     let rated = pv::rated(inverters);
     let supply_now = pv_now + s.battery_w;
     let mut supply = prev.supply.clone();
-    supply.record(s.supply_at_ms, supply_now);
+    supply.record(&s.readings);
+    // When the oldest of the devices' readings was taken.
+    let read_at = s
+        .readings
+        .iter()
+        .flatten()
+        .map(|(t, _)| *t)
+        .min()
+        .unwrap_or(s.now_ms);
 
     // The load: only from a meter reading that shows power from after the
     // last change and device readings taken after it (or, after a while,
@@ -318,7 +324,13 @@ pub fn hold(
     let (load, estimated_at_ms) = match prev.load {
         Some(l) if !fresh && !overdue => (l, prev.estimated_at_ms),
         _ => (
-            estimate::from_reading(grid_w, &supply, shows_from, meter_ts, supply_now),
+            estimate::from_reading(
+                grid_w,
+                &supply,
+                &s.readings,
+                (shows_from, meter_ts),
+                supply_now,
+            ),
             s.now_ms,
         ),
     };
@@ -379,6 +391,13 @@ pub fn hold(
                 (plan_x - cut).min(budget)
             }
         };
+        // A released storage that discharges while the production sits at
+        // the loop's cap stops: the production takes the load over (as the
+        // storage gives way, not before), and the storage keeps its energy.
+        let target = match plan.storage {
+            StoragePlan::Release if at_cap && plan_x > db => target.min(0.0),
+            _ => target,
+        };
         let target = target.max(-s.charge_cap_w).min(plan_x);
         // Take the storage over only for a move worth a write.
         if prev.storage_w.is_some() || target < plan_x - db {
@@ -386,13 +405,6 @@ pub fn hold(
         }
     }
     let export_storage = storage < plan_x - 1.0;
-    let feed_w = match plan.storage {
-        StoragePlan::Power(_) => 0.0,
-        StoragePlan::Release if export_storage => prev.feed_w.max(plan_x),
-        // Forgotten once it has been released a tick and stopped discharging.
-        StoragePlan::Release if prev.storage_w.is_some() || s.battery_w > db => prev.feed_w,
-        StoragePlan::Release => 0.0,
-    };
 
     // Import: charge less (maximize grid import), let the production run
     // (never past what the export allows), then discharge.
@@ -472,8 +484,14 @@ pub fn hold(
             settings.storage_ramp_w_per_s * dt_s,
         )
         .clamp(-s.charge_cap_w, s.discharge_cap_w);
-        // Handed back once within a deadband of the plan.
-        if !moved && (storage - plan_own).abs() < db.max(1.0) {
+        // Handed back once within a deadband of the plan; but not while the
+        // site imports and the production is still coming up to a cap that
+        // rose: a released storage would cover the import on its own and add
+        // to the production as it comes.
+        let rising = last_cap.is_some_and(|c| pv_now < c - margin)
+            && s.now_ms - prev.cap_since_ms < settings.settle_ms;
+        let hold_on = budget.is_some() && grid_w > db && rising;
+        if !moved && !hold_on && (storage - plan_own).abs() < db.max(1.0) {
             storage = plan_own;
             storage_taken = false;
         }
@@ -490,13 +508,11 @@ pub fn hold(
             let pv_worst = pv::worst(rule, inverters, Some(budget - storage));
             storage = storage.min((budget - pv_worst).max(s.battery_w));
         }
-        // A released storage runs its own logic: its discharge covers what
-        // the production leaves of the load (self-consumption) and gives way
-        // when the production rises, so only its charging counts, as what it
-        // absorbs now, and a discharge it was once seen feeding the grid with.
+        // The storage as it is now or where it goes, whichever gives more
+        // (a released storage: as it is; it may give way only in seconds).
         let storage_worst = match (storage_taken, plan.storage) {
             (true, _) => storage.max(s.battery_w),
-            (false, StoragePlan::Release) => s.battery_w.min(0.0) + feed_w,
+            (false, StoragePlan::Release) => s.battery_w.max(-s.charge_cap_w),
             (false, StoragePlan::Power(_)) => plan_x.max(s.battery_w),
         };
         let room = budget - storage_worst;
@@ -556,7 +572,7 @@ pub fn hold(
     let storage_told = match storage_out {
         StoragePlan::Power(t) => {
             let ongoing = prev.storage_w.is_some_and(|p| (p - t).abs() < db)
-                && s.supply_at_ms >= storage_since_ms + LEAD_AFTER_MS;
+                && read_at >= storage_since_ms + LEAD_AFTER_MS;
             let towards_safety = ongoing
                 && if import_held {
                     t > s.battery_w + db
@@ -577,7 +593,7 @@ pub fn hold(
         ProductionPlan::Cap(c)
             if c < pv_now - db
                 && last_cap.is_some_and(|l| (l - c).abs() < db)
-                && s.supply_at_ms >= cap_since_ms + LEAD_AFTER_MS =>
+                && read_at >= cap_since_ms + LEAD_AFTER_MS =>
         {
             ProductionPlan::Cap((c - LEAD * (pv_now - c)).max(0.0))
         }
@@ -669,7 +685,6 @@ pub fn hold(
             estimated_at_ms,
             storage_w: storage_taken.then_some(storage),
             auto_w: (plan.storage == StoragePlan::Release).then_some(auto_w),
-            feed_w,
             storage_since_ms,
             cap_since_ms,
             headroom_w: headroom,
@@ -778,7 +793,7 @@ pub fn meter_lost(
         });
     }
     let mut supply = prev.supply.clone();
-    supply.record(s.supply_at_ms, pv::measured(inverters) + s.battery_w);
+    supply.record(&s.readings);
     Held {
         storage: StoragePlan::Power(storage),
         production,

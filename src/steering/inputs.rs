@@ -202,12 +202,12 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         _ => ctx.now_ms,
     };
     let mut online_battery_w = 0.0;
-    let (mut ts_sum, mut ts_n) = (0i64, 0i64);
+    let mut readings = Vec::new();
     for id in devices.batteries.iter().chain(&devices.inverters) {
-        if let Some(r) = power_reading(live, *id) {
+        let reading = power_reading(live, *id);
+        readings.push(reading.map(|r| (r.ts_ms, r.value)));
+        if let Some(r) = reading {
             readings_from_ms = readings_from_ms.min(r.ts_ms);
-            ts_sum += r.ts_ms;
-            ts_n += 1;
             if devices.batteries.contains(id) {
                 online_battery_w += r.value;
             }
@@ -219,7 +219,7 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         production_w: sum_power(live, &devices.inverters),
         online_battery_w,
         readings_from_ms,
-        supply_at_ms: if ts_n > 0 { ts_sum / ts_n } else { ctx.now_ms },
+        readings,
         operator: ctx.operator,
     };
     let rated_production_w = site

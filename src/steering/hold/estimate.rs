@@ -3,9 +3,9 @@
 //! production + storage, + discharge).
 //!
 //! A meter reading shows the power of some moment between the read and its
-//! reporting lag before it, and the devices may have moved in between. The
-//! supply is kept by the time its readings were taken, so a reading is paired
-//! with the supply over exactly the span it may show: the load is then known
+//! reporting lag before it, and the devices may have moved in between. Each
+//! device's readings are kept by the time they were taken, so a reading is
+//! paired with the supply over exactly the span it may show: the load is then known
 //! to a range, the lowest (the supply at its lowest over the span), which the
 //! export limit is held against, and the highest, which the import limit is
 //! held against. Pure: times are passed in.
@@ -33,55 +33,78 @@ impl Load {
     }
 }
 
-/// The site's supply (the commanded devices' measured powers, + discharge
-/// and production) by the time its readings were taken, oldest first.
+/// Each commanded device's power readings by the time they were taken,
+/// oldest first, in the order of the site's steered devices.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct History(VecDeque<(i64, f64)>);
+pub struct History(Vec<VecDeque<(i64, f64)>>);
+
+/// The latest reading of each steered device: (taken at, W, + discharge and
+/// production); `None` while it is offline.
+pub type Readings = [Option<(i64, f64)>];
 
 impl History {
-    /// Records the supply of readings taken at `at_ms` (a time already
-    /// recorded, or an older one, replaces nothing: readings do not go back)
-    /// and forgets what no meter reading can need.
-    pub fn record(&mut self, at_ms: i64, supply_w: f64) {
-        if self.0.back().is_some_and(|(t, _)| *t >= at_ms) {
-            return;
+    /// Records the readings (one already recorded, or an older one, adds
+    /// nothing: readings do not go back) and forgets what no meter reading
+    /// can need.
+    pub fn record(&mut self, readings: &Readings) {
+        if self.0.len() != readings.len() {
+            self.0 = vec![VecDeque::new(); readings.len()];
         }
-        self.0.push_back((at_ms, supply_w));
-        while self.0.len() > MAX_ENTRIES || (self.0.len() > 1 && self.0[1].0 < at_ms - KEEP_MS) {
-            self.0.pop_front();
-        }
-    }
-
-    /// The supply at `t_ms`, between the readings around it (the first or
-    /// last reading outside them).
-    fn at(&self, t_ms: i64) -> Option<f64> {
-        let after = self.0.iter().position(|(t, _)| *t >= t_ms);
-        match after {
-            None => self.0.back().map(|(_, w)| *w),
-            Some(0) => self.0.front().map(|(_, w)| *w),
-            Some(k) => {
-                let (t0, w0) = self.0[k - 1];
-                let (t1, w1) = self.0[k];
-                let f = (t_ms - t0) as f64 / (t1 - t0).max(1) as f64;
-                Some(w0 + f * (w1 - w0))
+        for (series, r) in self.0.iter_mut().zip(readings) {
+            let Some((at_ms, w)) = *r else { continue };
+            if series.back().is_some_and(|(t, _)| *t >= at_ms) {
+                continue;
+            }
+            series.push_back((at_ms, w));
+            while series.len() > MAX_ENTRIES || (series.len() > 1 && series[1].0 < at_ms - KEEP_MS)
+            {
+                series.pop_front();
             }
         }
     }
 
-    /// The lowest and highest supply over `from_ms..=to_ms`; `None` with
-    /// nothing recorded.
-    pub fn extremes(&self, from_ms: i64, to_ms: i64) -> Option<(f64, f64)> {
-        let ends = [self.at(from_ms)?, self.at(to_ms)?];
-        let inside = self
+    /// The lowest and highest supply of the devices online now (`readings`)
+    /// over `from_ms..=to_ms`, each device between its readings; `None`
+    /// with nothing recorded.
+    pub fn extremes(&self, readings: &Readings, from_ms: i64, to_ms: i64) -> Option<(f64, f64)> {
+        let online: Vec<&VecDeque<(i64, f64)>> = self
             .0
             .iter()
-            .filter(|(t, _)| (from_ms..=to_ms).contains(t))
-            .map(|(_, w)| *w);
+            .zip(readings)
+            .filter(|(s, r)| r.is_some() && !s.is_empty())
+            .map(|(s, _)| s)
+            .collect();
+        if online.is_empty() {
+            return None;
+        }
+        // Each device is linear between its readings: the sum's extremes lie
+        // at the span's ends or at a reading.
+        let inside = online
+            .iter()
+            .flat_map(|s| s.iter().map(|(t, _)| *t))
+            .filter(|t| (from_ms..=to_ms).contains(t));
+        let sum = |t: i64| online.iter().map(|s| at(s, t)).sum::<f64>();
         Some(
-            ends.into_iter()
+            [from_ms, to_ms]
+                .into_iter()
                 .chain(inside)
+                .map(sum)
                 .fold((f64::MAX, f64::MIN), |(lo, hi), w| (lo.min(w), hi.max(w))),
         )
+    }
+}
+
+/// A device's power at `t_ms`, between the readings around it (the first or
+/// last reading outside them). `series` is not empty.
+fn at(series: &VecDeque<(i64, f64)>, t_ms: i64) -> f64 {
+    match series.iter().position(|(t, _)| *t >= t_ms) {
+        None => series.back().map_or(0.0, |(_, w)| *w),
+        Some(0) => series[0].1,
+        Some(k) => {
+            let (t0, w0) = series[k - 1];
+            let (t1, w1) = series[k];
+            w0 + (t_ms - t0) as f64 / (t1 - t0).max(1) as f64 * (w1 - w0)
+        }
     }
 }
 
@@ -91,12 +114,12 @@ impl History {
 pub fn from_reading(
     grid_w: f64,
     history: &History,
-    from_ms: i64,
-    to_ms: i64,
+    readings: &Readings,
+    (from_ms, to_ms): (i64, i64),
     supply_now_w: f64,
 ) -> Load {
     let (lo, hi) = history
-        .extremes(from_ms, to_ms)
+        .extremes(readings, from_ms, to_ms)
         .unwrap_or((supply_now_w, supply_now_w));
     Load {
         low_w: grid_w + lo,
@@ -111,22 +134,33 @@ mod tests {
     #[test]
     fn a_reading_is_paired_with_the_supply_of_its_span() {
         let mut h = History::default();
-        for (t, w) in [(0, 10.0), (1000, 20.0), (2000, 30.0), (3000, 25.0)] {
-            h.record(t, w);
+        // A battery read at whole seconds, an inverter at half seconds.
+        for (t, bat, pv) in [
+            (0, 10.0, 0.0),
+            (1000, 20.0, 0.0),
+            (2000, 30.0, 10.0),
+            (3000, 25.0, 10.0),
+        ] {
+            h.record(&[Some((t, bat)), Some((t + 500, pv))]);
         }
+        let now = [Some((3000, 25.0)), Some((3500, 10.0))];
         // Readings never go back in time.
-        h.record(2500, 99.0);
-        assert_eq!(h.at(1500), Some(25.0));
-        assert_eq!(h.at(-10), Some(10.0));
-        assert_eq!(h.at(9000), Some(25.0));
-        // 1500..2500: 25 at the start, 30 inside, 27.5 at the end.
-        assert_eq!(h.extremes(1500, 2500), Some((25.0, 30.0)));
-        assert_eq!(h.extremes(0, 500), Some((10.0, 15.0)));
-        let l = from_reading(-5.0, &h, 1500, 2500, 0.0);
-        assert_eq!((l.low_w, l.high_w), (20.0, 25.0));
-        assert_eq!(l.mid_w(), 22.5);
+        h.record(&[Some((2500, 99.0)), Some((3500, 10.0))]);
+        // 1500..2500: the battery 25 → 30 → 27.5, the inverter 0 → 5 → 10.
+        assert_eq!(h.extremes(&now, 1500, 2500), Some((25.0, 37.5)));
+        // An offline device counts for nothing.
         assert_eq!(
-            from_reading(-5.0, &History::default(), 0, 10, 7.0),
+            h.extremes(&[Some((3000, 25.0)), None], 1500, 2500),
+            Some((25.0, 30.0))
+        );
+        // Before and after the readings: the first and the last.
+        assert_eq!(h.extremes(&now, -500, -100), Some((10.0, 10.0)));
+        assert_eq!(h.extremes(&now, 8000, 9000), Some((35.0, 35.0)));
+        let l = from_reading(-5.0, &h, &now, (1500, 2500), 0.0);
+        assert_eq!((l.low_w, l.high_w), (20.0, 32.5));
+        assert_eq!(l.mid_w(), 26.25);
+        assert_eq!(
+            from_reading(-5.0, &History::default(), &[None], (0, 10), 7.0),
             Load {
                 low_w: 2.0,
                 high_w: 2.0
@@ -135,18 +169,21 @@ mod tests {
     }
 
     #[test]
-    fn old_entries_are_forgotten() {
+    fn old_readings_are_forgotten() {
         let mut h = History::default();
         for t in 0..100 {
-            h.record(t * 1000, t as f64);
+            h.record(&[Some((t * 1000, t as f64))]);
         }
         // 30 s kept, and one before them.
-        assert_eq!(h.0.len(), 32);
-        assert_eq!(h.extremes(0, 99_000), Some((68.0, 99.0)));
+        assert_eq!(h.0[0].len(), 32);
+        assert_eq!(
+            h.extremes(&[Some((99_000, 99.0))], 0, 99_000),
+            Some((68.0, 99.0))
+        );
         let mut h = History::default();
         for t in 0..2000 {
-            h.record(t, 1.0);
+            h.record(&[Some((t, 1.0))]);
         }
-        assert_eq!(h.0.len(), MAX_ENTRIES);
+        assert_eq!(h.0[0].len(), MAX_ENTRIES);
     }
 }

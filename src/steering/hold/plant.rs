@@ -251,14 +251,13 @@ impl Plant {
             .map(|r| r.ts)
             .min()
             .unwrap_or(self.now);
-        let ts: Vec<i64> = self
-            .pv_readings
-            .iter()
-            .chain(&self.bat_readings)
-            .map(|r| r.ts)
-            .collect();
         Measurements {
-            supply_at_ms: ts.iter().sum::<i64>() / ts.len().max(1) as i64,
+            readings: self
+                .bat_readings
+                .iter()
+                .chain(&self.pv_readings)
+                .map(|r| Some((r.ts, r.value)))
+                .collect(),
             meter: Some(meter),
             battery_w: Some(bat),
             production_w: Some(self.pv_readings.iter().map(|r| r.value).sum()),

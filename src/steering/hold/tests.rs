@@ -127,7 +127,12 @@ impl Plant {
             production_w: Some(self.pv().iter().sum()),
             online_battery_w: bat,
             readings_from_ms: now - 1,
-            supply_at_ms: now - 1,
+            readings: self
+                .battery()
+                .into_iter()
+                .chain(self.pv())
+                .map(|w| Some((now - 1, w)))
+                .collect(),
             ..Measurements::default()
         }
     }

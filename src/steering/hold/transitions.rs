@@ -152,3 +152,21 @@ fn a_sun_step_meets_the_cap() {
         assert!(peak <= 0.0, "lag {lag} s: {peak:.0} W over the limit");
     }
 }
+
+/// Under zero export a load step up lets the cap rise; a released battery that
+/// covers the new load meanwhile gives way only with its lag, and the cap
+/// rises no faster than it does.
+#[test]
+fn a_cap_rising_under_zero_export_waits_for_the_storage_to_give_way() {
+    for lag in LAGS {
+        for soc in [50.0, 95.0] {
+            let mut p = site(lag, soc);
+            p.load_w = 10_000.0;
+            p.run(40_000, &|_| grid_limit(0.0));
+            p.load_w = 25_000.0;
+            let trace = p.run(40_000, &|_| grid_limit(0.0));
+            let what = format!("zero export, load 10 -> 25 kW, SoC {soc} %");
+            assert_held(&what, lag, export_over(&trace, &|_| 0.0));
+        }
+    }
+}
