@@ -151,7 +151,13 @@ async fn trace(rig: &Rig, event: Instant, seconds: f64) -> Vec<Sample> {
     let until = Instant::now() + Duration::from_secs_f64(seconds);
     let mut out = Vec::new();
     while Instant::now() < until {
-        let t = Instant::now().duration_since(event).as_secs_f64();
+        let now = Instant::now();
+        // Seconds since the event, negative before it.
+        let t = if now >= event {
+            now.duration_since(event).as_secs_f64()
+        } else {
+            -event.duration_since(now).as_secs_f64()
+        };
         out.push(sample(rig, t));
         tokio::time::sleep(SAMPLE).await;
     }
