@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::control::SiteRuntime;
+use super::runtime::SiteRuntime;
 use super::view::SiteState;
 use super::SteeringService;
 

@@ -3,70 +3,21 @@
 //! bus, each value mapped to import and export limits that win over every
 //! partner signal (`docs/steering.md`: a grid operator's limits come first).
 //!
-//! `limits_of` and `combine` are pure; `run` is the reading task, one per
-//! signal. It writes what it read into the site's runtime and wakes the control
-//! loop; it never commands a device.
+//! `run` is the reading task, one per signal (the mapping is `operator.rs`'s).
+//! It writes what it read into the site's runtime and wakes the control loop;
+//! it never commands a device.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::control::SiteRuntime;
-use super::limits::OperatorLimits;
-use crate::config::{GridSignalConfig, GridSignalLevel};
+use super::operator::limits_of;
+use super::runtime::SiteRuntime;
+use crate::config::GridSignalConfig;
 use crate::modbus::bus::{Op, OpOutput};
 use crate::modbus::BusHandle;
 use crate::model::time::now_ms;
-
-/// What one signal says now.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SignalStatus {
-    pub name: String,
-    /// The inputs last read, input 1 in bit 0.
-    pub value: Option<u16>,
-    /// The last read succeeded.
-    pub online: bool,
-    /// The limits the signal sets now.
-    pub limits: OperatorLimits,
-    pub error: Option<String>,
-}
-
-/// The limits of the level for `value`. A value no level lists is taken as the
-/// tightest level of each direction (a grid operator's signal is obeyed, not
-/// guessed).
-pub fn limits_of(
-    levels: &[GridSignalLevel],
-    value: u16,
-    rated_production_w: f64,
-) -> OperatorLimits {
-    let w = |l: &GridSignalLevel| OperatorLimits {
-        max_import_w: l.max_import.map(|p| p.watts(rated_production_w)),
-        max_export_w: l.max_export.map(|p| p.watts(rated_production_w)),
-    };
-    if let Some(l) = levels.iter().find(|l| l.value == value) {
-        return w(l);
-    }
-    let all: Vec<OperatorLimits> = levels.iter().map(w).collect();
-    OperatorLimits {
-        max_import_w: all.iter().filter_map(|l| l.max_import_w).reduce(f64::min),
-        max_export_w: all.iter().filter_map(|l| l.max_export_w).reduce(f64::min),
-    }
-}
-
-/// The tightest of several signals, per direction.
-pub fn combine(statuses: &[SignalStatus]) -> OperatorLimits {
-    let min = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    };
-    statuses
-        .iter()
-        .fold(OperatorLimits::default(), |acc, s| OperatorLimits {
-            max_import_w: min(acc.max_import_w, s.limits.max_import_w),
-            max_export_w: min(acc.max_export_w, s.limits.max_export_w),
-        })
-}
 
 /// Reads signal `index` of `site` every poll interval until `cancel`.
 pub async fn run(
@@ -145,54 +96,5 @@ pub async fn run(
             () = cancel.cancelled() => break,
             () = tokio::time::sleep(every) => {}
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::PowerShare;
-
-    fn level(value: u16, export_pct: f64) -> GridSignalLevel {
-        GridSignalLevel {
-            value,
-            max_import: None,
-            max_export: Some(PowerShare::Percent(export_pct)),
-        }
-    }
-
-    #[test]
-    fn levels_map_values_and_unknown_values_are_the_tightest() {
-        let levels = [
-            level(0, 100.0),
-            level(1, 60.0),
-            level(2, 30.0),
-            level(4, 0.0),
-        ];
-        assert_eq!(limits_of(&levels, 1, 50_000.0).max_export_w, Some(30_000.0));
-        assert_eq!(limits_of(&levels, 4, 50_000.0).max_export_w, Some(0.0));
-        assert_eq!(limits_of(&levels, 3, 50_000.0).max_export_w, Some(0.0));
-        assert_eq!(limits_of(&levels, 0, 50_000.0).max_import_w, None);
-        let kw = GridSignalLevel {
-            value: 1,
-            max_import: Some(PowerShare::Watts(4_200.0)),
-            max_export: None,
-        };
-        assert_eq!(limits_of(&[kw], 1, 0.0).max_import_w, Some(4_200.0));
-    }
-
-    #[test]
-    fn several_signals_combine_to_the_tightest() {
-        let s = |i: Option<f64>, x: Option<f64>| SignalStatus {
-            limits: OperatorLimits {
-                max_import_w: i,
-                max_export_w: x,
-            },
-            ..SignalStatus::default()
-        };
-        let c = combine(&[s(None, Some(30_000.0)), s(Some(4_200.0), Some(10_000.0))]);
-        assert_eq!(c.max_import_w, Some(4_200.0));
-        assert_eq!(c.max_export_w, Some(10_000.0));
-        assert_eq!(combine(&[]), OperatorLimits::default());
     }
 }

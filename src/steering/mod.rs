@@ -27,9 +27,11 @@ pub mod hold;
 pub mod inputs;
 pub mod limits;
 pub mod open_loop;
+pub mod operator;
 pub mod persist;
 pub mod report;
 pub mod request;
+pub mod runtime;
 pub mod service;
 pub mod signal;
 pub mod sqlite;
@@ -60,8 +62,8 @@ use crate::modbus::{BusHandle, DeviceMaps};
 use crate::model::time::now_ms;
 use crate::telemetry::Live;
 use audit::AuditEvent;
-use control::SiteRuntime;
 use inputs::SiteDevices;
+use runtime::SiteRuntime;
 
 /// Device-write records queued for the store at most; beyond that they are
 /// dropped with a warning (a write is never held up by its record).

@@ -16,9 +16,9 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::alloc::site_soc;
 use super::audit::{AuditEvent, AuditKind, RequestBody};
-use super::control::SiteRuntime;
 use super::persist::{Commit, PersistError, SteeringStore, IDEMPOTENCY_MS};
 use super::request::{Answer, ConfiguredLimits, Context, RawBody, SteeringRequest};
+use super::runtime::SiteRuntime;
 use super::signal::SiteSignal;
 use super::value::Component;
 use super::view::{Allocation, SiteState, SiteView};
@@ -270,7 +270,7 @@ impl Change {
         next.prune(now);
         next.apply(req, "dryRun", now);
         let d = self.site.evaluate(&next, now, live);
-        self.site.allocation(&d, live)
+        Allocation::of(&self.site, &d, live)
     }
 
     /// Makes `req` durable (the changed timelines, the audit record with `body`

@@ -5,11 +5,11 @@
 //! their renderings are. Read-only; nothing here changes state or knows a wire
 //! format.
 
-use super::control::SiteRuntime;
-use super::decide::{Command, GridStatus};
-use super::grid_signal::SignalStatus;
+use super::decide::{Command, Decision, GridStatus};
 use super::limits::{GridLimits, Limit};
+use super::operator::SignalStatus;
 use super::report::{DeviceReport, State};
+use super::runtime::SiteRuntime;
 use super::signal::{Active, SiteSignal, StoredEntry};
 use super::value::Component;
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
@@ -233,4 +233,19 @@ pub struct Allocation {
     pub setpoint_w: Option<f64>,
     /// The setpoint is the component's fallback.
     pub fallback: bool,
+}
+
+impl Allocation {
+    /// Each steered device's setpoint in `d`, as a dry run shows them.
+    pub fn of(site: &SiteRuntime, d: &Decision, live: &Live) -> Vec<Allocation> {
+        site.steered()
+            .zip(site.desired_of(d))
+            .map(|((_, id), want)| Allocation {
+                device: live.config(id).reference.clone(),
+                component: want.shown,
+                setpoint_w: setpoint_w(want.command),
+                fallback: want.component.is_none(),
+            })
+            .collect()
+    }
 }

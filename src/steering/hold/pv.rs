@@ -10,6 +10,20 @@
 use super::super::alloc::{allocate_production, InverterView};
 use crate::config::CurtailmentFulfilment;
 
+/// How the loop's own cap is spread: by priority where the site curtails by
+/// priority, else `dynamic` (proportional shares, where an inverter producing
+/// below its share keeps a little room above what it produces and gives the
+/// rest to the others: the limits still sum to the cap, so a returning sun
+/// cannot pass it, and a shaded inverter costs the others nothing).
+pub fn cap_rule(site_rule: CurtailmentFulfilment) -> CurtailmentFulfilment {
+    match site_rule {
+        CurtailmentFulfilment::Priority => CurtailmentFulfilment::Priority,
+        CurtailmentFulfilment::Proportional | CurtailmentFulfilment::Dynamic => {
+            CurtailmentFulfilment::Dynamic
+        }
+    }
+}
+
 /// The measured production of the online inverters, W.
 pub fn measured(inv: &[InverterView]) -> f64 {
     inv.iter()

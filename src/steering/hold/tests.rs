@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use proptest::prelude::*;
 
 use super::*;
-use crate::config::{EssFallback, EssFulfilment};
+use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder};
 use crate::model::PowerValue;
 use crate::steering::alloc::BatteryView;
 use crate::steering::decide::{decide, Command, Measurements, Site, SiteRules};

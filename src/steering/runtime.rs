@@ -1,0 +1,238 @@
+//! A site's runtime state: its config, devices, signal, the grid loop's memory,
+//! the last evaluation's status and the channels to its actuators. Below the
+//! tasks that share it (the control loop, the grid-signal readers, the
+//! actuators) and the views that read it: it imports none of them.
+//!
+//! Plain state behind short locks; it starts no task and does no I/O.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{watch, Notify};
+
+use super::decide::{decide, Command, Decision, GridStatus, Note, Site};
+use super::hold::LoopState;
+use super::inputs::{gather, Context, SiteDevices};
+use super::operator::{combine, SignalStatus};
+use super::report::{Desired, DeviceReport};
+use super::signal::SiteSignal;
+use super::stats::WriteCounters;
+use super::value::Component;
+use crate::config::SiteConfig;
+use crate::liveness::Heartbeat;
+use crate::model::DeviceId;
+use crate::telemetry::Live;
+
+/// What the last evaluation found, for the steering state.
+#[derive(Clone, Debug, Default)]
+pub struct LoopStatus {
+    pub notes: Vec<Note>,
+    /// `untilSoc` requests whose target was reached (idle for the rest of them).
+    pub reached: BTreeSet<String>,
+    pub evaluated_at_ms: Option<i64>,
+    /// The count of committed changes (`SiteRuntime::committed`) the last
+    /// evaluation saw; `None` before the first.
+    pub evaluated_revision: Option<u64>,
+    /// The grid loop's mode and the limits in force.
+    pub grid: GridStatus,
+    /// Times the grid meter was lost (the safe state entered).
+    pub meter_lost_total: u64,
+}
+
+/// One site: config, devices, signal, and the channels to its actuators.
+pub struct SiteRuntime {
+    pub config: SiteConfig,
+    pub devices: SiteDevices,
+    /// Locked across the store commit of a change, so that changes reach memory in
+    /// the order they reached the disk (an `Arc` so that a change in progress
+    /// can own the lock).
+    pub signal: Arc<tokio::sync::Mutex<SiteSignal>>,
+    /// Changes committed to `signal` since start, counted under its lock.
+    committed: AtomicU64,
+    pub wake: Notify,
+    /// Notified when what `GET /sites/{s}/steering` shows may have changed (an
+    /// evaluation, which every committed change wakes; a device report); `feed`
+    /// checks.
+    pub changed: Arc<Notify>,
+    /// Batteries, then inverters, in config order (the order of `steered`).
+    pub reports: Arc<Mutex<Vec<DeviceReport>>>,
+    pub status: Mutex<LoopStatus>,
+    /// Write counters, by the same slot as `reports`.
+    pub writes: Arc<[WriteCounters]>,
+    /// The control loop's heartbeat, for the watchdog.
+    pub heartbeat: Heartbeat,
+    /// What each grid operator's signal says now (written by `grid_signal::run`).
+    pub signals: Mutex<Vec<SignalStatus>>,
+    /// What the grid loop keeps from one tick to the next.
+    loop_state: Mutex<LoopState>,
+    desired: Vec<watch::Sender<Option<Desired>>>,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data; keep serving it after a panic elsewhere.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SiteRuntime {
+    pub fn new(config: SiteConfig, devices: SiteDevices, signal: SiteSignal, live: &Live) -> Self {
+        let steered = devices.batteries.iter().chain(&devices.inverters);
+        let reports = steered
+            .clone()
+            .map(|id| DeviceReport::new(&live.config(*id).reference))
+            .collect();
+        let writes = steered.clone().map(|_| WriteCounters::default()).collect();
+        let heartbeat = Heartbeat::new(format!("control loop {}", config.reference));
+        let desired = steered.map(|_| watch::channel(None).0).collect();
+        let signals = config
+            .grid_signals
+            .iter()
+            .map(|g| SignalStatus {
+                name: g.name.clone(),
+                ..SignalStatus::default()
+            })
+            .collect();
+        Self {
+            config,
+            devices,
+            signal: Arc::new(tokio::sync::Mutex::new(signal)),
+            committed: AtomicU64::new(0),
+            wake: Notify::new(),
+            changed: Arc::new(Notify::new()),
+            reports: Arc::new(Mutex::new(reports)),
+            status: Mutex::new(LoopStatus::default()),
+            writes,
+            heartbeat,
+            signals: Mutex::new(signals),
+            loop_state: Mutex::new(LoopState::default()),
+            desired,
+        }
+    }
+
+    /// Steered devices (batteries, then inverters) with their report slot.
+    pub fn steered(&self) -> impl Iterator<Item = (usize, DeviceId)> + '_ {
+        self.devices
+            .batteries
+            .iter()
+            .chain(&self.devices.inverters)
+            .copied()
+            .enumerate()
+    }
+
+    /// A receiver of the desired setpoint of the device in `slot`.
+    pub fn subscribe(&self, slot: usize) -> Option<watch::Receiver<Option<Desired>>> {
+        self.desired.get(slot).map(watch::Sender::subscribe)
+    }
+
+    pub fn reports(&self) -> Vec<DeviceReport> {
+        lock(&self.reports).clone()
+    }
+
+    pub fn status(&self) -> LoopStatus {
+        lock(&self.status).clone()
+    }
+
+    /// Counts a change committed to the signal and wakes the control loop.
+    /// Called with the signal's lock held, after the change is in memory.
+    pub fn committed_change(&self) {
+        self.committed.fetch_add(1, Ordering::SeqCst);
+        self.wake.notify_one();
+    }
+
+    /// Whether the last evaluation saw every committed change. Read with the
+    /// signal's lock held, so no change can slip in between.
+    pub fn evaluated_every_change(&self) -> bool {
+        lock(&self.status).evaluated_revision == Some(self.committed.load(Ordering::SeqCst))
+    }
+
+    /// The limit each inverter was last told (`None`: released or not yet told).
+    fn inverter_limits(&self) -> Vec<Option<f64>> {
+        let n = self.devices.batteries.len();
+        self.desired[n..]
+            .iter()
+            .map(|tx| match tx.borrow().as_ref().map(|d| d.command) {
+                Some(Command::ProductionLimit(w)) => Some(w),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What the site's inputs are now, as the control loop sees them.
+    pub fn inputs(&self, now: i64, live: &Live) -> super::inputs::Inputs {
+        let limits = self.inverter_limits();
+        let ctx = Context {
+            now_ms: now,
+            inverter_limits: &limits,
+            operator: combine(&lock(&self.signals)),
+        };
+        gather(live, &self.config, &self.devices, &ctx)
+    }
+
+    /// Changes the status of grid signal `index`; returns what `f` returns.
+    pub fn update_signal<R>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&mut SignalStatus) -> R,
+    ) -> Option<R> {
+        lock(&self.signals).get_mut(index).map(f)
+    }
+
+    /// What each grid signal says now.
+    pub fn signal_statuses(&self) -> Vec<SignalStatus> {
+        lock(&self.signals).clone()
+    }
+
+    /// What `signal` would make of the site now (the grid loop's memory is read,
+    /// not changed: the control loop keeps what it decides).
+    pub fn evaluate(&self, signal: &SiteSignal, now: i64, live: &Live) -> Decision {
+        let inputs = self.inputs(now, live);
+        let reached = lock(&self.status).reached.clone();
+        let prev = lock(&self.loop_state).clone();
+        let site = Site {
+            rules: &inputs.rules,
+            batteries: &inputs.batteries,
+            inverters: &inputs.inverters,
+            measurements: &inputs.measurements,
+        };
+        decide(&site, &signal.active(now), &reached, &prev, now)
+    }
+
+    /// What each steered device gets from a decision (batteries, then inverters).
+    pub fn desired_of(&self, d: &Decision) -> Vec<Desired> {
+        let bat = d.batteries.iter().map(|c| Desired {
+            command: *c,
+            component: d.storage_by,
+            shown: d.storage_by.unwrap_or(Component::Ess),
+        });
+        let inv = d.inverters.iter().map(|c| Desired {
+            command: *c,
+            component: d.production_by,
+            shown: d.production_by.unwrap_or(Component::Curtailment),
+        });
+        bat.chain(inv).collect()
+    }
+
+    /// Hands each actuator its device's desired setpoint.
+    pub(super) fn publish(&self, d: &Decision) {
+        for (tx, want) in self.desired.iter().zip(self.desired_of(d)) {
+            tx.send_if_modified(|cur| {
+                if cur.as_ref() == Some(&want) {
+                    false
+                } else {
+                    *cur = Some(want);
+                    true
+                }
+            });
+        }
+    }
+
+    /// The count of changes committed so far.
+    pub(super) fn committed_count(&self) -> u64 {
+        self.committed.load(Ordering::SeqCst)
+    }
+
+    /// Keeps what the grid loop decided for its next tick.
+    pub(super) fn keep_loop_state(&self, state: LoopState) {
+        *lock(&self.loop_state) = state;
+    }
+}
