@@ -1,26 +1,36 @@
-//! The HTTP connection cap: an axum `Listener` over the agent's TCP listeners
-//! that accepts a connection only while fewer than [`MAX_CONNECTIONS`] are open
-//! (across every listener). At the cap it stops accepting, so further
-//! connections wait in the kernel's listen backlog (and are refused by the
-//! kernel once that is full) until an open one closes. With HTTP/1 only, one
-//! connection runs at most one request at a time, so the cap also bounds the
-//! requests in flight.
+//! The HTTP connection bounds: an accept loop's `Listener` over the agent's TCP
+//! listeners that accepts a connection only while a slot is free.
 //!
-//! A slot is not held forever by a client that says nothing: a connection on
-//! which no byte moves either way for the idle time (twice the request time
-//! limit, so a request still running is never cut) is closed.
+//! - [`MAX_CONNECTIONS`] slots for every request, across every listener. With
+//!   HTTP/1 only, one connection runs at most one request at a time, so this
+//!   also bounds the requests in flight.
+//! - [`RESERVE_CONNECTIONS`] more, taken only when those are all in use: a
+//!   connection there is served `/healthz`, `/readyz` and `/metrics` only
+//!   (anything else answers 503 `busy`), one request and closed, so that
+//!   monitoring sees the agent even while slow clients hold every slot.
+//! - At most [`MAX_PER_CLIENT`] connections from one address: past it a new
+//!   one is answered 503 `busy` at once and closed.
+//! - When every slot and the reserve are taken, further connections wait in
+//!   the kernel's listen backlog (refused by the kernel once that is full).
+//!
+//! A slot is not held forever by a slow client: the request head must arrive
+//! within a deadline (`http.rs`), and a connection on which no byte moves
+//! either way for the idle time (twice the request time limit, so a request
+//! still running is never cut) is closed.
 //!
 //! It counts for `/metrics`; it must not look into what a connection carries.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -29,18 +39,44 @@ use crate::metrics::{Collect, Encoder, Kind};
 /// HTTP connections open at once, over every listener.
 pub const MAX_CONNECTIONS: usize = 64;
 
+/// Connections for `/healthz`, `/readyz` and `/metrics` when every slot is
+/// taken.
+pub const RESERVE_CONNECTIONS: usize = 8;
+
+/// Connections one client address may hold at once.
+pub const MAX_PER_CLIENT: usize = 8;
+
+/// Which slots a connection holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// A full slot: every route.
+    Full,
+    /// The reserve: health, readiness and metrics, one request.
+    Reserve,
+}
+
 /// The slots shared by every listener, and their counts.
 #[derive(Debug)]
 pub struct Connections {
     slots: Arc<Semaphore>,
+    reserve: Arc<Semaphore>,
+    /// Open connections by client address.
+    clients: Mutex<HashMap<IpAddr, usize>>,
     /// Accepted and not closed yet (a listener waiting in `accept` holds a
     /// slot, not a connection).
     open: AtomicUsize,
     accepted: AtomicU64,
     /// Times a listener found every slot taken.
     at_cap: AtomicU64,
+    /// Connections served from the reserve.
+    reserved: AtomicU64,
+    /// Connections refused because their address held too many.
+    refused_per_client: AtomicU64,
     /// Connections closed because nothing moved on them for `idle`.
     idle_closed: AtomicU64,
+    /// Connections closed because their request head did not arrive in time
+    /// (counted by the server, `http.rs`).
+    pub head_timeouts: AtomicU64,
     idle: Duration,
 }
 
@@ -50,11 +86,44 @@ impl Connections {
     pub fn new(request_timeout: Duration) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+            reserve: Arc::new(Semaphore::new(RESERVE_CONNECTIONS)),
+            clients: Mutex::new(HashMap::new()),
             open: AtomicUsize::new(0),
             accepted: AtomicU64::new(0),
             at_cap: AtomicU64::new(0),
+            reserved: AtomicU64::new(0),
+            refused_per_client: AtomicU64::new(0),
             idle_closed: AtomicU64::new(0),
+            head_timeouts: AtomicU64::new(0),
             idle: request_timeout * 2,
+        }
+    }
+
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+        // Plain counts; keep counting after a panic elsewhere.
+        self.clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts a connection from `ip`; false when it already holds the most.
+    fn admit(&self, ip: IpAddr) -> bool {
+        let mut clients = self.clients();
+        let n = clients.entry(ip).or_insert(0);
+        if *n >= MAX_PER_CLIENT {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn leave(&self, ip: IpAddr) {
+        let mut clients = self.clients();
+        if let Some(n) = clients.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                clients.remove(&ip);
+            }
         }
     }
 }
@@ -85,6 +154,27 @@ impl Collect for Connections {
             "HTTP connections closed because no byte moved on them for twice the request time limit.",
         )
         .sample(&[], self.idle_closed.load(Ordering::Relaxed) as f64);
+        out.family(
+            "sitegate_http_reserve_served_total",
+            Kind::Counter,
+            "HTTP connections served from the reserve (every slot taken): health, readiness and metrics only.",
+        )
+        .sample(&[], self.reserved.load(Ordering::Relaxed) as f64);
+        out.family(
+            "sitegate_http_refused_total",
+            Kind::Counter,
+            "HTTP connections refused with 503 busy, by reason.",
+        )
+        .sample(
+            &[("reason", "per_client")],
+            self.refused_per_client.load(Ordering::Relaxed) as f64,
+        );
+        out.family(
+            "sitegate_http_head_timeouts_total",
+            Kind::Counter,
+            "HTTP connections closed because a request head did not arrive within its deadline.",
+        )
+        .sample(&[], self.head_timeouts.load(Ordering::Relaxed) as f64);
     }
 }
 
@@ -103,51 +193,85 @@ impl Capped {
     }
 }
 
-impl axum::serve::Listener for Capped {
-    type Io = Held;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Held, std::net::SocketAddr) {
-        let slots = self.connections.slots.clone();
-        let slot = match slots.clone().try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                self.connections.at_cap.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(
-                    max = MAX_CONNECTIONS,
-                    "every HTTP connection slot taken: new connections wait in the listen backlog"
-                );
-                // The semaphore is never closed.
-                match slots.acquire_owned().await {
-                    Ok(slot) => slot,
-                    Err(_) => unreachable!("the connection semaphore is never closed"),
-                }
-            }
-        };
+impl Capped {
+    /// The next connection with a slot of its own, and which kind.
+    pub async fn accept(&mut self) -> (Held, std::net::SocketAddr, Class) {
         loop {
-            match self.listener.accept().await {
-                Ok((stream, addr)) => {
-                    self.connections.accepted.fetch_add(1, Ordering::Relaxed);
-                    self.connections.open.fetch_add(1, Ordering::Relaxed);
-                    let idle = self.connections.idle;
-                    return (
-                        Held {
-                            stream,
-                            _slot: slot,
-                            connections: self.connections.clone(),
-                            silent_until: Box::pin(tokio::time::sleep(idle)),
-                        },
-                        addr,
-                    );
+            let (slot, class) = self.slot().await;
+            let (stream, addr) = loop {
+                match self.listener.accept().await {
+                    Ok(accepted) => break accepted,
+                    Err(e) => accept_failed(e).await,
                 }
-                Err(e) => accept_failed(e).await,
+            };
+            self.connections.accepted.fetch_add(1, Ordering::Relaxed);
+            if !self.connections.admit(addr.ip()) {
+                self.connections
+                    .refused_per_client
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(client = %addr.ip(), max = MAX_PER_CLIENT, "HTTP connection refused: its address holds the most");
+                tokio::spawn(refuse(stream));
+                continue;
             }
+            if class == Class::Reserve {
+                self.connections.reserved.fetch_add(1, Ordering::Relaxed);
+            }
+            self.connections.open.fetch_add(1, Ordering::Relaxed);
+            let idle = self.connections.idle;
+            let held = Held {
+                stream,
+                _slot: slot,
+                client: addr.ip(),
+                connections: self.connections.clone(),
+                silent_until: Box::pin(tokio::time::sleep(idle)),
+            };
+            return (held, addr, class);
         }
     }
 
-    fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
-        self.listener.local_addr()
+    /// A free slot, else one of the reserve, else waits for a slot.
+    async fn slot(&self) -> (OwnedSemaphorePermit, Class) {
+        let c = &self.connections;
+        if let Ok(slot) = c.slots.clone().try_acquire_owned() {
+            return (slot, Class::Full);
+        }
+        c.at_cap.fetch_add(1, Ordering::Relaxed);
+        if let Ok(slot) = c.reserve.clone().try_acquire_owned() {
+            return (slot, Class::Reserve);
+        }
+        tracing::debug!(
+            max = MAX_CONNECTIONS,
+            reserve = RESERVE_CONNECTIONS,
+            "every HTTP connection slot taken: new connections wait in the listen backlog"
+        );
+        tokio::select! {
+            slot = c.slots.clone().acquire_owned() => match slot {
+                Ok(slot) => (slot, Class::Full),
+                Err(_) => unreachable!("the connection semaphores are never closed"),
+            },
+            slot = c.reserve.clone().acquire_owned() => match slot {
+                Ok(slot) => (slot, Class::Reserve),
+                Err(_) => unreachable!("the connection semaphores are never closed"),
+            },
+        }
     }
+}
+
+/// A 503 `busy` problem for a client holding too many connections, then close
+/// (within a second: a client that does not read loses the answer).
+async fn refuse(mut stream: TcpStream) {
+    let body = format!(
+        "{{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":503,\"code\":\"busy\",\"detail\":\"too many connections from your address (at most {MAX_PER_CLIENT} at once); close one and try again\"}}"
+    );
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let write = async {
+        stream.write_all(response.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
 
 /// As axum's own listener: a failed connection is skipped, while running out
@@ -169,6 +293,7 @@ async fn accept_failed(e: io::Error) {
 pub struct Held {
     stream: TcpStream,
     _slot: OwnedSemaphorePermit,
+    client: IpAddr,
     connections: Arc<Connections>,
     silent_until: Pin<Box<tokio::time::Sleep>>,
 }
@@ -218,6 +343,7 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         self.connections.open.fetch_sub(1, Ordering::Relaxed);
+        self.connections.leave(self.client);
     }
 }
 

@@ -1,14 +1,22 @@
 //! Binding the HTTP listeners and serving the API router on them, under the
-//! connection cap of `connections.rs`.
+//! connection bounds of `connections.rs`: one task accepts per listener, one
+//! task serves each connection (HTTP/1, with a deadline for each request
+//! head), and a connection on the reserve gets the reserve's router.
 
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::connections::{Capped, Connections};
+use super::connections::{Capped, Class, Connections, Held};
 use super::StartError;
 use crate::config::Config;
 use crate::metrics::Registry;
@@ -52,12 +60,22 @@ pub(super) fn router(
     (crate::api::router(state), auth, metrics, readiness)
 }
 
-/// Serves `router` on every listener until `cancel`, at most
-/// [`super::connections::MAX_CONNECTIONS`] connections at once over all of
-/// them; returns the bound addresses.
+/// The most a client may take to send a request's head (request line and
+/// headers); past it the connection is closed.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The routers a connection is served: every route, or the reserve's.
+#[derive(Clone)]
+pub(super) struct Apps {
+    pub full: axum::Router,
+    pub reserve: axum::Router,
+}
+
+/// Serves `apps` on every listener until `cancel`, within the connection
+/// bounds of `connections`; returns the bound addresses.
 pub(super) fn serve(
     listeners: Vec<TcpListener>,
-    router: axum::Router,
+    apps: Apps,
     connections: &Arc<Connections>,
     tracker: &TaskTracker,
     cancel: CancellationToken,
@@ -67,17 +85,71 @@ pub(super) fn serve(
         if let Ok(a) = listener.local_addr() {
             addrs.push(a);
         }
-        let app = router.clone();
-        let cancel = cancel.clone();
         let listener = Capped::new(listener, connections.clone());
-        tracker.spawn(async move {
-            let result = axum::serve(listener, app)
-                .with_graceful_shutdown(cancel.cancelled_owned())
-                .await;
-            if let Err(e) = result {
-                tracing::error!(error = %e, "HTTP server failed");
-            }
-        });
+        tracker.spawn(accept_loop(
+            listener,
+            apps.clone(),
+            connections.clone(),
+            tracker.clone(),
+            cancel.clone(),
+        ));
     }
     addrs
+}
+
+async fn accept_loop(
+    mut listener: Capped,
+    apps: Apps,
+    connections: Arc<Connections>,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+) {
+    loop {
+        let (io, _addr, class) = tokio::select! {
+            () = cancel.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let app = match class {
+            Class::Full => apps.full.clone(),
+            Class::Reserve => apps.reserve.clone(),
+        };
+        tracker.spawn(serve_connection(
+            io,
+            app,
+            class,
+            connections.clone(),
+            cancel.clone(),
+        ));
+    }
+}
+
+/// One connection until it closes; on `cancel`, its request in flight
+/// finishes and it closes.
+async fn serve_connection(
+    io: Held,
+    app: axum::Router,
+    class: Class,
+    connections: Arc<Connections>,
+    cancel: CancellationToken,
+) {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .keep_alive(class == Class::Full);
+    let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        r = conn.as_mut() => r,
+        () = cancel.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        if e.is_timeout() {
+            connections.head_timeouts.fetch_add(1, Ordering::Relaxed);
+        }
+        tracing::debug!(error = %e, "HTTP connection ended with an error");
+    }
 }

@@ -26,7 +26,10 @@ use crate::telemetry::{Live, Reading, Telemetry};
 use crate::uplink::outbox::{self, Cap, Outbox};
 use crate::uplink::{SteeringFeed, Uplink, UplinkParts};
 use connections::Connections;
-pub use connections::MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS;
+pub use connections::{
+    MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS, MAX_PER_CLIENT as HTTP_MAX_PER_CLIENT,
+    RESERVE_CONNECTIONS as HTTP_RESERVE_CONNECTIONS,
+};
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -103,19 +106,29 @@ impl Agent {
 
         let steering_store: Arc<dyn crate::steering::SteeringStore> =
             Arc::new(crate::steering::SqliteSteeringStore::new(store.clone()));
+        let marker = config.storage.path.with_extension("steering-pending");
         let steering = crate::steering::start(
             &config,
             live.clone(),
             maps.clone(),
             &buses,
             steering_store,
+            Some(&marker),
             &tracker,
             cancel.child_token(),
         )
-        .await?;
+        .await;
 
         let (router, auth, metrics, readiness) =
             http::router(&config, live.clone(), store.clone(), steering.clone());
+        let durable = steering.durable().clone();
+        readiness.register_degraded("steering", move || match durable.problem() {
+            None => Ok(()),
+            Some(why) => Err(format!(
+                "{} changes in effect wait to be written: {why}",
+                durable.len()
+            )),
+        });
         let steering_feed = SteeringFeed::new();
         let uplink = match (&config.mqtt, outbox) {
             (Some(mqtt), Some(outbox)) => {
@@ -162,9 +175,13 @@ impl Agent {
                 registry.register(Arc::new(uplink.clone()));
             }
         }
+        let apps = http::Apps {
+            reserve: crate::api::reserve_router(router.clone()),
+            full: router,
+        };
         let http_addrs = http::serve(
             listeners,
-            router,
+            apps,
             &connections,
             &tracker,
             cancel.child_token(),

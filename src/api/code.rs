@@ -35,6 +35,9 @@ pub enum ErrorCode {
     /// `/readyz` while a subsystem is not ready (an addition to the partner
     /// API's list, which is open to more).
     NotReady,
+    /// Every connection slot is taken, or the client's address holds the
+    /// most connections: try again shortly.
+    Busy,
     /// Keep last: [`ErrorCode::ALL`]'s length check relies on it.
     Internal,
 }
@@ -66,6 +69,7 @@ impl ErrorCode {
         ErrorCode::MethodNotAllowed,
         ErrorCode::Timeout,
         ErrorCode::NotReady,
+        ErrorCode::Busy,
         ErrorCode::Internal,
     ];
 
@@ -92,6 +96,7 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::Timeout => "timeout",
             ErrorCode::NotReady => "not_ready",
+            ErrorCode::Busy => "busy",
             ErrorCode::Internal => "internal",
         }
     }
@@ -118,7 +123,9 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ErrorCode::Timeout | ErrorCode::NotReady => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Timeout | ErrorCode::NotReady | ErrorCode::Busy => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -149,6 +149,15 @@ impl ApiState {
                 Err("the measurement store is closed".to_string())
             }
         });
+        let probe = store.clone();
+        self.readiness
+            .register_degraded("store", move || match probe.stats().problem() {
+                None => Ok(()),
+                Some(why) => Err(format!(
+                    "commits fail ({} samples wait in memory): {why}",
+                    probe.stats().buffered()
+                )),
+            });
         self.store = Some(store);
         self
     }
@@ -175,6 +184,13 @@ pub fn router(state: ApiState) -> Router {
             http_stats::count_requests,
         ))
         .with_state(state)
+}
+
+/// `router` for a connection on the reserve (every connection slot taken):
+/// `/healthz`, `/readyz` and `/metrics` answer as always, anything else 503
+/// `busy`.
+pub fn reserve_router(router: Router) -> Router {
+    router.layer(middleware::from_fn(ops::reserve_only))
 }
 
 /// Every route [`router`] serves, in registration order, as registered: the

@@ -33,7 +33,12 @@ pub async fn readyz(State(state): State<ApiState>) -> Response {
         .collect();
     reasons.extend(state.readiness.unmet());
     if reasons.is_empty() {
-        return Json(json!({"status": "ready"})).into_response();
+        let degraded = state.readiness.degraded();
+        if degraded.is_empty() {
+            return Json(json!({"status": "ready"})).into_response();
+        }
+        // Ready for control, with what does not work as it should.
+        return Json(json!({"status": "degraded", "degraded": degraded})).into_response();
     }
     ApiError::new(
         ErrorCode::NotReady,
@@ -126,4 +131,19 @@ pub async fn problem_safety_net(req: Request, next: Next) -> Response {
     parts.status = problem_parts.status;
     parts.headers = headers;
     Response::from_parts(parts, body)
+}
+
+/// On the reserve: health, readiness and metrics pass, anything else is
+/// 503 `busy`.
+pub async fn reserve_only(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    match req.uri().path() {
+        "/healthz" | "/readyz" | "/metrics" => next.run(req).await,
+        path => ApiError::new(
+            ErrorCode::Busy,
+            format!(
+                "every connection slot is taken: this connection answers /healthz, /readyz and /metrics only, not {path:?}; try again shortly"
+            ),
+        )
+        .into_response(),
+    }
 }

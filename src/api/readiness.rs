@@ -1,7 +1,9 @@
 //! Readiness: named checks that subsystems register and `/readyz` evaluates.
 //!
 //! A subsystem either registers a probe closure or takes a [`ReadyFlag`] and sets
-//! it once it is up (the store: "open"). Probes run on every `/readyz` request,
+//! it once it is up (the store: "open"). A check registered as degraded leaves
+//! the agent ready (it still holds the grid limits and answers) but is listed
+//! with its reason: the store's commits failing, changes waiting for the disk. Probes run on every `/readyz` request,
 //! so they must be cheap and must not block (no I/O, no waiting on locks held
 //! across I/O). This file must not know which subsystems exist.
 
@@ -14,6 +16,7 @@ type Probe = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct Readiness {
     checks: Arc<RwLock<Vec<(String, Probe)>>>,
+    degraded: Arc<RwLock<Vec<(String, Probe)>>>,
 }
 
 impl std::fmt::Debug for Readiness {
@@ -58,20 +61,38 @@ impl Readiness {
         flag
     }
 
+    /// Adds a check whose failure degrades the agent without making it
+    /// unready.
+    pub fn register_degraded(
+        &self,
+        name: impl Into<String>,
+        probe: impl Fn() -> Result<(), String> + Send + Sync + 'static,
+    ) {
+        self.degraded
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((name.into(), Arc::new(probe)));
+    }
+
     /// Every failing check as `"<name>: <reason>"`, in registration order; empty
     /// when ready.
     pub fn unmet(&self) -> Vec<String> {
-        // Clone the probes out so none runs under the lock.
-        let checks = self
-            .checks
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        checks
-            .iter()
-            .filter_map(|(name, probe)| probe().err().map(|reason| format!("{name}: {reason}")))
-            .collect()
+        failing(&self.checks)
     }
+
+    /// Every failing degraded check, as [`Readiness::unmet`].
+    pub fn degraded(&self) -> Vec<String> {
+        failing(&self.degraded)
+    }
+}
+
+fn failing(checks: &RwLock<Vec<(String, Probe)>>) -> Vec<String> {
+    // Clone the probes out so none runs under the lock.
+    let checks = checks.read().unwrap_or_else(|e| e.into_inner()).clone();
+    checks
+        .iter()
+        .filter_map(|(name, probe)| probe().err().map(|reason| format!("{name}: {reason}")))
+        .collect()
 }
 
 /// A readiness switch owned by one subsystem. Cloneable; clones share the state.
@@ -103,5 +124,9 @@ mod tests {
         assert!(r.clone().unmet().is_empty());
         store.set_ready(false);
         assert_eq!(r.unmet().len(), 1);
+        store.set_ready(true);
+        r.register_degraded("disk", || Err("full".into()));
+        assert!(r.unmet().is_empty());
+        assert_eq!(r.degraded(), ["disk: full"]);
     }
 }

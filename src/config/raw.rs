@@ -355,6 +355,9 @@ pub struct StorageConfig {
     pub rollup_retention_days: u32,
     /// The database file is kept below this size by deleting the oldest data.
     pub max_size_mb: u64,
+    /// Samples kept in memory at most while commits fail (a full or failing
+    /// disk): they are committed when it allows; past it the oldest go.
+    pub buffer_samples: usize,
 }
 
 impl Default for StorageConfig {
@@ -367,6 +370,7 @@ impl Default for StorageConfig {
             retention_days: 35,
             rollup_retention_days: 400,
             max_size_mb: 2048,
+            buffer_samples: 200_000,
         }
     }
 }

@@ -100,6 +100,7 @@ mod tests {
                 signals: Vec::new(),
             },
             evaluated_at_ms: Some(evaluated_at),
+            durable: true,
         }
     }
 

@@ -21,6 +21,7 @@ pub mod alloc;
 pub mod audit;
 pub mod control;
 pub mod decide;
+pub mod durable;
 pub mod feed;
 pub mod grid_signal;
 pub mod hold;
@@ -62,6 +63,7 @@ use crate::modbus::{BusHandle, DeviceMaps};
 use crate::model::time::now_ms;
 use crate::telemetry::Live;
 use audit::AuditEvent;
+use durable::Durable;
 use inputs::SiteDevices;
 use runtime::SiteRuntime;
 
@@ -70,22 +72,45 @@ use runtime::SiteRuntime;
 pub const AUDIT_QUEUE: usize = 1024;
 
 /// Restores the stored timelines (dropping what expired while the agent was
-/// down), then starts one control loop per site, one actuator per steered device
-/// and the audit writer. Returns the handle for the API.
+/// down), then starts one control loop per site, one actuator per steered device,
+/// the audit writer and the writer of changes (`durable.rs`, its marker file at
+/// `marker`). Returns the handle for the API.
+///
+/// A store that cannot be read, or a marker that says the last run lost
+/// changes it could not write, starts every site at its fallback: the grid
+/// limits are held whatever the store does.
+#[allow(clippy::too_many_arguments)]
 pub async fn start(
     config: &Config,
     live: Arc<Live>,
     maps: Arc<DeviceMaps>,
     buses: &HashMap<String, BusHandle>,
     store: Arc<dyn SteeringStore>,
+    marker: Option<&std::path::Path>,
     tracker: &TaskTracker,
     cancel: CancellationToken,
-) -> Result<SteeringService, PersistError> {
+) -> SteeringService {
     let now = now_ms();
+    let durable = Arc::new(Durable::new(marker));
     let mut stored: HashMap<String, Vec<StoredEntry>> = HashMap::new();
-    for (site, entry) in store.load().await? {
-        stored.entry(site).or_default().push(entry);
+    if durable.found_lost() {
+        tracing::error!("the last run kept steering changes it could not write: the stored signals may be stale, so every site starts at its fallback");
+        for cfg in &config.sites {
+            durable.enqueue(fallback_commit(&cfg.reference, now));
+        }
+    } else {
+        match store.load().await {
+            Ok(entries) => {
+                for (site, entry) in entries {
+                    stored.entry(site).or_default().push(entry);
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "stored steering signals cannot be read: every site starts at its fallback");
+            }
+        }
     }
+    tracker.spawn(durable.clone().run(store.clone(), cancel.child_token()));
     let (audit_tx, audit_rx) = mpsc::channel(AUDIT_QUEUE);
     tracker.spawn(write_audit(store.clone(), audit_rx));
 
@@ -140,7 +165,28 @@ pub async fn start(
         ));
         sites.push(site);
     }
-    Ok(SteeringService::new(sites, store, live))
+    SteeringService::new(sites, store, durable, live)
+}
+
+/// Ends every component of `site` (the agent's own change at start).
+fn fallback_commit(site: &str, now: i64) -> persist::Commit {
+    persist::Commit {
+        site: site.to_string(),
+        components: Component::ALL.to_vec(),
+        entries: Vec::new(),
+        audit: AuditEvent {
+            site: site.to_string(),
+            at_ms: now,
+            kind: audit::AuditKind::Request {
+                source: "agent".into(),
+                token: "agent".into(),
+                action: "start: changes of the last run were lost, fallback".into(),
+                body: audit::RequestBody::Ended(None),
+                request_id: None,
+            },
+        },
+        idempotency: None,
+    }
 }
 
 /// Drains device-write records into the store, in batches.

@@ -1,7 +1,9 @@
 //! The steering service: the handle the API (and the MQTT RPC bridge, through the
-//! API) uses to change and read a site's signal. A change is validated, made
-//! durable, applied in memory and handed to the site's control loop, in that
-//! order; a failure at any step leaves nothing changed.
+//! API) uses to change and read a site's signal. A change is validated, applied
+//! in memory, handed to the site's control loop and queued to be made durable
+//! (`durable.rs`: control never waits on the disk; the caller learns whether
+//! the change was written within a short wait). A failure of validation leaves
+//! nothing changed.
 //!
 //! It speaks in typed values: a [`Change`] takes a typed request (the API
 //! parses bodies with the [`Context`] the change gives it), and reads return
@@ -16,6 +18,7 @@ use tokio::sync::OwnedMutexGuard;
 
 use super::alloc::site_soc;
 use super::audit::{AuditEvent, AuditKind, RequestBody};
+use super::durable::{Durability, Durable};
 use super::persist::{Commit, PersistError, SteeringStore, IDEMPOTENCY_MS};
 use super::request::{Answer, ConfiguredLimits, Context, RawBody, SteeringRequest};
 use super::runtime::SiteRuntime;
@@ -56,6 +59,7 @@ struct Inner {
     sites: Vec<Arc<SiteRuntime>>,
     by_ref: HashMap<String, usize>,
     store: Arc<dyn SteeringStore>,
+    durable: Arc<Durable>,
     live: Arc<Live>,
 }
 
@@ -72,6 +76,7 @@ impl SteeringService {
     pub fn new(
         sites: Vec<Arc<SiteRuntime>>,
         store: Arc<dyn SteeringStore>,
+        durable: Arc<Durable>,
         live: Arc<Live>,
     ) -> Self {
         let by_ref = sites
@@ -84,6 +89,7 @@ impl SteeringService {
                 sites,
                 by_ref,
                 store,
+                durable,
                 live,
             }),
         }
@@ -151,19 +157,27 @@ impl SteeringService {
             audit: request_event(site_ref, now, origin, RequestBody::Ended(component), None),
             idempotency: None,
         };
-        self.inner.store.commit(commit).await?;
+        // In effect at once; durable when the disk allows.
         *signal = next;
+        let seq = self.inner.durable.enqueue(commit);
         // The control loop evaluates the change and then tells the feed.
         site.committed_change();
         drop(signal);
+        self.inner.durable.wait(seq).await;
         self.state(site_ref).await
+    }
+
+    /// The queue of changes waiting to be written.
+    pub fn durable(&self) -> &Arc<Durable> {
+        &self.inner.durable
     }
 
     /// `GET /sites/{s}/steering`.
     pub async fn state(&self, site_ref: &str) -> Result<SiteState, SteeringError> {
         let site = self.site(site_ref)?;
         let signal = site.signal.lock().await.clone();
-        Ok(SiteState::of(site, &signal, now_ms()))
+        let durable = !self.inner.durable.pending(site_ref);
+        Ok(SiteState::of(site, &signal, now_ms(), durable))
     }
 
     /// The state once the control loop has evaluated every committed change,
@@ -178,7 +192,8 @@ impl SteeringService {
         if !site.evaluated_every_change() {
             return Ok(None);
         }
-        Ok(Some(SiteState::of(site, &signal, now_ms())))
+        let durable = !self.inner.durable.pending(site_ref);
+        Ok(Some(SiteState::of(site, &signal, now_ms(), durable)))
     }
 
     /// `GET /sites/{s}/steering/history?limit=N`, newest first.
@@ -252,10 +267,12 @@ impl Change {
         let Some(key) = &self.origin.idempotency_key else {
             return Ok(None);
         };
+        let inner = &self.service.inner;
+        if let Some(a) = inner.durable.replay(&self.origin.caller, key) {
+            return Ok(Some(a));
+        }
         let since = now_ms() - IDEMPOTENCY_MS;
-        Ok(self
-            .service
-            .inner
+        Ok(inner
             .store
             .replay(self.origin.caller.clone(), key.clone(), since)
             .await?)
@@ -273,14 +290,15 @@ impl Change {
         Allocation::of(&self.site, &d, live)
     }
 
-    /// Makes `req` durable (the changed timelines, the audit record with `body`
-    /// and the idempotency answer in one commit), then applies it and wakes the
-    /// site's control loop. Returns the answer: `body` and the new request id.
+    /// Applies `req`, wakes the site's control loop, and queues it to be made
+    /// durable (the changed timelines, the audit record with `body` and the
+    /// idempotency answer in one commit). Returns the answer (`body` and the
+    /// new request id) and whether it was written within the wait.
     pub async fn commit(
         mut self,
         req: &SteeringRequest,
         body: RawBody,
-    ) -> Result<Answer, SteeringError> {
+    ) -> Result<(Answer, Durability), SteeringError> {
         let now = self.context.now_ms;
         let site_ref = self.site.config.reference.clone();
         let mut next = self.signal.clone();
@@ -308,11 +326,12 @@ impl Change {
                 .clone()
                 .map(|k| (self.origin.caller.clone(), k, answer.clone())),
         };
-        self.service.inner.store.commit(commit).await?;
         *self.signal = next;
+        let seq = self.service.inner.durable.enqueue(commit);
         // The control loop evaluates the change and then tells the feed.
         self.site.committed_change();
         drop(self.signal);
-        Ok(answer)
+        let durability = self.service.inner.durable.wait(seq).await;
+        Ok((answer, durability))
     }
 }

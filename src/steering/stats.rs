@@ -38,6 +38,21 @@ const STATES: [State; 4] = [
 
 impl Collect for SteeringService {
     fn collect(&self, out: &mut Encoder) {
+        let durable = self.durable();
+        out.family(
+            "sitegate_steering_changes_waiting",
+            Kind::Gauge,
+            "Steering changes in effect that wait to be written to the store (the disk refuses them).",
+        )
+        .sample(&[], durable.len() as f64);
+        let (failed, dropped) = durable.counts();
+        out.family(
+            "sitegate_steering_changes_unwritten_total",
+            Kind::Counter,
+            "Steering changes whose write failed at first (then retried), and changes merged away past the waiting bound (their audit record lost).",
+        )
+        .sample(&[("result", "retried")], failed as f64)
+        .sample(&[("result", "merged")], dropped as f64);
         for site in self.sites() {
             let site_ref = site.config.reference.as_str();
             let reports = site.reports();

@@ -147,11 +147,15 @@ pub struct SiteState {
     pub grid_loop: GridLoopState,
     /// When the control loop last evaluated the site.
     pub evaluated_at_ms: Option<i64>,
+    /// Every change of the site is written to the store (false while one
+    /// waits for the disk: it is in effect all the same).
+    pub durable: bool,
 }
 
 impl SiteState {
-    /// The state of `site` with `signal` at `now`.
-    pub fn of(site: &SiteRuntime, signal: &SiteSignal, now: i64) -> SiteState {
+    /// The state of `site` with `signal` at `now`; `durable`: no change of it
+    /// waits to be written.
+    pub fn of(site: &SiteRuntime, signal: &SiteSignal, now: i64, durable: bool) -> SiteState {
         let active = signal.active(now);
         let status = site.status();
         let reports = site.reports();
@@ -190,6 +194,7 @@ impl SiteState {
                 signals: site.signal_statuses().iter().map(signal_state).collect(),
             },
             evaluated_at_ms: status.evaluated_at_ms,
+            durable,
         }
     }
 

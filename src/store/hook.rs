@@ -71,6 +71,26 @@ impl Pending {
         std::mem::take(self)
     }
 
+    /// Puts `older` (taken before, not committed) in front of what came
+    /// since, then drops the oldest whole batches while more than `limit`
+    /// samples wait; returns how many samples were dropped.
+    pub fn restore(&mut self, older: Pending, limit: usize) -> usize {
+        let newer = std::mem::replace(self, older);
+        let base = self.samples.len();
+        self.samples.extend(newer.samples);
+        self.ends.extend(newer.ends.into_iter().map(|e| e + base));
+        let mut dropped = 0;
+        while self.samples.len() > limit && !self.ends.is_empty() {
+            let first = self.ends.remove(0);
+            self.samples.drain(..first);
+            for e in &mut self.ends {
+                *e -= first;
+            }
+            dropped += first;
+        }
+        dropped
+    }
+
     /// The batches, named by device reference; `reference` maps a sample's
     /// device id (samples of unknown devices are left out).
     pub fn batches<'a>(&'a self, reference: impl Fn(&Sample) -> Option<&'a str>) -> Vec<Batch<'a>> {
@@ -122,5 +142,16 @@ mod tests {
         let taken = p.take();
         assert!(p.is_empty());
         assert_eq!(taken.len(), 7);
+        // A failed commit's samples go back in front, the oldest dropped
+        // past the limit, by whole batches.
+        p.push(batch(1, 2));
+        assert_eq!(p.restore(taken, 6), 3);
+        let got: Vec<_> = p
+            .batches(|s| names.get(usize::from(s.device.0)).copied())
+            .iter()
+            .map(|b| (b.device, b.samples.len()))
+            .collect();
+        assert_eq!(got, [("b", 1), ("b", 2)]);
+        assert_eq!(p.len(), 6);
     }
 }

@@ -18,6 +18,7 @@
 mod agg;
 mod chunks;
 mod codec;
+pub mod diagnose;
 mod error;
 mod hook;
 mod ingest;
@@ -126,6 +127,8 @@ impl StoreHandle {
             flush_interval: Duration::from_millis(config.flush_interval_ms.max(1)),
             compact_interval: Duration::from_secs(config.compact_interval_s.max(1)),
             batch_size: config.batch_size.max(1),
+            buffer_samples: config.buffer_samples.max(1),
+            path: path.clone(),
             policy: retention::Policy {
                 raw_ms: i64::from(config.retention_days) * MS_PER_DAY,
                 rollup_ms: i64::from(config.rollup_retention_days) * MS_PER_DAY,

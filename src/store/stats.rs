@@ -4,6 +4,7 @@
 //! `/metrics` reads.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{StoreHandle, JOB_QUEUE, SAMPLE_QUEUE};
@@ -17,19 +18,62 @@ pub struct StoreStats {
     samples_dropped: AtomicU64,
     wal_bytes: AtomicU64,
     commit_duration: Histogram,
+    /// Samples waiting in memory for a commit.
+    buffered: AtomicU64,
+    /// Why commits fail now (`None` while they succeed).
+    failing: Mutex<Option<String>>,
 }
 
 impl StoreStats {
     /// One writer transaction: `samples` in it, how long BEGIN to COMMIT took.
     pub(super) fn record_commit(&self, ok: bool, samples: usize, took: Duration) {
-        let (commits, rows) = if ok {
-            (&self.commits_ok, &self.samples_committed)
+        if ok {
+            self.commits_ok.fetch_add(1, Ordering::Relaxed);
+            self.samples_committed
+                .fetch_add(samples as u64, Ordering::Relaxed);
         } else {
-            (&self.commits_failed, &self.samples_dropped)
-        };
-        commits.fetch_add(1, Ordering::Relaxed);
-        rows.fetch_add(samples as u64, Ordering::Relaxed);
+            // Its samples wait for the next commit; dropped ones are counted
+            // by `record_dropped`.
+            self.commits_failed.fetch_add(1, Ordering::Relaxed);
+        }
         self.commit_duration.observe_duration(took);
+    }
+
+    /// Samples dropped past the buffer while commits fail.
+    pub(super) fn record_dropped(&self, samples: usize) {
+        self.samples_dropped
+            .fetch_add(samples as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn set_buffered(&self, samples: usize) {
+        self.buffered.store(samples as u64, Ordering::Relaxed);
+    }
+
+    fn failing_lock(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        // One string; keep serving it after a panic elsewhere.
+        self.failing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A commit failed for `why`; true when this starts a spell of failures.
+    pub(super) fn failing(&self, why: &str) -> bool {
+        self.failing_lock().replace(why.to_string()).is_none()
+    }
+
+    /// A commit succeeded: the reason of the spell it ends, if one did.
+    pub(super) fn recovered(&self) -> Option<String> {
+        self.failing_lock().take()
+    }
+
+    /// Why commits fail now; `None` while they succeed.
+    pub fn problem(&self) -> Option<String> {
+        self.failing_lock().clone()
+    }
+
+    /// Samples waiting in memory for a commit.
+    pub fn buffered(&self) -> u64 {
+        self.buffered.load(Ordering::Relaxed)
     }
 
     /// `frames` whole pages (and their 24-byte frame headers) appended to the WAL.
@@ -67,13 +111,25 @@ impl Collect for StoreHandle {
         out.family(
             "sitegate_store_samples_total",
             Kind::Counter,
-            "Samples written (committed) or lost with a failed commit (dropped).",
+            "Samples written (committed), or dropped from the buffer they wait in while commits fail (past storage.buffer_samples).",
         )
         .sample(&[("result", "committed")], s.samples_committed() as f64)
         .sample(
             &[("result", "dropped")],
             s.samples_dropped.load(Ordering::Relaxed) as f64,
         );
+        out.family(
+            "sitegate_store_buffered_samples",
+            Kind::Gauge,
+            "Samples waiting in memory for their commit (a failing commit leaves them there, up to storage.buffer_samples).",
+        )
+        .sample(&[], s.buffered() as f64);
+        out.family(
+            "sitegate_store_failing",
+            Kind::Gauge,
+            "1 while the store's commits fail (a full, read-only or failing disk); /readyz says why.",
+        )
+        .sample(&[], f64::from(u8::from(s.problem().is_some())));
         out.family(
             "sitegate_store_reads_waiting",
             Kind::Gauge,

@@ -65,6 +65,10 @@ pub(crate) struct Writer {
     /// How often staged samples are compacted into chunks and rollups.
     pub compact_interval: Duration,
     pub batch_size: usize,
+    /// Samples kept at most while commits fail (`storage.buffer_samples`).
+    pub buffer_samples: usize,
+    /// The database file, for the OS cause of a failure.
+    pub path: std::path::PathBuf,
     pub policy: Policy,
     pub hook: Option<Box<dyn CommitHook>>,
     pub stats: std::sync::Arc<StoreStats>,
@@ -169,6 +173,10 @@ impl Writer {
                         retention_at = self.retention_step(retention_at.unwrap_or_default());
                     }
                 }
+                // Samples a failed commit left waiting retry on the next flush.
+                if deadline.is_none() && !pending.is_empty() {
+                    deadline = Some(Instant::now() + self.flush_interval);
+                }
                 // Batches that waited in the channel while the writer was busy
                 // count their flush interval from when the work began, not from
                 // when the writer got round to them: so no sample waits longer
@@ -248,10 +256,36 @@ impl Writer {
         let result = self.transaction(&samples, work, &mut reply);
         self.stats
             .record_commit(result.is_ok(), samples.len(), started.elapsed());
-        if let Err(e) = &result {
-            self.rolled_back();
-            tracing::error!(error = %e, samples = samples.len(), "store commit failed; batch dropped");
+        match &result {
+            Ok(()) => {
+                if let Some(was) = self.stats.recovered() {
+                    tracing::info!(after = %was, "store commits succeed again");
+                }
+            }
+            Err(e) => {
+                self.rolled_back();
+                // The samples wait for the next commit, within the buffer.
+                let n = samples.len();
+                let dropped = pending.restore(samples, self.buffer_samples);
+                self.stats.record_dropped(dropped);
+                let cause = super::diagnose::cause(&self.path);
+                let why = match &cause {
+                    Some(c) => format!("{e} ({c})"),
+                    None => e.to_string(),
+                };
+                if self.stats.failing(&why) {
+                    tracing::error!(error = %e, cause = ?cause, samples = n, buffered = pending.len(), "store commit failed: samples wait in memory and are committed when the disk allows");
+                }
+                if dropped > 0 {
+                    tracing::warn!(
+                        dropped,
+                        limit = self.buffer_samples,
+                        "store buffer full while commits fail: oldest samples dropped"
+                    );
+                }
+            }
         }
+        self.stats.set_buffered(pending.len());
         if let Some(hook) = &mut self.hook {
             hook.finished(result.is_ok());
         }

@@ -16,7 +16,7 @@ use crate::common::site::{self, TestSite, SUMMER_MORNING_MS};
 use crate::common::wait_for;
 use crate::store_support::hold_reads;
 use serde_json::{json, Value};
-use sitegate::agent::HTTP_MAX_CONNECTIONS;
+use sitegate::agent::{HTTP_MAX_CONNECTIONS, HTTP_MAX_PER_CLIENT, HTTP_RESERVE_CONNECTIONS};
 use sitegate::config::parse;
 use sitegate::modbus::{BusTask, DeviceMaps, Op, OpOutput};
 use sitegate::model::time::{format_utc, now_ms};
@@ -248,8 +248,32 @@ async fn open_connections(base: &str) -> f64 {
         .expect("sitegate_http_connections")
 }
 
+/// A connection from the loopback address `127.0.0.{host}` (every 127/8
+/// address reaches the agent on 127.0.0.1: the tests play many clients).
+async fn connect_from(host: u8, addr: std::net::SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(std::net::SocketAddr::from(([127, 0, 0, host], 0)))
+        .expect("bind a loopback source address");
+    socket.connect(addr).await.expect("connect")
+}
+
+/// `HTTP_MAX_CONNECTIONS` connections, `HTTP_MAX_PER_CLIENT` from each of
+/// the loopback addresses from 127.0.0.10 on, each having asked for `/healthz`.
+async fn fill_the_slots(addr: std::net::SocketAddr) -> Vec<TcpStream> {
+    let mut open = Vec::new();
+    for i in 0..HTTP_MAX_CONNECTIONS {
+        let host = 10 + (i / HTTP_MAX_PER_CLIENT) as u8;
+        let mut conn = connect_from(host, addr).await;
+        let (status, _) = get_on(&mut conn, "/healthz").await;
+        assert!(status.contains(" 200 "), "{status}");
+        open.push(conn);
+    }
+    open
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_connections_past_the_cap_wait_until_one_closes() {
+async fn http_connections_past_the_cap_get_the_reserve_then_wait_until_one_closes() {
     // Not `site.ready()`: its pooled connection would hold a slot.
     let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
     let addr = site.agent.http_addrs()[0];
@@ -257,38 +281,48 @@ async fn http_connections_past_the_cap_wait_until_one_closes() {
         (open_connections(&site.base).await == 1.0).then_some(())
     })
     .await;
-    let mut open = Vec::new();
-    for _ in 0..HTTP_MAX_CONNECTIONS {
-        let mut conn = TcpStream::connect(addr).await.expect("connect");
-        let (status, _) = get_on(&mut conn, "/healthz").await;
-        assert!(status.contains(" 200 "), "{status}");
-        open.push(conn);
+    let mut open = fill_the_slots(addr).await;
+    // Past the cap: the reserve answers health, readiness and metrics only,
+    // one request per connection.
+    for (path, answer) in [
+        ("/healthz", " 200 "),
+        ("/metrics", " 200 "),
+        ("/devices", " 503 "),
+    ] {
+        let mut conn = connect_from(99, addr).await;
+        let (status, body) = get_on(&mut conn, path).await;
+        assert!(status.contains(answer), "{path}: {status}");
+        if answer == " 503 " {
+            assert!(body.contains("\"busy\""), "{body}");
+        }
     }
-    // One task per open connection; none for those past the cap.
+    // Connections that say nothing yet hold the reserve.
+    let mut reserve = Vec::new();
+    for i in 0..HTTP_RESERVE_CONNECTIONS {
+        reserve.push(connect_from(100 + i as u8, addr).await);
+    }
+    // One task per open connection; none for those past the cap and reserve.
     let before = tasks();
     // One more: the kernel completes the handshake, the agent does not take it.
-    let mut extra = TcpStream::connect(addr)
-        .await
-        .expect("connect in the backlog");
+    let mut extra = connect_from(120, addr).await;
     extra
         .write_all(b"GET /healthz HTTP/1.1\r\nHost: sitegate\r\n\r\n")
         .await
         .expect("write");
     let (_, metrics) = get_on(&mut open[0], "/metrics").await;
     let scraped = Scrape::parse(&metrics);
-    assert_eq!(
-        scraped.get("sitegate_http_connections"),
-        Some(HTTP_MAX_CONNECTIONS as f64)
-    );
     assert!(scraped.get("sitegate_http_connection_cap_reached_total") >= Some(1.0));
+    assert!(scraped.get("sitegate_http_reserve_served_total") >= Some(3.0));
     let mut byte = [0u8; 1];
     let early = tokio::time::timeout(Duration::from_millis(300), extra.peek(&mut byte)).await;
-    assert!(early.is_err(), "a connection past the cap was served");
+    assert!(
+        early.is_err(),
+        "a connection past the cap and the reserve was served"
+    );
     let during = tasks();
     assert!(
         during <= before + 2,
-        "{} connections: {before} tasks before, {during} now",
-        HTTP_MAX_CONNECTIONS + 1
+        "past the cap and the reserve: {before} tasks before, {during} now"
     );
 
     // One closes: the waiting one is accepted and answered.
@@ -298,11 +332,80 @@ async fn http_connections_past_the_cap_wait_until_one_closes() {
         .expect("answered once a slot is free");
     assert!(status.contains(" 200 "), "{status}");
     drop(open);
+    drop(reserve);
     drop(extra);
     wait_for("the slots free again", T, || async {
         (open_connections(&site.base).await == 1.0).then_some(())
     })
     .await;
+}
+
+/// Slowloris: clients that send a request line and then a header byte now
+/// and then. They cannot hold more than their share of the slots, they lose
+/// their connection when the head is not in within its deadline, and a
+/// normal request meanwhile answers at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_cannot_starve_the_api() {
+    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    site.ready().await;
+    let addr = site.agent.http_addrs()[0];
+    // 5 addresses, 12 slow connections each: 8 each are taken, 4 each are
+    // refused at once with 503 busy.
+    let mut slow = Vec::new();
+    let mut refused = 0;
+    for host in 20..25u8 {
+        for _ in 0..12 {
+            let mut conn = connect_from(host, addr).await;
+            conn.write_all(b"GET /devices HTTP/1.1\r\nHost: sitegate\r\nX-Slow: ")
+                .await
+                .expect("write");
+            let mut buf = [0u8; 512];
+            match tokio::time::timeout(Duration::from_millis(200), conn.read(&mut buf)).await {
+                Ok(Ok(n)) if n > 0 => {
+                    let answer = String::from_utf8_lossy(&buf[..n]);
+                    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+                    assert!(answer.contains("\"busy\""), "{answer}");
+                    refused += 1;
+                }
+                _ => slow.push(conn),
+            }
+        }
+    }
+    assert_eq!(refused, 5 * (12 - HTTP_MAX_PER_CLIENT));
+    assert_eq!(slow.len(), 5 * HTTP_MAX_PER_CLIENT);
+    // They trickle a byte a second; a normal client is served at once.
+    let started = std::time::Instant::now();
+    for _ in 0..3 {
+        for c in &mut slow {
+            let _ = c.write_all(b"x").await;
+        }
+        let t0 = std::time::Instant::now();
+        site.get_ok("/devices").await;
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    // The head deadline closes them, whatever they trickle.
+    let mut closed = 0;
+    while started.elapsed() < Duration::from_secs(20) && closed < slow.len() {
+        closed = 0;
+        for c in &mut slow {
+            let _ = c.write_all(b"x").await;
+            let mut buf = [0u8; 64];
+            if let Ok(Ok(0) | Err(_)) =
+                tokio::time::timeout(Duration::from_millis(5), c.read(&mut buf)).await
+            {
+                closed += 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(closed, slow.len(), "slow clients kept their connections");
+    let scraped = scrape(&site.http, &site.base).await;
+    assert!(scraped.get("sitegate_http_head_timeouts_total") >= Some(slow.len() as f64));
+    assert_eq!(
+        scraped.get("sitegate_http_refused_total{reason=\"per_client\"}"),
+        Some(refused as f64)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,7 @@ mod demo;
 mod demo_grid;
 mod device_data;
 mod device_failure;
+mod disk_full;
 mod grid_loop;
 mod grid_transitions;
 mod metrics;

@@ -123,15 +123,17 @@ async fn submit(
     let change = svc.begin(&site, origin).await?;
     if !dry {
         if let Some(first) = change.replay().await? {
-            return Ok(Json(render::answer(&first)));
+            let durable = !svc.durable().pending(&site);
+            return Ok(Json(render::answer(&first, durable)));
         }
     }
     let req = parse::parse(endpoint, &body, change.context())?;
     if dry {
         return Ok(Json(render::dry_run(&change.dry_run(&req))));
     }
-    let answer = change.commit(&req, RawBody(body.to_string())).await?;
-    Ok(Json(render::answer(&answer)))
+    let (answer, durability) = change.commit(&req, RawBody(body.to_string())).await?;
+    let durable = durability == crate::steering::durable::Durability::Durable;
+    Ok(Json(render::answer(&answer, durable)))
 }
 
 macro_rules! post_handler {

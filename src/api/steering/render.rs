@@ -171,6 +171,7 @@ pub fn site_state(s: &SiteState) -> Value {
         "limits": s.limits.iter().map(limit_note).collect::<Vec<_>>(),
         "gridLoop": grid_loop(&s.grid_loop),
         "evaluatedAt": s.evaluated_at_ms,
+        "durable": s.durable,
     })
 }
 
@@ -190,11 +191,13 @@ pub fn dry_run(allocation: &[Allocation]) -> Value {
     json!({"requestId": null, "allocation": items})
 }
 
-/// An accepted request's answer: the body as received plus `requestId`.
-pub fn answer(a: &Answer) -> Value {
+/// An accepted request's answer: the body as received plus `requestId` and
+/// `durable` (false while the change, in effect, waits to be written).
+pub fn answer(a: &Answer, durable: bool) -> Value {
     let mut v = raw(&a.body);
     if let Some(o) = v.as_object_mut() {
         o.insert("requestId".into(), Value::String(a.request_id.clone()));
+        o.insert("durable".into(), Value::Bool(durable));
     }
     v
 }

@@ -41,10 +41,14 @@ pub fn rated(inv: &[InverterView]) -> f64 {
 }
 
 /// Whether an online inverter produces at the limit it was told (within 2 %
-/// of it, at least 100 W): it could give more.
+/// of it, at least 100 W): it could give more. One that produces next to
+/// nothing is not (at night a limit of 0 W says nothing of the sun).
 pub fn at_limit(inv: &[InverterView]) -> bool {
     inv.iter().any(|i| match (i.measured_w, i.limit_w) {
-        (Some(m), Some(l)) => l < i.rated_w && m >= l - (0.02 * l).max(100.0),
+        (Some(m), Some(l)) => {
+            let margin = (0.02 * l).max(100.0);
+            l < i.rated_w && m >= l - margin && m > margin
+        }
         _ => false,
     })
 }

@@ -175,8 +175,17 @@ impl Rig {
 
     /// As [`Rig::start`], with `tweak` changing the simulated devices first.
     pub async fn start_with(text: &str, tweak: impl FnOnce(&mut SimSiteSpec)) -> Rig {
-        let mut config = parse(text).expect("test config is valid");
         let dir = tempfile::tempdir().expect("a temporary folder");
+        Rig::start_in(text, dir, tweak).await
+    }
+
+    /// As [`Rig::start_with`], the database in `dir`.
+    pub async fn start_in(
+        text: &str,
+        dir: tempfile::TempDir,
+        tweak: impl FnOnce(&mut SimSiteSpec),
+    ) -> Rig {
+        let mut config = parse(text).expect("test config is valid");
         config.storage.path = dir.path().join("sitegate.db");
         let sim = start_sim_with(&mut config, tweak).await;
         let agent = Agent::start(config.clone()).await.expect("agent starts");

@@ -24,6 +24,7 @@ pub fn config(dir: &Path) -> StorageConfig {
         retention_days: 36_500,
         rollup_retention_days: 36_500,
         max_size_mb: 2048,
+        buffer_samples: 200_000,
     }
 }
 

@@ -110,6 +110,7 @@ fn site_state_shows_every_member() {
             }],
         },
         evaluated_at_ms: Some(2000),
+        durable: true,
     };
     let validity = |id: &str| json!({"validFrom": 1000, "validUntil": 9000, "requestId": id});
     let with = |id: &str, key: &str, v: Value| {
@@ -131,6 +132,7 @@ fn site_state_shows_every_member() {
         site_state(&state),
         json!({
             "siteReference": "ste_home",
+            "durable": true,
             "energyStorageSetting": ess,
             "productionCurtailment": with("req_c", "setting", json!({"value": 40.0, "unit": "%"})),
             "maximizeGridImport": with("req_m", "value", json!(false)),
@@ -179,10 +181,11 @@ fn answers_and_dry_runs() {
         request_id: "req_0123456789abcdef".into(),
     };
     assert_eq!(
-        answer(&a),
+        answer(&a, true),
         json!({"setting": {"value": -5, "unit": "kW"}, "validUntil": 9000,
-               "requestId": "req_0123456789abcdef"})
+               "requestId": "req_0123456789abcdef", "durable": true})
     );
+    assert_eq!(answer(&a, false)["durable"], json!(false));
     let allocation = [
         Allocation {
             device: "dvc_bat".into(),
