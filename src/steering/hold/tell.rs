@@ -9,7 +9,7 @@ use super::{ProductionPlan, StoragePlan};
 
 /// The devices are told the target plus this share of what they still have
 /// to go.
-const LEAD: f64 = 1.5;
+const LEAD: f64 = 2.0;
 
 /// A lead only once the devices' readings were taken this long after the
 /// target was set: a device that follows at once has arrived by then.
