@@ -111,6 +111,8 @@ pub struct ApiState {
     pub http_stats: Arc<HttpStats>,
     /// `http.request_timeout_ms`, and the bound on changes in flight.
     pub time_limit: time_limit::TimeLimit,
+    /// `storage.damaged_notice_h`.
+    pub damaged_notice: Duration,
 }
 
 impl ApiState {
@@ -136,6 +138,7 @@ impl ApiState {
             time_limit: time_limit::TimeLimit::new(Duration::from_millis(
                 config.http.request_timeout_ms,
             )),
+            damaged_notice: Duration::from_secs(config.storage.damaged_notice_h * 3600),
         }
     }
 
@@ -148,6 +151,10 @@ impl ApiState {
             } else {
                 Err("the measurement store is closed".to_string())
             }
+        });
+        let (path, notice) = (store.path().to_path_buf(), self.damaged_notice);
+        self.readiness.register_degraded("store", move || {
+            crate::store::integrity::aside_notice(&path, notice).map_or(Ok(()), Err)
         });
         let probe = store.clone();
         self.readiness

@@ -358,6 +358,9 @@ pub struct StorageConfig {
     /// Samples kept in memory at most while commits fail (a full or failing
     /// disk): they are committed when it allows; past it the oldest go.
     pub buffer_samples: usize,
+    /// `/readyz` says a damaged database was set aside for this long at most
+    /// (or until its file is removed), hours.
+    pub damaged_notice_h: u64,
 }
 
 impl Default for StorageConfig {
@@ -371,6 +374,7 @@ impl Default for StorageConfig {
             rollup_retention_days: 400,
             max_size_mb: 2048,
             buffer_samples: 200_000,
+            damaged_notice_h: 168,
         }
     }
 }

@@ -10,6 +10,11 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
+    #[error("the database {path} is damaged and cannot be set aside: {source}")]
+    SetAside {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("migration {id} failed: {source}")]
     Migration { id: String, source: rusqlite::Error },
     #[error(

@@ -22,6 +22,7 @@ pub mod diagnose;
 mod error;
 mod hook;
 mod ingest;
+pub mod integrity;
 mod migrate;
 mod plan;
 mod query;
@@ -112,6 +113,21 @@ impl StoreHandle {
             })?;
         }
         let stats = Arc::new(StoreStats::default());
+        // A damaged file is set aside, never deleted: the agent runs on with
+        // a new one (steering at its fallback), and `/readyz` says so.
+        match integrity::check(&path) {
+            Ok(None) => {}
+            Ok(Some(aside)) => {
+                tracing::error!(reason = %aside.reason, set_aside = %aside.to.display(), "the database is damaged: set aside, starting on a new one");
+                stats.record_set_aside();
+            }
+            Err(source) => {
+                return Err(StoreError::SetAside {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        }
         let mut conn = open_writer(&path, &stats)?;
         migrate::migrate(&mut conn, now_ms())?;
         if let Some(hook) = &mut hook {
@@ -168,6 +184,11 @@ impl StoreHandle {
     /// The writer's counters.
     pub fn stats(&self) -> &StoreStats {
         &self.stats
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// False once the writer stopped (after [`close`](Self::close)).

@@ -20,6 +20,8 @@ pub struct StoreStats {
     commit_duration: Histogram,
     /// Samples waiting in memory for a commit.
     buffered: AtomicU64,
+    /// Damaged databases set aside at start.
+    set_aside: AtomicU64,
     /// Why commits fail now (`None` while they succeed).
     failing: Mutex<Option<String>>,
 }
@@ -43,6 +45,10 @@ impl StoreStats {
     pub(super) fn record_dropped(&self, samples: usize) {
         self.samples_dropped
             .fetch_add(samples as u64, Ordering::Relaxed);
+    }
+
+    pub(super) fn record_set_aside(&self) {
+        self.set_aside.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(super) fn set_buffered(&self, samples: usize) {
@@ -124,6 +130,12 @@ impl Collect for StoreHandle {
             "Samples waiting in memory for their commit (a failing commit leaves them there, up to storage.buffer_samples).",
         )
         .sample(&[], s.buffered() as f64);
+        out.family(
+            "sitegate_store_set_aside_total",
+            Kind::Counter,
+            "Damaged databases found at start and set aside (renamed, never deleted); the store started on a new one.",
+        )
+        .sample(&[], s.set_aside.load(Ordering::Relaxed) as f64);
         out.family(
             "sitegate_store_failing",
             Kind::Gauge,

@@ -268,6 +268,13 @@ impl Writer {
                 let n = samples.len();
                 let dropped = pending.restore(samples, self.buffer_samples);
                 self.stats.record_dropped(dropped);
+                if let StoreError::Sqlite(se) = e {
+                    if super::integrity::is_damage(se) {
+                        // The next start checks the whole file and sets it
+                        // aside if it is damaged.
+                        let _ = std::fs::write(super::integrity::flag_path(&self.path), b"");
+                    }
+                }
                 let cause = super::diagnose::cause(&self.path);
                 let why = match &cause {
                     Some(c) => format!("{e} ({c})"),

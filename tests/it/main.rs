@@ -55,6 +55,7 @@ mod steering_profiles;
 mod steering_restart;
 mod steering_revert;
 mod steering_writes;
+mod store_damaged;
 mod store_durability;
 mod store_hook;
 mod store_http;

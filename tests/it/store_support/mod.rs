@@ -25,6 +25,7 @@ pub fn config(dir: &Path) -> StorageConfig {
         rollup_retention_days: 36_500,
         max_size_mb: 2048,
         buffer_samples: 200_000,
+        damaged_notice_h: 168,
     }
 }
 
