@@ -77,6 +77,8 @@ pub struct Connections {
     /// Connections closed because their request head did not arrive in time
     /// (counted by the server, `http.rs`).
     pub head_timeouts: AtomicU64,
+    /// Request heads hyper refused, answered as problem+json (`head_errors.rs`).
+    pub refused_heads: Arc<super::head_errors::HeadRefusals>,
     idle: Duration,
 }
 
@@ -95,6 +97,7 @@ impl Connections {
             refused_per_client: AtomicU64::new(0),
             idle_closed: AtomicU64::new(0),
             head_timeouts: AtomicU64::new(0),
+            refused_heads: Arc::default(),
             idle: request_timeout * 2,
         }
     }
@@ -175,6 +178,19 @@ impl Collect for Connections {
             "HTTP connections closed because a request head did not arrive within its deadline.",
         )
         .sample(&[], self.head_timeouts.load(Ordering::Relaxed) as f64);
+        let heads = &self.refused_heads;
+        let mut family = out.family(
+            "sitegate_http_bad_heads_total",
+            Kind::Counter,
+            "Request heads refused before routing (malformed, target or headers too large), by status.",
+        );
+        for (status, n) in [
+            ("400", &heads.bad_request),
+            ("414", &heads.uri_too_long),
+            ("431", &heads.too_large),
+        ] {
+            family.sample(&[("status", status)], n.load(Ordering::Relaxed) as f64);
+        }
     }
 }
 

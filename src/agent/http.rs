@@ -1,7 +1,9 @@
 //! Binding the HTTP listeners and serving the API router on them, under the
 //! connection bounds of `connections.rs`: one task accepts per listener, one
 //! task serves each connection (HTTP/1, with a deadline for each request
-//! head), and a connection on the reserve gets the reserve's router.
+//! head), and a connection on the reserve gets the reserve's router; hyper's
+//! own refusals of a request head are answered as problem+json
+//! (`head_errors.rs`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -17,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connections::{Capped, Class, Connections, Held};
+use super::head_errors::ProblemHeads;
 use super::StartError;
 use crate::config::Config;
 use crate::metrics::Registry;
@@ -137,6 +140,7 @@ async fn serve_connection(
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
         .keep_alive(class == Class::Full);
+    let io = ProblemHeads::new(io, connections.refused_heads.clone());
     let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
     tokio::pin!(conn);
     let result = tokio::select! {

@@ -4,6 +4,7 @@
 //! This is wiring only: no protocol logic and no decisions live here.
 
 mod connections;
+mod head_errors;
 mod http;
 pub mod systemd;
 mod watchdog;

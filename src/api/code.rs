@@ -38,6 +38,13 @@ pub enum ErrorCode {
     /// Every connection slot is taken, or the client's address holds the
     /// most connections: try again shortly.
     Busy,
+    /// A request head the HTTP layer cannot parse (a malformed line, a byte
+    /// HTTP does not allow): answered before any route sees it.
+    BadRequest,
+    /// A request target over 65534 bytes.
+    UriTooLong,
+    /// A request head over about 400 KiB or with more than 100 headers.
+    HeadersTooLarge,
     /// Keep last: [`ErrorCode::ALL`]'s length check relies on it.
     Internal,
 }
@@ -70,6 +77,9 @@ impl ErrorCode {
         ErrorCode::Timeout,
         ErrorCode::NotReady,
         ErrorCode::Busy,
+        ErrorCode::BadRequest,
+        ErrorCode::UriTooLong,
+        ErrorCode::HeadersTooLarge,
         ErrorCode::Internal,
     ];
 
@@ -97,6 +107,9 @@ impl ErrorCode {
             ErrorCode::Timeout => "timeout",
             ErrorCode::NotReady => "not_ready",
             ErrorCode::Busy => "busy",
+            ErrorCode::BadRequest => "bad_request",
+            ErrorCode::UriTooLong => "uri_too_long",
+            ErrorCode::HeadersTooLarge => "headers_too_large",
             ErrorCode::Internal => "internal",
         }
     }
@@ -112,7 +125,10 @@ impl ErrorCode {
             | ErrorCode::UnknownProperty
             | ErrorCode::RangeTooLong
             | ErrorCode::TooManyPoints
-            | ErrorCode::Expired => StatusCode::BAD_REQUEST,
+            | ErrorCode::Expired
+            | ErrorCode::BadRequest => StatusCode::BAD_REQUEST,
+            ErrorCode::UriTooLong => StatusCode::URI_TOO_LONG,
+            ErrorCode::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ErrorCode::DeviceNotFound
             | ErrorCode::SiteNotFound
             | ErrorCode::NoMeasurement

@@ -408,6 +408,80 @@ async fn slow_clients_cannot_starve_the_api() {
     );
 }
 
+/// Request heads hyper refuses before any route sees them answer
+/// problem+json like every other error: a raw byte the request line does not
+/// allow, a target over 64 KiB, a 1 MB header, more than 100 headers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_heads_refused_before_routing_answer_problem_json() {
+    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    site.ready().await;
+    let addr = site.agent.http_addrs()[0];
+    let many_headers: String = (0..101).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let cases: Vec<(&str, Vec<u8>, &str, &str)> = vec![
+        (
+            "a raw 0xFF in the query",
+            b"GET /devices?x=\xff HTTP/1.1\r\nHost: sitegate\r\n\r\n".to_vec(),
+            "400",
+            "bad_request",
+        ),
+        (
+            "a 70 KiB target",
+            format!(
+                "GET /devices?x={} HTTP/1.1\r\nHost: sitegate\r\n\r\n",
+                "a".repeat(70_000)
+            )
+            .into_bytes(),
+            "414",
+            "uri_too_long",
+        ),
+        (
+            "a 1 MB header",
+            format!(
+                "GET /devices HTTP/1.1\r\nHost: sitegate\r\nX-Big: {}\r\n\r\n",
+                "a".repeat(1 << 20)
+            )
+            .into_bytes(),
+            "431",
+            "headers_too_large",
+        ),
+        (
+            "101 headers",
+            format!("GET /devices HTTP/1.1\r\nHost: sitegate\r\n{many_headers}\r\n").into_bytes(),
+            "431",
+            "headers_too_large",
+        ),
+    ];
+    for (what, request, status, code) in cases {
+        let mut conn = TcpStream::connect(addr).await.expect("connect");
+        // The agent may answer and close before it has read the whole of a
+        // large head: a failed write is part of the case.
+        let _ = conn.write_all(&request).await;
+        let (line, body) = read_response(&mut conn).await;
+        assert!(line.contains(&format!(" {status} ")), "{what}: {line}");
+        let v: Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{what}: {e}: {body}"));
+        assert_eq!(v["code"], code, "{what}: {v}");
+        assert_eq!(v["status"].as_u64(), status.parse().ok(), "{what}: {v}");
+        assert!(
+            v["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{what}: {v}"
+        );
+    }
+    let scraped = scrape(&site.http, &site.base).await;
+    assert_eq!(
+        scraped.get("sitegate_http_bad_heads_total{status=\"400\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        scraped.get("sitegate_http_bad_heads_total{status=\"414\"}"),
+        Some(1.0)
+    );
+    assert_eq!(
+        scraped.get("sitegate_http_bad_heads_total{status=\"431\"}"),
+        Some(2.0)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_connection_is_closed_to_free_its_slot() {
     // A request time limit of 500 ms: connections silent for 1 s are closed.
