@@ -1,5 +1,6 @@
 //! The `sitegate` command line: parses arguments, loads config, starts logging,
-//! runs the library, and maps failures to exit codes (78 bad config, 64 bad usage).
+//! runs the library, and maps failures to exit codes (78 bad config, 64 bad usage, 65 a database
+//! written by a newer version, 1 for what a restart may cure).
 
 #![warn(clippy::unwrap_used)]
 
@@ -54,7 +55,7 @@ enum TokenCommand {
 /// EX_USAGE from sysexits.h.
 const EXIT_USAGE: u8 = 64;
 /// EX_CONFIG from sysexits.h.
-const EXIT_CONFIG: u8 = 78;
+const EXIT_CONFIG: u8 = sitegate::agent::EXIT_CONFIG;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

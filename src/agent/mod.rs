@@ -6,6 +6,7 @@
 mod connections;
 mod head_errors;
 mod http;
+pub mod start_failures;
 pub mod systemd;
 mod watchdog;
 
@@ -47,6 +48,33 @@ pub enum StartError {
     Store { path: String, source: StoreError },
     #[error("cannot restore the steering signals: {0}")]
     Steering(#[from] crate::steering::PersistError),
+}
+
+/// EX_DATAERR from sysexits.h: the database was written by a newer sitegate.
+pub const EXIT_DATA: u8 = 65;
+/// EX_CONFIG from sysexits.h.
+pub const EXIT_CONFIG: u8 = 78;
+
+impl StartError {
+    /// The process's exit code for this failure: [`EXIT_CONFIG`] and
+    /// [`EXIT_DATA`] for what a restart cannot cure (the unit does not
+    /// restart after them: `RestartPreventExitStatus`), 1 for the rest, which
+    /// a restart may cure (`start_failures.rs` spaces the attempts).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            // A port below 1024 without the capability: the config's to fix.
+            StartError::Bind { source, .. }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                EXIT_CONFIG
+            }
+            StartError::Store {
+                source: StoreError::NewerSchema(_),
+                ..
+            } => EXIT_DATA,
+            _ => 1,
+        }
+    }
 }
 
 /// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].

@@ -27,6 +27,11 @@ pub fn reloading() {
     send(&states);
 }
 
+/// A status line (`systemctl status` shows it) without a change of state.
+pub fn status(status: &str) {
+    send(&[NotifyState::Status(status)]);
+}
+
 pub fn stopping() {
     send(&[NotifyState::Stopping, NotifyState::Status("stopping")]);
 }

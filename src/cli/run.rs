@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use sitegate::agent::{systemd, Agent};
+use sitegate::agent::{start_failures, systemd, Agent};
 use sitegate::config::Config;
 use sitegate::logging::LogHandle;
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -74,14 +74,24 @@ pub async fn serve(
     for p in &config.file_problems {
         tracing::warn!(problem = %p, "config file problem: the MQTT uplink retries until it is fixed");
     }
+    let failures = start_failures::count_file();
     let agent = match Agent::start(config).await {
         Ok(a) => a,
         Err(e) => {
-            tracing::error!(error = %e, "agent did not start");
-            return ExitCode::FAILURE;
+            let code = e.exit_code();
+            tracing::error!(error = %e, exit_code = code, "agent did not start");
+            if code == 1 {
+                if let Some(file) = &failures {
+                    wait_before_exit(&mut signals, start_failures::record(file), &e).await;
+                }
+            }
+            return ExitCode::from(code);
         }
     };
     started(&agent);
+    if let Some(file) = &failures {
+        start_failures::clear(file);
+    }
     systemd::ready(&status_line(&agent));
     agent.spawn_watchdog();
     let cancel = agent.cancellation();
@@ -100,6 +110,29 @@ pub async fn serve(
     systemd::stopping();
     agent.shutdown().await;
     ExitCode::SUCCESS
+}
+
+/// After the `n`th failed start in a row: waits as `start_failures` says
+/// (a stop request ends the wait), saying so to systemd and in the log.
+async fn wait_before_exit(signals: &mut Signals, n: u32, e: &sitegate::agent::StartError) {
+    let wait = start_failures::wait_after(n);
+    if wait.is_zero() {
+        return;
+    }
+    let secs = wait.as_secs();
+    tracing::warn!(
+        failures = n,
+        wait_s = secs,
+        "start failed {n} times in a row: waiting before exit, so restarts come less often"
+    );
+    systemd::status(&format!(
+        "start failed ({e}); {n} in a row, exiting in {secs} s"
+    ));
+    tokio::select! {
+        () = tokio::time::sleep(wait) => {}
+        _ = signals.int.recv() => {}
+        _ = signals.term.recv() => {}
+    }
 }
 
 struct Signals {

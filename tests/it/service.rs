@@ -39,19 +39,32 @@ impl NotifySocket {
 
     /// Waits for a datagram holding the line `want`; returns the whole datagram.
     fn expect(&self, want: &str, within: Duration) -> String {
+        self.expect_where(&format!("{want:?}"), within, |m| {
+            m.lines().any(|l| l == want)
+        })
+    }
+
+    /// Waits for a datagram containing `part`; returns the whole datagram.
+    fn expect_containing(&self, part: &str, within: Duration) -> String {
+        self.expect_where(&format!("something with {part:?}"), within, |m| {
+            m.contains(part)
+        })
+    }
+
+    fn expect_where(&self, what: &str, within: Duration, ok: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + within;
         let mut seen = Vec::new();
         let mut buf = [0u8; 4096];
         while Instant::now() < deadline {
             if let Ok(n) = self.0.recv(&mut buf) {
                 let msg = String::from_utf8_lossy(&buf[..n]).to_string();
-                if msg.lines().any(|l| l == want) {
+                if ok(&msg) {
                     return msg;
                 }
                 seen.push(msg);
             }
         }
-        panic!("no {want:?} within {within:?}; got {seen:?}");
+        panic!("no {what} within {within:?}; got {seen:?}");
     }
 }
 
@@ -218,4 +231,71 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
         "the acknowledged steering request is stored"
     );
     sim.shutdown().await;
+}
+
+/// A start that fails for a reason a restart may cure (its port is taken)
+/// exits 1, and after failures in a row waits longer before exiting (counted
+/// in `$STATE_DIRECTORY`, said on the notify socket); the start that reaches
+/// READY clears the count. A database written by a newer version exits 65,
+/// which the unit does not restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_starts_exit_with_codes_systemd_acts_on_and_wait_longer_in_a_row() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("hold a port");
+    let port = held.local_addr().expect("addr").port();
+    let site_text = small_site().replacen(
+        "listen = [\"127.0.0.1:0\"]",
+        &format!("listen = [\"127.0.0.1:{port}\"]"),
+        1,
+    );
+    assert!(site_text.contains(&format!(":{port}\"")));
+    let sim = start_sim(&site_text).await;
+    let config = ConfigDir::write(&site_text, &sim, "");
+    let state = tempfile::tempdir().expect("state dir");
+    let count = state.path().join("start-failures");
+    let socket = config.dir.path().join("notify.sock");
+    let notify = NotifySocket::bind(&socket);
+    let run = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sitegate"));
+        cmd.arg("run")
+            .arg("--config")
+            .arg(&config.file)
+            .env("STATE_DIRECTORY", state.path())
+            .env("NOTIFY_SOCKET", &socket)
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        cmd
+    };
+    // First failure: at once; second: waits 2 s and says so.
+    let status = run().status().expect("runs");
+    assert_eq!(status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&count).expect("count").trim(), "1");
+    let mut second = run().spawn().expect("runs");
+    let said = notify.expect_containing("exiting in 2 s", Duration::from_secs(20));
+    assert!(said.contains("2 in a row"), "{said}");
+    assert_eq!(second.wait().expect("exits").code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&count).expect("count").trim(), "2");
+    // The port is free: the start reaches READY and clears the count.
+    drop(held);
+    let mut third = run().spawn().expect("runs");
+    notify.expect("READY=1", Duration::from_secs(20));
+    assert!(!count.exists(), "the count survived a good start");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(third.id()).expect("pid")),
+        Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    assert_eq!(third.wait().expect("exits").code(), Some(0));
+
+    // The database now records a migration this version does not know.
+    let conn = rusqlite::Connection::open(config.db()).expect("db");
+    conn.execute(
+        "INSERT INTO schema_migrations (id, applied_at) VALUES ('9999_from_the_future', 0)",
+        [],
+    )
+    .expect("insert");
+    drop(conn);
+    let status = run().status().expect("runs");
+    assert_eq!(status.code(), Some(65));
+    assert!(!count.exists(), "a permanent failure is not counted");
 }
