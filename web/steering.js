@@ -286,10 +286,12 @@ export function describe(body, now) {
   const lines = [];
   lines.push(["Energy storage", body.energyStorageSetting ? essText(body.energyStorageSetting) : "unchanged"]);
   lines.push(["Production curtailment", body.productionCurtailment ? curtailmentText(body.productionCurtailment) : "unchanged"]);
-  lines.push([
-    "Maximize grid import",
-    body.maximizeGridImport ? mgiText(true) : "Off for this validity (an absent value is set to false, rule 3)",
-  ]);
+  let mgi = "unchanged";
+  if (body.maximizeGridImport) mgi = mgiText(true);
+  else if (body.energyStorageSetting && body.productionCurtailment) {
+    mgi = "Off for this validity (with both storage and curtailment, an absent value is set to false, rule 3)";
+  }
+  lines.push(["Maximize grid import", mgi]);
   lines.push(["Grid limits", body.gridLimit ? gridLimitText(body.gridLimit) : "unchanged"]);
   lines.push(["Valid", `now until ${clock(body.validUntil, now)} (${duration(body.validUntil - now)})`]);
   return lines;

@@ -54,8 +54,11 @@ impl ApiError {
         Self::new(code, detail).with_field(field)
     }
 
+    /// Names the field at fault; an empty name (a problem of the whole body)
+    /// names none, so `field` is never the empty string.
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
-        self.0.field = Some(field.into());
+        let field = field.into();
+        self.0.field = (!field.is_empty()).then_some(field);
         self
     }
 

@@ -12,27 +12,11 @@ use serde::Serialize;
 
 use super::error::ApiError;
 use super::extract::ApiPath;
+use super::number::Num;
 use super::query::QueryParams;
 use super::ApiState;
 use crate::model::{Property, Unit};
 use crate::telemetry::{DeviceSnapshot, Reading};
-
-/// A measured value as a JSON number: integral values without a fraction
-/// (`65`, not `65.0`), others as they are.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Num(pub f64);
-
-impl Serialize for Num {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-        if self.0.fract() == 0.0 && self.0.abs() < EXACT {
-            // Exact: an integral f64 below 2^53 converts to i64 without loss.
-            s.serialize_i64(self.0 as i64)
-        } else {
-            s.serialize_f64(self.0)
-        }
-    }
-}
 
 /// One element of the list answer (and of the uplink's measurement messages).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -48,6 +48,7 @@ mod extract;
 mod http_stats;
 mod limit;
 mod measurements;
+pub mod number;
 mod openapi;
 mod ops;
 mod page;
@@ -75,7 +76,8 @@ pub use extract::{
     check_json_content_type, parse_json, read_json, ApiPath, JsonBody, DEFAULT_BODY_LIMIT,
 };
 pub use http_stats::HttpStats;
-pub use measurements::{MeasurementView, Num};
+pub use measurements::MeasurementView;
+pub use number::{Exact, Num};
 pub use openapi::OPENAPI_DOCUMENT;
 pub use query::QueryParams;
 pub use readiness::{Readiness, ReadyFlag};

@@ -20,8 +20,14 @@ impl QueryParams {
     pub fn parse(raw: Option<&str>, allowed: &[&str]) -> Result<Self, ApiError> {
         let mut pairs: Vec<(String, String)> = Vec::new();
         for (name, value) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
-            if name.is_empty() && value.is_empty() {
-                continue; // `?a=1&&b=2` or a lone `?`
+            // Empty segments (`?a=1&&b=2`, a lone `?`) never get here; a
+            // segment with `=` and no name (`?=`, `?=x`) is a parameter
+            // without a name: refused, with no field to name.
+            if name.is_empty() {
+                return Err(ApiError::new(
+                    ErrorCode::UnknownField,
+                    format!("a query parameter without a name (\"={value}\"); give name=value"),
+                ));
             }
             if !allowed.contains(&name.as_ref()) {
                 let accepted = if allowed.is_empty() {
@@ -98,6 +104,18 @@ mod tests {
         assert_eq!(q.get("d"), None);
         assert!(QueryParams::parse(None, &[]).unwrap().get("a").is_none());
         assert!(QueryParams::parse(Some("&&"), &[]).is_ok());
+    }
+
+    #[test]
+    fn a_parameter_without_a_name_is_refused_with_no_field() {
+        for raw in ["=", "=x", "a=1&=", "=&a=1"] {
+            let e = QueryParams::parse(Some(raw), &["a"]).unwrap_err();
+            assert_eq!(
+                (e.code(), e.field()),
+                (ErrorCode::UnknownField, None),
+                "{raw}"
+            );
+        }
     }
 
     #[test]

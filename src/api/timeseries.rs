@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::error::{ApiError, ErrorCode};
 use super::extract::{ApiPath, JsonBody};
-use super::measurements::Num;
+use super::number::Num;
 use super::ApiState;
 use crate::model::{time, Property};
 use crate::store::{Point, StoreError};

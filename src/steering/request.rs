@@ -16,7 +16,8 @@ use super::value::{CurtailmentValue, EssSetting, GridLimit};
 pub struct SteeringRequest {
     pub ess: Option<EssSetting>,
     pub curtailment: Option<CurtailmentValue>,
-    /// Set to `Some(false)` by rule 3 when a site request leaves it out.
+    /// Set to `Some(false)` by rule 3 when a site request carries both the
+    /// storage setting and the curtailment and leaves this out.
     pub maximize_grid_import: Option<bool>,
     pub grid_limit: Option<GridLimit>,
     pub valid_from: Option<i64>,

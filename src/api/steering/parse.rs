@@ -143,8 +143,12 @@ pub fn parse(
                 "the request carries no component: give energyStorageSetting, productionCurtailment, maximizeGridImport or gridLimit",
             ));
         }
-        // Rule 3: absent means false for the same validity.
-        req.maximize_grid_import.get_or_insert(false);
+        // Rule 3: with both the storage setting and the curtailment and no
+        // maximizeGridImport, it is false for the same validity; otherwise
+        // an absent maximizeGridImport keeps its setting (rule 2).
+        if req.ess.is_some() && req.curtailment.is_some() {
+            req.maximize_grid_import.get_or_insert(false);
+        }
     }
     Ok(req)
 }
@@ -153,12 +157,31 @@ fn missing_setting(key: &str) -> Rejection {
     reject(ErrorCode::MissingField, key, format!("{key} is required"))
 }
 
+/// Times before 1973-03-03 in ms are 5138 and later in seconds: a
+/// `validUntil` below this was most likely given in seconds.
+const SECONDS_BELOW: i64 = 100_000_000_000;
+
+/// A hint for a time that looks like seconds, naming the ms value meant.
+fn seconds_hint(t: i64) -> String {
+    if (1..SECONDS_BELOW).contains(&t) {
+        format!(
+            "; it looks like seconds since the epoch: times are in milliseconds, {} for that instant",
+            t * 1000
+        )
+    } else {
+        String::new()
+    }
+}
+
 fn check_validity(from: Option<i64>, until: i64, now: i64) -> Result<(), Rejection> {
     if until <= now {
         return Err(reject(
             ErrorCode::Expired,
             "validUntil",
-            format!("validUntil {until} is not in the future (now is {now})"),
+            format!(
+                "validUntil {until} is not in the future (now is {now}){}",
+                seconds_hint(until)
+            ),
         ));
     }
     if let Some(from) = from {

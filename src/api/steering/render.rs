@@ -8,6 +8,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::api::number::{Exact, Num};
 use crate::config::EssFallback;
 use crate::model::PowerValue;
 use crate::steering::audit::{describe, AuditEvent, AuditKind, RequestBody};
@@ -22,11 +23,11 @@ use crate::steering::{Entry, StoredEntry};
 
 /// `{"value", "unit": "W"}`, or `null` (none, or released).
 fn watts(w: Option<f64>) -> Value {
-    w.map_or(Value::Null, |w| json!({"value": w, "unit": "W"}))
+    w.map_or(Value::Null, |w| json!({"value": Num(w), "unit": "W"}))
 }
 
 fn power(p: &PowerValue) -> Value {
-    json!({"value": p.value, "unit": p.unit.as_str()})
+    json!({"value": Exact(p.value), "unit": p.unit.as_str()})
 }
 
 /// A body as received (it was JSON when it came).
@@ -41,7 +42,7 @@ pub fn site(v: &SiteView) -> Value {
         "name": v.name,
         "devices": v.devices,
         "gridConnection": {"maxImport": watts(v.max_import_w), "maxExport": watts(v.max_export_w)},
-        "ratedProductionPower": {"value": v.rated_production_w, "unit": "W"},
+        "ratedProductionPower": {"value": Num(v.rated_production_w), "unit": "W"},
         "fulfilment": {
             "ess": v.ess_fulfilment.wire_name(),
             "curtailment": v.curtailment_fulfilment.wire_name(),
@@ -63,7 +64,7 @@ fn ess(e: &EssSetting) -> Value {
             power: p,
             until_soc,
         } => {
-            json!({"value": p.value, "unit": p.unit.as_str(), "untilSoc": until_soc})
+            json!({"value": Exact(p.value), "unit": p.unit.as_str(), "untilSoc": Exact(*until_soc)})
         }
         EssSetting::Idle => json!({"mode": "idle"}),
     }
@@ -72,7 +73,7 @@ fn ess(e: &EssSetting) -> Value {
 fn curtailment(c: &CurtailmentValue) -> Value {
     match c {
         CurtailmentValue::Power(p) => power(p),
-        CurtailmentValue::Percent(pct) => json!({"value": pct, "unit": "%"}),
+        CurtailmentValue::Percent(pct) => json!({"value": Exact(*pct), "unit": "%"}),
     }
 }
 
@@ -137,7 +138,7 @@ fn limit_note(n: &LimitNote) -> Value {
 /// The grid loop's mode and the limits in force, with where each came from.
 fn grid_loop(g: &GridLoopState) -> Value {
     let limit = |l: Option<Limit>| match l {
-        Some(l) => json!({"value": l.w, "unit": "W", "source": l.source.wire_name()}),
+        Some(l) => json!({"value": Num(l.w), "unit": "W", "source": l.source.wire_name()}),
         None => Value::Null,
     };
     json!({

@@ -221,10 +221,17 @@ fn range(v: &Value) -> Result<(i64, i64)> {
     let start = instant("range.start")?;
     let end = instant("range.end")?;
     if end <= start {
+        // The contract gives an empty or reversed range the code of a range
+        // out of bounds; the field and the detail say which.
+        let what = if end == start { "empty" } else { "reversed" };
         return Err(RequestError::new(
             RequestCode::RangeTooLong,
             "range.end",
-            "range.end must be after range.start",
+            format!(
+                "range.end must be after range.start: the range is {what} (start {}, end {})",
+                time::format_utc(start),
+                time::format_utc(end)
+            ),
         ));
     }
     if end - start > MAX_RANGE_MS {
@@ -239,6 +246,9 @@ fn range(v: &Value) -> Result<(i64, i64)> {
     }
     Ok((start, end))
 }
+
+/// The largest whole f64 that converts to u64 exactly (2^53).
+const MAX_WHOLE: f64 = 9_007_199_254_740_992.0;
 
 fn resolution(v: &Value, start: i64, end: i64) -> Result<i64> {
     let obj = object(v, "resolution")?;
@@ -256,13 +266,24 @@ fn resolution(v: &Value, start: i64, end: i64) -> Result<i64> {
         ));
     };
     let value = &obj["value"];
-    let count = value.as_u64().filter(|n| *n > 0).ok_or_else(|| {
-        RequestError::new(
-            RequestCode::InvalidValue,
-            "resolution.value",
-            format!("resolution.value must be a positive integer, found {value}"),
-        )
-    })?;
+    // A whole number, written as an integer or not (`1.0`): the seed types
+    // it as a number.
+    let count = value
+        .as_u64()
+        .or_else(|| {
+            value
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && (1.0..=MAX_WHOLE).contains(f))
+                .map(|f| f as u64)
+        })
+        .filter(|n| *n > 0)
+        .ok_or_else(|| {
+            RequestError::new(
+                RequestCode::InvalidValue,
+                "resolution.value",
+                format!("resolution.value must be a whole number of at least 1, found {value}"),
+            )
+        })?;
     let width = i64::try_from(count)
         .ok()
         .and_then(|c| c.checked_mul(unit_ms))

@@ -369,9 +369,10 @@ fn grid_limit_endpoint_and_site_member() {
             .map(|p| p.as_watts()),
         Some(20_000.0)
     );
-    // Rule 3 still sets maximize grid import; a site request without gridLimit
-    // leaves it alone.
-    assert_eq!(site.maximize_grid_import, Some(false));
+    // Without the storage setting and the curtailment, rule 3 does not
+    // apply: maximize grid import stays as it is (rule 2). A site request
+    // without gridLimit leaves that alone.
+    assert_eq!(site.maximize_grid_import, None);
     let without = parse(
         Endpoint::Site,
         &json!({"maximizeGridImport": true, "validUntil": T}),
@@ -444,4 +445,30 @@ fn grid_limit_refusals_name_the_field() {
         &open
     )
     .is_ok());
+}
+
+/// Rule 3 sets maximize grid import to false only when the request carries
+/// both the storage setting and the curtailment; otherwise an absent value
+/// keeps its setting (rule 2).
+#[test]
+fn rule_3_applies_only_with_both_storage_and_curtailment() {
+    let ess = json!({"value": 5, "unit": "kW"});
+    let curtailment = json!({"value": 50, "unit": "%"});
+    let cases = [
+        (
+            json!({"energyStorageSetting": ess, "productionCurtailment": curtailment}),
+            Some(false),
+        ),
+        (json!({"energyStorageSetting": ess}), None),
+        (json!({"productionCurtailment": curtailment}), None),
+        (
+            json!({"energyStorageSetting": ess, "productionCurtailment": curtailment, "maximizeGridImport": true}),
+            Some(true),
+        ),
+    ];
+    for (mut body, want) in cases {
+        body["validUntil"] = json!(T);
+        let req = parse(Endpoint::Site, &body, &ctx()).unwrap();
+        assert_eq!(req.maximize_grid_import, want, "{body}");
+    }
 }
