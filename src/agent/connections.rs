@@ -34,6 +34,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use axum::http::header::RETRY_AFTER;
+use axum::http::HeaderValue;
+
+use crate::api::{ApiError, ErrorCode};
 use crate::metrics::{Collect, Encoder, Kind};
 
 /// HTTP connections open at once, over every listener.
@@ -276,15 +280,14 @@ impl Capped {
 /// A 503 `busy` problem for a client holding too many connections, then close
 /// (within a second: a client that does not read loses the answer).
 async fn refuse(mut stream: TcpStream) {
-    let body = format!(
-        "{{\"type\":\"about:blank\",\"title\":\"Service Unavailable\",\"status\":503,\"code\":\"busy\",\"detail\":\"too many connections from your address (at most {MAX_PER_CLIENT} at once); close one and try again\"}}"
-    );
-    let response = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\ncontent-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    );
+    let response = ApiError::new(
+        ErrorCode::Busy,
+        format!("too many connections from your address (at most {MAX_PER_CLIENT} at once); close one and try again"),
+    )
+    .with_header(RETRY_AFTER, HeaderValue::from_static("1"))
+    .http1_bytes();
     let write = async {
-        stream.write_all(response.as_bytes()).await?;
+        stream.write_all(&response).await?;
         stream.shutdown().await
     };
     let _ = tokio::time::timeout(Duration::from_secs(1), write).await;

@@ -234,33 +234,61 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let Inner {
-            status,
-            code,
-            detail,
-            field,
-            mut headers,
-            extensions,
-        } = *self.0;
-        if code == ErrorCode::Internal {
-            tracing::error!(status = status.as_u16(), code = code.as_str(), %detail, "api error");
-        }
-        let mut body = extensions;
+impl ApiError {
+    /// The problem+json body.
+    fn body(&self) -> Vec<u8> {
+        let i = &self.0;
+        let mut body = i.extensions.clone();
         body.insert("type".into(), "about:blank".into());
         body.insert(
             "title".into(),
-            status.canonical_reason().unwrap_or("Error").into(),
+            i.status.canonical_reason().unwrap_or("Error").into(),
         );
-        body.insert("status".into(), status.as_u16().into());
-        body.insert("detail".into(), detail.into());
-        body.insert("code".into(), code.as_str().into());
-        if let Some(field) = field {
-            body.insert("field".into(), field.into());
+        body.insert("status".into(), i.status.as_u16().into());
+        body.insert("detail".into(), i.detail.clone().into());
+        body.insert("code".into(), i.code.as_str().into());
+        if let Some(field) = &i.field {
+            body.insert("field".into(), field.clone().into());
         }
         // Serializing a map of strings and numbers cannot fail.
-        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        serde_json::to_vec(&body).unwrap_or_default()
+    }
+
+    /// The whole HTTP/1.1 answer, with `connection: close`: for refusals the
+    /// connection layer writes itself, before (or instead of) any router.
+    pub fn http1_bytes(&self) -> Vec<u8> {
+        let i = &self.0;
+        let body = self.body();
+        let mut out = format!(
+            "HTTP/1.1 {} {}\r\ncontent-type: {PROBLEM_JSON}\r\ncontent-length: {}\r\nconnection: close\r\n",
+            i.status.as_u16(),
+            i.status.canonical_reason().unwrap_or("Error"),
+            body.len()
+        )
+        .into_bytes();
+        for (name, value) in &i.headers {
+            out.extend_from_slice(name.as_str().as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&body);
+        out
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.0.code == ErrorCode::Internal {
+            tracing::error!(status = self.0.status.as_u16(), code = self.0.code.as_str(), detail = %self.0.detail, "api error");
+        }
+        let bytes = self.body();
+        let Inner {
+            status,
+            mut headers,
+            ..
+        } = *self.0;
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
         (status, headers, bytes).into_response()
     }

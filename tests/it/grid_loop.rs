@@ -65,7 +65,7 @@ async fn noon_with_full_batteries_holds_max_export_without_a_signal() {
     assert_eq!(st["gridLoop"]["mode"], "holdingExport", "{st}");
     assert_eq!(
         st["gridLoop"]["maxExport"],
-        json!({"value": 40000.0, "unit": "W", "source": "config"})
+        json!({"value": 40000, "unit": "W", "source": "config"})
     );
     let notes = limits_naming(&st, "curtailment");
     assert_eq!(notes.len(), 1, "{st}");
@@ -153,14 +153,11 @@ async fn a_partner_curtailment_looser_than_the_limit_is_tightened() {
     let st = rig.state().await;
     let notes = limits_naming(&st, "curtailment");
     assert_eq!(notes.len(), 1, "{st}");
-    assert_eq!(
-        notes[0]["requested"],
-        json!({"value": 45000.0, "unit": "W"})
-    );
+    assert_eq!(notes[0]["requested"], json!({"value": 45000, "unit": "W"}));
     // The partner's entry itself is unchanged.
     assert_eq!(
         st["productionCurtailment"]["setting"],
-        json!({"value": 45.0, "unit": "kW"})
+        json!({"value": 45, "unit": "kW"})
     );
     rig.shutdown().await;
 }
@@ -190,7 +187,7 @@ async fn a_temporary_grid_limit_over_http() {
         .is_some_and(|r| r.starts_with("req_")));
     holds(&rig, "zero export", 0.0, 500.0).await;
     let st = rig.state().await;
-    let zero_shown = json!({"maxExport": {"value": 0.0, "unit": "W"}});
+    let zero_shown = json!({"maxExport": {"value": 0, "unit": "W"}});
     assert_eq!(st["gridLimit"]["setting"], zero_shown);
     assert_eq!(st["gridLoop"]["maxExport"]["source"], "gridLimit");
 

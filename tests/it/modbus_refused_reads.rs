@@ -295,7 +295,7 @@ async fn a_battery_whose_rating_cannot_be_read_is_held_at_0_w_and_says_why() {
             let d = rig.device_state("dvc_bat_u").await;
             d["state"] == "applied"
                 && d["confirmed"] == true
-                && d["setpoint"] == json!({"value": 0.0, "unit": "W"})
+                && d["setpoint"] == json!({"value": 0, "unit": "W"})
                 && d["error"].as_str().is_some_and(|e| {
                     e.contains("no power rating known") && e.contains("rated_power")
                 })

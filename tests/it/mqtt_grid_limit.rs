@@ -64,11 +64,11 @@ async fn grid_limit_over_rpc(kind: Kind) {
         .json();
     assert_eq!(
         m["gridLimit"]["setting"],
-        json!({"maxExport": {"value": 0.0, "unit": "W"}})
+        json!({"maxExport": {"value": 0, "unit": "W"}})
     );
     assert_eq!(
         m["gridLoop"]["maxExport"],
-        json!({"value": 0.0, "unit": "W", "source": "gridLimit"})
+        json!({"value": 0, "unit": "W", "source": "gridLimit"})
     );
     let state = site.get_ok(&format!("/sites/{SITE}/steering")).await;
     assert_eq!(state["gridLimit"]["requestId"], id);

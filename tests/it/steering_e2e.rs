@@ -45,7 +45,7 @@ async fn worked_scenario_at_the_registers() {
     let st = rig.state().await;
     assert_eq!(
         st["energyStorageSetting"]["setting"],
-        json!({"value": 100000.0, "unit": "W"})
+        json!({"value": 100000, "unit": "W"})
     );
     assert_eq!(st["productionCurtailment"]["requestId"], first.as_str());
     assert_eq!(st["maximizeGridImport"]["value"], false);
@@ -60,7 +60,7 @@ async fn worked_scenario_at_the_registers() {
     })
     .await;
     let bat = rig.device_state("dvc_bat_a").await;
-    assert_eq!(bat["setpoint"], json!({"value": 50000.0, "unit": "W"}));
+    assert_eq!(bat["setpoint"], json!({"value": 50000, "unit": "W"}));
     assert_eq!(bat["component"], "ess");
     assert!(bat["writtenAt"].as_i64().is_some());
 

@@ -173,11 +173,11 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
     })
     .await;
     let s = rig.device_state("dvc_bat_s").await;
-    assert_eq!(s["setpoint"], json!({"value": 4000.0, "unit": "W"}));
+    assert_eq!(s["setpoint"], json!({"value": 4000, "unit": "W"}));
     assert_eq!(s["component"], "ess");
     assert_eq!(
         rig.device_state("dvc_pv_d").await["setpoint"],
-        json!({"value": 5000.0, "unit": "W"})
+        json!({"value": 5000, "unit": "W"})
     );
 
     // Charging 5 kW: direction and the other power register; 704 goes negative.

@@ -106,7 +106,7 @@ async fn a_database_of_the_first_releases_still_loads() {
     assert_eq!(
         st["productionCurtailment"],
         json!({"validFrom": from, "validUntil": until, "requestId": "req_00000000000000c1",
-               "setting": {"value": 300.0, "unit": "kW"}}),
+               "setting": {"value": 300, "unit": "kW"}}),
         "{st}"
     );
     assert_eq!(st["maximizeGridImport"]["value"], false);
@@ -122,7 +122,8 @@ async fn a_database_of_the_first_releases_still_loads() {
     assert_eq!(s, 200);
     let h = h.as_array().unwrap();
     for stored in [&request, &write] {
-        let want: Value = serde_json::from_str(stored).unwrap();
+        // Numbers in today's one style: whole watts without a fraction.
+        let want: Value = serde_json::from_str(&stored.replace("150000.0", "150000")).unwrap();
         assert!(h.contains(&want), "{want} not in {h:?}");
     }
     // The first answer again for the same key, whatever the body says now.

@@ -282,7 +282,7 @@ async fn a_steering_write_goes_ahead_of_the_polls_queued_on_its_bus() {
     // the partner's setpoint.
     eventually("the battery reported at 2 kW", WAIT, || async {
         let reported: Value = rig.device_state("dvc_bat").await;
-        reported["setpoint"] == json!({"value": 2000.0, "unit": "W"})
+        reported["setpoint"] == json!({"value": 2000, "unit": "W"})
     })
     .await;
     rig.shutdown().await;
