@@ -210,9 +210,9 @@ async fn a_temporary_grid_limit_over_http() {
     assert_eq!(v["gridLimit"], Value::Null);
     holds(&rig, "configured export again", -40_000.0, -39_200.0).await;
 
-    // The history has both requests.
+    // The history has both requests (among the loop's writes: all of them).
     let (_, h) = rig
-        .get(&format!("/sites/{SITE}/steering/history"), READ)
+        .get(&format!("/sites/{SITE}/steering/history?limit=1000"), READ)
         .await;
     let actions: Vec<&str> = h
         .as_array()
