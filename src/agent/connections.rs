@@ -8,8 +8,12 @@
 //!   connection there is served `/healthz`, `/readyz` and `/metrics` only
 //!   (anything else answers 503 `busy`), one request and closed, so that
 //!   monitoring sees the agent even while slow clients hold every slot.
-//! - At most [`MAX_PER_CLIENT`] connections from one address: past it a new
-//!   one is answered 503 `busy` at once and closed.
+//! - At most [`MAX_PER_CLIENT`] connections from one address. A new one past
+//!   it takes the place of that address's longest-idle connection, if one is
+//!   between requests (a browser keeps a few open for reuse): that one is shut
+//!   down gracefully. When all of them are busy (a request in flight, or a
+//!   head still arriving, as a slowloris client holds them), the new one is
+//!   answered 503 `busy` at once and closed.
 //! - When every slot and the reserve are taken, further connections wait in
 //!   the kernel's listen backlog (refused by the kernel once that is full).
 //!
@@ -25,7 +29,7 @@ use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -33,6 +37,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 use axum::http::header::RETRY_AFTER;
 use axum::http::HeaderValue;
@@ -59,13 +64,40 @@ pub enum Class {
     Reserve,
 }
 
+/// What a connection last did, as far as taking its place is concerned.
+const FRESH: u8 = 0;
+/// Request bytes arrived and no answer has gone out since: busy.
+const READ: u8 = 1;
+/// An answer went out and nothing arrived since: between requests.
+const WROTE: u8 = 2;
+/// An answer is waiting for the client to read it: busy.
+const WRITING: u8 = 3;
+
+/// One open connection, as its address's list of them sees it.
+#[derive(Debug)]
+pub struct Activity {
+    phase: AtomicU8,
+    /// When a byte last moved, in ms since the connections' epoch.
+    moved_ms: AtomicU64,
+    /// Cancelled when a newer connection from the same address takes this
+    /// one's place: the server shuts it down gracefully.
+    pub reclaimed: CancellationToken,
+}
+
+impl Activity {
+    fn between_requests(&self) -> bool {
+        matches!(self.phase.load(Ordering::Relaxed), FRESH | WROTE)
+    }
+}
+
 /// The slots shared by every listener, and their counts.
 #[derive(Debug)]
 pub struct Connections {
     slots: Arc<Semaphore>,
     reserve: Arc<Semaphore>,
     /// Open connections by client address.
-    clients: Mutex<HashMap<IpAddr, usize>>,
+    clients: Mutex<HashMap<IpAddr, Vec<Arc<Activity>>>>,
+    epoch: tokio::time::Instant,
     /// Accepted and not closed yet (a listener waiting in `accept` holds a
     /// slot, not a connection).
     open: AtomicUsize,
@@ -74,8 +106,11 @@ pub struct Connections {
     at_cap: AtomicU64,
     /// Connections served from the reserve.
     reserved: AtomicU64,
-    /// Connections refused because their address held too many.
+    /// Connections refused because their address held too many, all busy.
     refused_per_client: AtomicU64,
+    /// Idle connections shut down to make room for a new one from their
+    /// address.
+    reclaimed: AtomicU64,
     /// Connections closed because nothing moved on them for `idle`.
     idle_closed: AtomicU64,
     /// Connections closed because their request head did not arrive in time
@@ -94,11 +129,13 @@ impl Connections {
             slots: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
             reserve: Arc::new(Semaphore::new(RESERVE_CONNECTIONS)),
             clients: Mutex::new(HashMap::new()),
+            epoch: tokio::time::Instant::now(),
             open: AtomicUsize::new(0),
             accepted: AtomicU64::new(0),
             at_cap: AtomicU64::new(0),
             reserved: AtomicU64::new(0),
             refused_per_client: AtomicU64::new(0),
+            reclaimed: AtomicU64::new(0),
             idle_closed: AtomicU64::new(0),
             head_timeouts: AtomicU64::new(0),
             refused_heads: Arc::default(),
@@ -106,29 +143,49 @@ impl Connections {
         }
     }
 
-    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Vec<Arc<Activity>>>> {
         // Plain counts; keep counting after a panic elsewhere.
         self.clients
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Counts a connection from `ip`; false when it already holds the most.
-    fn admit(&self, ip: IpAddr) -> bool {
-        let mut clients = self.clients();
-        let n = clients.entry(ip).or_insert(0);
-        if *n >= MAX_PER_CLIENT {
-            return false;
-        }
-        *n += 1;
-        true
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    fn leave(&self, ip: IpAddr) {
+    /// Counts a connection from `ip`. When the address already holds the
+    /// most, its longest-idle connection between requests gives up its place
+    /// (told through `reclaimed`); None when every one of them is busy.
+    fn admit(&self, ip: IpAddr) -> Option<Arc<Activity>> {
+        let activity = Arc::new(Activity {
+            phase: AtomicU8::new(FRESH),
+            moved_ms: AtomicU64::new(self.now_ms()),
+            reclaimed: CancellationToken::new(),
+        });
         let mut clients = self.clients();
-        if let Some(n) = clients.get_mut(&ip) {
-            *n -= 1;
-            if *n == 0 {
+        let held = clients.entry(ip).or_default();
+        if held.len() >= MAX_PER_CLIENT {
+            let idlest = held
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.between_requests())
+                .min_by_key(|(_, a)| a.moved_ms.load(Ordering::Relaxed))
+                .map(|(i, _)| i)?;
+            let gone = held.swap_remove(idlest);
+            gone.reclaimed.cancel();
+            self.reclaimed.fetch_add(1, Ordering::Relaxed);
+        }
+        held.push(activity.clone());
+        Some(activity)
+    }
+
+    fn leave(&self, ip: IpAddr, activity: &Arc<Activity>) {
+        let mut clients = self.clients();
+        if let Some(held) = clients.get_mut(&ip) {
+            // A reclaimed connection has left the list already.
+            held.retain(|a| !Arc::ptr_eq(a, activity));
+            if held.is_empty() {
                 clients.remove(&ip);
             }
         }
@@ -176,6 +233,12 @@ impl Collect for Connections {
             &[("reason", "per_client")],
             self.refused_per_client.load(Ordering::Relaxed) as f64,
         );
+        out.family(
+            "sitegate_http_reclaimed_total",
+            Kind::Counter,
+            "Idle HTTP connections (between requests) shut down to make room for a new one from the same address.",
+        )
+        .sample(&[], self.reclaimed.load(Ordering::Relaxed) as f64);
         out.family(
             "sitegate_http_head_timeouts_total",
             Kind::Counter,
@@ -225,14 +288,14 @@ impl Capped {
                 }
             };
             self.connections.accepted.fetch_add(1, Ordering::Relaxed);
-            if !self.connections.admit(addr.ip()) {
+            let Some(activity) = self.connections.admit(addr.ip()) else {
                 self.connections
                     .refused_per_client
                     .fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(client = %addr.ip(), max = MAX_PER_CLIENT, "HTTP connection refused: its address holds the most");
                 tokio::spawn(refuse(stream));
                 continue;
-            }
+            };
             if class == Class::Reserve {
                 self.connections.reserved.fetch_add(1, Ordering::Relaxed);
             }
@@ -242,6 +305,7 @@ impl Capped {
                 stream,
                 _slot: slot,
                 client: addr.ip(),
+                activity,
                 connections: self.connections.clone(),
                 silent_until: Box::pin(tokio::time::sleep(idle)),
             };
@@ -313,15 +377,28 @@ pub struct Held {
     stream: TcpStream,
     _slot: OwnedSemaphorePermit,
     client: IpAddr,
+    activity: Arc<Activity>,
     connections: Arc<Connections>,
     silent_until: Pin<Box<tokio::time::Sleep>>,
 }
 
 impl Held {
+    /// Cancelled when a newer connection from the same address takes this
+    /// one's place.
+    pub fn reclaimed(&self) -> CancellationToken {
+        self.activity.reclaimed.clone()
+    }
+
     /// Bytes moved: the idle time starts again.
     fn moved(&mut self) {
         let at = tokio::time::Instant::now() + self.connections.idle;
         self.silent_until.as_mut().reset(at);
+        let now = self.connections.now_ms();
+        self.activity.moved_ms.store(now, Ordering::Relaxed);
+    }
+
+    fn phase(&self, phase: u8) {
+        self.activity.phase.store(phase, Ordering::Relaxed);
     }
 
     /// Turns a pending read or write into an error once the connection has been
@@ -336,6 +413,15 @@ impl Held {
                 )))
             }
             Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// An answer went out (between requests, unless it waits for the client).
+    fn wrote(&self, result: &Poll<io::Result<usize>>) {
+        match result {
+            Poll::Ready(Ok(n)) if *n > 0 => self.phase(WROTE),
+            Poll::Pending => self.phase(WRITING),
+            _ => {}
         }
     }
 
@@ -362,7 +448,7 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         self.connections.open.fetch_sub(1, Ordering::Relaxed);
-        self.connections.leave(self.client);
+        self.connections.leave(self.client, &self.activity);
     }
 }
 
@@ -376,6 +462,9 @@ impl AsyncRead for Held {
         let this = &mut *self;
         let result = Pin::new(&mut this.stream).poll_read(cx, buf);
         let after = buf.filled().len();
+        if after > before {
+            this.phase(READ);
+        }
         this.settle(cx, result, |_| after > before)
     }
 }
@@ -388,6 +477,7 @@ impl AsyncWrite for Held {
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
         let result = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.wrote(&result);
         this.settle(cx, result, |n| *n > 0)
     }
 
@@ -408,6 +498,7 @@ impl AsyncWrite for Held {
     ) -> Poll<io::Result<usize>> {
         let this = &mut *self;
         let result = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.wrote(&result);
         this.settle(cx, result, |n| *n > 0)
     }
 

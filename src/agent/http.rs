@@ -140,12 +140,19 @@ async fn serve_connection(
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
         .keep_alive(class == Class::Full);
+    let reclaimed = io.reclaimed();
     let io = ProblemHeads::new(io, connections.refused_heads.clone());
     let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
     tokio::pin!(conn);
     let result = tokio::select! {
         r = conn.as_mut() => r,
         () = cancel.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+        // Its address opened one more than it may hold while this one sat
+        // between requests: it closes (after an answer it is writing).
+        () = reclaimed.cancelled() => {
             conn.as_mut().graceful_shutdown();
             conn.await
         }

@@ -408,6 +408,54 @@ async fn slow_clients_cannot_starve_the_api() {
     );
 }
 
+/// A browser keeps connections open between requests. Past its share, a new
+/// connection takes the place of its longest-idle one (which closes), and is
+/// served; a connection in the middle of a request keeps its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_connection_takes_the_place_of_an_idle_one_from_its_address() {
+    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    site.ready().await;
+    let addr = site.agent.http_addrs()[0];
+    // One mid-head (busy), then the rest served and left open, oldest first.
+    let mut busy = connect_from(40, addr).await;
+    busy.write_all(b"GET /healthz HTTP/1.1\r\nHost: sitegate\r\n")
+        .await
+        .expect("write");
+    let mut idle = Vec::new();
+    for _ in 1..HTTP_MAX_PER_CLIENT {
+        let mut conn = connect_from(40, addr).await;
+        let (status, _) = get_on(&mut conn, "/healthz").await;
+        assert!(status.contains(" 200 "), "{status}");
+        idle.push(conn);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for round in 0..2 {
+        let mut next = connect_from(40, addr).await;
+        let (status, _) = get_on(&mut next, "/healthz").await;
+        assert!(status.contains(" 200 "), "round {round}: {status}");
+        // The longest-idle one was closed to make room.
+        let mut buf = [0u8; 16];
+        let oldest = tokio::time::timeout(T, idle[round].read(&mut buf)).await;
+        assert!(
+            matches!(oldest, Ok(Ok(0) | Err(_))),
+            "round {round}: the longest-idle connection stays open: {oldest:?}"
+        );
+        idle.push(next);
+    }
+    // The busy one kept its place: its request completes.
+    busy.write_all(b"\r\n").await.expect("write");
+    let (status, _) = read_response(&mut busy).await;
+    assert!(status.contains(" 200 "), "{status}");
+    // The newest idle ones are still served on their connections.
+    let (status, _) = get_on(idle.last_mut().expect("one"), "/healthz").await;
+    assert!(status.contains(" 200 "), "{status}");
+    assert_eq!(metric(&site, "sitegate_http_reclaimed_total").await, 2.0);
+    assert_eq!(
+        metric(&site, "sitegate_http_refused_total{reason=\"per_client\"}").await,
+        0.0
+    );
+}
+
 /// Request heads hyper refuses before any route sees them answer
 /// problem+json like every other error: a raw byte the request line does not
 /// allow, a target over 64 KiB, a 1 MB header, more than 100 headers.

@@ -267,7 +267,10 @@ impl Browser {
                          document.getElementById('alert')?.textContent, \
                          document.getElementById('steer-note')?.textContent, \
                          document.getElementById('steer-form-msg')?.textContent, \
-                         document.getElementById('steer-state')?.innerText];",
+                         document.getElementById('steer-state')?.innerText, \
+                         document.getElementById('chart-note')?.textContent, \
+                         document.getElementById('chart-power')?.innerText, \
+                         document.getElementById('chart-soc')?.innerText];",
                         json!([]),
                     )
                     .await;
