@@ -85,7 +85,7 @@ pub fn hold(
     let (export_target, headroom) = export::storage_target(&t);
     let export_storage = export_target < t.plan_x - 1.0;
     let import = import::import_hold(&t, export_target, export_storage);
-    let (mut storage, storage_taken) = hand_back(&t, &import, export_storage);
+    let (mut storage, storage_taken, storage_on_way) = hand_back(&t, &import, export_storage);
     let cap = export::cap(&t, storage, storage_taken, import.lifted);
     storage = cap.storage;
 
@@ -144,35 +144,50 @@ pub fn hold(
             last_storage: Some(now_storage),
             last_production: Some(now_production),
             supply: t.supply.clone(),
+            relaxed_at_ms: if cap.on_way || storage_on_way {
+                Some(s.now_ms)
+            } else if changed {
+                None
+            } else {
+                prev.relaxed_at_ms
+            },
             at_ms: s.now_ms,
         },
     }
 }
 
-/// The storage the loop sets, after the deadband and the ramp, and whether it
-/// sets one: a storage handed back moves towards the plan at the ramp and is
+/// Whether an output moved away from the limit it holds (`relax`: +1 up, −1
+/// down) this tick and the ramp kept it short of `want`: the loop is on its
+/// way, and its next move continues the ramp from now.
+fn on_way(last: Option<f64>, now: f64, want: f64, relax: f64) -> bool {
+    last.is_some_and(|l| (now - l) * relax > 1.0 && (want - now) * relax > 1.0)
+}
+
+/// The storage the loop sets, after the deadband and the ramp, whether it
+/// sets one, and whether the ramp kept it short of where it goes: a storage handed back moves towards the plan at the ramp and is
 /// released once within a deadband of it; but not while the site imports and
 /// the production is still coming up to a cap that rose (a released storage
 /// would cover the import on its own and add to the production as it comes).
-fn hand_back(t: &Tick, import: &import::ImportHold, export_storage: bool) -> (f64, bool) {
+fn hand_back(t: &Tick, import: &import::ImportHold, export_storage: bool) -> (f64, bool, bool) {
     let (s, prev) = (t.s, t.prev);
     let storage = import.storage;
     let moved = export_storage || (import.held && (storage - t.plan_i).abs() > 1.0);
     if !moved && prev.storage_w.is_none() {
-        return (storage, false);
+        return (storage, false, false);
     }
     let to = if moved { storage } else { t.plan_own };
     let relax = if import.held { -1.0 } else { 1.0 };
-    let ramp = t.settings.storage_ramp_w_per_s * t.dt_s;
+    let ramp = t.settings.storage_ramp_w_per_s * t.relax_dt_s;
     let storage =
         settle(prev.storage_w, to, relax, t.db, ramp).clamp(-s.charge_cap_w, s.discharge_cap_w);
+    let on_way = on_way(prev.storage_w, storage, to, relax);
     let rising = t.last_cap.is_some_and(|c| t.pv_now < c - t.margin)
         && s.now_ms - prev.cap_since_ms < t.settings.settle_ms;
     let hold_on = t.budget.is_some() && t.grid_w > t.db && rising;
     if !moved && !hold_on && (storage - t.plan_own).abs() < t.db.max(1.0) {
-        (t.plan_own, false)
+        (t.plan_own, false, false)
     } else {
-        (storage, true)
+        (storage, true, on_way)
     }
 }
 
@@ -269,12 +284,15 @@ fn deadband(limits: &GridLimits) -> f64 {
 }
 
 /// The new output given the last one: unchanged within the deadband; a move in
-/// the `relax` direction (+1: up, −1: down) at most `ramp`; a move the other way
-/// (towards safety) at once.
+/// the `relax` direction (+1: up, −1: down) at most `ramp` (none with a ramp
+/// of 0); a move the other way (towards safety) at once.
 fn settle(last: Option<f64>, new: f64, relax: f64, deadband: f64, ramp: f64) -> f64 {
     let Some(last) = last else { return new };
     let d = new - last;
     if d.abs() < deadband {
+        return last;
+    }
+    if d * relax > 0.0 && ramp <= 0.0 {
         return last;
     }
     if d * relax > 0.0 && ramp.is_finite() {

@@ -85,6 +85,8 @@ pub(super) struct Cap {
     /// What the export limit cannot have even with the storage charging all
     /// it can and no production, W.
     pub short_w: f64,
+    /// The cap rose this tick, and the ramp kept it below where it goes.
+    pub on_way: bool,
 }
 
 /// The cap: what the site can take with every device at its worst while it
@@ -98,6 +100,7 @@ pub(super) fn cap(t: &Tick, mut storage: f64, taken: bool, lifted: bool) -> Cap 
             cap,
             storage,
             short_w: 0.0,
+            on_way: false,
         };
     };
     if taken && storage > s.battery_w {
@@ -133,11 +136,13 @@ pub(super) fn cap(t: &Tick, mut storage: f64, taken: bool, lifted: bool) -> Cap 
             _ => c,
         }
     };
-    let ramp = t.settings.production_ramp_w_per_s * t.dt_s;
+    let ramp = t.settings.production_ramp_w_per_s * t.relax_dt_s;
+    let want = c;
     let c = super::settle(t.last_cap, c, 1.0, t.db, ramp).max(0.0);
     Cap {
         cap: (!release || c < t.rated - 1.0).then_some(c),
         storage,
         short_w,
+        on_way: super::on_way(t.last_cap, c, want, 1.0),
     }
 }

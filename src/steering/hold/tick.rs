@@ -34,8 +34,11 @@ pub(super) struct Tick<'a> {
     /// "At" a power: within 2 % of the rated production, at least 100 W.
     pub margin: f64,
     pub db: f64,
-    /// Seconds since the last tick (at most 5).
-    pub dt_s: f64,
+    /// Seconds of ramp a move away from a held limit may take this tick: 0
+    /// while the load estimate may predate the last change (the loop moves
+    /// away only on what it knows), else the time since the last such move
+    /// when the loop was on its way, or one tick (at most 5).
+    pub relax_dt_s: f64,
     /// When the oldest of the devices' readings was taken.
     pub read_at: i64,
     pub load: Load,
@@ -106,6 +109,15 @@ impl<'a> Tick<'a> {
             ),
         };
 
+        let dt_s = ((s.now_ms - prev.at_ms) as f64 / 1000.0).clamp(0.0, 5.0);
+        let relax_dt_s = match prev.relaxed_at_ms {
+            _ if !fresh => 0.0,
+            Some(at) if s.now_ms - at <= settings.settle_ms + 1000 => {
+                ((s.now_ms - at) as f64 / 1000.0).clamp(0.0, 5.0)
+            }
+            _ => dt_s,
+        };
+
         let (plan_x, plan_i, auto_w) = planned_storage(plan.storage, s, prev);
         let plan_cap = plan.production.limit_w().map(|l| l.max(0.0));
         let last_cap = prev.last_production.flatten();
@@ -127,7 +139,7 @@ impl<'a> Tick<'a> {
             rated,
             margin,
             db: deadband(limits),
-            dt_s: ((s.now_ms - prev.at_ms) as f64 / 1000.0).clamp(0.0, 5.0),
+            relax_dt_s,
             read_at,
             load,
             estimated_at_ms,

@@ -134,6 +134,10 @@ pub struct LoopState {
     pub last_production: Option<Option<f64>>,
     /// The devices' readings by the time they were taken, for the load estimate.
     pub supply: History,
+    /// When the loop last moved an output away from a held limit with the
+    /// ramp keeping it short of where it goes (and nothing else changed
+    /// since): the next move away continues the ramp from there.
+    pub relaxed_at_ms: Option<i64>,
     pub at_ms: i64,
 }
 
