@@ -45,6 +45,9 @@ pub enum ErrorCode {
     UriTooLong,
     /// A request head over about 400 KiB or with more than 100 headers.
     HeadersTooLarge,
+    /// An `Idempotency-Key` seen in the last 24 h with another operation or
+    /// another body.
+    IdempotencyKeyReused,
     /// Keep last: [`ErrorCode::ALL`]'s length check relies on it.
     Internal,
 }
@@ -80,6 +83,7 @@ impl ErrorCode {
         ErrorCode::BadRequest,
         ErrorCode::UriTooLong,
         ErrorCode::HeadersTooLarge,
+        ErrorCode::IdempotencyKeyReused,
         ErrorCode::Internal,
     ];
 
@@ -110,6 +114,7 @@ impl ErrorCode {
             ErrorCode::BadRequest => "bad_request",
             ErrorCode::UriTooLong => "uri_too_long",
             ErrorCode::HeadersTooLarge => "headers_too_large",
+            ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
             ErrorCode::Internal => "internal",
         }
     }
@@ -129,6 +134,7 @@ impl ErrorCode {
             | ErrorCode::BadRequest => StatusCode::BAD_REQUEST,
             ErrorCode::UriTooLong => StatusCode::URI_TOO_LONG,
             ErrorCode::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::DeviceNotFound
             | ErrorCode::SiteNotFound
             | ErrorCode::NoMeasurement

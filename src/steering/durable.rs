@@ -309,6 +309,7 @@ mod tests {
                     Answer {
                         body: super::super::request::RawBody("{}".into()),
                         request_id: "req_1".into(),
+                        operation: "POST /sites/ste_a/steering".into(),
                     },
                 )
             }),

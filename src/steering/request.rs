@@ -54,9 +54,13 @@ pub struct ConfiguredLimits {
 pub struct RawBody(pub String);
 
 /// The answer to an accepted request: the body as received and the request id
-/// it was given. Replayed as it is for the same `Idempotency-Key`.
+/// it was given. Replayed as it is for the same `Idempotency-Key`, the same
+/// operation and the same body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     pub body: RawBody,
     pub request_id: String,
+    /// The method and path it answered; empty for an answer stored before
+    /// operations were kept (then only the body is compared).
+    pub operation: String,
 }

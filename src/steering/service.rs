@@ -35,6 +35,14 @@ pub enum SteeringError {
     SiteNotFound(String),
     #[error("{0}")]
     Store(#[from] PersistError),
+    /// An `Idempotency-Key` seen with another operation or another body.
+    #[error("Idempotency-Key {key:?} was first used on {first_operation} {with}")]
+    KeyReused {
+        key: String,
+        first_operation: String,
+        /// "with another body" or "(not this operation)".
+        with: &'static str,
+    },
 }
 
 /// Who asks, and how.
@@ -262,20 +270,36 @@ impl Change {
     }
 
     /// The answer first given to the caller's `Idempotency-Key` within the last
-    /// 24 h, if any: it is the answer again, whatever the body says now.
-    pub async fn replay(&self) -> Result<Option<Answer>, SteeringError> {
+    /// 24 h, if any, when it answered this operation and this `body`: it is the
+    /// answer again. A key used with another operation or body is refused.
+    pub async fn replay(&self, body: &RawBody) -> Result<Option<Answer>, SteeringError> {
         let Some(key) = &self.origin.idempotency_key else {
             return Ok(None);
         };
         let inner = &self.service.inner;
-        if let Some(a) = inner.durable.replay(&self.origin.caller, key) {
-            return Ok(Some(a));
+        let first = match inner.durable.replay(&self.origin.caller, key) {
+            Some(a) => Some(a),
+            None => {
+                let since = now_ms() - IDEMPOTENCY_MS;
+                inner
+                    .store
+                    .replay(self.origin.caller.clone(), key.clone(), since)
+                    .await?
+            }
+        };
+        let Some(first) = first else { return Ok(None) };
+        let reused = |with| SteeringError::KeyReused {
+            key: key.clone(),
+            first_operation: first.operation.clone(),
+            with,
+        };
+        if !first.operation.is_empty() && first.operation != self.origin.action {
+            return Err(reused("(not this operation)"));
         }
-        let since = now_ms() - IDEMPOTENCY_MS;
-        Ok(inner
-            .store
-            .replay(self.origin.caller.clone(), key.clone(), since)
-            .await?)
+        if first.body != *body {
+            return Err(reused("with another body"));
+        }
+        Ok(Some(first))
     }
 
     /// What `req` would make of the devices now, changing nothing (a dry run:
@@ -308,6 +332,7 @@ impl Change {
         let answer = Answer {
             body: body.clone(),
             request_id: id.clone(),
+            operation: self.origin.action.clone(),
         };
         let commit = Commit {
             site: site_ref.clone(),

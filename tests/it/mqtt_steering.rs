@@ -235,7 +235,7 @@ async fn applied_once(kind: Kind) {
         .post(format!("{}{path}", site.base))
         .bearer_auth(STEER_TOKEN)
         .header("Idempotency-Key", "key-1")
-        .json(&json!({"setting": {"value": 4, "unit": "kW"}, "validUntil": until(30)}))
+        .json(&body)
         .send()
         .await
         .expect("replay");

@@ -223,19 +223,41 @@ async fn scopes_idempotency_and_dry_runs() {
     let (_, h) = rig.get(&path("/history"), READ).await;
     assert!(h.as_array().unwrap().iter().all(|e| e["type"] != "request"));
 
-    // Idempotency-Key: the replay gives the first answer and applies nothing twice.
-    let send = |b: &Value| {
+    // Idempotency-Key: the replay gives the first answer and applies nothing
+    // twice; the key belongs to its operation and body.
+    let send_to = |p: &str, b: &Value| {
         rig.http
-            .post(format!("{}{}", rig.base, path("/ess")))
+            .post(format!("{}{}", rig.base, path(p)))
             .header("Idempotency-Key", "key-1")
             .json(b)
     };
+    let send = |b: &Value| send_to("/ess", b);
     let (s, first) = rig.send(send(&body), STEER).await;
     assert_eq!(s, 200);
-    let other = json!({"setting": {"value": 10, "unit": "kW"}, "validUntil": t});
-    let (s, again) = rig.send(send(&other), STEER).await;
+    let (s, again) = rig.send(send(&body), STEER).await;
     assert_eq!(s, 200);
     assert_eq!(again, first);
+    let other = json!({"setting": {"value": 10, "unit": "kW"}, "validUntil": t});
+    let curtail = json!({"setting": {"value": 50, "unit": "%"}, "validUntil": t});
+    for (p, b, why) in [
+        ("/ess", &other, "with another body"),
+        ("/curtailment", &curtail, "not this operation"),
+        ("", &other, "not this operation"),
+    ] {
+        let (s, v) = rig.send(send_to(p, b), STEER).await;
+        assert_eq!(
+            (s, v["code"].as_str(), v["field"].as_str()),
+            (422, Some("idempotency_key_reused"), Some("Idempotency-Key")),
+            "{p}: {v}"
+        );
+        let detail = v["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains(&format!("POST {}", path("/ess"))),
+            "{detail}"
+        );
+        assert!(detail.contains(why), "{detail}");
+    }
+    assert_eq!(rig.state().await["productionCurtailment"], Value::Null);
     let st = rig.state().await;
     assert_eq!(st["energyStorageSetting"]["requestId"], first["requestId"]);
     assert_eq!(st["energyStorageSetting"]["setting"]["value"], 80.0);

@@ -15,7 +15,7 @@ use axum::http::request::Parts;
 use axum::Json;
 use serde_json::Value;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorCode};
 use super::extract::{ApiPath, JsonBody};
 use super::query::QueryParams;
 use super::{ApiState, Caller};
@@ -45,6 +45,11 @@ impl From<SteeringError> for ApiError {
                 tracing::error!(error = %e, "steering change not stored");
                 ApiError::internal("the steering change could not be stored; nothing was applied")
             }
+            e @ SteeringError::KeyReused { .. } => ApiError::for_field(
+                ErrorCode::IdempotencyKeyReused,
+                "Idempotency-Key",
+                format!("{e}; a key belongs to one operation and one body: nothing was applied, use a new key for a new request"),
+            ),
         }
     }
 }
@@ -121,8 +126,9 @@ async fn submit(
     // The site's signal stays locked from here until the change is committed
     // or dropped; an idempotent replay wins over whatever the body says now.
     let change = svc.begin(&site, origin).await?;
+    let raw = RawBody(body.to_string());
     if !dry {
-        if let Some(first) = change.replay().await? {
+        if let Some(first) = change.replay(&raw).await? {
             let durable = !svc.durable().pending(&site);
             return Ok(Json(render::answer(&first, durable)));
         }
@@ -131,7 +137,7 @@ async fn submit(
     if dry {
         return Ok(Json(render::dry_run(&change.dry_run(&req))));
     }
-    let (answer, durability) = change.commit(&req, RawBody(body.to_string())).await?;
+    let (answer, durability) = change.commit(&req, raw).await?;
     let durable = durability == crate::steering::durable::Durability::Durable;
     Ok(Json(render::answer(&answer, durable)))
 }

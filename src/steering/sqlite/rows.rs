@@ -286,13 +286,19 @@ pub fn decode_record(site: &str, stored: &str) -> Option<AuditEvent> {
     })
 }
 
-/// An idempotency answer as stored: the body with its `requestId`.
+/// The key an answer's operation is stored under, beside the body's fields
+/// (no request body has a field of this name).
+const OPERATION: &str = "@operation";
+
+/// An idempotency answer as stored: the body with its `requestId` and the
+/// operation it answered.
 pub fn encode_answer(a: &Answer) -> String {
     let mut body = match serde_json::from_str(&a.body.0) {
         Ok(Value::Object(o)) => o,
         _ => Map::new(),
     };
     body.insert("requestId".into(), Value::String(a.request_id.clone()));
+    body.insert(OPERATION.into(), Value::String(a.operation.clone()));
     Value::Object(body).to_string()
 }
 
@@ -304,9 +310,14 @@ pub fn decode_answer(stored: &str) -> Option<Answer> {
     let Value::String(request_id) = body.remove("requestId")? else {
         return None;
     };
+    let operation = match body.remove(OPERATION) {
+        Some(Value::String(op)) => op,
+        _ => String::new(),
+    };
     Some(Answer {
         body: RawBody(Value::Object(body).to_string()),
         request_id,
+        operation,
     })
 }
 

@@ -179,6 +179,7 @@ fn answers_and_dry_runs() {
     let a = Answer {
         body: RawBody(r#"{"setting":{"value":-5,"unit":"kW"},"validUntil":9000}"#.into()),
         request_id: "req_0123456789abcdef".into(),
+        operation: "POST /sites/ste_a/steering/ess".into(),
     };
     assert_eq!(
         answer(&a, true),

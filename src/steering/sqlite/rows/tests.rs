@@ -210,10 +210,12 @@ fn answers_round_trip_and_read_as_first_written() {
     let a = Answer {
         body: RawBody(r#"{"setting":{"value":-5,"unit":"kW"},"validUntil":1719478800000}"#.into()),
         request_id: "req_0123456789abcdef".into(),
+        operation: "POST /sites/ste_a/steering/ess".into(),
     };
     let stored = encode_answer(&a);
     let back = decode_answer(&stored).unwrap();
     assert_eq!(back.request_id, a.request_id);
+    assert_eq!(back.operation, a.operation);
     let parsed = |t: &str| serde_json::from_str::<Value>(t).unwrap();
     assert_eq!(parsed(&back.body.0), parsed(&a.body.0));
     let first = r#"{"requestId":"req_1","setting":{"mode":"idle"},"validUntil":5}"#;
@@ -222,6 +224,7 @@ fn answers_round_trip_and_read_as_first_written() {
         Some(Answer {
             body: RawBody(r#"{"setting":{"mode":"idle"},"validUntil":5}"#.into()),
             request_id: "req_1".into(),
+            operation: String::new(),
         })
     );
     assert_eq!(decode_answer(r#"{"setting":{"mode":"idle"}}"#), None);
