@@ -26,12 +26,26 @@ pub fn format_utc(ms: i64) -> String {
     }
 }
 
-/// Parses an RFC 3339 date-time with any offset into epoch ms (UTC).
+/// Parses an RFC 3339 date-time with any offset into epoch ms (UTC). A
+/// well-formed one outside the instants the agent can hold (after
+/// 9999-12-30T22:00:00Z, or before -009999-01-02T01:59:59Z) is refused as out
+/// of range, with the limits named.
 pub fn parse_rfc3339(s: &str) -> Result<i64, String> {
-    let ts: jiff::Timestamp = s
-        .parse()
-        .map_err(|e| format!("{s:?} is not an RFC 3339 date-time: {e}"))?;
-    Ok(ts.as_millisecond())
+    match s.parse::<jiff::Timestamp>() {
+        Ok(ts) => Ok(ts.as_millisecond()),
+        Err(e) if well_formed_with_offset(s) => Err(format!(
+            "{s:?} is an RFC 3339 date-time outside the range this API can hold: {} to {} (UTC); {e}",
+            jiff::Timestamp::MIN.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            jiff::Timestamp::MAX.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )),
+        Err(e) => Err(format!("{s:?} is not an RFC 3339 date-time: {e}")),
+    }
+}
+
+/// A date, a time and an offset in RFC 3339's syntax, whatever instant they
+/// name.
+fn well_formed_with_offset(s: &str) -> bool {
+    jiff::fmt::temporal::Pieces::parse(s).is_ok_and(|p| p.time().is_some() && p.offset().is_some())
 }
 
 #[cfg(test)]
@@ -53,5 +67,16 @@ mod tests {
         assert_eq!(parse_rfc3339("2024-06-27T08:00:00Z"), Ok(1_719_475_200_000));
         assert!(parse_rfc3339("2024-06-27").is_err());
         assert!(parse_rfc3339("yesterday").is_err());
+    }
+
+    #[test]
+    fn an_instant_past_the_range_is_named_out_of_range() {
+        let past = parse_rfc3339("9999-12-31T22:00:00+01:00").unwrap_err();
+        assert!(past.contains("outside the range"), "{past}");
+        assert!(past.contains("9999-12-30T22:00:00Z"), "{past}");
+        let last = parse_rfc3339("9999-12-30T22:00:00Z").unwrap();
+        assert_eq!(format_utc(last), "9999-12-30T22:00:00Z");
+        let bad = parse_rfc3339("9999-12-32T22:00:00Z").unwrap_err();
+        assert!(bad.contains("not an RFC 3339"), "{bad}");
     }
 }

@@ -74,6 +74,7 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
             st.evaluated_at_ms = Some(now);
             st.evaluated_revision = Some(revision);
         }
+        site.mark_evaluated(revision);
         site.changed.notify_one();
         let next = signal
             .next_change_after(now)

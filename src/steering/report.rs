@@ -157,6 +157,14 @@ impl DeviceReport {
         self.error = error;
     }
 
+    /// Pending: decided by the control loop, not taken up by the actuator yet.
+    pub fn decided(&mut self, desired: &Desired) {
+        self.desired = Some(desired.clone());
+        self.state = State::Pending;
+        self.confirmed = false;
+        self.error = None;
+    }
+
     /// Pending with a reason, e.g. the device is not discovered yet.
     pub fn waiting(&mut self, desired: &Desired, why: String) {
         self.desired = Some(desired.clone());

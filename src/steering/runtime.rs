@@ -66,6 +66,9 @@ pub struct SiteRuntime {
     pub signals: Mutex<Vec<SignalStatus>>,
     /// What the grid loop keeps from one tick to the next.
     loop_state: Mutex<LoopState>,
+    /// The count of committed changes the last evaluation saw, for callers
+    /// that wait for their change to be evaluated.
+    evaluated: watch::Sender<u64>,
     desired: Vec<watch::Sender<Option<Desired>>>,
 }
 
@@ -106,6 +109,7 @@ impl SiteRuntime {
             signals: Mutex::new(signals),
             loop_state: Mutex::new(LoopState::default()),
             desired,
+            evaluated: watch::channel(0).0,
         }
     }
 
@@ -124,19 +128,47 @@ impl SiteRuntime {
         self.desired.get(slot).map(watch::Sender::subscribe)
     }
 
+    /// What each steered device was told, by slot. A setpoint the control
+    /// loop has decided and the device's actuator has not taken up yet shows
+    /// as that setpoint, pending: never one the loop has moved on from.
     pub fn reports(&self) -> Vec<DeviceReport> {
-        lock(&self.reports).clone()
+        let mut reports = lock(&self.reports).clone();
+        for (report, tx) in reports.iter_mut().zip(&self.desired) {
+            if let Some(want) = tx.borrow().as_ref() {
+                if report.desired.as_ref() != Some(want) {
+                    report.decided(want);
+                }
+            }
+        }
+        reports
     }
 
     pub fn status(&self) -> LoopStatus {
         lock(&self.status).clone()
     }
 
-    /// Counts a change committed to the signal and wakes the control loop.
-    /// Called with the signal's lock held, after the change is in memory.
-    pub fn committed_change(&self) {
-        self.committed.fetch_add(1, Ordering::SeqCst);
+    /// Counts a change committed to the signal and wakes the control loop;
+    /// returns its revision (see [`SiteRuntime::evaluated`]). Called with the
+    /// signal's lock held, after the change is in memory.
+    pub fn committed_change(&self) -> u64 {
+        let revision = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
         self.wake.notify_one();
+        revision
+    }
+
+    /// Waits until the control loop has evaluated the change of `revision`
+    /// (its setpoints are then published to the devices' actuators), at most
+    /// `within`; false when it has not.
+    pub async fn evaluated(&self, revision: u64, within: std::time::Duration) -> bool {
+        let mut rx = self.evaluated.subscribe();
+        tokio::time::timeout(within, rx.wait_for(|r| *r >= revision))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Says that an evaluation saw every change up to `revision`.
+    pub(super) fn mark_evaluated(&self, revision: u64) {
+        self.evaluated.send_replace(revision);
     }
 
     /// Whether the last evaluation saw every committed change. Read with the

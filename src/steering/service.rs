@@ -57,6 +57,10 @@ pub struct Origin {
     pub idempotency_key: Option<String>,
 }
 
+/// How long an end of steering waits for the control loop to evaluate it
+/// before answering.
+const EVALUATION_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Cheap to clone.
 #[derive(Clone)]
 pub struct SteeringService {
@@ -169,9 +173,14 @@ impl SteeringService {
         *signal = next;
         let seq = self.inner.durable.enqueue(commit);
         // The control loop evaluates the change and then tells the feed.
-        site.committed_change();
+        let revision = site.committed_change();
         drop(signal);
         self.inner.durable.wait(seq).await;
+        // The answer shows what the release did to the devices (released,
+        // pending until written), not the setpoints from before it.
+        if !site.evaluated(revision, EVALUATION_WAIT).await {
+            tracing::warn!(site = %site_ref, "steering ended; the control loop has not evaluated it yet: the answer shows the setpoints from before");
+        }
         self.state(site_ref).await
     }
 

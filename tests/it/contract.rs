@@ -4,6 +4,7 @@
 
 use crate::steering_support::*;
 use serde_json::{json, Value};
+use std::time::Duration;
 
 fn steering(p: &str) -> String {
     format!("/sites/{SITE}/steering{p}")
@@ -58,7 +59,7 @@ async fn numbers_are_written_in_one_style() {
     assert_eq!(s, 200, "{v}");
     eventually(
         "the batteries held idle",
-        std::time::Duration::from_secs(10),
+        Duration::from_secs(10),
         || async {
             let st = rig.state().await;
             st["devices"].as_array().is_some_and(|d| {
@@ -86,8 +87,9 @@ async fn numbers_are_written_in_one_style() {
 }
 
 /// Time series: a whole `resolution.value` written as `1.0` is taken (the
-/// seed types it as a number), `0.5` is not; an end before its start says
-/// the range is reversed and names `range.end`.
+/// seed types it as a number), `0.5` is not; an end before or at its start
+/// says the range is reversed or empty and names `range.end`; a time past the
+/// last instant held is out of range, the limit named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_series_edges() {
     let rig = Rig::start(&config_text(500, 30)).await;
@@ -120,6 +122,22 @@ async fn time_series_edges() {
     assert_eq!(v["code"], "range_too_long", "{v}");
     assert!(
         v["detail"].as_str().is_some_and(|d| d.contains("reversed")),
+        "{v}"
+    );
+    let (s, v) = rig.post(path, READ, &ask(now, now, json!(1))).await;
+    assert_eq!((s, v["field"].as_str()), (400, Some("range.end")), "{v}");
+    assert!(
+        v["detail"].as_str().is_some_and(|d| d.contains("empty")),
+        "{v}"
+    );
+    // A valid RFC 3339 time past the last instant held names the limit.
+    let mut far = ask(now - 60_000, now, json!(1));
+    far["range"]["end"] = json!("9999-12-31T22:00:00+01:00");
+    let (s, v) = rig.post(path, READ, &far).await;
+    assert_eq!((s, v["field"].as_str()), (400, Some("range.end")), "{v}");
+    let detail = v["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("outside the range") && detail.contains("9999-12-30T22:00:00Z"),
         "{v}"
     );
     rig.shutdown().await;
@@ -156,5 +174,37 @@ async fn a_query_parameter_without_a_name_is_refused() {
     }
     let (s, v) = rig.get("/devices?", READ).await;
     assert_eq!(s, 200, "{v}");
+    rig.shutdown().await;
+}
+
+/// The answer to `DELETE .../steering` shows what the release did to the
+/// devices (released, pending until written), never the setpoints from
+/// before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_to_an_end_shows_the_release() {
+    let rig = Rig::start(&config_text(500, 30)).await;
+    for round in 0..5 {
+        let until = now_ms() + 600_000;
+        let body = json!({"setting": {"value": 5 + round, "unit": "kW"}, "validUntil": until});
+        let (s, v) = rig.post(&steering("/ess"), STEER, &body).await;
+        assert_eq!(s, 200, "{v}");
+        eventually("the discharge applied", Duration::from_secs(10), || async {
+            let d = rig.device_state("dvc_bat_a").await;
+            d["state"] == "applied" && d["confirmed"] == true
+        })
+        .await;
+        let (s, st) = rig.delete(&steering(""), STEER).await;
+        assert_eq!(s, 200, "{st}");
+        let battery = st["devices"]
+            .as_array()
+            .and_then(|d| d.iter().find(|x| x["deviceReference"] == "dvc_bat_a"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(battery["setpoint"], Value::Null, "round {round}: {battery}");
+        assert!(
+            battery["state"] == "pending" || battery["state"] == "fallback",
+            "round {round}: {battery}"
+        );
+    }
     rig.shutdown().await;
 }

@@ -110,10 +110,11 @@ pub(super) fn cap(t: &Tick, mut storage: f64, taken: bool, lifted: bool) -> Cap 
         storage = storage.min((budget - pv_worst).max(s.battery_w));
     }
     // The storage as it is now or where it goes, whichever gives more (a
-    // released storage: as it is; it may give way only in seconds).
+    // released storage: as it is, it may give way only in seconds; one handed
+    // back this tick: as it discharged on its own before it was taken over).
     let storage_worst = match (taken, t.plan.storage) {
         (true, _) => storage.max(s.battery_w),
-        (false, StoragePlan::Release) => s.battery_w.max(-s.charge_cap_w),
+        (false, StoragePlan::Release) => s.battery_w.max(t.plan_x).max(-s.charge_cap_w),
         (false, StoragePlan::Power(_)) => t.plan_x.max(s.battery_w),
     };
     let room = budget - storage_worst;

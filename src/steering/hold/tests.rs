@@ -567,3 +567,22 @@ proptest! {
         }
     }
 }
+
+/// A battery whose own logic discharges into the export (not only for the
+/// load), taken over and then handed back: the cap leaves room for the
+/// discharge it had before, so the hand-back does not push the export past
+/// the limit and start a cycle of take-over and hand-back.
+#[test]
+fn a_storage_handed_back_counts_its_own_discharge() {
+    let mut p = Plant::noon(2_036.0, 66.8);
+    p.sun_w = vec![0.0, 4_410.0];
+    p.auto_w = vec![4_547.0, 2_273.0];
+    let mut r = rules(ExportOrder::CurtailFirst);
+    r.max_export_w = Some(5_194.0);
+    r.max_import_w = Some(12_670.0);
+    let mut run = Run::new(p);
+    let g = run.ticks(&r, &Active::default(), 8);
+    for (tick, g) in g.iter().enumerate() {
+        assert!(-g <= 5_194.0 + 1.0, "tick {tick}: export {} W: {g:?}", -g);
+    }
+}
