@@ -18,7 +18,9 @@ use crate::model::time::now_ms;
 use crate::telemetry::Live;
 
 /// Logs the grid loop's transitions that an operator must hear about.
-fn log_mode_change(site: &str, before: LoopMode, d: &Decision) {
+/// One line per change of the grid loop's mode. Before the meter has
+/// answered once (`meter_seen`), its absence is a wait, not a loss.
+fn log_mode_change(site: &str, before: LoopMode, d: &Decision, meter_seen: bool) {
     let now = d.grid.mode;
     if now == before {
         return;
@@ -30,6 +32,12 @@ fn log_mode_change(site: &str, before: LoopMode, d: &Decision) {
         .collect::<Vec<_>>()
         .join("; ");
     match now {
+        LoopMode::MeterLost if !meter_seen => {
+            tracing::info!(%site, reason = %why, "waiting for the grid meter's first reading: safe state until then (production within maxExport as if there were no load, no storage discharge)");
+        }
+        _ if before == LoopMode::MeterLost && !meter_seen => {
+            tracing::info!(%site, mode = now.wire_name(), "grid meter read: the grid loop starts");
+        }
         LoopMode::MeterLost => {
             tracing::warn!(%site, reason = %why, "grid meter lost: safe state (production within maxExport as if there were no load, no storage discharge)");
         }
@@ -59,9 +67,13 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
         site.keep_loop_state(d.loop_state.clone());
         {
             let mut st = lock(&site.status);
-            log_mode_change(&site.config.reference, st.grid.mode, &d);
-            if d.grid.mode == LoopMode::MeterLost && st.grid.mode != LoopMode::MeterLost {
-                st.meter_lost_total += 1;
+            log_mode_change(&site.config.reference, st.grid.mode, &d, st.meter_seen);
+            if d.grid.mode == LoopMode::MeterLost {
+                if st.meter_seen && st.grid.mode != LoopMode::MeterLost {
+                    st.meter_lost_total += 1;
+                }
+            } else if d.grid.mode != LoopMode::Off {
+                st.meter_seen = true;
             }
             st.grid = d.grid;
             if let Some(r) = &d.reached {

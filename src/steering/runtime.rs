@@ -36,8 +36,11 @@ pub struct LoopStatus {
     pub evaluated_revision: Option<u64>,
     /// The grid loop's mode and the limits in force.
     pub grid: GridStatus,
-    /// Times the grid meter was lost (the safe state entered).
+    /// Times the grid meter was lost (the safe state entered) after it had
+    /// answered.
     pub meter_lost_total: u64,
+    /// Whether the grid loop has had a reading of the meter since start.
+    pub meter_seen: bool,
 }
 
 /// One site: config, devices, signal, and the channels to its actuators.

@@ -104,7 +104,7 @@ impl Collect for SteeringService {
             out.family(
                 "sitegate_steering_grid_meter_lost_total",
                 Kind::Counter,
-                "Times the site's grid loop entered its meter-lost safe state.",
+                "Times the site's grid loop entered its meter-lost safe state after the meter had answered (the wait for its first reading at start is not counted).",
             )
             .sample(&[("site", site_ref)], status.meter_lost_total as f64);
             let mut modes = out.family(

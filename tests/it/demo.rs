@@ -36,7 +36,7 @@ fn complete(listing: &Value, want: &[(String, DeviceType)]) -> bool {
 /// Lines of the log at a level that says something went wrong.
 fn trouble(log: &str) -> Vec<&str> {
     log.lines()
-        .filter(|l| l.contains(" ERROR ") || l.contains("did not stop"))
+        .filter(|l| l.contains(" ERROR ") || l.contains(" WARN ") || l.contains("did not stop"))
         .collect()
 }
 
