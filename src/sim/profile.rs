@@ -2,7 +2,8 @@
 //! point's registers hold a plausible value encoded the way the profile says it
 //! is decoded (scale, unit, word order, sign flag, negation), the
 //! identification register (`[identify]`) holds what `scan` looks for, and
-//! every control register accepts writes. Tests can also lay a documented
+//! every control register accepts writes and starts as the profile's release
+//! leaves it (the device in its own control). Tests can also lay a documented
 //! register image over it word for word ([`ProfileDevice::poke`]).
 //!
 //! Registers the profile does not name answer "illegal data address" unless
@@ -73,6 +74,17 @@ impl ProfileDevice {
                 let addr = w.addr.wrapping_add(i as u16);
                 d.writable.insert(addr);
                 d.holding.entry(addr).or_insert(0);
+            }
+        }
+        // As delivered: in its own control, as the profile's release leaves it.
+        let controls = &d.profile.controls;
+        let release = (controls.ess_power.iter().flat_map(|e| &e.release))
+            .chain(controls.production_limit.iter().flat_map(|l| &l.release))
+            .cloned()
+            .collect::<Vec<_>>();
+        for f in release {
+            for (i, w) in f.values.iter().enumerate() {
+                d.holding.insert(f.addr.wrapping_add(i as u16), *w);
             }
         }
         if let Some(id) = d.profile.identify.clone() {

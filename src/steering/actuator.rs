@@ -3,6 +3,11 @@
 //! device's bus task (ahead of polls), reads back, retries with backoff, refreshes
 //! before the device's revert timer fires, and reports the device's state.
 //!
+//! At first contact it reads every register the device's recipe may write
+//! and keeps what they held (the store, `found_registers`); a release writes
+//! that back, so a device is left as the installer left it. The first write
+//! after start is logged register by register, old and new word.
+//!
 //! Decisions (what to write, when) are the pure functions of `report.rs`, and
 //! the registers are `modbus::control`'s recipes; this file only runs them. It
 //! never decides setpoints.
@@ -15,10 +20,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::audit::{AuditEvent, AuditKind};
 use super::decide::Command;
+use super::persist::FoundRegisters;
 use super::report::{due, Desired, DeviceReport, Due, Last};
 use super::stats::WriteCounters;
 use crate::config::DeviceConfig;
-use crate::modbus::control::{verify, Mismatch, Recipe, WriteError, WritePlan};
+use crate::modbus::control::{
+    changes, footprint, restore, verify, Mismatch, Originals, Recipe, WriteError, WritePlan,
+};
 use crate::modbus::{BusHandle, DeviceMap, DeviceMaps, ModbusError, Op, OpOutput};
 use crate::model::time::now_ms;
 use crate::model::DeviceType;
@@ -45,6 +53,13 @@ pub struct Actuator {
     /// The site's `SiteRuntime::changed`: notified when the report changes.
     pub changed: Arc<Notify>,
     pub audit: mpsc::Sender<AuditEvent>,
+    /// The device's registers as first found (from the store at start), and
+    /// where to keep them when that changes (the latest wins).
+    pub found: Option<FoundRegisters>,
+    pub keep_found: watch::Sender<Option<FoundRegisters>>,
+    /// The device answered an exception to the registers as found (a word it
+    /// reports but does not take): releases write the profile's own values.
+    pub restore_refused: bool,
 }
 
 /// Why a battery gets 0 W when nothing gives its rating (the allocation
@@ -119,6 +134,11 @@ struct Calibrated {
     map: Arc<DeviceMap>,
     recipe: Recipe,
     image: Image,
+    /// What the recipe's registers held when this map was first contacted,
+    /// for the log of the first write.
+    current: Originals,
+    /// The first write since contact was logged.
+    logged: bool,
 }
 
 impl Actuator {
@@ -179,6 +199,12 @@ impl Actuator {
                 return Due::At(now + super::report::MAX_BACKOFF_MS);
             }
         };
+        // A release writes back what the registers held when first found.
+        let restoring = !d.command.is_control() && !self.restore_refused;
+        let plan = match &self.found {
+            Some(f) if restoring => restore(&plan, &f.originals, c.recipe.calibration()),
+            _ => plan,
+        };
         match due(&plan, d.command, last.as_ref(), refresh_ms) {
             Due::Now => {}
             Due::At(t) if t <= now => {}
@@ -191,6 +217,12 @@ impl Actuator {
         // The calibration registers, when the plan reads them back anyway.
         let cal_spans = c.recipe.calibration();
         let recal = !cal_spans.is_empty() && cal_spans.iter().all(|s| plan.read_back.contains(s));
+        if !c.logged {
+            self.log_first_write(&plan, &c.current, d.command);
+        }
+        if d.command.is_control() {
+            self.mark_steered(true);
+        }
         let result = self.write(&plan).await;
         let at = now_ms();
         let failures = match last.as_ref() {
@@ -206,8 +238,19 @@ impl Actuator {
         };
         let ok = failure.is_none();
         let error = failure.as_ref().map(ToString::to_string);
+        if restoring && matches!(failure, Some(WriteFailure::Bus(ModbusError::Exception(_)))) {
+            tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""),
+                "the device refused the registers as found: its releases write the profile's own values");
+            self.restore_refused = true;
+        }
+        if let Some(c) = cal.as_mut() {
+            c.logged = true;
+        }
         if let (Some(reads), true, Some(c)) = (reads, recal, cal.as_mut()) {
             c.image = image_of(&plan.read_back, reads);
+        }
+        if ok && !d.command.is_control() {
+            self.mark_steered(false);
         }
         if let Some(c) = self.writes.get(self.slot) {
             c.record(changed, ok);
@@ -250,7 +293,7 @@ impl Actuator {
 
     /// The device's recipe and a fresh enough read of its calibration registers.
     async fn calibrate<'a>(
-        &self,
+        &mut self,
         cal: &'a mut Option<Calibrated>,
     ) -> Result<&'a Calibrated, NotReady> {
         let Some(map) = self.maps.get(self.device.id) else {
@@ -274,10 +317,91 @@ impl Actuator {
                         .map_err(NotReady::Calibration)?;
                     image_of(&spans, words_of(out))
                 };
-                Calibrated { map, recipe, image }
+                let current = self.read_found(&recipe, &image).await;
+                Calibrated {
+                    map,
+                    recipe,
+                    image,
+                    current,
+                    logged: false,
+                }
             }
         };
         Ok(cal.insert(current))
+    }
+
+    /// Reads every register the recipe may write (each point on its own when
+    /// reading them together fails) and settles what the device held before
+    /// the agent wrote anything: what it holds now, unless an earlier run left
+    /// its own values there (then the words kept from before). Returns what
+    /// it holds now.
+    async fn read_found(&mut self, recipe: &Recipe, cal: &Image) -> Originals {
+        let spans = footprint(recipe, self.revert_s, cal);
+        if spans.is_empty() {
+            return Originals::default();
+        }
+        let unit = self.device.unit_id;
+        let ops = spans.iter().map(|s| Op::Read(*s)).collect();
+        let reads = match self.bus.transact(unit, ops).await {
+            Ok(out) => words_of(out),
+            Err(_) => {
+                let mut reads = Vec::new();
+                for s in &spans {
+                    let words = match self.bus.transact(unit, vec![Op::Read(*s)]).await {
+                        Ok(out) => words_of(out).pop().unwrap_or_default(),
+                        Err(_) => Vec::new(),
+                    };
+                    reads.push(words);
+                }
+                reads
+            }
+        };
+        let current = Originals::from_reads(&spans, &reads);
+        let device = &self.device.reference;
+        match &self.found {
+            Some(f) if f.steered && f.originals.spans() == spans => {
+                tracing::info!(%device, found_ms = f.found_ms, registers = %f.originals.describe(), now = %current.describe(),
+                    "device still holds setpoints of an earlier run: the registers as first found are written back at release");
+            }
+            _ => {
+                if current.points.len() < spans.len() {
+                    tracing::warn!(%device, readable = current.points.len(), of = spans.len(),
+                        "some control registers could not be read: a release writes the profile's own values there");
+                }
+                tracing::info!(%device, registers = %current.describe(),
+                    "control registers as found: written back at every release");
+                let found = FoundRegisters {
+                    originals: current.clone(),
+                    found_ms: now_ms(),
+                    steered: false,
+                };
+                self.found = Some(found.clone());
+                self.keep_found.send_replace(Some(found));
+            }
+        }
+        current
+    }
+
+    /// Notes that the agent's own values are (or are no longer) in the
+    /// device's registers, for a start after a crash; kept in the background.
+    fn mark_steered(&mut self, steered: bool) {
+        if let Some(f) = self.found.as_mut().filter(|f| f.steered != steered) {
+            f.steered = steered;
+            self.keep_found.send_replace(Some(f.clone()));
+        }
+    }
+
+    /// The first write after contact, register by register: what it changes.
+    fn log_first_write(&self, plan: &WritePlan, current: &Originals, cmd: Command) {
+        let device = &self.device.reference;
+        let changed = changes(plan, current);
+        if changed.is_empty() {
+            tracing::info!(%device, command = ?cmd, "first write: the device's registers already hold it");
+        }
+        for (addr, old, new) in changed {
+            let old = old.map_or("unread".to_string(), |w| w.to_string());
+            tracing::info!(%device, register = addr, %old, %new, command = ?cmd, "first write changes a register");
+        }
     }
 
     /// Runs the writes, then the plan's read-back, in one bus transaction;

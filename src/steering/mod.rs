@@ -54,7 +54,7 @@ pub use view::{Allocation, SiteState, SiteView};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -111,6 +111,13 @@ pub async fn start(
         }
     }
     tracker.spawn(durable.clone().run(store.clone(), cancel.child_token()));
+    let mut found = match store.found_registers().await {
+        Ok(found) => found,
+        Err(e) => {
+            tracing::warn!(error = %e, "the devices' registers as first found cannot be read: they are read again at first contact");
+            HashMap::new()
+        }
+    };
     let (audit_tx, audit_rx) = mpsc::channel(AUDIT_QUEUE);
     tracker.spawn(write_audit(store.clone(), audit_rx));
 
@@ -128,7 +135,16 @@ pub async fn start(
             let (Some(bus), Some(desired)) = (buses.get(&device.bus), site.subscribe(slot)) else {
                 continue;
             };
+            let (keep_found, kept) = watch::channel(None);
+            tracker.spawn(keep_found_registers(
+                store.clone(),
+                device.reference.clone(),
+                kept,
+            ));
             let a = actuator::Actuator {
+                found: found.remove(&device.reference),
+                keep_found,
+                restore_refused: false,
                 site: cfg.reference.clone(),
                 device,
                 bus: bus.clone(),
@@ -186,6 +202,23 @@ fn fallback_commit(site: &str, now: i64) -> persist::Commit {
             },
         },
         idempotency: None,
+    }
+}
+
+/// Keeps a device's registers as first found in the store, the latest state
+/// each time (a write that fails is logged; the next change tries again).
+async fn keep_found_registers(
+    store: Arc<dyn SteeringStore>,
+    device: String,
+    mut kept: watch::Receiver<Option<persist::FoundRegisters>>,
+) {
+    while kept.changed().await.is_ok() {
+        let Some(found) = kept.borrow_and_update().clone() else {
+            continue;
+        };
+        if let Err(e) = store.keep_found(device.clone(), found).await {
+            tracing::warn!(%device, error = %e, "the device's registers as first found were not stored");
+        }
     }
 }
 

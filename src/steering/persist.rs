@@ -1,5 +1,6 @@
 //! Where steering keeps what must survive a restart: the component timelines, the
-//! audit log and the idempotency keys. A trait, so the service does not care
+//! audit log, the idempotency keys and what the devices' control registers
+//! held when first found. A trait, so the service does not care
 //! whether it is SQLite (`sqlite/`, through the store's writer) or memory (tests).
 //!
 //! A [`Commit`] is atomic: timelines, audit record and idempotency answer are
@@ -14,6 +15,7 @@ use super::audit::AuditEvent;
 use super::request::Answer;
 use super::signal::StoredEntry;
 use super::value::Component;
+use crate::modbus::control::Originals;
 use crate::store::StoreError;
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -61,7 +63,29 @@ pub struct Commit {
     pub idempotency: Option<(String, String, Answer)>,
 }
 
+/// What a device's control registers held when the agent first found them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FoundRegisters {
+    pub originals: Originals,
+    pub found_ms: i64,
+    /// The agent may have left values of its own there (a setpoint was
+    /// written and not released since).
+    pub steered: bool,
+}
+
 pub trait SteeringStore: Send + Sync + 'static {
+    /// Every device's registers as first found, by device reference.
+    fn found_registers(
+        &self,
+    ) -> BoxFuture<'_, Result<HashMap<String, FoundRegisters>, PersistError>>;
+
+    /// Keeps (replaces) a device's registers as first found.
+    fn keep_found(
+        &self,
+        device: String,
+        found: FoundRegisters,
+    ) -> BoxFuture<'_, Result<(), PersistError>>;
+
     /// Makes a change durable.
     fn commit(&self, c: Commit) -> BoxFuture<'_, Result<(), PersistError>>;
 
@@ -98,6 +122,7 @@ struct Memory {
     entries: Vec<(String, StoredEntry)>,
     audit: Vec<AuditEvent>,
     keys: HashMap<(String, String), (i64, Answer)>,
+    found: HashMap<String, FoundRegisters>,
     /// Makes every commit fail (tests of "no partial state").
     fail: bool,
 }
@@ -115,6 +140,23 @@ impl MemoryStore {
 }
 
 impl SteeringStore for MemoryStore {
+    fn found_registers(
+        &self,
+    ) -> BoxFuture<'_, Result<HashMap<String, FoundRegisters>, PersistError>> {
+        Box::pin(async move { Ok(self.lock().found.clone()) })
+    }
+
+    fn keep_found(
+        &self,
+        device: String,
+        found: FoundRegisters,
+    ) -> BoxFuture<'_, Result<(), PersistError>> {
+        Box::pin(async move {
+            self.lock().found.insert(device, found);
+            Ok(())
+        })
+    }
+
     fn commit(&self, c: Commit) -> BoxFuture<'_, Result<(), PersistError>> {
         Box::pin(async move {
             let mut m = self.lock();

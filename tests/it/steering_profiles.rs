@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use crate::steering_support::*;
 use serde_json::json;
-use sitegate::sim::{SimKind, SimSiteSpec, Variant, WriteEvent};
+use sitegate::modbus::sunspec::ModelBlock;
+use sitegate::sim::{SimDeviceHandle, SimKind, SimSiteSpec, Variant, WriteEvent};
 use sunspec::models::model704::Model704 as M704;
 
 const INTERVAL_MS: u64 = 300;
@@ -62,11 +63,19 @@ fn der_devices(spec: &mut SimSiteSpec) {
 /// Reads registers of the model 704 block of the device on `bus`: one word
 /// at each of `words`, then two words (high first) at each of `longs`.
 fn der(rig: &Rig, bus: &str, words: &[u16], longs: &[u16]) -> Vec<u32> {
+    der_at(&rig.device(bus), block_704(rig, bus), words, longs)
+}
+
+/// Where the device on `bus` has its model 704 block, as the agent found it.
+fn block_704(rig: &Rig, bus: &str) -> ModelBlock {
     let reference = format!("dvc_{}", bus.replace('-', "_"));
     let id = rig.agent.live().find(&reference).unwrap();
     let map = rig.agent.device_maps().get(id).unwrap();
-    let b = *map.model(704).expect("model 704");
-    let d = rig.device(bus);
+    *map.model(704).expect("model 704")
+}
+
+/// As [`der`], on a simulated device and its block.
+fn der_at(d: &SimDeviceHandle, b: ModelBlock, words: &[u16], longs: &[u16]) -> Vec<u32> {
     let one = words
         .iter()
         .map(|o| u32::from(d.registers(b.point(*o), 1)[0]));
@@ -79,9 +88,13 @@ fn der(rig: &Rig, bus: &str, words: &[u16], longs: &[u16]) -> Vec<u32> {
 
 /// `[WMaxLimPctEna, WMaxLimPct, WMaxLimPctRvrtTms]` of `pv-d`.
 fn der_limit(rig: &Rig) -> Vec<u32> {
+    der_limit_at(&rig.device("pv-d"), block_704(rig, "pv-d"))
+}
+
+fn der_limit_at(d: &SimDeviceHandle, b: ModelBlock) -> Vec<u32> {
     use M704 as M;
     let words = [M::W_MAX_LIM_PCT_ENA.offset, M::W_MAX_LIM_PCT.offset];
-    der(rig, "pv-d", &words, &[M::W_MAX_LIM_PCT_RVRT_TMS.offset])
+    der_at(d, b, &words, &[M::W_MAX_LIM_PCT_RVRT_TMS.offset])
 }
 
 /// `[WSetEna, WSetMod, WSet (i32 as u32), WSetRvrtTms]` of `bat-d`.
@@ -138,11 +151,12 @@ fn to(events: &[(String, u16, Vec<u16>)], server: &str) -> Vec<(u16, Vec<u16>)> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
     let rig = Rig::start_with(&config(), der_devices).await;
-    // At fallback: the profiles' release writes, and 704's limit disabled (the
-    // simulated device starts with an 80 % limit enabled).
-    assert_eq!(sungrow(&rig)[..2], [0, 0xCC]);
+    // At fallback: the registers as found (the simulated profile devices
+    // start in their own control; the 704 inverter with an installer's 80 %
+    // limit enabled: it keeps it).
+    assert_eq!(sungrow(&rig), [0, 0xCC, 0]);
     assert_eq!(huawei(&rig).0, 0);
-    assert_eq!(der_limit(&rig)[0], 0);
+    assert_eq!(der_limit(&rig), [1, 80, 0]);
     assert_eq!(der_power(&rig)[0], 0);
 
     // 10 kW discharge, by rating 4 + 2 + 4 kW; 10 kW curtailment, 5 kW each.
@@ -211,7 +225,7 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
         "released after validUntil",
         Duration::from_secs(4),
         || async {
-            sungrow(&rig)[..2] == [0, 0xCC] && huawei(&rig).0 == 0 && der_power(&rig)[0] == 0
+            sungrow(&rig) == [0, 0xCC, 0] && huawei(&rig).0 == 0 && der_power(&rig)[0] == 0
         },
     )
     .await;
@@ -222,25 +236,89 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
     );
     let events = drain(&mut writes);
     let s = to(&events, "bat-s");
+    // The profile's release (13049, 13050) with the words found, then the
+    // power register as found.
     assert!(
-        s.ends_with(&[(13049, vec![0]), (13050, vec![0xCC])]),
+        s.ends_with(&[(13049, vec![0]), (13050, vec![0xCC]), (13051, vec![0])]),
         "{s:?}"
     );
     let h = to(&events, "bat-h");
-    assert!(h.ends_with(&[(47100, vec![0])]), "{h:?}");
+    // The profile's release (47087, 47100) with the words found, then the
+    // timer, the mode and the powers as found.
+    let found = [
+        (47087, vec![0]),
+        (47100, vec![0]),
+        (47083, vec![0]),
+        (47246, vec![0]),
+        (47247, vec![0, 0]),
+        (47249, vec![0, 0]),
+    ];
+    assert!(h.ends_with(&found), "{h:?}");
     eventually("batteries at fallback", Duration::from_secs(3), || async {
         rig.device_state("dvc_bat_s").await["state"] == "fallback"
             && rig.device_state("dvc_bat_h").await["state"] == "fallback"
             && rig.device_state("dvc_bat_d").await["state"] == "fallback"
     })
     .await;
-    // The curtailment holds meanwhile; DELETE releases 704's limit too.
-    assert_eq!(der_limit(&rig)[0], 1);
+    // The curtailment holds meanwhile; DELETE releases 704's limit too, to
+    // the installer's 80 %.
+    assert_eq!(der_limit(&rig), [1, 50, u32::from(REVERT_S)]);
     let (s, _) = rig.delete(&format!("/sites/{SITE}/steering"), STEER).await;
     assert_eq!(s, 200);
     eventually("limits released", Duration::from_secs(3), || async {
-        der_limit(&rig)[0] == 0 && rig.limit("pv-a").is_none()
+        der_limit(&rig) == [1, 80, 0] && rig.limit("pv-a").is_none()
     })
     .await;
     rig.shutdown().await;
+}
+
+/// A release leaves a device as the installer left it, also after an agent
+/// that stopped while steering: the next start writes back the registers as
+/// first found (kept in the store), not the setpoint it finds there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_writes_back_the_registers_as_first_found() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let db = dir.path().join("sitegate.db");
+    let rig = Rig::start_in(&config(), dir, der_devices).await;
+    assert_eq!(der_limit(&rig), [1, 80, 0], "found and left as it is");
+    let until = now_ms() + 600_000;
+    let body = json!({"setting": {"value": 5, "unit": "kW"}, "validUntil": until});
+    let (s, v) = rig
+        .post(&format!("/sites/{SITE}/steering/curtailment"), STEER, &body)
+        .await;
+    assert_eq!(s, 200, "{v}");
+    eventually(
+        "the curtailment at the registers",
+        Duration::from_secs(5),
+        || async { der_limit(&rig) == [1, 25, u32::from(REVERT_S)] },
+    )
+    .await;
+    // The agent stops while steering; the device keeps the setpoint. The
+    // signal is ended in the store, so the next start releases.
+    let block = block_704(&rig, "pv-d");
+    let device = rig.device("pv-d");
+    let Rig {
+        sim,
+        agent,
+        config,
+        dir: _dir,
+        ..
+    } = rig;
+    agent.shutdown().await;
+    let conn = rusqlite::Connection::open(&db).expect("open the database");
+    conn.execute("DELETE FROM steering_timeline", [])
+        .expect("end the stored signal");
+    drop(conn);
+    assert_eq!(der_limit_at(&device, block), [1, 25, u32::from(REVERT_S)]);
+    let agent = sitegate::agent::Agent::start(config)
+        .await
+        .expect("agent starts again");
+    eventually(
+        "the installer's limit back",
+        Duration::from_secs(10),
+        || async { der_limit_at(&device, block) == [1, 80, 0] },
+    )
+    .await;
+    agent.shutdown().await;
+    sim.shutdown().await;
 }

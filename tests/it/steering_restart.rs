@@ -126,17 +126,24 @@ async fn a_database_of_the_first_releases_still_loads() {
         let want: Value = serde_json::from_str(&stored.replace("150000.0", "150000")).unwrap();
         assert!(h.contains(&want), "{want} not in {h:?}");
     }
-    // The first answer again for the same key, whatever the body says now.
-    let (s, replay) = rig
-        .send(
-            rig.http
-                .post(format!("{}/sites/{SITE}/steering/ess", rig.base))
-                .header("Idempotency-Key", "first")
-                .json(&json!({"setting": {"mode": "idle"}, "validUntil": until})),
-            STEER,
-        )
-        .await;
-    assert_eq!(s, 200);
+    // The first answer again for the same key and body (an answer stored
+    // without its operation compares the body only); another body is refused.
+    let send = |body: Value| {
+        rig.http
+            .post(format!("{}/sites/{SITE}/steering", rig.base))
+            .header("Idempotency-Key", "first")
+            .json(&body)
+    };
+    let other = json!({"energyStorageSetting": {"mode": "idle"}, "validUntil": until});
+    let (s, v) = rig.send(send(other), STEER).await;
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (422, Some("idempotency_key_reused")),
+        "{v}"
+    );
+    let same = json!({"productionCurtailment": {"unit": "kW", "value": 300}, "validUntil": until});
+    let (s, replay) = rig.send(send(same), STEER).await;
+    assert_eq!(s, 200, "{replay}");
     // As stored, and written (durable).
     let mut want = serde_json::from_str::<Value>(&answer).unwrap();
     want["durable"] = json!(true);

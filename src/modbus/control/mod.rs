@@ -10,13 +10,17 @@
 //! through the device's bus task. Pure: nothing here does I/O or keeps state.
 //!
 //! Layout: `sunspec` (models 124, 123 and 704), `profile` (the recipes of a
-//! profile's `[controls]`), and [`Recipe`], which picks one from what
-//! [`DeviceMap::controls`] says a device has.
+//! profile's `[controls]`), `restore` (the registers a recipe may write, what
+//! they held when found, and the release that writes that back), and
+//! [`Recipe`], which picks one from what [`DeviceMap::controls`] says a device
+//! has.
 
 mod profile;
+mod restore;
 mod sunspec;
 
 pub use profile::{ess_writes, limit_writes, release_writes, ProfileEss, ProfileLimit};
+pub use restore::{changes, footprint, restore, Originals};
 pub use sunspec::{Storage124, Storage704, SunspecLimit};
 
 use super::sunspec::ModelBlock;

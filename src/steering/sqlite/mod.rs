@@ -1,6 +1,7 @@
 //! Steering's persistence in SQLite, through the store's single writer: the
 //! component timelines, the audit log and the idempotency keys (tables of
-//! migration `0002_steering`). A commit is one transaction and answers after
+//! migration `0002_steering`), and the devices' registers as first found
+//! (`0005_device_originals`). A commit is one transaction and answers after
 //! COMMIT; reads run on the store's read connections.
 //!
 //! SQL for steering lives here and in its migration only; the store owns the
@@ -11,7 +12,7 @@ pub(crate) mod rows;
 use rusqlite::{params, Connection};
 
 use super::audit::AuditEvent;
-use super::persist::{BoxFuture, Commit, PersistError, SteeringStore};
+use super::persist::{BoxFuture, Commit, FoundRegisters, PersistError, SteeringStore};
 use super::request::Answer;
 use super::signal::StoredEntry;
 use super::timeline::Entry;
@@ -46,6 +47,71 @@ fn insert_audit(conn: &Connection, e: &AuditEvent) -> Result<(), StoreError> {
 }
 
 impl SteeringStore for SqliteSteeringStore {
+    fn found_registers(
+        &self,
+    ) -> BoxFuture<'_, Result<std::collections::HashMap<String, FoundRegisters>, PersistError>>
+    {
+        Box::pin(async move {
+            let rows = self
+                .store
+                .read(move |conn: &Connection| {
+                    let mut stmt = conn.prepare(
+                        "SELECT device, points, found_ms, steered FROM device_originals",
+                    )?;
+                    let rows = stmt.query_map([], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, i64>(2)?,
+                            r.get::<_, i64>(3)?,
+                        ))
+                    })?;
+                    Ok::<_, StoreError>(rows.collect::<Result<Vec<_>, _>>()?)
+                })
+                .await
+                .map_err(err)?;
+            Ok(rows
+                .into_iter()
+                .filter_map(|(device, points, found_ms, steered)| {
+                    let originals = rows::decode_points(&points)?;
+                    Some((
+                        device,
+                        FoundRegisters {
+                            originals,
+                            found_ms,
+                            steered: steered != 0,
+                        },
+                    ))
+                })
+                .collect())
+        })
+    }
+
+    fn keep_found(
+        &self,
+        device: String,
+        found: FoundRegisters,
+    ) -> BoxFuture<'_, Result<(), PersistError>> {
+        Box::pin(async move {
+            self.store
+                .execute(move |conn: &Connection| {
+                    conn.execute(
+                        "INSERT OR REPLACE INTO device_originals (device, points, found_ms, steered)
+                         VALUES (?1, ?2, ?3, ?4)",
+                        params![
+                            device,
+                            rows::encode_points(&found.originals),
+                            found.found_ms,
+                            i64::from(found.steered)
+                        ],
+                    )?;
+                    Ok::<(), StoreError>(())
+                })
+                .await
+                .map_err(err)
+        })
+    }
+
     fn commit(&self, c: Commit) -> BoxFuture<'_, Result<(), PersistError>> {
         Box::pin(async move {
             self.store

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::modbus::control::{Originals, RegWrite};
 use crate::model::{PowerUnit, PowerValue};
 use crate::steering::audit::{describe, AuditEvent, AuditKind, RequestBody};
 use crate::steering::decide::Command;
@@ -289,6 +290,37 @@ pub fn decode_record(site: &str, stored: &str) -> Option<AuditEvent> {
 /// The key an answer's operation is stored under, beside the body's fields
 /// (no request body has a field of this name).
 const OPERATION: &str = "@operation";
+
+/// A device's registers as found: `[[addr, [word, ...]], ...]`.
+pub fn encode_points(o: &Originals) -> String {
+    let points: Vec<Value> = o
+        .points
+        .iter()
+        .map(|p| serde_json::json!([p.addr, p.values]))
+        .collect();
+    Value::Array(points).to_string()
+}
+
+/// Registers as found; `None` when the text is not such a list.
+pub fn decode_points(text: &str) -> Option<Originals> {
+    let Value::Array(items) = serde_json::from_str(text).ok()? else {
+        return None;
+    };
+    let points = items
+        .iter()
+        .map(|item| {
+            let addr = u16::try_from(item.get(0)?.as_u64()?).ok()?;
+            let values = item
+                .get(1)?
+                .as_array()?
+                .iter()
+                .map(|w| u16::try_from(w.as_u64()?).ok())
+                .collect::<Option<Vec<u16>>>()?;
+            Some(RegWrite { addr, values })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Originals { points })
+}
 
 /// An idempotency answer as stored: the body with its `requestId` and the
 /// operation it answered.

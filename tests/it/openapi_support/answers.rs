@@ -225,11 +225,21 @@ pub async fn steering(c: &mut Checker<'_>) {
             &ess,
             Some(STEER),
             &keyed,
-            Body::Json(json!({"setting": {"mode": "idle"}, "validUntil": until})),
+            Body::Json(discharge.clone()),
             200,
         )
         .await;
     assert_eq!(first, again, "a repeated key answers the first answer");
+    // The same key with another body: 422, as the document says.
+    c.expect(
+        Method::POST,
+        &ess,
+        Some(STEER),
+        &keyed,
+        Body::Json(json!({"setting": {"mode": "idle"}, "validUntil": until})),
+        422,
+    )
+    .await;
 
     c.post(&site, Some(STEER), json!({"validUntil": until}), 400)
         .await;
