@@ -43,6 +43,7 @@ mod mqtt_steering;
 mod mqtt_telemetry;
 mod mqtt_tls;
 mod openapi;
+mod openapi_generated;
 mod page_browser;
 mod page_demo;
 mod profile_library;

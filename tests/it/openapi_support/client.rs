@@ -53,6 +53,24 @@ impl<'a> Checker<'a> {
         body: Body,
         expect: u16,
     ) -> Value {
+        let (status, answer) = self.send(method.clone(), path, token, headers, body).await;
+        assert_eq!(
+            status, expect,
+            "{method} {path}: expected {expect}, answered {status}: {answer}"
+        );
+        answer
+    }
+
+    /// Sends the request, checks the answer against the document (whatever
+    /// its status), and returns the status and the body (parsed when JSON).
+    pub async fn send(
+        &mut self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Body,
+    ) -> (u16, Value) {
         let mut req = self
             .http
             .request(method.clone(), format!("{}{path}", self.base));
@@ -81,17 +99,14 @@ impl<'a> Checker<'a> {
         let route = path.split('?').next().unwrap_or(path);
         let template = template_of(self.doc, route)
             .unwrap_or_else(|| panic!("{method} {path}: no documented path matches"));
-        assert_eq!(
-            answer.status, expect,
-            "{method} {path}: expected {expect}, answered {}: {}",
-            answer.status, answer.body
-        );
         if let Err(e) = check_answer(self.doc, method.as_str(), template, &answer) {
             panic!("{path}: {e}");
         }
         self.seen
             .insert((method.to_string(), template.to_string(), answer.status));
-        serde_json::from_str(&answer.body).unwrap_or(Value::String(answer.body))
+        let status = answer.status;
+        let body = serde_json::from_str(&answer.body).unwrap_or(Value::String(answer.body));
+        (status, body)
     }
 
     /// GET with `token`, expecting `status`.

@@ -4,6 +4,7 @@
 
 pub mod answers;
 pub mod client;
+pub mod generate;
 pub mod schema;
 
 use serde_json::Value;
