@@ -60,6 +60,9 @@ pub struct Actuator {
     /// The device answered an exception to the registers as found (a word it
     /// reports but does not take): releases write the profile's own values.
     pub restore_refused: bool,
+    /// What the state says of the registers as found (a limit the device had
+    /// switched on itself).
+    pub found_note: Option<String>,
 }
 
 /// Why a battery gets 0 W when nothing gives its rating (the allocation
@@ -189,7 +192,7 @@ impl Actuator {
                 return Due::At(now + why.retry_ms());
             }
         };
-        let note = unrated_note(&self.device, &c.map, d.command);
+        let note = unrated_note(&self.device, &c.map, d.command).or(self.found_note.clone());
         self.report(|r| r.note = note);
         let plan = match c.recipe.plan(d.command, self.revert_s, &c.image) {
             Ok(p) => p,
@@ -357,7 +360,16 @@ impl Actuator {
             }
         };
         let current = Originals::from_reads(&spans, &reads);
-        let device = &self.device.reference;
+        let device = self.device.reference.clone();
+        let kept = self
+            .found
+            .as_ref()
+            .filter(|f| f.steered && f.originals.spans() == spans);
+        let limited = recipe.found_limit(kept.map_or(&current, |f| &f.originals), cal);
+        self.found_note = limited.map(|pct| {
+            tracing::info!(%device, limit_pct = pct, "device found limited by its own setting: a release returns it to that limit");
+            format!("found limited to {pct} % of its rating by its own setting: a release returns it to that limit")
+        });
         match &self.found {
             Some(f) if f.steered && f.originals.spans() == spans => {
                 tracing::info!(%device, found_ms = f.found_ms, registers = %f.originals.describe(), now = %current.describe(),

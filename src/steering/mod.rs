@@ -145,6 +145,7 @@ pub async fn start(
                 found: found.remove(&device.reference),
                 keep_found,
                 restore_refused: false,
+                found_note: None,
                 site: cfg.reference.clone(),
                 device,
                 bus: bus.clone(),

@@ -281,6 +281,17 @@ async fn a_release_writes_back_the_registers_as_first_found() {
     let db = dir.path().join("sitegate.db");
     let rig = Rig::start_in(&config(), dir, der_devices).await;
     assert_eq!(der_limit(&rig), [1, 80, 0], "found and left as it is");
+    // The state says the inverter was found limited.
+    eventually(
+        "the found limit in the state",
+        Duration::from_secs(5),
+        || async {
+            rig.device_state("dvc_pv_d").await["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("found limited to 80 %"))
+        },
+    )
+    .await;
     let until = now_ms() + 600_000;
     let body = json!({"setting": {"value": 5, "unit": "kW"}, "validUntil": until});
     let (s, v) = rig

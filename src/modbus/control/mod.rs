@@ -200,6 +200,16 @@ impl Recipe {
         }
     }
 
+    /// A production limit the device had switched on itself when found, in
+    /// % of its rating: SunSpec's enable point says so; a profile's registers
+    /// do not tell.
+    pub fn found_limit(&self, found: &Originals, cal: &Image) -> Option<f64> {
+        match self {
+            Recipe::Limit(r) => r.found_limit(found, cal),
+            _ => None,
+        }
+    }
+
     /// The plan for `cmd`; `revert_s` is the device's revert timeout, `cal`
     /// holds the registers of [`Self::calibration`] as read.
     pub fn plan(&self, cmd: Command, revert_s: u16, cal: &Image) -> Result<WritePlan, WriteError> {

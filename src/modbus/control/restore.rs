@@ -44,7 +44,8 @@ impl Originals {
             .collect()
     }
 
-    fn word(&self, addr: u16) -> Option<u16> {
+    /// The word found at `addr`, if it was read.
+    pub fn word(&self, addr: u16) -> Option<u16> {
         self.points.iter().find_map(|p| {
             addr.checked_sub(p.addr)
                 .and_then(|i| p.values.get(usize::from(i)))

@@ -29,7 +29,7 @@ use ::sunspec::models::model124::Model124 as M124;
 use ::sunspec::models::model704::Model704 as M704;
 use ::sunspec::{Group, Point, Value};
 
-use super::{RegWrite, WriteError};
+use super::{Originals, RegWrite, WriteError};
 use crate::modbus::sunspec::ModelBlock;
 use crate::register::codec::{self, Absent, ValueType, WordOrder};
 use crate::register::plan::{self, Image, Span, Table};
@@ -284,6 +284,18 @@ impl SunspecLimit {
     /// The enable point = 0.
     pub fn release(&self) -> Result<Vec<RegWrite>, WriteError> {
         self.points().switch.off(&self.block)
+    }
+
+    /// The limit the device had switched on when found, in % of `WMax`
+    /// (`None`: none on, or not read).
+    pub fn found_limit(&self, found: &Originals, cal: &Image) -> Option<f64> {
+        let (b, p) = (&self.block, self.points());
+        if found.word(p.switch.enable.addr(b).ok()?)? != 1 {
+            return None;
+        }
+        let raw = found.word(p.pct.addr(b).ok()?)?;
+        let sf = p.pct_sf.sf(b, cal).ok()?;
+        Some(codec::apply_sf(f64::from(raw), sf))
     }
 }
 
