@@ -320,7 +320,10 @@ impl Actuator {
                         .map_err(NotReady::Calibration)?;
                     image_of(&spans, words_of(out))
                 };
-                let current = self.read_found(&recipe, &image).await;
+                let current = self
+                    .read_found(&recipe, &image)
+                    .await
+                    .map_err(NotReady::Calibration)?;
                 Calibrated {
                     map,
                     recipe,
@@ -334,25 +337,28 @@ impl Actuator {
     }
 
     /// Reads every register the recipe may write (each point on its own when
-    /// reading them together fails) and settles what the device held before
-    /// the agent wrote anything: what it holds now, unless an earlier run left
-    /// its own values there (then the words kept from before). Returns what
-    /// it holds now.
-    async fn read_found(&mut self, recipe: &Recipe, cal: &Image) -> Originals {
+    /// the device refuses them together) and settles what the device held
+    /// before the agent wrote anything: what it holds now, unless an earlier
+    /// run left its own values there (then the words kept from before).
+    /// Returns what it holds now; an unreachable device is an error (looked
+    /// at again), never a record of nothing found.
+    async fn read_found(&mut self, recipe: &Recipe, cal: &Image) -> Result<Originals, ModbusError> {
         let spans = footprint(recipe, self.revert_s, cal);
         if spans.is_empty() {
-            return Originals::default();
+            return Ok(Originals::default());
         }
         let unit = self.device.unit_id;
         let ops = spans.iter().map(|s| Op::Read(*s)).collect();
         let reads = match self.bus.transact(unit, ops).await {
             Ok(out) => words_of(out),
+            Err(e) if !matches!(e, ModbusError::Exception(_)) => return Err(e),
             Err(_) => {
                 let mut reads = Vec::new();
                 for s in &spans {
                     let words = match self.bus.transact(unit, vec![Op::Read(*s)]).await {
                         Ok(out) => words_of(out).pop().unwrap_or_default(),
-                        Err(_) => Vec::new(),
+                        Err(ModbusError::Exception(_)) => Vec::new(),
+                        Err(e) => return Err(e),
                     };
                     reads.push(words);
                 }
@@ -363,15 +369,15 @@ impl Actuator {
         let device = self.device.reference.clone();
         let kept = self
             .found
-            .as_ref()
+            .clone()
             .filter(|f| f.steered && f.originals.spans() == spans);
-        let limited = recipe.found_limit(kept.map_or(&current, |f| &f.originals), cal);
+        let limited = recipe.found_limit(kept.as_ref().map_or(&current, |f| &f.originals), cal);
         self.found_note = limited.map(|pct| {
             tracing::info!(%device, limit_pct = pct, "device found limited by its own setting: a release returns it to that limit");
             format!("found limited to {pct} % of its rating by its own setting: a release returns it to that limit")
         });
-        match &self.found {
-            Some(f) if f.steered && f.originals.spans() == spans => {
+        match kept {
+            Some(f) => {
                 tracing::info!(%device, found_ms = f.found_ms, registers = %f.originals.describe(), now = %current.describe(),
                     "device still holds setpoints of an earlier run: the registers as first found are written back at release");
             }
@@ -391,7 +397,7 @@ impl Actuator {
                 self.keep_found.send_replace(Some(found));
             }
         }
-        current
+        Ok(current)
     }
 
     /// Notes that the agent's own values are (or are no longer) in the

@@ -178,18 +178,8 @@ fn hand_back(t: &Tick, import: &import::ImportHold, export_storage: bool) -> (f6
     let to = if moved { storage } else { t.plan_own };
     let relax = if import.held { -1.0 } else { 1.0 };
     let ramp = t.settings.storage_ramp_w_per_s * t.relax_dt_s;
-    let ramped = settle(prev.storage_w, to, relax, t.db, ramp);
-    // Towards the export limit, the part of the move the site can take with
-    // every inverter at its worst (the cap in force, or rated) and the load at
-    // the low end of its range is made at once; only the rest is ramped.
-    let storage = match (relax > 0.0, t.budget) {
-        (true, Some(budget)) => {
-            let safe = budget - pv::worst(t.rule, t.inverters, t.last_cap);
-            ramped.max(to.min(safe))
-        }
-        _ => ramped,
-    }
-    .clamp(-s.charge_cap_w, s.discharge_cap_w);
+    let storage =
+        settle(prev.storage_w, to, relax, t.db, ramp).clamp(-s.charge_cap_w, s.discharge_cap_w);
     let on_way = on_way(prev.storage_w, storage, to, relax);
     let rising = t.last_cap.is_some_and(|c| t.pv_now < c - t.margin)
         && s.now_ms - prev.cap_since_ms < t.settings.settle_ms;

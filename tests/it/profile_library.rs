@@ -656,3 +656,55 @@ async fn scan_recognises_profile_devices_and_prints_a_valid_config() {
     assert!(summary.contains("1 bus, 4 devices"), "{summary}");
     sim.shutdown().await;
 }
+
+/// The registers each shipped profile's recipes may write: read at first
+/// contact and written back at every release. The table in docs/devices.md
+/// ("Registers written back") is this list, so the doc cannot drift from the
+/// recipes.
+fn registers_written_back() -> String {
+    use sitegate::modbus::control::{footprint, ProfileEss, ProfileLimit, Recipe};
+    use sitegate::register::plan::Image;
+    let mut out =
+        String::from("| profile | control | registers (address × words) |\n|---|---|---|\n");
+    for (name, text) in BUILTIN {
+        let profile = parse(name, "built-in", text).expect("a shipped profile parses");
+        let recipes = [
+            profile.controls.ess_power.clone().map(|control| {
+                (
+                    "storage power",
+                    Recipe::ProfileStorage(ProfileEss { control }),
+                )
+            }),
+            profile.controls.production_limit.clone().map(|control| {
+                let rated_w = Some(10_000.0);
+                (
+                    "production limit",
+                    Recipe::ProfileLimit(ProfileLimit { control, rated_w }),
+                )
+            }),
+        ];
+        for (what, recipe) in recipes.into_iter().flatten() {
+            let spans = footprint(&recipe, 30, &Image::new());
+            let list: Vec<String> = spans
+                .iter()
+                .map(|s| match s.len {
+                    1 => s.addr.to_string(),
+                    n => format!("{} × {n}", s.addr),
+                })
+                .collect();
+            out.push_str(&format!("| `{name}` | {what} | {} |\n", list.join(", ")));
+        }
+    }
+    out
+}
+
+#[test]
+fn docs_list_the_registers_each_recipe_writes_back() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/devices.md"))
+        .expect("docs/devices.md");
+    let table = registers_written_back();
+    assert!(
+        docs.contains(&table),
+        "docs/devices.md must hold this table (\"Registers written back\"):\n{table}"
+    );
+}

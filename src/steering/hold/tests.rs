@@ -586,32 +586,3 @@ fn a_storage_handed_back_counts_its_own_discharge() {
         assert!(-g <= 5_194.0 + 1.0, "tick {tick}: export {} W: {g:?}", -g);
     }
 }
-
-/// A storage the export limit had taken over (charging at noon), handed back
-/// to a discharge once the sun is gone: the part of the move the site can
-/// take with every inverter at its worst goes at once, not at the ramp.
-#[test]
-fn a_hand_back_far_from_the_export_limit_is_not_ramped() {
-    let mut run = Run::new(Plant::noon(2_000.0, 50.0));
-    let r = rules(ExportOrder::StorageFirst);
-    run.ticks(&r, &Active::default(), 4);
-    assert!(
-        run.plant.battery().iter().sum::<f64>() < -1_000.0,
-        "taken over to charge at noon: {:?}",
-        run.plant.battery()
-    );
-    run.plant.sun_w = vec![0.0, 0.0];
-    run.plant.load_w = 20_000.0;
-    let a = Active {
-        ess: entry(EssSetting::Power(PowerValue::watts(15_000.0))),
-        ..Active::default()
-    };
-    run.ticks(&r, &a, 1);
-    // Load 20 kW + aim 39.6 kW − 50 kW of inverters at their worst: 9.6 kW
-    // may be discharged at once.
-    let discharge: f64 = run.plant.battery().iter().sum();
-    assert!(discharge >= 9_000.0, "{discharge} W after one tick");
-    let g = run.ticks(&r, &a, 3);
-    assert!(g.iter().all(|g| -*g <= 40_000.0), "{g:?}");
-    assert!((run.plant.battery().iter().sum::<f64>() - 15_000.0).abs() < 1.0);
-}
