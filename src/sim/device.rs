@@ -43,6 +43,9 @@ pub struct Device {
     /// answered with "illegal data address", as some devices do for optional
     /// points inside a SunSpec block.
     pub refused: Vec<Span>,
+    /// `(address, word)` pairs a write may not set: answered "illegal data
+    /// value", as a device does for a value it reports but does not take.
+    pub refused_words: Vec<(u16, u16)>,
 }
 
 /// A device shared between its server's connections, the physics task and handles.
@@ -127,6 +130,7 @@ impl Device {
             refuse_writes: spec.refuse_writes,
             reads: 0,
             refused: Vec::new(),
+            refused_words: Vec::new(),
         }
     }
 
@@ -154,6 +158,13 @@ impl Device {
     pub fn write(&mut self, addr: u16, values: &[u16], at: Instant) -> Result<(), ExceptionCode> {
         if self.refuse_writes {
             return Err(ExceptionCode::ServerDeviceFailure);
+        }
+        let refused_word = values.iter().enumerate().any(|(i, w)| {
+            let a = addr.wrapping_add(i as u16);
+            self.refused_words.contains(&(a, *w))
+        });
+        if refused_word {
+            return Err(ExceptionCode::IllegalDataValue);
         }
         if let Kind::Profile(p) = &mut self.kind {
             return p.write(addr, values);
@@ -329,6 +340,12 @@ impl SimDeviceHandle {
     /// Makes every later write answer exception 4 (ServerDeviceFailure), or not.
     pub fn set_refuse_writes(&self, on: bool) {
         lock(&self.cell).refuse_writes = on;
+    }
+
+    /// Makes every later write that would set `word` at `addr` answer
+    /// exception 3 ("illegal data value"), the rest of the device as before.
+    pub fn refuse_word(&self, addr: u16, word: u16) {
+        lock(&self.cell).refused_words.push((addr, word));
     }
 
     /// Makes every later read that touches `span` answer exception 2 ("illegal

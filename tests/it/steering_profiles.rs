@@ -333,3 +333,38 @@ async fn a_release_writes_back_the_registers_as_first_found() {
     agent.shutdown().await;
     sim.shutdown().await;
 }
+
+/// A device that reports a word it does not take (the found value of its
+/// EMS command register, set by an installer tool, refused on write): the
+/// release falls back to the profile's own release words, and the device is
+/// released all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_found_word_the_device_refuses_falls_back_to_the_profile_release() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let rig = Rig::start_in(&config(), dir, der_devices).await;
+    assert_eq!(sungrow(&rig), [0, 0xCC, 0]);
+    let device = rig.device("bat-s");
+    let Rig {
+        sim,
+        agent,
+        config,
+        dir: _dir,
+        ..
+    } = rig;
+    agent.shutdown().await;
+    // Between two runs an installer tool leaves a command the device reports
+    // but refuses to be written.
+    assert!(device.poke(sitegate::register::plan::Table::Holding, 13050, &[0x55]));
+    device.refuse_word(13050, 0x55);
+    let agent = sitegate::agent::Agent::start(config)
+        .await
+        .expect("agent starts again");
+    eventually(
+        "released with the profile's own words",
+        Duration::from_secs(10),
+        || async { device.registers(13049, 2) == [0, 0xCC] },
+    )
+    .await;
+    agent.shutdown().await;
+    sim.shutdown().await;
+}
