@@ -84,7 +84,6 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
             st.reached.retain(|r| Some(r) == active_ess.as_ref());
             st.notes = d.notes;
             st.evaluated_at_ms = Some(now);
-            st.evaluated_revision = Some(revision);
         }
         site.mark_evaluated(revision);
         site.changed.notify_one();

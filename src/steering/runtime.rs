@@ -31,9 +31,6 @@ pub struct LoopStatus {
     /// `untilSoc` requests whose target was reached (idle for the rest of them).
     pub reached: BTreeSet<String>,
     pub evaluated_at_ms: Option<i64>,
-    /// The count of committed changes (`SiteRuntime::committed`) the last
-    /// evaluation saw; `None` before the first.
-    pub evaluated_revision: Option<u64>,
     /// The grid loop's mode and the limits in force.
     pub grid: GridStatus,
     /// Times the grid meter was lost (the safe state entered) after it had
@@ -69,9 +66,9 @@ pub struct SiteRuntime {
     pub signals: Mutex<Vec<SignalStatus>>,
     /// What the grid loop keeps from one tick to the next.
     loop_state: Mutex<LoopState>,
-    /// The count of committed changes the last evaluation saw, for callers
-    /// that wait for their change to be evaluated.
-    evaluated: watch::Sender<u64>,
+    /// The count of committed changes (`committed`) the last evaluation saw;
+    /// `None` before the first. Callers wait on it for their change.
+    evaluated: watch::Sender<Option<u64>>,
     desired: Vec<watch::Sender<Option<Desired>>>,
 }
 
@@ -112,7 +109,7 @@ impl SiteRuntime {
             signals: Mutex::new(signals),
             loop_state: Mutex::new(LoopState::default()),
             desired,
-            evaluated: watch::channel(0).0,
+            evaluated: watch::channel(None).0,
         }
     }
 
@@ -164,20 +161,20 @@ impl SiteRuntime {
     /// `within`; false when it has not.
     pub async fn evaluated(&self, revision: u64, within: std::time::Duration) -> bool {
         let mut rx = self.evaluated.subscribe();
-        tokio::time::timeout(within, rx.wait_for(|r| *r >= revision))
+        tokio::time::timeout(within, rx.wait_for(|r| r.is_some_and(|r| r >= revision)))
             .await
             .is_ok_and(|r| r.is_ok())
     }
 
     /// Says that an evaluation saw every change up to `revision`.
     pub(super) fn mark_evaluated(&self, revision: u64) {
-        self.evaluated.send_replace(revision);
+        self.evaluated.send_replace(Some(revision));
     }
 
     /// Whether the last evaluation saw every committed change. Read with the
     /// signal's lock held, so no change can slip in between.
     pub fn evaluated_every_change(&self) -> bool {
-        lock(&self.status).evaluated_revision == Some(self.committed.load(Ordering::SeqCst))
+        *self.evaluated.borrow() == Some(self.committed.load(Ordering::SeqCst))
     }
 
     /// The limit each inverter was last told (`None`: released or not yet told).

@@ -69,16 +69,7 @@ async fn numbers_are_written_in_one_style() {
         },
     )
     .await;
-    let text = rig
-        .http
-        .get(format!("{}{}", rig.base, steering("")))
-        .bearer_auth(READ)
-        .send()
-        .await
-        .expect("HTTP answer")
-        .text()
-        .await
-        .expect("body");
+    let text = rig.get_raw(&steering(""), READ).await;
     for bad in ["-0,", "-0}", "-0.0", ".0,", ".0}"] {
         assert!(!text.contains(bad), "{bad:?} in {text}");
     }

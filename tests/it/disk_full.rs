@@ -75,16 +75,9 @@ async fn control_never_waits_on_a_full_disk() {
         return;
     };
     let rig = Rig::start_in(&demo_site(250, ""), dir, |_| {}).await;
-    // Night, a load the discharge covers: no grid limit interferes.
-    rig.sim.set_sun(Some(0.0));
-    rig.sim.set_load(Some(20_000.0));
-    let until = now_ms() + 600_000;
-    let discharge = json!({"setting": {"value": 15, "unit": "kW"}, "validUntil": until});
-    let (s, v) = rig
-        .post(&format!("/sites/{SITE}/steering/ess"), STEER, &discharge)
-        .await;
-    assert_eq!(s, 200, "{v}");
+    let v = rig.night_discharge().await;
     assert_eq!(v["durable"], true, "{v}");
+    let until = now_ms() + 600_000;
     // The loop hands the storage back from the noon charge at its ramp, in
     // steps on fresh readings (docs/steering.md, "Transitions").
     eventually("discharging", Duration::from_secs(15), || async {
@@ -195,15 +188,8 @@ async fn a_change_lost_with_the_process_starts_the_site_at_its_fallback() {
         return;
     };
     let rig = Rig::start_in(&demo_site(250, ""), dir, |_| {}).await;
-    // Night, a load the discharge covers: no grid limit interferes.
-    rig.sim.set_sun(Some(0.0));
-    rig.sim.set_load(Some(20_000.0));
-    let discharge =
-        json!({"setting": {"value": 15, "unit": "kW"}, "validUntil": now_ms() + 600_000});
-    let (s, v) = rig
-        .post(&format!("/sites/{SITE}/steering/ess"), STEER, &discharge)
-        .await;
-    assert_eq!((s, &v["durable"]), (200, &json!(true)), "{v}");
+    let v = rig.night_discharge().await;
+    assert_eq!(v["durable"], true, "{v}");
     disk.fill();
     let (s, v) = rig.delete(&format!("/sites/{SITE}/steering"), STEER).await;
     assert_eq!((s, &v["durable"]), (200, &json!(false)), "{v}");

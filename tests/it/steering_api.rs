@@ -342,16 +342,7 @@ async fn numbers_come_back_exactly_as_sent() {
         text.contains(&format!(r#""value":{value}"#)),
         "the answer changed the number: {text}"
     );
-    let state = rig
-        .http
-        .get(format!("{}{}", rig.base, path("")))
-        .bearer_auth(READ)
-        .send()
-        .await
-        .expect("HTTP answer")
-        .text()
-        .await
-        .expect("body");
+    let state = rig.get_raw(&path(""), READ).await;
     assert!(
         state.contains(&format!(r#""value":{value}"#)),
         "the state changed the number: {state}"

@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use crate::steering_support::*;
 use serde_json::json;
-use sitegate::modbus::sunspec::ModelBlock;
-use sitegate::sim::{SimDeviceHandle, SimKind, SimSiteSpec, Variant, WriteEvent};
+use sitegate::sim::{SimKind, SimSiteSpec, Variant, WriteEvent};
 use sunspec::models::model704::Model704 as M704;
 
 const INTERVAL_MS: u64 = 300;
@@ -63,19 +62,11 @@ fn der_devices(spec: &mut SimSiteSpec) {
 /// Reads registers of the model 704 block of the device on `bus`: one word
 /// at each of `words`, then two words (high first) at each of `longs`.
 fn der(rig: &Rig, bus: &str, words: &[u16], longs: &[u16]) -> Vec<u32> {
-    der_at(&rig.device(bus), block_704(rig, bus), words, longs)
-}
-
-/// Where the device on `bus` has its model 704 block, as the agent found it.
-fn block_704(rig: &Rig, bus: &str) -> ModelBlock {
     let reference = format!("dvc_{}", bus.replace('-', "_"));
     let id = rig.agent.live().find(&reference).unwrap();
     let map = rig.agent.device_maps().get(id).unwrap();
-    *map.model(704).expect("model 704")
-}
-
-/// As [`der`], on a simulated device and its block.
-fn der_at(d: &SimDeviceHandle, b: ModelBlock, words: &[u16], longs: &[u16]) -> Vec<u32> {
+    let b = *map.model(704).expect("model 704");
+    let d = rig.device(bus);
     let one = words
         .iter()
         .map(|o| u32::from(d.registers(b.point(*o), 1)[0]));
@@ -88,13 +79,9 @@ fn der_at(d: &SimDeviceHandle, b: ModelBlock, words: &[u16], longs: &[u16]) -> V
 
 /// `[WMaxLimPctEna, WMaxLimPct, WMaxLimPctRvrtTms]` of `pv-d`.
 fn der_limit(rig: &Rig) -> Vec<u32> {
-    der_limit_at(&rig.device("pv-d"), block_704(rig, "pv-d"))
-}
-
-fn der_limit_at(d: &SimDeviceHandle, b: ModelBlock) -> Vec<u32> {
     use M704 as M;
     let words = [M::W_MAX_LIM_PCT_ENA.offset, M::W_MAX_LIM_PCT.offset];
-    der_at(d, b, &words, &[M::W_MAX_LIM_PCT_RVRT_TMS.offset])
+    der(rig, "pv-d", &words, &[M::W_MAX_LIM_PCT_RVRT_TMS.offset])
 }
 
 /// `[WSetEna, WSetMod, WSet (i32 as u32), WSetRvrtTms]` of `bat-d`.
@@ -277,9 +264,7 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
 /// first found (kept in the store), not the setpoint it finds there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_writes_back_the_registers_as_first_found() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let db = dir.path().join("sitegate.db");
-    let rig = Rig::start_in(&config(), dir, der_devices).await;
+    let rig = Rig::start_with(&config(), der_devices).await;
     assert_eq!(der_limit(&rig), [1, 80, 0], "found and left as it is");
     // The state says the inverter was found limited.
     eventually(
@@ -306,32 +291,20 @@ async fn a_release_writes_back_the_registers_as_first_found() {
     .await;
     // The agent stops while steering; the device keeps the setpoint. The
     // signal is ended in the store, so the next start releases.
-    let block = block_704(&rig, "pv-d");
-    let device = rig.device("pv-d");
-    let Rig {
-        sim,
-        agent,
-        config,
-        dir: _dir,
-        ..
-    } = rig;
-    agent.shutdown().await;
-    let conn = rusqlite::Connection::open(&db).expect("open the database");
-    conn.execute("DELETE FROM steering_timeline", [])
-        .expect("end the stored signal");
-    drop(conn);
-    assert_eq!(der_limit_at(&device, block), [1, 25, u32::from(REVERT_S)]);
-    let agent = sitegate::agent::Agent::start(config)
-        .await
-        .expect("agent starts again");
+    let rig = rig
+        .restart_with(|config| {
+            let conn = rusqlite::Connection::open(&config.storage.path).expect("the database");
+            conn.execute("DELETE FROM steering_timeline", [])
+                .expect("end the stored signal");
+        })
+        .await;
     eventually(
         "the installer's limit back",
         Duration::from_secs(10),
-        || async { der_limit_at(&device, block) == [1, 80, 0] },
+        || async { der_limit(&rig) == [1, 80, 0] },
     )
     .await;
-    agent.shutdown().await;
-    sim.shutdown().await;
+    rig.shutdown().await;
 }
 
 /// A device that reports a word it does not take (the found value of its
@@ -340,31 +313,22 @@ async fn a_release_writes_back_the_registers_as_first_found() {
 /// released all the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_found_word_the_device_refuses_falls_back_to_the_profile_release() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let rig = Rig::start_in(&config(), dir, der_devices).await;
+    let rig = Rig::start_with(&config(), der_devices).await;
     assert_eq!(sungrow(&rig), [0, 0xCC, 0]);
     let device = rig.device("bat-s");
-    let Rig {
-        sim,
-        agent,
-        config,
-        dir: _dir,
-        ..
-    } = rig;
-    agent.shutdown().await;
     // Between two runs an installer tool leaves a command the device reports
     // but refuses to be written.
-    assert!(device.poke(sitegate::register::plan::Table::Holding, 13050, &[0x55]));
-    device.refuse_word(13050, 0x55);
-    let agent = sitegate::agent::Agent::start(config)
-        .await
-        .expect("agent starts again");
+    let rig = rig
+        .restart_with(|_| {
+            assert!(device.poke(sitegate::register::plan::Table::Holding, 13050, &[0x55]));
+            device.refuse_word(13050, 0x55);
+        })
+        .await;
     eventually(
         "released with the profile's own words",
         Duration::from_secs(10),
-        || async { device.registers(13049, 2) == [0, 0xCC] },
+        || async { sungrow(&rig)[..2] == [0, 0xCC] },
     )
     .await;
-    agent.shutdown().await;
-    sim.shutdown().await;
+    rig.shutdown().await;
 }

@@ -5,19 +5,12 @@
 use std::time::Duration;
 
 use crate::steering_support::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_database_is_set_aside_and_the_agent_runs_on() {
     let rig = Rig::start(&demo_site(250, "")).await;
-    rig.sim.set_sun(Some(0.0));
-    rig.sim.set_load(Some(20_000.0));
-    let discharge =
-        json!({"setting": {"value": 15, "unit": "kW"}, "validUntil": now_ms() + 600_000});
-    let (s, v) = rig
-        .post(&format!("/sites/{SITE}/steering/ess"), STEER, &discharge)
-        .await;
-    assert_eq!(s, 200, "{v}");
+    rig.night_discharge().await;
     let db = rig.config.storage.path.clone();
     // While the agent is down, garbage over the file's header.
     let rig = rig
@@ -50,10 +43,8 @@ async fn a_damaged_database_is_set_aside_and_the_agent_runs_on() {
         "{metrics}"
     );
     // A new change is kept in the new database.
-    let (s, v) = rig
-        .post(&format!("/sites/{SITE}/steering/ess"), STEER, &discharge)
-        .await;
-    assert_eq!((s, &v["durable"]), (200, &json!(true)), "{v}");
+    let v = rig.night_discharge().await;
+    assert_eq!(v["durable"], true, "{v}");
     // The operator deals with the file: ready again.
     for p in &aside {
         std::fs::remove_file(p).expect("removed");

@@ -21,7 +21,6 @@ const MAX_ITEMS: u64 = 3;
 
 /// A seeded source of instances of the document's schemas.
 pub struct Gen<'a> {
-    root: &'a Value,
     validator: Validator<'a>,
     state: u64,
     now_ms: i64,
@@ -30,7 +29,6 @@ pub struct Gen<'a> {
 impl<'a> Gen<'a> {
     pub fn new(root: &'a Value, seed: u64, now_ms: i64) -> Self {
         Self {
-            root,
             validator: Validator::new(root),
             state: seed,
             now_ms,
@@ -76,25 +74,22 @@ impl<'a> Gen<'a> {
         None
     }
 
-    fn resolve(&self, schema: &'a Value) -> &'a Value {
+    /// `schema`, or what its `$ref` chain points at.
+    fn resolve<'s>(&self, schema: &'s Value) -> &'s Value
+    where
+        'a: 's,
+    {
         match schema.get("$ref").and_then(Value::as_str) {
-            Some(r) => self
-                .root
-                .pointer(r.trim_start_matches('#'))
-                .map_or(schema, |s| self.resolve(s)),
+            Some(r) => match self.validator.resolve(r) {
+                Ok(target) => self.resolve(target),
+                Err(_) => &Value::Null,
+            },
             None => schema,
         }
     }
 
     fn draw(&mut self, schema: &Value, name: &str, depth: usize) -> Value {
-        // The schema lives in the document, which outlives the generator.
-        let schema: &Value = match schema.get("$ref").and_then(Value::as_str) {
-            Some(r) => match self.root.pointer(r.trim_start_matches('#')) {
-                Some(s) => self.resolve(s),
-                None => return Value::Null,
-            },
-            None => schema,
-        };
+        let schema = self.resolve(schema);
         if depth > 16 {
             return Value::Null;
         }

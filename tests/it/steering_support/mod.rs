@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use sitegate::agent::Agent;
 use sitegate::config::{parse, Config, Transport};
 use sitegate::sim::{SimDeviceHandle, SimSite, SimSiteSpec, StorageControl};
@@ -310,6 +310,33 @@ impl Rig {
     pub async fn delete(&self, path: &str, token: &str) -> (u16, Value) {
         self.send(self.http.delete(format!("{}{path}", self.base)), token)
             .await
+    }
+
+    /// Night and a 20 kW load, so that no grid limit interferes, then a 15 kW
+    /// discharge for ten minutes: its answer (asserted 200).
+    pub async fn night_discharge(&self) -> Value {
+        self.sim.set_sun(Some(0.0));
+        self.sim.set_load(Some(20_000.0));
+        let discharge =
+            json!({"setting": {"value": 15, "unit": "kW"}, "validUntil": now_ms() + 600_000});
+        let (s, v) = self
+            .post(&format!("/sites/{SITE}/steering/ess"), STEER, &discharge)
+            .await;
+        assert_eq!(s, 200, "{v}");
+        v
+    }
+
+    /// A GET with `token`, the body as sent (to see how numbers are written).
+    pub async fn get_raw(&self, path: &str, token: &str) -> String {
+        self.http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("HTTP answer")
+            .text()
+            .await
+            .expect("body")
     }
 
     /// A GET without a token, answered as text (`/metrics`).
