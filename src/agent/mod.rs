@@ -8,6 +8,7 @@ mod head_errors;
 mod http;
 pub mod start_failures;
 pub mod systemd;
+mod temporary_store;
 mod watchdog;
 
 use std::collections::HashMap;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::Config;
+use crate::config::{Config, StorageConfig};
 use crate::liveness::Pulse;
 use crate::metrics::Registry;
 use crate::modbus::stats::BusCollector;
@@ -32,6 +33,7 @@ pub use connections::{
     MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS, MAX_PER_CLIENT as HTTP_MAX_PER_CLIENT,
     RESERVE_CONNECTIONS as HTTP_RESERVE_CONNECTIONS,
 };
+pub use temporary_store::TemporaryStore;
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -50,16 +52,15 @@ pub enum StartError {
     Steering(#[from] crate::steering::PersistError),
 }
 
-/// EX_DATAERR from sysexits.h: the database was written by a newer sitegate.
-pub const EXIT_DATA: u8 = 65;
 /// EX_CONFIG from sysexits.h.
 pub const EXIT_CONFIG: u8 = 78;
 
 impl StartError {
-    /// The process's exit code for this failure: [`EXIT_CONFIG`] and
-    /// [`EXIT_DATA`] for what a restart cannot cure (the unit does not
-    /// restart after them: `RestartPreventExitStatus`), 1 for the rest, which
-    /// a restart may cure (`start_failures.rs` spaces the attempts).
+    /// The process's exit code for this failure: [`EXIT_CONFIG`] for what a
+    /// restart cannot cure (the unit does not restart after it:
+    /// `RestartPreventExitStatus`), 1 for the rest, which a restart may cure
+    /// (`start_failures.rs` spaces the attempts). A store that cannot be
+    /// opened is not among them: the agent runs on a temporary one.
     pub fn exit_code(&self) -> u8 {
         match self {
             // A port below 1024 without the capability: the config's to fix.
@@ -68,10 +69,6 @@ impl StartError {
             {
                 EXIT_CONFIG
             }
-            StartError::Store {
-                source: StoreError::NewerSchema(_),
-                ..
-            } => EXIT_DATA,
             _ => 1,
         }
     }
@@ -83,6 +80,8 @@ pub struct Agent {
     live: Arc<Live>,
     telemetry: Telemetry,
     store: StoreHandle,
+    /// Set while the agent runs on a temporary store.
+    temporary: Option<TemporaryStore>,
     maps: Arc<DeviceMaps>,
     buses: HashMap<String, BusHandle>,
     steering: crate::steering::SteeringService,
@@ -106,16 +105,7 @@ impl Agent {
         let listeners = http::bind(&config.http.listen).await?;
 
         let live = Arc::new(Live::new(&config.devices));
-        // With `[mqtt]`, the store writes the telemetry outbox in its sample commits.
-        let (store, outbox) = match &config.mqtt {
-            Some(mqtt) => {
-                let (sink, state) = outbox::sink(Cap::from_config(mqtt));
-                let store = open_store(&config, &live, Some(Box::new(sink))).await?;
-                let outbox = Outbox::new(store.clone(), state);
-                (store, Some(outbox))
-            }
-            None => (open_store(&config, &live, None).await?, None),
-        };
+        let (store, outbox, temporary) = open_any_store(&config, &live).await?;
         let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
 
@@ -135,6 +125,9 @@ impl Agent {
 
         let steering_store: Arc<dyn crate::steering::SteeringStore> =
             Arc::new(crate::steering::SqliteSteeringStore::new(store.clone()));
+        // On a temporary store the configured one's marker is kept by
+        // `keep_configured_marker`; the temporary one needs none (it is
+        // gone at the next start).
         let marker = config.storage.path.with_extension("steering-pending");
         let steering = crate::steering::start(
             &config,
@@ -142,7 +135,7 @@ impl Agent {
             maps.clone(),
             &buses,
             steering_store,
-            Some(&marker),
+            temporary.is_none().then_some(marker.as_path()),
             &tracker,
             cancel.child_token(),
         )
@@ -158,6 +151,12 @@ impl Agent {
                 durable.len()
             )),
         });
+        if let Some(t) = &temporary {
+            store.stats().mark_temporary();
+            let notice = t.notice();
+            readiness.register_degraded("store", move || Err(notice.clone()));
+            tracker.spawn(t.clone().keep_configured_marker(cancel.child_token()));
+        }
         let steering_feed = SteeringFeed::new();
         let uplink = match (&config.mqtt, outbox) {
             (Some(mqtt), Some(outbox)) => {
@@ -224,6 +223,7 @@ impl Agent {
             live,
             telemetry,
             store,
+            temporary,
             maps,
             buses,
             steering,
@@ -341,19 +341,65 @@ impl Agent {
         if let Err(e) = self.store.close().await {
             tracing::error!(error = %e, "closing the measurement store failed");
         }
+        if let Some(t) = &self.temporary {
+            t.remove();
+        }
         tracing::info!("agent stopped");
     }
 }
 
-/// Opens the store (migrations run on a blocking thread) with the commit hook,
-/// if any, and fills the latest values from it, so a restarted agent answers
-/// before its first poll.
+/// Opens the configured store, or when it cannot be opened at all a
+/// temporary one (`temporary_store.rs`): no failure of the store stops the
+/// agent from holding the grid limits. With `[mqtt]`, the store writes the
+/// telemetry outbox in its sample commits.
+async fn open_any_store(
+    config: &Config,
+    live: &Live,
+) -> Result<(StoreHandle, Option<Outbox>, Option<TemporaryStore>), StartError> {
+    let e = match open_with_outbox(config, &config.storage, live).await {
+        Ok((store, outbox)) => return Ok((store, outbox, None)),
+        Err(e) => e,
+    };
+    let why = match crate::store::diagnose::cause(&config.storage.path) {
+        Some(cause) => format!("{e} ({cause})"),
+        None => e.to_string(),
+    };
+    let temporary = TemporaryStore::new(&config.storage, why);
+    tracing::error!(
+        error = %temporary.why,
+        temporary = %temporary.storage.path.display(),
+        "the measurement store cannot be opened: running on a temporary store, every site at its fallback"
+    );
+    let (store, outbox) = open_with_outbox(config, &temporary.storage, live).await?;
+    Ok((store, outbox, Some(temporary)))
+}
+
+async fn open_with_outbox(
+    config: &Config,
+    storage: &StorageConfig,
+    live: &Live,
+) -> Result<(StoreHandle, Option<Outbox>), StartError> {
+    match &config.mqtt {
+        Some(mqtt) => {
+            let (sink, state) = outbox::sink(Cap::from_config(mqtt));
+            let store = open_store(config, storage, live, Some(Box::new(sink))).await?;
+            let outbox = Outbox::new(store.clone(), state);
+            Ok((store, Some(outbox)))
+        }
+        None => Ok((open_store(config, storage, live, None).await?, None)),
+    }
+}
+
+/// Opens the store at `storage` (migrations run on a blocking thread) with
+/// the commit hook, if any, and fills the latest values from it, so a
+/// restarted agent answers before its first poll.
 async fn open_store(
     config: &Config,
+    storage: &StorageConfig,
     live: &Live,
     hook: Option<Box<dyn CommitHook>>,
 ) -> Result<StoreHandle, StartError> {
-    let storage = config.storage.clone();
+    let storage = storage.clone();
     let path = storage.path.display().to_string();
     let devices = config.devices.iter().map(|d| d.reference.clone()).collect();
     let fail = |source| StartError::Store {

@@ -1,8 +1,9 @@
 //! A growing delay between failed starts.
 //!
 //! A start that fails for a reason a restart may cure (a port still held by
-//! the previous process, a disk mounted late, a store that cannot be opened
-//! yet) exits 1, and systemd starts the agent again after `RestartSec=5s`.
+//! the previous process, a listen address not there yet) exits 1 (a store
+//! that cannot be opened is not among them: the agent runs on a temporary
+//! one, `temporary_store.rs`), and systemd starts the agent again after `RestartSec=5s`.
 //! systemd 252 (Debian 12) has no `RestartSteps=`, so the agent itself waits
 //! before it exits after consecutive failures: nothing after the first, then
 //! 2, 4, 8 ... up to [`MAX_WAIT`] (with `RestartSec`: 5, 7, 9, 13 ... 65 s

@@ -159,6 +159,15 @@ impl ApiState {
             crate::store::integrity::aside_notice(&path, notice).map_or(Ok(()), Err)
         });
         let probe = store.clone();
+        self.readiness.register_degraded("store", move || {
+            match probe.stats().damage_found() {
+                None => Ok(()),
+                Some(why) => Err(format!(
+                    "the background integrity check found the database damaged ({why}); it is set aside at the next start: restart to do it now"
+                )),
+            }
+        });
+        let probe = store.clone();
         self.readiness
             .register_degraded("store", move || match probe.stats().problem() {
                 None => Ok(()),

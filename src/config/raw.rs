@@ -361,6 +361,9 @@ pub struct StorageConfig {
     /// `/readyz` says a damaged database was set aside for this long at most
     /// (or until its file is removed), hours.
     pub damaged_notice_h: u64,
+    /// Files up to this size get the full integrity check before the store
+    /// opens; larger ones in the background right after start, MB.
+    pub full_check_max_mb: u64,
 }
 
 impl Default for StorageConfig {
@@ -375,6 +378,7 @@ impl Default for StorageConfig {
             max_size_mb: 2048,
             buffer_samples: 200_000,
             damaged_notice_h: 168,
+            full_check_max_mb: 512,
         }
     }
 }

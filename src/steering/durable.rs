@@ -219,6 +219,22 @@ impl Durable {
     }
 }
 
+/// Sets the marker at `path` (created if missing) as a process that lost
+/// changes would have left it: the next start there begins every site at its
+/// fallback. For an agent that runs on another store than the one beside
+/// `path` (`agent/temporary_store.rs`).
+pub fn mark_changes_lost(path: &Path) -> std::io::Result<()> {
+    let mut text = MARKER_SET.to_vec();
+    text.resize(MARKER_LEN, b' ');
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    f.write_all(&text)?;
+    f.sync_data()
+}
+
 /// The marker file: allocated at start, overwritten in place.
 struct Marker {
     path: PathBuf,

@@ -41,6 +41,7 @@ pub mod timeline;
 pub mod value;
 pub mod view;
 
+pub use durable::mark_changes_lost;
 pub use feed::{follow_states, Publish};
 pub use persist::{MemoryStore, PersistError, SteeringStore};
 pub use request::{Answer, Context, RawBody, SteeringRequest};

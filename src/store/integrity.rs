@@ -24,11 +24,15 @@ pub struct SetAside {
     pub reason: String,
 }
 
-/// Files up to this size get the full quick check at every start; larger
-/// ones only when the last run saw damage (the flag `<db>.check`), else a
-/// read of the header and schema (a check reads every page: on slow flash a
-/// large file would hold the start up).
-pub const FULL_CHECK_MAX_BYTES: u64 = 512 * 1024 * 1024;
+/// Whether the check at start reads every page of the file at `path`: files
+/// up to `full_max_bytes` (`storage.full_check_max_mb`), and any file the
+/// last run saw damage in (the flag `<db>.check`). A larger file gets a read
+/// of its header and schema at start (a check reads every page: on slow
+/// flash it would hold the start up) and the full check in the background
+/// right after ([`background`]).
+pub fn full_at_start(path: &Path, full_max_bytes: u64) -> bool {
+    flag_path(path).exists() || std::fs::metadata(path).is_ok_and(|m| m.len() <= full_max_bytes)
+}
 
 /// The flag a run leaves when SQLite reported damage, so that the next start
 /// checks the whole file whatever its size.
@@ -38,14 +42,12 @@ pub fn flag_path(path: &Path) -> PathBuf {
 
 /// Checks the database at `path` (if there is one); sets it aside when it is
 /// damaged. Renaming errors are returned as the reason the store cannot open.
-pub fn check(path: &Path) -> Result<Option<SetAside>, std::io::Error> {
+pub fn check(path: &Path, full_max_bytes: u64) -> Result<Option<SetAside>, std::io::Error> {
     if !path.exists() {
         return Ok(None);
     }
     let flag = flag_path(path);
-    let full =
-        flag.exists() || std::fs::metadata(path).is_ok_and(|m| m.len() <= FULL_CHECK_MAX_BYTES);
-    let found = damage(path, full);
+    let found = damage(path, full_at_start(path, full_max_bytes));
     if flag.exists() {
         let _ = std::fs::remove_file(&flag);
     }
@@ -91,6 +93,17 @@ fn damage(path: &Path, full: bool) -> Option<String> {
         Ok(lines) => Some(format!("quick_check: {}", lines.join("; "))),
         Err(e) => is_damage(&e).then(|| e.to_string()),
     }
+}
+
+/// The full check of a database in use (the writer runs meanwhile: the
+/// check reads one snapshot). On damage it leaves the flag, so that the next
+/// start checks the file and sets it aside, and returns why.
+pub fn background(path: &Path) -> Option<String> {
+    let found = damage(path, true)?;
+    if let Err(e) = std::fs::write(flag_path(path), b"") {
+        tracing::warn!(path = %path.display(), error = %e, "cannot leave the flag for a full check at the next start");
+    }
+    Some(found)
 }
 
 /// Errors that say the file is damaged (not that it is busy or unreadable
@@ -157,7 +170,15 @@ mod tests {
         bytes[3 * 4096..4 * 4096].fill(0xA5);
         std::fs::write(&path, &bytes).unwrap();
         assert!(damage(&path, false).is_none(), "the header reads");
-        let aside = check(&path).unwrap().expect("set aside");
+        // Larger than the bound for a full check at start: the start reads
+        // only the header and keeps it; the background check finds the damage
+        // and flags the file, and the next start sets it aside.
+        assert_eq!(check(&path, 0).unwrap(), None);
+        assert!(path.exists());
+        let found = background(&path).expect("damage found");
+        assert!(flag_path(&path).exists(), "{found}");
+        let aside = check(&path, 0).unwrap().expect("set aside");
+        assert!(!flag_path(&path).exists());
         // Either the check lists the damage or it stops at the damaged page.
         let r = &aside.reason;
         assert!(
@@ -171,18 +192,18 @@ mod tests {
     fn a_sound_database_stays_and_garbage_is_set_aside() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.db");
-        assert_eq!(check(&path).unwrap(), None);
+        assert_eq!(check(&path, u64::MAX).unwrap(), None);
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch("CREATE TABLE t(a); INSERT INTO t VALUES (1);")
             .unwrap();
         drop(conn);
-        assert_eq!(check(&path).unwrap(), None);
+        assert_eq!(check(&path, u64::MAX).unwrap(), None);
         assert!(path.exists());
         assert_eq!(aside_notice(&path, Duration::from_secs(3600)), None);
 
         // A damaged header: not a database.
         std::fs::write(&path, vec![0x5Au8; 8192]).unwrap();
-        let aside = check(&path).unwrap().expect("set aside");
+        let aside = check(&path, u64::MAX).unwrap().expect("set aside");
         assert!(!path.exists());
         assert!(aside.to.exists());
         assert!(aside.reason.contains("not a database"), "{}", aside.reason);

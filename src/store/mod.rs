@@ -115,7 +115,9 @@ impl StoreHandle {
         let stats = Arc::new(StoreStats::default());
         // A damaged file is set aside, never deleted: the agent runs on with
         // a new one (steering at its fallback), and `/readyz` says so.
-        match integrity::check(&path) {
+        let full_max_bytes = config.full_check_max_mb.saturating_mul(1024 * 1024);
+        let check_later = path.exists() && !integrity::full_at_start(&path, full_max_bytes);
+        match integrity::check(&path, full_max_bytes) {
             Ok(None) => {}
             Ok(Some(aside)) => {
                 tracing::error!(reason = %aside.reason, set_aside = %aside.to.display(), "the database is damaged: set aside, starting on a new one");
@@ -165,6 +167,9 @@ impl StoreHandle {
             .name("store-writer".into())
             .spawn(move || writer.run(samples_rx, jobs_rx))
             .map_err(StoreError::WriterStart)?;
+        if check_later {
+            spawn_background_check(path.clone(), stats.clone());
+        }
         Ok(StoreHandle {
             samples,
             jobs,
@@ -350,6 +355,29 @@ pub const CHECKPOINT_WAL_BYTES: u64 = 32 << 20;
 /// commit that returned survives a power cut), a bounded WAL file, a checkpoint
 /// every [`CHECKPOINT_WAL_BYTES`] of WAL, and a count of the bytes appended to
 /// the WAL (`stats`).
+/// The full integrity check of a file too large to check before the start,
+/// on a thread of its own while the agent runs. Damage found is flagged for
+/// the next start (which sets the file aside) and shown on `/readyz`.
+fn spawn_background_check(path: PathBuf, stats: Arc<StoreStats>) {
+    let spawned = std::thread::Builder::new()
+        .name("store-check".into())
+        .spawn(move || {
+            let started = std::time::Instant::now();
+            match integrity::background(&path) {
+                None => {
+                    tracing::info!(path = %path.display(), took_s = started.elapsed().as_secs(), "background integrity check: sound")
+                }
+                Some(reason) => {
+                    tracing::error!(path = %path.display(), %reason, "background integrity check: the database is damaged; it is set aside at the next start");
+                    stats.record_damage_found(reason);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the background integrity check: the file is checked in full at the next start only if damage shows");
+    }
+}
+
 fn open_writer(path: &Path, stats: &Arc<StoreStats>) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;

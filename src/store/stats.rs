@@ -3,7 +3,7 @@
 //! the writer's queue depths and the database file size. The writer counts;
 //! `/metrics` reads.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -22,6 +22,10 @@ pub struct StoreStats {
     buffered: AtomicU64,
     /// Damaged databases set aside at start.
     set_aside: AtomicU64,
+    /// The agent runs on a temporary store: the configured one cannot be opened.
+    temporary: AtomicBool,
+    /// What the background integrity check found, if damage.
+    damage: Mutex<Option<String>>,
     /// Why commits fail now (`None` while they succeed).
     failing: Mutex<Option<String>>,
 }
@@ -49,6 +53,27 @@ impl StoreStats {
 
     pub(super) fn record_set_aside(&self) {
         self.set_aside.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn record_damage_found(&self, reason: String) {
+        *self
+            .damage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(reason);
+    }
+
+    /// The damage the background integrity check found, if it did.
+    pub fn damage_found(&self) -> Option<String> {
+        self.damage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// This store stands in for the configured one, which cannot be opened
+    /// (`agent/temporary_store.rs`).
+    pub fn mark_temporary(&self) {
+        self.temporary.store(true, Ordering::Relaxed);
     }
 
     pub(super) fn set_buffered(&self, samples: usize) {
@@ -136,6 +161,18 @@ impl Collect for StoreHandle {
             "Damaged databases found at start and set aside (renamed, never deleted); the store started on a new one.",
         )
         .sample(&[], s.set_aside.load(Ordering::Relaxed) as f64);
+        out.family(
+            "sitegate_store_damage_found",
+            Kind::Gauge,
+            "1 once the background integrity check found the database damaged; the next start sets it aside. /readyz says why.",
+        )
+        .sample(&[], f64::from(u8::from(s.damage_found().is_some())));
+        out.family(
+            "sitegate_store_temporary",
+            Kind::Gauge,
+            "1 while the agent runs on a temporary store because the configured one cannot be opened; /readyz says why.",
+        )
+        .sample(&[], f64::from(u8::from(s.temporary.load(Ordering::Relaxed))));
         out.family(
             "sitegate_store_failing",
             Kind::Gauge,

@@ -65,5 +65,6 @@ mod store_query;
 mod store_readers;
 mod store_retention;
 mod store_timeseries_http;
+mod store_unopenable;
 mod store_upgrade;
 mod store_writer;

@@ -236,8 +236,9 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
 /// A start that fails for a reason a restart may cure (its port is taken)
 /// exits 1, and after failures in a row waits longer before exiting (counted
 /// in `$STATE_DIRECTORY`, said on the notify socket); the start that reaches
-/// READY clears the count. A database written by a newer version exits 65,
-/// which the unit does not restart.
+/// READY clears the count. A database written by a newer version is left
+/// alone: the agent runs on a temporary store (in `$RUNTIME_DIRECTORY`) and
+/// says why on `/readyz`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_starts_exit_with_codes_systemd_acts_on_and_wait_longer_in_a_row() {
     let held = std::net::TcpListener::bind("127.0.0.1:0").expect("hold a port");
@@ -295,7 +296,52 @@ async fn failed_starts_exit_with_codes_systemd_acts_on_and_wait_longer_in_a_row(
     )
     .expect("insert");
     drop(conn);
-    let status = run().status().expect("runs");
-    assert_eq!(status.code(), Some(65));
-    assert!(!count.exists(), "a permanent failure is not counted");
+    let runtime = tempfile::tempdir().expect("runtime dir");
+    let mut fourth = run()
+        .env("RUNTIME_DIRECTORY", runtime.path())
+        .spawn()
+        .expect("runs");
+    notify.expect("READY=1", Duration::from_secs(20));
+    assert!(runtime.path().join("temporary.db").exists());
+    // Ready (degraded) once every device is polled.
+    let mut ready = serde_json::Value::Null;
+    for _ in 0..100 {
+        ready = Client::new()
+            .get(format!("http://127.0.0.1:{port}/readyz"))
+            .send()
+            .await
+            .expect("readyz answers")
+            .json()
+            .await
+            .expect("json");
+        if ready["status"] == "degraded" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(ready["status"], "degraded", "{ready}");
+    let said = ready["degraded"].to_string();
+    assert!(said.contains("temporary store"), "{ready}");
+    assert!(said.contains("newer version"), "{ready}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(fourth.id()).expect("pid")),
+        Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    assert_eq!(fourth.wait().expect("exits").code(), Some(0));
+    assert!(!runtime.path().join("temporary.db").exists());
+    assert!(
+        !count.exists(),
+        "a start on a temporary store is not a failure"
+    );
+    // The newer database is untouched.
+    let conn = rusqlite::Connection::open(config.db()).expect("db");
+    let future: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM schema_migrations WHERE id = '9999_from_the_future'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("migrations");
+    assert_eq!(future, 1);
 }

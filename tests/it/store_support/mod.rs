@@ -26,6 +26,7 @@ pub fn config(dir: &Path) -> StorageConfig {
         max_size_mb: 2048,
         buffer_samples: 200_000,
         damaged_notice_h: 168,
+        full_check_max_mb: 512,
     }
 }
 
