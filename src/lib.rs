@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod clock;
 pub mod config;
 pub mod liveness;
 pub mod logging;

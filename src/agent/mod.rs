@@ -141,8 +141,13 @@ impl Agent {
         )
         .await;
 
+        let clock = crate::clock::ClockWatch::start(&config.clock, &tracker, cancel.child_token());
+        steering.watch_clock(clock.clone());
+
         let (router, auth, metrics, readiness) =
             http::router(&config, live.clone(), store.clone(), steering.clone());
+        let probe = clock.clone();
+        readiness.register_degraded("clock", move || probe.problem().map_or(Ok(()), Err));
         let durable = steering.durable().clone();
         readiness.register_degraded("steering", move || match durable.problem() {
             None => Ok(()),
@@ -199,6 +204,7 @@ impl Agent {
             )));
             registry.register(Arc::new(store.clone()));
             registry.register(Arc::new(steering.clone()));
+            registry.register(Arc::new(clock.clone()));
             if let Some(uplink) = &uplink {
                 registry.register(Arc::new(uplink.clone()));
             }
@@ -445,6 +451,7 @@ pub fn restart_needed(old: &Config, new: &Config) -> Vec<&'static str> {
     );
     check("storage", old.storage == new.storage);
     check("polling", old.polling == new.polling);
+    check("clock", old.clock == new.clock);
     check("logging.format", old.logging.format == new.logging.format);
     check("sites", old.sites == new.sites);
     check("buses", old.buses == new.buses);

@@ -16,7 +16,7 @@ use super::number::Num;
 use super::query::QueryParams;
 use super::ApiState;
 use crate::model::{Property, Unit};
-use crate::telemetry::{DeviceSnapshot, Reading};
+use crate::telemetry::{DeviceSnapshot, Reading, FUTURE_TOLERANCE_MS};
 
 /// One element of the list answer (and of the uplink's measurement messages).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -191,7 +191,12 @@ fn offered(
 }
 
 /// The newest reading; a non-finite value (which no JSON number can carry) counts
-/// as none.
+/// as none, and so does one stamped in the future (beyond
+/// [`FUTURE_TOLERANCE_MS`]: the clock stepped back since; the next poll
+/// brings the latest).
 fn latest(snapshot: &DeviceSnapshot, property: Property) -> Option<Reading> {
-    snapshot.reading(property).filter(|r| r.value.is_finite())
+    let newest = crate::model::time::now_ms() + FUTURE_TOLERANCE_MS;
+    snapshot
+        .reading(property)
+        .filter(|r| r.value.is_finite() && r.ts_ms <= newest)
 }

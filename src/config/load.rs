@@ -49,6 +49,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "storage",
     "polling",
     "logging",
+    "clock",
     "sites",
     "buses",
     "devices",
@@ -126,6 +127,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let storage: Option<StorageConfig> = optional_section(&mut table, "storage", &mut problems);
     let polling: Option<PollingConfig> = optional_section(&mut table, "polling", &mut problems);
     let logging: Option<LoggingConfig> = optional_section(&mut table, "logging", &mut problems);
+    let clock: Option<super::ClockConfig> = optional_section(&mut table, "clock", &mut problems);
     let mqtt: Option<MqttConfig> = optional_section(&mut table, "mqtt", &mut problems);
     let simulator: Option<super::SimulatorConfig> =
         optional_section(&mut table, "simulator", &mut problems);
@@ -143,6 +145,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
             storage: storage.unwrap_or_default(),
             polling: polling.unwrap_or_default(),
             logging: logging.unwrap_or_default(),
+            clock: clock.unwrap_or_default(),
             mqtt,
             simulator: simulator.unwrap_or_default(),
             sites,

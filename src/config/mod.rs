@@ -23,9 +23,9 @@ pub use gateway_id::GatewayIdSource;
 pub use load::{parse, parse_in, ConfigError};
 pub use problem::Problem;
 pub use raw::{
-    BrokerAddr, CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder, GridLoopConfig,
-    GridSignalConfig, GridSignalLevel, LogFormat, LoggingConfig, MqttConfig, MqttProtocol,
-    PollingConfig, RateLimitConfig, SiteConfig, StorageConfig,
+    BrokerAddr, ClockConfig, CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder,
+    GridLoopConfig, GridSignalConfig, GridSignalLevel, LogFormat, LoggingConfig, MqttConfig,
+    MqttProtocol, PollingConfig, RateLimitConfig, SiteConfig, StorageConfig, SyncSource,
 };
 pub use simulator::{SimResponseConfig, SimulatorConfig};
 pub use values::{AuthMode, Parity, Power, PowerShare, Scope};
@@ -44,6 +44,7 @@ pub struct Config {
     pub storage: StorageConfig,
     pub polling: PollingConfig,
     pub logging: LoggingConfig,
+    pub clock: ClockConfig,
     pub sites: Vec<SiteConfig>,
     pub buses: Vec<BusConfig>,
     pub devices: Vec<DeviceConfig>,

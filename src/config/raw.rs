@@ -405,6 +405,45 @@ impl Default for PollingConfig {
     }
 }
 
+/// The wall clock: where the agent learns whether it is synchronised, and
+/// what counts as a step (`docs/operations.md`, "Time").
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ClockConfig {
+    pub sync_source: SyncSource,
+    /// The file systemd-timesyncd creates once it has synchronised the clock
+    /// (for `sync_source = "timesyncd"`, and `"auto"` where the kernel's
+    /// state cannot be read).
+    pub timesync_file: PathBuf,
+    /// A jump of the wall clock against the monotonic clock from this size
+    /// is a step, ms.
+    pub step_threshold_ms: u64,
+}
+
+impl Default for ClockConfig {
+    fn default() -> Self {
+        Self {
+            sync_source: SyncSource::Auto,
+            timesync_file: PathBuf::from("/run/systemd/timesync/synchronized"),
+            step_threshold_ms: 2000,
+        }
+    }
+}
+
+/// Where the clock's synchronisation is read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncSource {
+    /// The kernel's NTP state (`adjtimex`: set by chrony, ntpd and
+    /// timesyncd alike); where the service may not read it, timesyncd's file.
+    #[default]
+    Auto,
+    Kernel,
+    Timesyncd,
+    /// Not watched: never reported as unsynchronised (steps are still found).
+    None,
+}
+
 /// Log output.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]

@@ -20,6 +20,7 @@ pub(super) struct Sections {
     pub storage: StorageConfig,
     pub polling: PollingConfig,
     pub logging: LoggingConfig,
+    pub clock: super::ClockConfig,
     pub mqtt: Option<MqttConfig>,
     pub simulator: super::SimulatorConfig,
     pub sites: Vec<Option<SiteConfig>>,
@@ -39,6 +40,15 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
     let http = resolve_http(s.http, problems);
     check_storage(&s.storage, problems);
     check_polling(&s.polling, problems);
+    if !(100..=3_600_000).contains(&s.clock.step_threshold_ms) {
+        problems.push(Problem::new(
+            "clock.step_threshold_ms",
+            format!(
+                "must be 100 to 3600000, found {}",
+                s.clock.step_threshold_ms
+            ),
+        ));
+    }
     let mut file_problems = Vec::new();
     if let Some(mqtt) = &s.mqtt {
         check_mqtt(mqtt, &s.storage, problems, &mut file_problems);
@@ -210,6 +220,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         storage: s.storage,
         polling: s.polling,
         logging: s.logging,
+        clock: s.clock,
         sites,
         buses,
         devices,

@@ -39,6 +39,9 @@ pub struct Context {
     pub site_soc: Option<f64>,
     /// The site's configured grid limits (a `gridLimit` may only tighten them).
     pub limits: ConfiguredLimits,
+    /// The controller's clock is known not to be synchronised: answers that
+    /// compare the partner's times with it say so.
+    pub clock_unsynchronised: bool,
 }
 
 /// A site's configured grid limits in W; `None` is no limit.

@@ -73,6 +73,7 @@ struct Inner {
     store: Arc<dyn SteeringStore>,
     durable: Arc<Durable>,
     live: Arc<Live>,
+    clock: std::sync::OnceLock<crate::clock::ClockWatch>,
 }
 
 /// `req_` and 16 hex digits from the OS's random source (time-based if it fails).
@@ -103,6 +104,7 @@ impl SteeringService {
                 store,
                 durable,
                 live,
+                clock: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -117,6 +119,12 @@ impl SteeringService {
             .get(reference)
             .map(|i| &self.inner.sites[*i])
             .ok_or_else(|| SteeringError::SiteNotFound(reference.to_string()))
+    }
+
+    /// Validation says when the controller's clock is not synchronised
+    /// (set once, by the agent).
+    pub fn watch_clock(&self, clock: crate::clock::ClockWatch) {
+        let _ = self.inner.clock.set(clock);
     }
 
     pub fn live(&self) -> &Arc<Live> {
@@ -138,6 +146,11 @@ impl SteeringService {
                 max_import_w: site.config.max_import.map(|p| p.watts()),
                 max_export_w: site.config.max_export.map(|p| p.watts()),
             },
+            clock_unsynchronised: self
+                .inner
+                .clock
+                .get()
+                .is_some_and(|c| c.sync().is_unsynchronised()),
         };
         Ok(Change {
             service: self.clone(),

@@ -44,6 +44,11 @@ struct DeviceState {
     info: DeviceInfo,
 }
 
+/// How far ahead of the wall clock a reading's timestamp may be and still be
+/// served as the latest: beyond it, the reading was stamped by a clock that
+/// has since stepped back (`docs/operations.md`, "Time").
+pub const FUTURE_TOLERANCE_MS: i64 = 5_000;
+
 /// A consistent copy of one device's state.
 #[derive(Clone, Debug)]
 pub struct DeviceSnapshot {
@@ -139,25 +144,25 @@ impl Live {
         read(&self.states[id.index()]).values[p.index()]
     }
 
-    /// Stores samples as latest values where they are newer and marks the device
-    /// online. All samples must belong to `id`. Returns true when the device was
-    /// offline before.
+    /// Stores samples as the latest values and marks the device online. The
+    /// latest is the last to arrive, not the one with the largest timestamp:
+    /// after the wall clock stepped back, the next poll's samples are the
+    /// latest although earlier samples carry later times. All samples must
+    /// belong to `id` (one poll's, in the order read). Returns true when the
+    /// device was offline before.
     pub fn record(&self, id: DeviceId, samples: &[Sample]) -> bool {
         let mut s = write(&self.states[id.index()]);
         let was_offline = !s.online;
-        let mut newest = s.last_seen.unwrap_or(i64::MIN);
         for sample in samples {
             debug_assert_eq!(sample.device, id);
-            let slot = &mut s.values[sample.property.index()];
-            if slot.is_none_or(|r| r.ts_ms <= sample.ts_ms) {
-                *slot = Some(Reading {
-                    ts_ms: sample.ts_ms,
-                    value: sample.value,
-                });
-            }
-            newest = newest.max(sample.ts_ms);
+            s.values[sample.property.index()] = Some(Reading {
+                ts_ms: sample.ts_ms,
+                value: sample.value,
+            });
         }
-        s.last_seen = Some(newest);
+        if let Some(last) = samples.iter().map(|x| x.ts_ms).max() {
+            s.last_seen = Some(last);
+        }
         s.online = true;
         s.attempted = true;
         s.last_error = None;
@@ -165,8 +170,14 @@ impl Live {
     }
 
     /// Fills latest values from storage at start, without marking the device
-    /// online: only a poll does that.
+    /// online: only a poll does that. A reading stamped more than
+    /// [`FUTURE_TOLERANCE_MS`] ahead of now (by a clock that was wrong when it
+    /// was taken) is not restored: it would pose as the latest until the
+    /// clock caught up with it.
     pub fn restore(&self, id: DeviceId, property: Property, reading: Reading) {
+        if reading.ts_ms > crate::model::time::now_ms() + FUTURE_TOLERANCE_MS {
+            return;
+        }
         let mut s = write(&self.states[id.index()]);
         let slot = &mut s.values[property.index()];
         if slot.is_none_or(|r| r.ts_ms < reading.ts_ms) {

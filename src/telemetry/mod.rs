@@ -7,7 +7,7 @@
 mod collect;
 mod live;
 
-pub use live::{DeviceInfo, DeviceSnapshot, Live, Reading};
+pub use live::{DeviceInfo, DeviceSnapshot, Live, Reading, FUTURE_TOLERANCE_MS};
 
 use std::sync::Arc;
 

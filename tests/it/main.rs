@@ -14,6 +14,7 @@ mod api_limits;
 mod architecture;
 mod bounds;
 mod check_config;
+mod clock;
 mod contract;
 mod demo;
 mod demo_grid;

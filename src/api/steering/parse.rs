@@ -89,7 +89,7 @@ pub fn parse(
             ))
         }
     };
-    check_validity(valid_from, valid_until, ctx.now_ms)?;
+    check_validity(valid_from, valid_until, ctx)?;
 
     let mut req = SteeringRequest {
         ess: None,
@@ -173,13 +173,20 @@ fn seconds_hint(t: i64) -> String {
     }
 }
 
-fn check_validity(from: Option<i64>, until: i64, now: i64) -> Result<(), Rejection> {
+fn check_validity(from: Option<i64>, until: i64, ctx: &Context) -> Result<(), Rejection> {
+    let now = ctx.now_ms;
+    // Said where a partner's time is compared with a clock known to be wrong.
+    let clock = if ctx.clock_unsynchronised {
+        "; the controller's clock is not synchronised, so its time may be wrong"
+    } else {
+        ""
+    };
     if until <= now {
         return Err(reject(
             ErrorCode::Expired,
             "validUntil",
             format!(
-                "validUntil {until} is not in the future (now is {now}){}",
+                "validUntil {until} is not in the future (now is {now}{clock}){}",
                 seconds_hint(until)
             ),
         ));
@@ -198,7 +205,7 @@ fn check_validity(from: Option<i64>, until: i64, now: i64) -> Result<(), Rejecti
             ErrorCode::InvalidValue,
             "validUntil",
             format!(
-                "validUntil {until} is more than 31 days ahead (now is {now}); timestamps are epoch milliseconds"
+                "validUntil {until} is more than 31 days ahead (now is {now}{clock}); timestamps are epoch milliseconds"
             ),
         ));
     }

@@ -16,6 +16,7 @@ fn ctx() -> Context {
             max_import_w: Some(60_000.0),
             max_export_w: Some(40_000.0),
         },
+        clock_unsynchronised: false,
     }
 }
 
@@ -137,6 +138,36 @@ fn validity_rules() {
         Endpoint::Ess,
         &json!({"setting": e, "validUntil": NOW + MAX_AHEAD_MS}),
         &ctx()
+    )
+    .is_ok());
+}
+
+/// The times are checked by the controller's clock either way; where it is
+/// known not to be synchronised, the answer says so.
+#[test]
+fn an_unsynchronised_clock_is_named_where_times_are_refused() {
+    use ErrorCode::*;
+    let e = json!({"value": 1, "unit": "kW"});
+    let unsynced = Context {
+        clock_unsynchronised: true,
+        ..ctx()
+    };
+    for (until, code) in [(NOW - 1, Expired), (NOW + MAX_AHEAD_MS + 1, InvalidValue)] {
+        let body = json!({"setting": e, "validUntil": until});
+        let r = parse(Endpoint::Ess, &body, &unsynced).expect_err("refused");
+        assert_eq!(r.code, code);
+        assert!(
+            r.detail.contains("clock is not synchronised"),
+            "{}",
+            r.detail
+        );
+        let r = parse(Endpoint::Ess, &body, &ctx()).expect_err("refused");
+        assert!(!r.detail.contains("clock"), "{}", r.detail);
+    }
+    assert!(parse(
+        Endpoint::Ess,
+        &json!({"setting": e, "validUntil": T}),
+        &unsynced
     )
     .is_ok());
 }
