@@ -3,6 +3,7 @@
 //!
 //! This is wiring only: no protocol logic and no decisions live here.
 
+mod clock_steps;
 mod connections;
 mod head_errors;
 mod http;
@@ -143,6 +144,11 @@ impl Agent {
 
         let clock = crate::clock::ClockWatch::start(&config.clock, &tracker, cancel.child_token());
         steering.watch_clock(clock.clone());
+        tracker.spawn(clock_steps::run(
+            clock.clone(),
+            store.clone(),
+            cancel.child_token(),
+        ));
 
         let (router, auth, metrics, readiness) =
             http::router(&config, live.clone(), store.clone(), steering.clone());

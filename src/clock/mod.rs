@@ -9,6 +9,7 @@
 //! the clock and never holds control up: devices get their safe state
 //! whatever the clock says.
 
+pub mod epoch;
 pub mod step;
 pub mod sync;
 
@@ -21,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ClockConfig;
 use crate::metrics::{Collect, Encoder, Kind};
 use crate::model::time::now_ms;
+pub use epoch::{Epoch, StepEvent};
 pub use step::Step;
 pub use sync::SyncState;
 
@@ -38,6 +40,7 @@ struct Inner {
     forward: AtomicU64,
     backward: AtomicU64,
     last_step: Mutex<Option<Step>>,
+    steps: tokio::sync::broadcast::Sender<StepEvent>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -61,6 +64,7 @@ impl ClockWatch {
                 forward: AtomicU64::new(0),
                 backward: AtomicU64::new(0),
                 last_step: Mutex::new(None),
+                steps: tokio::sync::broadcast::channel(16).0,
             }),
         };
         tracker.spawn(watch.clone().run(config.clone(), cancel));
@@ -70,6 +74,12 @@ impl ClockWatch {
     async fn run(self, config: ClockConfig, cancel: CancellationToken) {
         let base = Instant::now();
         let mut detector = step::StepDetector::new(config.step_threshold_ms);
+        let started = now_ms();
+        let mut epoch = Epoch {
+            from_ms: started,
+            to_ms: started,
+            synchronised: self.is_synchronised(),
+        };
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -78,19 +88,46 @@ impl ClockWatch {
                 _ = tick.tick() => {}
             }
             let mono_ms = i64::try_from(base.elapsed().as_millis()).unwrap_or(i64::MAX);
-            if let Some(s) = detector.observe(now_ms(), mono_ms) {
-                self.record_step(s);
-            }
+            let wall_ms = now_ms();
             let state = sync::read(config.sync_source, &config.timesync_file);
-            let mut cur = lock(&self.inner.sync);
-            if *cur != state {
-                log_sync(Some(&cur), &state);
-                *cur = state;
+            let synchronised = matches!(state, SyncState::Synchronised { .. });
+            {
+                let mut cur = lock(&self.inner.sync);
+                if *cur != state {
+                    log_sync(Some(&cur), &state);
+                    *cur = state;
+                }
+            }
+            match detector.observe(wall_ms, mono_ms) {
+                Some(s) => {
+                    // The epoch ended at the old clock's reading; what this
+                    // tick read of the synchronisation belongs to the next.
+                    epoch.to_ms = s.at_ms - s.size_ms;
+                    self.record_step(s, epoch);
+                    epoch = Epoch {
+                        from_ms: s.at_ms,
+                        to_ms: s.at_ms,
+                        synchronised,
+                    };
+                }
+                None => {
+                    epoch.to_ms = wall_ms;
+                    epoch.synchronised &= synchronised;
+                }
             }
         }
     }
 
-    fn record_step(&self, s: Step) {
+    fn is_synchronised(&self) -> bool {
+        matches!(self.sync(), SyncState::Synchronised { .. })
+    }
+
+    /// Every step from now on, with the epoch it ended.
+    pub fn steps(&self) -> tokio::sync::broadcast::Receiver<StepEvent> {
+        self.inner.steps.subscribe()
+    }
+
+    fn record_step(&self, s: Step, ended: Epoch) {
         let counter = if s.size_ms >= 0 {
             &self.inner.forward
         } else {
@@ -106,6 +143,8 @@ impl ClockWatch {
             s.direction(),
             step::describe(s.size_ms)
         );
+        // Nobody listening is fine.
+        let _ = self.inner.steps.send(StepEvent { step: s, ended });
     }
 
     /// The synchronisation as last read.

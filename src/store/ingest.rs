@@ -23,6 +23,7 @@ use rusqlite::{params, Connection};
 use super::agg::{align, Agg};
 use super::chunks;
 use super::plan::{HOUR_MS, MINUTE_MS};
+use super::restamp::{self, Restamp, Restamped};
 use super::stage::{Row, Stage};
 use crate::model::{DeviceId, Property, Sample};
 
@@ -172,6 +173,41 @@ impl Ingest {
         self.write_raw(conn, &rows)?;
         self.stage.mark_compacted(conn)?;
         Ok(rows.len())
+    }
+
+    /// Moves the samples a wrong clock stamped (`restamp.rs`): compacts the
+    /// ring first, so that every sample of the epoch is in a chunk, then
+    /// rebuilds the rollups of the hours the samples left and entered from
+    /// the raw samples (staged samples that come later are merged into them
+    /// by their compaction, as always).
+    pub fn restamp(&mut self, conn: &Connection, r: &Restamp) -> rusqlite::Result<Restamped> {
+        self.compact(conn)?;
+        let (done, rebuild) = restamp::shift_chunks(conn, r)?;
+        {
+            let mut minute = Rollup::new(conn, &self.upsert_minute, MINUTE_MS)?;
+            let mut hour = Rollup::new(conn, &self.upsert_hour, HOUR_MS)?;
+            for (series, ranges) in rebuild {
+                for (lo, hi) in ranges {
+                    let start = align(lo, HOUR_MS);
+                    let end = align(hi, HOUR_MS).saturating_add(HOUR_MS);
+                    for table in ["rollup_1m", "rollup_1h"] {
+                        conn.prepare_cached(&format!(
+                            "DELETE FROM {table} WHERE series = ?1 AND bucket >= ?2 AND bucket < ?3"
+                        ))?
+                        .execute(params![series, start, end])?;
+                    }
+                    for (ts, v) in restamp::raw_samples(conn, series, start, end)? {
+                        minute.add(series, ts, v)?;
+                        hour.add(series, ts, v)?;
+                    }
+                    minute.flush()?;
+                    hour.flush()?;
+                }
+            }
+        }
+        // The newest time per series moved with the samples.
+        self.reload(conn)?;
+        Ok(done)
     }
 
     /// Drops rows whose (series, ts) is stored already; `rows` are sorted and

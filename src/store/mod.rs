@@ -27,6 +27,7 @@ mod migrate;
 mod plan;
 mod query;
 mod reader;
+mod restamp;
 mod retention;
 mod stage;
 mod stats;
@@ -46,6 +47,7 @@ pub use reader::{
     MAX_RUNNING as MAX_READS_RUNNING, MAX_WAITING as MAX_READS_WAITING,
     OWN_TURNS as OWN_READS_RUNNING,
 };
+pub use restamp::{Restamp, Restamped};
 pub use retention::{RetentionReport, CHUNK_BLOBS, CHUNK_ROWS};
 pub use writer::STAGED_MAX;
 
@@ -311,6 +313,27 @@ impl StoreHandle {
         let (reply, rx) = oneshot::channel();
         self.jobs
             .send(Job::Compact(reply))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Moves the samples a wrong clock stamped to the times they were taken
+    /// (`restamp.rs`); compacts first.
+    pub async fn restamp(&self, r: Restamp) -> Result<Restamped, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(Job::Restamp(r, reply))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// The largest raw-chunk id now: chunks written later are above it.
+    pub async fn chunk_mark(&self) -> Result<i64, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(Job::ChunkMark(reply))
             .await
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?

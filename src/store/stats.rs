@@ -24,6 +24,8 @@ pub struct StoreStats {
     set_aside: AtomicU64,
     /// The agent runs on a temporary store: the configured one cannot be opened.
     temporary: AtomicBool,
+    /// Retention by age is held (the wall clock is not synchronised).
+    age_retention_held: AtomicBool,
     /// What the background integrity check found, if damage.
     damage: Mutex<Option<String>>,
     /// Why commits fail now (`None` while they succeed).
@@ -68,6 +70,17 @@ impl StoreStats {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// Holds retention by age while `on` (the size bound still applies): a
+    /// clock that runs ahead would delete samples that are not yet old.
+    /// Returns whether this changed anything.
+    pub fn hold_age_retention(&self, on: bool) -> bool {
+        self.age_retention_held.swap(on, Ordering::Relaxed) != on
+    }
+
+    pub(super) fn age_retention_held(&self) -> bool {
+        self.age_retention_held.load(Ordering::Relaxed)
     }
 
     /// This store stands in for the configured one, which cannot be opened

@@ -55,6 +55,11 @@ pub(crate) enum Job {
         reply: oneshot::Sender<Result<RetentionReport, StoreError>>,
     },
     Compact(oneshot::Sender<Result<usize, StoreError>>),
+    Restamp(
+        super::restamp::Restamp,
+        oneshot::Sender<Result<super::restamp::Restamped, StoreError>>,
+    ),
+    ChunkMark(oneshot::Sender<Result<i64, StoreError>>),
     Close(oneshot::Sender<()>),
 }
 
@@ -118,6 +123,15 @@ impl Writer {
                                 self.commit(&mut pending, None);
                                 let _ = reply.send(self.compact());
                             }
+                            Some(Job::Restamp(r, reply)) => {
+                                self.commit(&mut pending, None);
+                                let _ = reply.send(self.restamp(&r));
+                            }
+                            Some(Job::ChunkMark(reply)) => {
+                                let _ = reply.send(
+                                    super::restamp::chunk_mark(&self.conn).map_err(Into::into),
+                                );
+                            }
                             Some(Job::Close(reply)) => {
                                 self.commit(&mut pending, None);
                                 if let Err(e) = self.compact() {
@@ -164,7 +178,9 @@ impl Writer {
                         next_compaction = Instant::now() + self.compact_interval;
                     }
                     _ = tokio::time::sleep_until(next_retention), if retention_at.is_none() => {
-                        retention_at = Some(now_ms());
+                        // While age retention is held, the pass runs at the
+                        // start of time: nothing is old, the size bound holds.
+                        retention_at = Some(if self.stats.age_retention_held() { i64::MIN } else { now_ms() });
                         next_retention = Instant::now() + RETENTION_EVERY;
                     }
                     _ = beat.tick() => {}
@@ -203,6 +219,22 @@ impl Writer {
         let result = self
             .ingest
             .compact(&self.conn)
+            .and_then(|n| self.conn.execute_batch("COMMIT").map(|()| n));
+        if result.is_err() {
+            self.rolled_back();
+        }
+        Ok(result?)
+    }
+
+    /// Moves the samples a wrong clock stamped, in one transaction.
+    fn restamp(
+        &mut self,
+        r: &super::restamp::Restamp,
+    ) -> Result<super::restamp::Restamped, StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let result = self
+            .ingest
+            .restamp(&self.conn, r)
             .and_then(|n| self.conn.execute_batch("COMMIT").map(|()| n));
         if result.is_err() {
             self.rolled_back();

@@ -100,6 +100,30 @@ impl Faked {
         v["timestamp"].as_i64()
     }
 
+    /// How many 1 s buckets of PV power hold samples from `start` to `end`.
+    async fn buckets(&self, start: i64, end: i64) -> usize {
+        let fmt = sitegate::model::time::format_utc;
+        let body = json!({
+            "property": "activePower",
+            "range": {"type": "absolute", "start": fmt(start), "end": fmt(end)},
+            "resolution": {"value": 1, "unit": "s"},
+        });
+        let r = self
+            .http
+            .post(format!(
+                "{}/devices/dvc_pv/measurements/time-series",
+                self.base
+            ))
+            .bearer_auth(READ_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(r.status().as_u16(), 200);
+        let v: Value = r.json().await.expect("json");
+        v["data"].as_array().map_or(0, Vec::len)
+    }
+
     async fn post_discharge(&self, valid_until: i64) -> (u16, Value) {
         let body = json!({
             "setting": {"value": 2, "unit": "kW"},
@@ -172,6 +196,7 @@ async fn start_faked(lib: &Path, offset: &str) -> (Faked, sitegate::sim::SimSite
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clock_that_starts_ahead_then_steps_both_ways_is_followed() {
     let Some(lib) = libfaketime() else { return };
+    let true_start = now_ms();
     let (agent, sim) = start_faked(&lib, "+30d").await;
     let f = &agent;
 
@@ -239,6 +264,18 @@ async fn a_clock_that_starts_ahead_then_steps_both_ways_is_followed() {
     let (s, v) = f.get("/readyz").await;
     assert_eq!(s, 200, "{v}");
     assert!(!v.to_string().contains("synchronised"), "{v}");
+    // The samples stamped 30 days ahead were moved to the times they were
+    // taken: none is left ahead, and they are where they belong.
+    wait_for("the samples moved", Duration::from_secs(10), || async {
+        f.agent
+            .log()
+            .contains("samples stamped before the clock step moved")
+            .then_some(())
+    })
+    .await;
+    let ahead_from = true_start + 30 * DAY_MS - 60_000;
+    assert_eq!(f.buckets(ahead_from, ahead_from + 3_600_000).await, 0);
+    assert!(f.buckets(true_start - 60_000, now_ms()).await >= 2);
 
     // A signal valid for 10 minutes of true time is accepted now.
     let (s, v) = f.post_discharge(now_ms() + 600_000).await;

@@ -64,6 +64,7 @@ mod store_hook;
 mod store_http;
 mod store_query;
 mod store_readers;
+mod store_restamp;
 mod store_retention;
 mod store_timeseries_http;
 mod store_unopenable;
