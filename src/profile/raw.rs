@@ -19,6 +19,39 @@ pub(super) struct RawProfile {
     #[serde(default)]
     pub controls: RawControls,
     pub identify: Option<RawIdentify>,
+    #[serde(default)]
+    pub variants: Vec<RawVariant>,
+}
+
+/// `[[variants]]`: one member of a family, with its own points.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVariant {
+    pub name: String,
+    pub models: Option<String>,
+    /// Registers that tell the variant; every one must hold.
+    #[serde(default)]
+    pub when: Vec<RawCondition>,
+    #[serde(default)]
+    pub points: Vec<RawPoint>,
+}
+
+/// One register a variant is told by: `values` (any of), or a range
+/// `at_least` / `below`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCondition {
+    pub register: u16,
+    #[serde(default)]
+    pub table: Table,
+    #[serde(rename = "type", default = "u16_type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    #[serde(default)]
+    pub values: Vec<i64>,
+    pub at_least: Option<i64>,
+    pub below: Option<i64>,
 }
 
 /// `[identify]`: a register whose value names the device (for `scan`).

@@ -3,7 +3,9 @@
 //! is decoded (scale, unit, word order, sign flag, negation), the
 //! identification register (`[identify]`) holds what `scan` looks for, and
 //! every control register accepts writes and starts as the profile's release
-//! leaves it (the device in its own control). Tests can also lay a documented
+//! leaves it (the device in its own control). A family's device is its first
+//! variant unless the profile given is already one member's; the registers
+//! that tell the variant hold what that member shows. Tests can also lay a documented
 //! register image over it word for word ([`ProfileDevice::poke`]).
 //!
 //! Registers the profile does not name answer "illegal data address" unless
@@ -60,6 +62,16 @@ pub fn default_value(p: Property) -> f64 {
 
 impl ProfileDevice {
     pub fn build(profile: Arc<Profile>, readable_gaps: bool) -> ProfileDevice {
+        let profile = match profile.variants.first() {
+            Some(first) => match profile.with_variant(&first.name) {
+                Ok(member) => Arc::new(member),
+                Err(e) => {
+                    tracing::warn!(error = %e, "simulated profile family without a usable member");
+                    profile
+                }
+            },
+            None => profile,
+        };
         let mut d = ProfileDevice {
             profile,
             holding: BTreeMap::new(),
@@ -90,6 +102,14 @@ impl ProfileDevice {
         if let Some(id) = d.profile.identify.clone() {
             let span = id.span();
             for (i, w) in id.example().into_iter().enumerate() {
+                d.table(span.table)
+                    .insert(span.addr.wrapping_add(i as u16), w);
+            }
+        }
+        let told = d.profile.variant.iter().flat_map(|v| v.when.clone());
+        for c in told.collect::<Vec<_>>() {
+            let span = c.span();
+            for (i, w) in c.example_words().into_iter().enumerate() {
                 d.table(span.table)
                     .insert(span.addr.wrapping_add(i as u16), w);
             }
