@@ -6,6 +6,7 @@
 
 mod controls;
 mod identify;
+mod release;
 mod variant;
 
 use super::controls::ProfileControls;

@@ -27,8 +27,8 @@ use std::fmt;
 pub use build::parse;
 pub use builtin::{builtin_names, BUILTIN};
 pub use controls::{
-    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, ProfileControls,
-    RevertTimeout, ValueRegister,
+    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, OnTimeout,
+    PowerLimits, ProfileControls, RevertTimeout, Unused, ValueRegister,
 };
 pub use identify::{Identify, IdentifyMatch};
 pub use variant::{Condition, Test, Variant, VariantError};

@@ -276,6 +276,32 @@ pub(super) struct RawEss {
     #[serde(default)]
     pub release: Vec<RawFixed>,
     pub revert_timeout: Option<RawRevert>,
+    /// Split setpoints: what the register of the direction not commanded
+    /// holds ("zero", the default, or "rated").
+    pub unused: Option<String>,
+    /// Signed or magnitude setpoints: charge and discharge power limits, 0 W
+    /// at idle, the rated power with any other setpoint and at release.
+    pub limits: Option<RawLimits>,
+    /// The setpoint's writes go out as one request (they must be adjacent).
+    #[serde(default)]
+    pub one_request: bool,
+    /// What the device does on its own when the agent stops writing.
+    pub on_timeout: Option<RawOnTimeout>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    pub charge: RawValueRegister,
+    pub discharge: RawValueRegister,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOnTimeout {
+    /// Seconds, for a device without a revert timer register.
+    pub after_s: Option<u32>,
+    pub writes: Vec<RawFixed>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -11,15 +11,22 @@
 //! Registers the profile does not name answer "illegal data address" unless
 //! `readable_gaps` is set (then holes between named registers read 0, as on
 //! devices whose whole map is readable). Holding and input registers are two
-//! separate tables. No physics: values change only through [`ProfileDevice::set`].
+//! separate tables. No physics: values change only through [`ProfileDevice::set`],
+//! writes, and the device's own timer: a storage control with `on_timeout`
+//! sets those words itself once its revert time (the `revert_timeout`
+//! register's value, or `after_s`) has passed without a write, in real time
+//! like the SunSpec devices' timers. Power limits a release frees start at
+//! [`SIM_RATED_W`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio_modbus::ExceptionCode;
 
+use super::common::RevertTimer;
 use super::map::{MAX_READ, MAX_WRITE};
-use crate::modbus::control::RegWrite;
+use crate::modbus::control::{ess_release_writes, release_writes, RegWrite};
 use crate::model::Property;
 use crate::profile::{EssSetpoint, Profile};
 use crate::register::codec;
@@ -28,6 +35,10 @@ use crate::register::point::{PointSpec, Scale};
 
 /// The scale factor a `scale_factor` register holds in the simulation.
 const SIM_SF: i16 = -1;
+
+/// The rated power of a simulated profile battery: what its free power limits
+/// hold as delivered.
+pub const SIM_RATED_W: f64 = 5000.0;
 
 pub struct ProfileDevice {
     profile: Arc<Profile>,
@@ -38,6 +49,8 @@ pub struct ProfileDevice {
     writable: BTreeSet<u16>,
     readable_gaps: bool,
     values: BTreeMap<Property, f64>,
+    /// The device's own timer for `on_timeout`.
+    revert: RevertTimer,
 }
 
 /// What the simulated device shows before anyone sets a value.
@@ -80,6 +93,7 @@ impl ProfileDevice {
             writable: BTreeSet::new(),
             readable_gaps,
             values: BTreeMap::new(),
+            revert: RevertTimer::default(),
         };
         for w in control_registers(&d.profile) {
             for (i, _) in w.values.iter().enumerate() {
@@ -90,10 +104,16 @@ impl ProfileDevice {
         }
         // As delivered: in its own control, as the profile's release leaves it.
         let controls = &d.profile.controls;
-        let release = (controls.ess_power.iter().flat_map(|e| &e.release))
-            .chain(controls.production_limit.iter().flat_map(|l| &l.release))
-            .cloned()
-            .collect::<Vec<_>>();
+        let mut release: Vec<RegWrite> = Vec::new();
+        if let Some(e) = &controls.ess_power {
+            match ess_release_writes(e, Some(SIM_RATED_W)) {
+                Ok(w) => release.extend(w),
+                Err(e) => tracing::warn!(error = %e, "simulated profile release"),
+            }
+        }
+        if let Some(l) = &controls.production_limit {
+            release.extend(release_writes(&l.release));
+        }
         for f in release {
             for (i, w) in f.values.iter().enumerate() {
                 d.holding.insert(f.addr.wrapping_add(i as u16), *w);
@@ -225,8 +245,34 @@ impl ProfileDevice {
             .collect()
     }
 
+    /// The storage control's own timer: once its time has passed since the
+    /// last accepted write, the device sets its `on_timeout` words.
+    pub fn check_revert(&mut self, now: Instant) {
+        let Some(e) = self.profile.controls.ess_power.clone() else {
+            return;
+        };
+        let Some(t) = &e.on_timeout else { return };
+        let seconds = match (e.revert_timeout, t.after_s) {
+            (Some(r), _) => {
+                let words = self.peek_holding(r.addr, r.ty.words());
+                codec::decode(&words, r.ty, r.order, codec::Absent::Never)
+                    .map_or(0.0, |v| v * f64::from(r.seconds_per_unit))
+            }
+            (None, Some(s)) => f64::from(s),
+            (None, None) => 0.0,
+        };
+        if self.revert.fire(now, seconds) {
+            tracing::info!(seconds, "simulated profile device: its own timer ran out");
+            for f in &t.writes {
+                for (i, w) in f.values.iter().enumerate() {
+                    self.holding.insert(f.addr.wrapping_add(i as u16), *w);
+                }
+            }
+        }
+    }
+
     /// A Modbus write: every register must be a control register.
-    pub fn write(&mut self, addr: u16, values: &[u16]) -> Result<(), ExceptionCode> {
+    pub fn write(&mut self, addr: u16, values: &[u16], at: Instant) -> Result<(), ExceptionCode> {
         if values.is_empty() || values.len() > usize::from(MAX_WRITE) {
             return Err(ExceptionCode::IllegalDataValue);
         }
@@ -240,6 +286,7 @@ impl ProfileDevice {
         for (a, v) in addrs.into_iter().zip(values) {
             self.holding.insert(a, *v);
         }
+        self.revert.touch(at);
         Ok(())
     }
 }
@@ -263,6 +310,10 @@ fn control_registers(p: &Profile) -> Vec<RegWrite> {
         }
         if let Some(d) = e.direction {
             out.push(zeros(d.addr, 1));
+        }
+        if let Some(l) = e.limits {
+            out.push(zeros(l.charge.addr, l.charge.ty.words()));
+            out.push(zeros(l.discharge.addr, l.discharge.ty.words()));
         }
         if let Some(r) = e.revert_timeout {
             out.push(zeros(r.addr, r.ty.words()));

@@ -20,7 +20,7 @@ use reqwest::Method;
 use serde_json::json;
 use sitegate::agent::Agent;
 use sitegate::config::parse;
-use sitegate::modbus::control::{ess_writes, release_writes};
+use sitegate::modbus::control::{ess_release_writes, ess_writes};
 use sitegate::modbus::{Controls, Op};
 use sitegate::model::Property;
 use sitegate::profile::BUILTIN;
@@ -109,9 +109,9 @@ async fn each_shipped_profile_reads_and_steers_its_simulated_device() {
         let ess = controls.ess_power.as_ref().expect("ESS control");
         let bus = site.agent.bus("hybrid").unwrap();
         for (watts, writes) in [
-            (-2000.0, ess_writes(ess, -2000.0, 60).unwrap()),
-            (1500.0, ess_writes(ess, 1500.0, 60).unwrap()),
-            (0.0, release_writes(&ess.release)),
+            (-2000.0, ess_writes(ess, -2000.0, 60, Some(5000.0)).unwrap()),
+            (1500.0, ess_writes(ess, 1500.0, 60, Some(5000.0)).unwrap()),
+            (0.0, ess_release_writes(ess, Some(5000.0)).unwrap()),
         ] {
             let mut ops: Vec<Op> = writes
                 .iter()
