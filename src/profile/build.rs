@@ -15,7 +15,7 @@ use super::{Profile, ProfileError, ProfileProblem};
 use crate::model::{Kind, Property, Unit};
 use crate::register::codec::{Absent, Sentinels, ValueType};
 use crate::register::plan::Table;
-use crate::register::point::{PointSpec, Scale, SignFlag};
+use crate::register::point::{PointSpec, Scale, SignFlag, SignOf};
 use controls::{ess, limit};
 
 pub(super) struct Problems(pub(super) Vec<ProfileProblem>);
@@ -307,6 +307,12 @@ pub(super) fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<Point
             _ => Scale::One,
         }),
     };
+    if rp.sign_from.as_ref().map(|f| f.table) == Some(Table::DiscreteInput) {
+        p.push(
+            format!("{path}.sign_from.table"),
+            "a sign comes from a holding or input register",
+        );
+    }
     if rp.table == Table::DiscreteInput {
         p.push(
             format!("{path}.table"),
@@ -331,6 +337,10 @@ pub(super) fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<Point
             table: f.table,
             addr: f.register,
             mask: f.mask,
+        }),
+        sign_of: rp.sign_from.as_ref().map(|f| SignOf {
+            table: f.table,
+            addr: f.register,
         }),
     })
 }

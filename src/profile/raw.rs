@@ -101,6 +101,17 @@ pub(super) struct RawPoint {
     pub negate: bool,
     /// Negative while a flag register has any bit of `mask` set.
     pub negative_when: Option<RawFlag>,
+    /// Negative while another signed 16-bit register is negative.
+    pub sign_from: Option<RawSignFrom>,
+}
+
+/// `sign_from = { register = 13020, table = "input" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSignFrom {
+    pub register: u16,
+    #[serde(default)]
+    pub table: Table,
 }
 
 /// `absent = 0x7FFF` or `absent = [0xFFFF, 0x7FFF]`.

@@ -171,14 +171,21 @@ impl ProfileDevice {
 
     fn encode(&mut self, p: &PointSpec, value: f64) {
         let mut v = if p.negate { -value } else { value };
+        if let Some(of) = p.sign_of {
+            // The other register shows the sign (−1 or +1), the point a magnitude.
+            let word = if v < 0.0 { (-1i16) as u16 } else { 1 };
+            self.table(of.table).insert(of.addr, word);
+        }
         if let Some(flag) = p.sign {
             let reg = self.table(flag.table).entry(flag.addr).or_insert(0);
             if v < 0.0 {
                 *reg |= flag.mask;
-                v = -v;
             } else {
                 *reg &= !flag.mask;
             }
+        }
+        if p.sign.is_some() || p.sign_of.is_some() {
+            v = v.abs();
         }
         let raw = match p.scale {
             Scale::One => v,
