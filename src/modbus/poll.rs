@@ -122,6 +122,12 @@ async fn discover<R: RegisterReader>(
             Ok(DeviceMap::from_sunspec(chain, info, cfg))
         }
         ProfileRef::Registers(profile) if profile.variants.is_empty() => {
+            // A member named in config: the device must not contradict it.
+            let told_by = profile.variant_spans();
+            if !told_by.is_empty() {
+                let img = reader::read_spans(reader, &told_by, 0).await?;
+                profile.confirm_variant(&img)?;
+            }
             Ok(DeviceMap::from_profile(profile.clone(), cfg, max_gap))
         }
         ProfileRef::Registers(family) => {

@@ -142,6 +142,17 @@ pub enum VariantError {
         seen: String,
         matching: String,
     },
+    #[error(
+        "profile {profile:?}: the device shows {seen}, which the configured variant {named:?} \
+         does not match ({when}); it is not read: name the variant the device is, or leave \
+         `variant` out to tell it from the device"
+    )]
+    Contradicts {
+        profile: String,
+        named: String,
+        seen: String,
+        when: String,
+    },
 }
 
 impl Profile {
@@ -173,15 +184,38 @@ impl Profile {
         Ok(self.concrete(v))
     }
 
-    /// Every register the variants are told by (each once).
+    /// Every register the variants are told by (each once); for the
+    /// concrete profile of a member, the member's own.
     pub fn variant_spans(&self) -> Vec<Span> {
         let mut out: Vec<Span> = Vec::new();
-        for c in self.variants.iter().flat_map(|v| &v.when) {
+        let conditions = self.variants.iter().chain(&self.variant);
+        for c in conditions.flat_map(|v| &v.when) {
             if !out.contains(&c.span()) {
                 out.push(c.span());
             }
         }
         out
+    }
+
+    /// For the concrete profile of a member named in config: refuses a
+    /// device whose registers contradict the member's conditions (a
+    /// single-phase device configured as a three-phase one would be read at
+    /// the wrong registers). A member without conditions, or a profile
+    /// without variants, is taken as it is.
+    pub fn confirm_variant(&self, img: &Image) -> Result<(), VariantError> {
+        let Some(v) = &self.variant else {
+            return Ok(());
+        };
+        let holds = |c: &Condition| c.value(img).is_some_and(|x| c.holds(x));
+        if v.when.iter().all(holds) {
+            return Ok(());
+        }
+        Err(VariantError::Contradicts {
+            profile: self.name.clone(),
+            named: v.name.clone(),
+            seen: seen(&v.when, img),
+            when: v.choice(),
+        })
     }
 
     /// The concrete profile of the one variant whose conditions hold on `img`
@@ -198,24 +232,8 @@ impl Profile {
                         .all(|c| c.value(img).is_some_and(|x| c.holds(x)))
             })
             .collect();
-        let seen = self
-            .variant_spans()
-            .iter()
-            .map(|s| {
-                let words = img.get(s.table, s.addr, s.len);
-                let cond = self
-                    .variants
-                    .iter()
-                    .flat_map(|v| &v.when)
-                    .find(|c| c.span() == *s);
-                let value = cond.and_then(|c| c.value(img));
-                match (words, value) {
-                    (Some(_), Some(v)) => format!("{} {} = {v} ({v:#06x})", s.table.name(), s.addr),
-                    _ => format!("{} {} unread", s.table.name(), s.addr),
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
+        let all: Vec<Condition> = self.variants.iter().flat_map(|v| v.when.clone()).collect();
+        let seen = seen(&all, img);
         match matching.as_slice() {
             [one] => Ok(self.concrete(one)),
             [] => Err(VariantError::NoMatch {
@@ -248,6 +266,24 @@ impl Profile {
         p.variant = Some(v.clone());
         p
     }
+}
+
+/// What the registers of `conditions` hold, each register once, readably.
+fn seen(conditions: &[Condition], img: &Image) -> String {
+    let mut spans: Vec<Span> = Vec::new();
+    let mut out = Vec::new();
+    for c in conditions {
+        let s = c.span();
+        if spans.contains(&s) {
+            continue;
+        }
+        spans.push(s);
+        out.push(match c.value(img) {
+            Some(v) => format!("{} {} = {v} ({v:#06x})", s.table.name(), s.addr),
+            None => format!("{} {} unread", s.table.name(), s.addr),
+        });
+    }
+    out.join(", ")
 }
 
 #[cfg(test)]

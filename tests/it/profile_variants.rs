@@ -160,14 +160,16 @@ async fn deye_lp1_battery_registers() {
     .await;
 }
 
-/// An HV device whose firmware no register tells, and a device type none of
-/// the members has: neither is read with a guess; the device's state names
-/// the choices and what register 0 held.
+/// An HV device whose firmware no register tells, a device type none of the
+/// members has, and a device that contradicts the member its config names:
+/// none is read with a guess; the device's state says what register 0 held
+/// and why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deye_member_not_told_is_not_read() {
-    for (code, wants) in [
+    for (code, named, wants) in [
         (
             6u16,
+            "",
             &[
                 "holding 0 = 6 (0x0006)",
                 "matches sg01hp3 (",
@@ -177,10 +179,20 @@ async fn deye_member_not_told_is_not_read() {
         ),
         (
             2,
+            "",
             &[
                 "holding 0 = 2 (0x0002)",
                 "matches no variant",
                 "sg04lp3 (when holding 0 in",
+            ][..],
+        ),
+        // A single-phase device configured as a three-phase one.
+        (
+            3,
+            "variant = \"sg04lp3\"\n",
+            &[
+                "holding 0 = 3 (0x0003)",
+                "the configured variant \"sg04lp3\" does not match",
             ][..],
         ),
     ] {
@@ -189,7 +201,7 @@ async fn deye_member_not_told_is_not_read() {
             "deye",
             "dvc_deye",
             "battery",
-            "profile = \"deye-hybrid\"\n",
+            &format!("profile = \"deye-hybrid\"\n{named}"),
         ));
         let mut config = sitegate::config::parse(&text).expect("test config is valid");
         let dir = tempfile::tempdir().unwrap();

@@ -107,6 +107,22 @@ fn a_member_named_in_config_is_taken_as_named() {
     let f = family();
     let p = f.with_variant("manual").unwrap();
     assert_eq!(p.points[1].addr, 40);
+    // Without conditions nothing is read to confirm it.
+    assert!(p.variant_spans().is_empty());
+    assert_eq!(p.confirm_variant(&Image::new()), Ok(()));
+    // With conditions, the device must not contradict them.
+    let big = f.with_variant("big").unwrap();
+    assert_eq!(big.variant_spans(), [Span::new(Table::Holding, 0, 1)]);
+    assert_eq!(big.confirm_variant(&shows(3, 0)), Ok(()));
+    let e = big.confirm_variant(&shows(1, 0)).unwrap_err();
+    assert!(matches!(e, VariantError::Contradicts { .. }));
+    let text = e.to_string();
+    assert!(
+        text.contains(
+            "holding 0 = 1 (0x0001), which the configured variant \"big\" does not match"
+        ),
+        "{text}"
+    );
     let e = f.with_variant("huge").unwrap_err();
     assert!(matches!(e, VariantError::Unknown { .. }));
     assert!(
