@@ -108,8 +108,14 @@ pub fn scan(args: ScanArgs) -> ExitCode {
                 sitegate::modbus::sunspec::DiscoveryError::NotSunspec
             )),
             scan::Progress::Identified(d) => complain(&format!(
-                "  unit {}: no SunSpec map; recognised by profile {}",
-                d.unit, d.profile
+                "  unit {}: no SunSpec map; recognised by profile {}{}",
+                d.unit,
+                d.profile,
+                match (&d.variant, &d.variant_problem) {
+                    (Some(v), _) => format!(", variant {v}"),
+                    (None, Some(why)) => format!("; {why}"),
+                    (None, None) => String::new(),
+                }
             )),
         })
         .await;

@@ -125,6 +125,8 @@ pub(super) struct RawDevice {
     pub unit_id: u8,
     #[serde(default = "default_profile")]
     pub profile: String,
+    /// The profile's variant, for a family whose devices do not tell theirs.
+    pub variant: Option<String>,
     #[serde(default = "default_poll_interval_ms")]
     pub poll_interval_ms: u64,
     #[serde(default)]

@@ -754,6 +754,7 @@ fn resolve_device(
             problems,
         ),
     };
+    let profile = named_variant(path, d.variant.as_deref(), profile, problems);
     unrated_profile_battery(path, &d, &profile, problems);
     for (key, v) in [("soc_min", d.soc_min), ("soc_max", d.soc_max)] {
         if let Some(v) = v {
@@ -821,6 +822,35 @@ fn resolve_device(
         report_lag_ms: d.report_lag_ms.unwrap_or(super::DEFAULT_REPORT_LAG_MS),
         max_discharge_power_w: d.max_discharge_power.map(|p| p.watts()),
         priority: d.priority,
+    }
+}
+
+/// The concrete profile of the variant the device names (`variant = "..."`);
+/// without one, a family's variant is told from the device at first contact.
+fn named_variant(
+    path: &str,
+    variant: Option<&str>,
+    profile: ProfileRef,
+    problems: &mut Vec<Problem>,
+) -> ProfileRef {
+    let Some(name) = variant else {
+        return profile;
+    };
+    match &profile {
+        ProfileRef::Sunspec => {
+            problems.push(Problem::new(
+                format!("{path}.variant"),
+                format!("{name:?}: a variant belongs to a register-map profile, not to sunspec"),
+            ));
+            profile
+        }
+        ProfileRef::Registers(p) => match p.with_variant(name) {
+            Ok(concrete) => ProfileRef::Registers(std::sync::Arc::new(concrete)),
+            Err(e) => {
+                problems.push(Problem::new(format!("{path}.variant"), e.to_string()));
+                profile
+            }
+        },
     }
 }
 

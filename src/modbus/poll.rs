@@ -16,6 +16,7 @@ use super::reader::{self, RegisterReader};
 use super::sunspec::{self, DiscoveryError};
 use crate::config::{DeviceConfig, ProfileRef};
 use crate::model::Property;
+use crate::profile::VariantError;
 use crate::register::plan::{Image, Span};
 use crate::register::point;
 
@@ -34,13 +35,16 @@ impl DeviceState {
     }
 }
 
-/// Why a poll failed: discovery found no usable SunSpec map, or a read
-/// failed (the device refused it or could not be reached). The text is what
-/// the device's status and the log show.
+/// Why a poll failed: discovery found no usable SunSpec map, or could not
+/// tell which variant of its profile the device is, or a read failed (the
+/// device refused it or could not be reached). The text is what the device's
+/// status and the log show.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum PollError {
     #[error(transparent)]
     Discovery(#[from] DiscoveryError),
+    #[error(transparent)]
+    Variant(#[from] VariantError),
     #[error(transparent)]
     Modbus(#[from] ModbusError),
 }
@@ -117,8 +121,27 @@ async fn discover<R: RegisterReader>(
             let info = sunspec::read_info(reader, &chain).await?;
             Ok(DeviceMap::from_sunspec(chain, info, cfg))
         }
-        ProfileRef::Registers(profile) => {
+        ProfileRef::Registers(profile) if profile.variants.is_empty() => {
+            // A member named in config: the device must not contradict it.
+            let told_by = profile.variant_spans();
+            if !told_by.is_empty() {
+                let img = reader::read_spans(reader, &told_by, 0).await?;
+                profile.confirm_variant(&img)?;
+            }
             Ok(DeviceMap::from_profile(profile.clone(), cfg, max_gap))
+        }
+        ProfileRef::Registers(family) => {
+            // A family whose variant the config does not name: told from the
+            // registers the variants name, never guessed.
+            let img = reader::read_spans(reader, &family.variant_spans(), 0).await?;
+            let profile = family.select_variant(&img)?;
+            tracing::info!(
+                device = %cfg.reference,
+                profile = %family.name,
+                variant = profile.variant.as_ref().map_or("?", |v| v.name.as_str()),
+                "variant told from the device"
+            );
+            Ok(DeviceMap::from_profile(Arc::new(profile), cfg, max_gap))
         }
     }
 }

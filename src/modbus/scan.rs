@@ -176,8 +176,12 @@ pub fn describe(d: &FoundDevice) -> String {
 /// What a recognised profile device is, on one line.
 pub fn describe_identified(d: &Identified) -> String {
     let or = |s: &Option<String>| s.clone().unwrap_or_else(|| "?".into());
+    let variant = d
+        .variant
+        .as_ref()
+        .map_or(String::new(), |v| format!(", variant {v}"));
     format!(
-        "{} {} ({} register {} = {:?}), {}, profile {}",
+        "{} {} ({} register {} = {:?}), {}, profile {}{variant}",
         or(&d.manufacturer),
         or(&d.model),
         d.profile,
@@ -282,6 +286,15 @@ pub fn snippet_all(
         let _ = writeln!(out, "bus = {}", quoted(bus));
         let _ = writeln!(out, "unit_id = {}", d.unit);
         let _ = writeln!(out, "profile = {}", quoted(&d.profile));
+        match (&d.variant, &d.variant_problem) {
+            (Some(v), _) => {
+                let _ = writeln!(out, "variant = {}", quoted(v));
+            }
+            (None, Some(why)) => {
+                let _ = writeln!(out, "# variant = \"...\"   ({why})");
+            }
+            (None, None) => {}
+        }
         if kind != DeviceType::Meter {
             let _ = writeln!(
                 out,

@@ -6,6 +6,8 @@
 
 mod controls;
 mod identify;
+mod release;
+mod variant;
 
 use super::controls::ProfileControls;
 use super::raw::{RawAbsent, RawPoint, RawProfile};
@@ -13,7 +15,7 @@ use super::{Profile, ProfileError, ProfileProblem};
 use crate::model::{Kind, Property, Unit};
 use crate::register::codec::{Absent, Sentinels, ValueType};
 use crate::register::plan::Table;
-use crate::register::point::{PointSpec, Scale, SignFlag};
+use crate::register::point::{PointSpec, Scale, SignFlag, SignOf};
 use controls::{ess, limit};
 
 pub(super) struct Problems(pub(super) Vec<ProfileProblem>);
@@ -54,25 +56,20 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileErr
             points.push(spec);
         }
     }
-    if raw.points.is_empty() {
-        p.push("points", "a profile needs at least one [[points]] entry");
+    let no_points = |v: &super::raw::RawVariant| v.points.is_empty();
+    if raw.points.is_empty() && (raw.variants.is_empty() || raw.variants.iter().any(no_points)) {
+        p.push(
+            "points",
+            "a profile needs at least one [[points]] entry (shared, or in every [[variants]])",
+        );
     }
-    let spans: Vec<Registers> = raw
-        .points
-        .iter()
-        .enumerate()
-        .map(|(i, rp)| Registers {
-            path: format!("points[{i}].register"),
-            table: rp.table,
-            addr: rp.register,
-            len: rp.ty.words(),
-        })
-        .collect();
+    let spans = point_registers("points", &raw.points);
     disjoint(
         &spans,
         "two points cannot decode the same registers",
         &mut p,
     );
+    let variants = variant::variants(&raw.variants, &spans, &mut p);
     let controls = ProfileControls {
         ess_power: raw
             .controls
@@ -101,7 +98,23 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileErr
         points,
         controls,
         identify,
+        variants,
+        variant: None,
     })
+}
+
+/// The registers each point decodes, with its path (`{at}[i].register`).
+pub(super) fn point_registers(at: &str, points: &[RawPoint]) -> Vec<Registers> {
+    points
+        .iter()
+        .enumerate()
+        .map(|(i, rp)| Registers {
+            path: format!("{at}[{i}].register"),
+            table: rp.table,
+            addr: rp.register,
+            len: rp.ty.words(),
+        })
+        .collect()
 }
 
 /// Factor from `unit` to the property's unit, when they measure the same thing.
@@ -178,6 +191,7 @@ fn absent(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<Absent> {
 }
 
 /// Registers one entry of a profile reads or writes, for the overlap checks.
+#[derive(Clone)]
 pub(super) struct Registers {
     pub path: String,
     pub table: Table,
@@ -225,7 +239,7 @@ pub(super) fn disjoint(entries: &[Registers], why: &str, p: &mut Problems) {
     }
 }
 
-fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
+pub(super) fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
     let before = p.0.len();
     let property = match rp.property.parse::<Property>() {
         Ok(prop) => Some(prop),
@@ -293,6 +307,12 @@ fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
             _ => Scale::One,
         }),
     };
+    if rp.sign_from.as_ref().map(|f| f.table) == Some(Table::DiscreteInput) {
+        p.push(
+            format!("{path}.sign_from.table"),
+            "a sign comes from a holding or input register",
+        );
+    }
     if rp.table == Table::DiscreteInput {
         p.push(
             format!("{path}.table"),
@@ -317,6 +337,10 @@ fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
             table: f.table,
             addr: f.register,
             mask: f.mask,
+        }),
+        sign_of: rp.sign_from.as_ref().map(|f| SignOf {
+            table: f.table,
+            addr: f.register,
         }),
     })
 }

@@ -73,6 +73,37 @@ pub struct Direction {
     pub idle: u16,
 }
 
+/// What a power register not in use holds: the register of the direction
+/// not commanded (a split setpoint), or a power limit outside idle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Unused {
+    /// 0 W (a device that counts only the commanded register).
+    #[default]
+    Zero,
+    /// The device's rated power: no limit left at 0 W for the device's own
+    /// logic after a release or its own timeout.
+    Rated,
+}
+
+/// Charge and discharge power limits beside a signed or magnitude setpoint:
+/// 0 W at idle (the device holds), the rated power with any other setpoint
+/// and at release.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PowerLimits {
+    pub charge: ValueRegister,
+    pub discharge: ValueRegister,
+}
+
+/// What the device does on its own when the agent stops writing: after its
+/// revert timer (the `revert_timeout` register's time) or `after_s`, it
+/// writes these words itself. A statement about the device, for the
+/// simulator and the docs; the agent never writes them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnTimeout {
+    pub after_s: Option<u32>,
+    pub writes: Vec<FixedWrite>,
+}
+
 /// Storage power control.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EssControl {
@@ -83,6 +114,12 @@ pub struct EssControl {
     /// Hands control back to the device's own logic.
     pub release: Vec<FixedWrite>,
     pub revert_timeout: Option<RevertTimeout>,
+    /// Split setpoints: the register of the direction not commanded.
+    pub unused: Unused,
+    pub limits: Option<PowerLimits>,
+    /// The setpoint's writes go out as one request.
+    pub one_request: bool,
+    pub on_timeout: Option<OnTimeout>,
 }
 
 /// What a production limit register counts in.

@@ -7,8 +7,9 @@
 //! [`ProfileControls`] into the writes of a command. Layout: `raw` (the TOML
 //! shapes), `build` (validation into typed points and controls, every problem
 //! with its path), `controls` (what the file says about writes), `identify`
-//! (the register that names the device, for `scan`), `builtin` (the library
-//! compiled into the binary). Finding a profile by name or path on disk is
+//! (the register that names the device, for `scan`), `variant` (model and
+//! firmware variants of one family, and how a device's is told), `builtin`
+//! (the library compiled into the binary). Finding a profile by name or path on disk is
 //! `config::profiles`'.
 //!
 //! A leaf: it imports only `model` and `register`, never `config` or
@@ -19,16 +20,18 @@ mod builtin;
 mod controls;
 mod identify;
 mod raw;
+mod variant;
 
 use std::fmt;
 
 pub use build::parse;
 pub use builtin::{builtin_names, BUILTIN};
 pub use controls::{
-    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, ProfileControls,
-    RevertTimeout, ValueRegister,
+    Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, OnTimeout,
+    PowerLimits, ProfileControls, RevertTimeout, Unused, ValueRegister,
 };
 pub use identify::{Identify, IdentifyMatch};
+pub use variant::{Condition, Test, Variant, VariantError};
 
 use crate::model::DeviceType;
 use crate::register::point::PointSpec;
@@ -49,6 +52,12 @@ pub struct Profile {
     pub controls: ProfileControls,
     /// How `scan` recognises the device, when the vendor offers a way.
     pub identify: Option<Identify>,
+    /// A family's members; empty for a profile without variants and for the
+    /// concrete profile of one member.
+    pub variants: Vec<Variant>,
+    /// The member this concrete profile was made for (its points are already
+    /// in `points`).
+    pub variant: Option<Variant>,
 }
 
 /// One thing wrong with a profile file: the TOML path inside it and the message.

@@ -19,6 +19,39 @@ pub(super) struct RawProfile {
     #[serde(default)]
     pub controls: RawControls,
     pub identify: Option<RawIdentify>,
+    #[serde(default)]
+    pub variants: Vec<RawVariant>,
+}
+
+/// `[[variants]]`: one member of a family, with its own points.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawVariant {
+    pub name: String,
+    pub models: Option<String>,
+    /// Registers that tell the variant; every one must hold.
+    #[serde(default)]
+    pub when: Vec<RawCondition>,
+    #[serde(default)]
+    pub points: Vec<RawPoint>,
+}
+
+/// One register a variant is told by: `values` (any of), or a range
+/// `at_least` / `below`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCondition {
+    pub register: u16,
+    #[serde(default)]
+    pub table: Table,
+    #[serde(rename = "type", default = "u16_type")]
+    pub ty: ValueType,
+    #[serde(default)]
+    pub word_order: WordOrder,
+    #[serde(default)]
+    pub values: Vec<i64>,
+    pub at_least: Option<i64>,
+    pub below: Option<i64>,
 }
 
 /// `[identify]`: a register whose value names the device (for `scan`).
@@ -68,6 +101,17 @@ pub(super) struct RawPoint {
     pub negate: bool,
     /// Negative while a flag register has any bit of `mask` set.
     pub negative_when: Option<RawFlag>,
+    /// Negative while another signed 16-bit register is negative.
+    pub sign_from: Option<RawSignFrom>,
+}
+
+/// `sign_from = { register = 13020, table = "input" }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSignFrom {
+    pub register: u16,
+    #[serde(default)]
+    pub table: Table,
 }
 
 /// `absent = 0x7FFF` or `absent = [0xFFFF, 0x7FFF]`.
@@ -243,6 +287,32 @@ pub(super) struct RawEss {
     #[serde(default)]
     pub release: Vec<RawFixed>,
     pub revert_timeout: Option<RawRevert>,
+    /// Split setpoints: what the register of the direction not commanded
+    /// holds ("zero", the default, or "rated").
+    pub unused: Option<String>,
+    /// Signed or magnitude setpoints: charge and discharge power limits, 0 W
+    /// at idle, the rated power with any other setpoint and at release.
+    pub limits: Option<RawLimits>,
+    /// The setpoint's writes go out as one request (they must be adjacent).
+    #[serde(default)]
+    pub one_request: bool,
+    /// What the device does on its own when the agent stops writing.
+    pub on_timeout: Option<RawOnTimeout>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLimits {
+    pub charge: RawValueRegister,
+    pub discharge: RawValueRegister,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOnTimeout {
+    /// Seconds, for a device without a revert timer register.
+    pub after_s: Option<u32>,
+    pub writes: Vec<RawFixed>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -16,35 +16,48 @@ fn problems(text: &str) -> Vec<String> {
 
 #[test]
 fn every_builtin_profile_is_valid_and_steerable() {
-    for (name, text) in BUILTIN {
-        let p = parse(name, "built-in", text).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(p.manufacturer.is_some(), "{name}");
-        let [ty] = p.device_types[..] else {
-            panic!("{name}: one device type");
+    for (family, text) in BUILTIN {
+        let parsed = parse(family, "built-in", text).unwrap_or_else(|e| panic!("{family}: {e}"));
+        // A family is checked member by member.
+        let members: Vec<Profile> = if parsed.variants.is_empty() {
+            vec![parsed]
+        } else {
+            let names: Vec<String> = parsed.variants.iter().map(|v| v.name.clone()).collect();
+            names
+                .iter()
+                .map(|v| parsed.with_variant(v).unwrap())
+                .collect()
         };
-        let mut needs = vec![Property::ActivePower];
-        match ty {
-            DeviceType::Battery => needs.push(Property::Soc),
-            DeviceType::Meter => {
-                needs.extend([Property::TotalEnergyConsumed, Property::TotalEnergyProduced])
+        for p in members {
+            let name = format!("{family} {:?}", p.variant.as_ref().map(|v| &v.name));
+            assert!(p.manufacturer.is_some(), "{name}");
+            let [ty] = p.device_types[..] else {
+                panic!("{name}: one device type");
+            };
+            let mut needs = vec![Property::ActivePower];
+            match ty {
+                DeviceType::Battery => needs.push(Property::Soc),
+                DeviceType::Meter => {
+                    needs.extend([Property::TotalEnergyConsumed, Property::TotalEnergyProduced])
+                }
+                DeviceType::Inverter => needs.push(Property::TotalEnergyProduced),
             }
-            DeviceType::Inverter => needs.push(Property::TotalEnergyProduced),
-        }
-        for prop in needs {
+            for prop in needs {
+                assert!(
+                    p.points.iter().any(|x| x.property == prop),
+                    "{name} maps {prop:?}"
+                );
+            }
+            // Controls fit the type: storage power on batteries, a limit on inverters.
             assert!(
-                p.points.iter().any(|x| x.property == prop),
-                "{name} maps {prop:?}"
+                p.controls.ess_power.is_none() || ty == DeviceType::Battery,
+                "{name}"
+            );
+            assert!(
+                p.controls.production_limit.is_none() || ty == DeviceType::Inverter,
+                "{name}"
             );
         }
-        // Controls fit the type: storage power on batteries, a limit on inverters.
-        assert!(
-            p.controls.ess_power.is_none() || ty == DeviceType::Battery,
-            "{name}"
-        );
-        assert!(
-            p.controls.production_limit.is_none() || ty == DeviceType::Inverter,
-            "{name}"
-        );
     }
 }
 
@@ -118,7 +131,7 @@ fn shape_errors_name_their_path() {
     let got = problems("manufacturer = \"x\"\n");
     assert_eq!(
         got,
-        ["points: a profile needs at least one [[points]] entry"]
+        ["points: a profile needs at least one [[points]] entry (shared, or in every [[variants]])"]
     );
 }
 

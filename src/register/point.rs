@@ -40,6 +40,16 @@ pub struct SignFlag {
     pub mask: u16,
 }
 
+/// A signed 16-bit register whose sign is the point's (a vendor whose
+/// firmware reports a magnitude with its direction flags clear, while a
+/// battery current keeps its sign: Sungrow 13020). Like the flag, it gives
+/// the sign of a magnitude only.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SignOf {
+    pub table: Table,
+    pub addr: u16,
+}
+
 /// One property's location and decoding.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PointSpec {
@@ -56,6 +66,9 @@ pub struct PointSpec {
     /// Negates a non-negative raw value while a flag register says so (applied
     /// before `negate`).
     pub sign: Option<SignFlag>,
+    /// Negates a non-negative raw value while another signed register is
+    /// negative (tried after `sign`; applied before `negate`).
+    pub sign_of: Option<SignOf>,
 }
 
 impl PointSpec {
@@ -78,6 +91,7 @@ impl PointSpec {
             negate: false,
             gate: None,
             sign: None,
+            sign_of: None,
         }
     }
 
@@ -100,7 +114,12 @@ impl PointSpec {
         };
         let gate = self.gate.map(|g| Span::new(g.table, g.addr, 1));
         let sign = self.sign.map(|s| Span::new(s.table, s.addr, 1));
-        std::iter::once(value).chain(sf).chain(gate).chain(sign)
+        let sign_of = self.sign_of.map(|s| Span::new(s.table, s.addr, 1));
+        std::iter::once(value)
+            .chain(sf)
+            .chain(gate)
+            .chain(sign)
+            .chain(sign_of)
     }
 
     /// The value in the vocabulary's unit and sign, or `None` when the registers
@@ -125,10 +144,15 @@ impl PointSpec {
         // A raw value that is already negative carries its own sign: the flag
         // gives the sign of a magnitude only (a vendor whose newer firmware made
         // the register signed, e.g. Sungrow 13021, reads right either way).
-        let flagged = match self.sign {
-            Some(s) => img.get(s.table, s.addr, 1)?[0] & s.mask != 0 && raw >= 0.0,
+        let flag = match self.sign {
+            Some(s) => img.get(s.table, s.addr, 1)?[0] & s.mask != 0,
             None => false,
         };
+        let other_negative = match self.sign_of {
+            Some(s) => (img.get(s.table, s.addr, 1)?[0] as i16) < 0,
+            None => false,
+        };
+        let flagged = raw >= 0.0 && (flag || other_negative);
         let v = if self.negate ^ flagged { -v } else { v };
         // -0.0 reads oddly in JSON.
         Some(if v == 0.0 { 0.0 } else { v })
@@ -277,6 +301,64 @@ mod tests {
             p.decode(&img(0, &[(-1500i16) as u16, 0x0000])),
             Some(-1500.0)
         );
+    }
+
+    #[test]
+    fn a_signed_register_signs_magnitudes_whose_flags_are_clear() {
+        // 13021 (i16) at 0, running state at 1 (bit 1 charging), battery
+        // current (i16, − charging) at 2.
+        let p = PointSpec {
+            sign: Some(SignFlag {
+                table: Table::Holding,
+                addr: 1,
+                mask: 0x0002,
+            }),
+            sign_of: Some(SignOf {
+                table: Table::Holding,
+                addr: 2,
+            }),
+            ..PointSpec::sunspec(
+                Property::ActivePower,
+                0,
+                ValueType::I16,
+                Absent::Never,
+                Scale::One,
+            )
+        };
+        let neg = |v: i16| v as u16;
+        for (what, words, want) in [
+            ("magnitude, flag: charging", [1500, 0x0002, 0], -1500.0),
+            (
+                "magnitude, flag clear, current −: charging",
+                [1500, 0, neg(-32)],
+                -1500.0,
+            ),
+            (
+                "magnitude, flag clear, current +: discharging",
+                [2000, 0, 40],
+                2000.0,
+            ),
+            (
+                "magnitude, discharging flag, current +",
+                [2000, 0x0004, 40],
+                2000.0,
+            ),
+            ("signed −, nothing else", [neg(-1500), 0, 0], -1500.0),
+            (
+                "signed −, current − too: not negated twice",
+                [neg(-1500), 0, neg(-32)],
+                -1500.0,
+            ),
+        ] {
+            assert_eq!(p.decode(&img(0, &words)), Some(want), "{what}");
+        }
+        assert_eq!(
+            p.spans().last(),
+            Some(Span::new(Table::Holding, 2, 1)),
+            "the sign register is read with the point"
+        );
+        // Not read: no value rather than a guessed sign.
+        assert_eq!(p.decode(&img(0, &[1500, 0])), None);
     }
 
     #[test]

@@ -167,7 +167,7 @@ impl Device {
             return Err(ExceptionCode::IllegalDataValue);
         }
         if let Kind::Profile(p) = &mut self.kind {
-            return p.write(addr, values);
+            return p.write(addr, values, at);
         }
         if let Kind::Inputs { .. } = self.kind {
             return Err(ExceptionCode::IllegalDataAddress);
@@ -193,7 +193,8 @@ impl Device {
         match &mut self.kind {
             Kind::Inverter(inv) => inv.check_revert(&mut self.map, now),
             Kind::Battery(bat) => bat.check_revert(&mut self.map, now),
-            Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
+            Kind::Profile(p) => p.check_revert(now),
+            Kind::Meter(_) | Kind::Fixed | Kind::Inputs { .. } => {}
         }
     }
 

@@ -3,21 +3,30 @@
 //! is decoded (scale, unit, word order, sign flag, negation), the
 //! identification register (`[identify]`) holds what `scan` looks for, and
 //! every control register accepts writes and starts as the profile's release
-//! leaves it (the device in its own control). Tests can also lay a documented
+//! leaves it (the device in its own control). A family's device is its first
+//! variant unless the profile given is already one member's; the registers
+//! that tell the variant hold what that member shows. Tests can also lay a documented
 //! register image over it word for word ([`ProfileDevice::poke`]).
 //!
 //! Registers the profile does not name answer "illegal data address" unless
 //! `readable_gaps` is set (then holes between named registers read 0, as on
 //! devices whose whole map is readable). Holding and input registers are two
-//! separate tables. No physics: values change only through [`ProfileDevice::set`].
+//! separate tables. No physics: values change only through [`ProfileDevice::set`],
+//! writes, and the device's own timer: a storage control with `on_timeout`
+//! sets those words itself once its revert time (the `revert_timeout`
+//! register's value, or `after_s`) has passed without a write, in real time
+//! like the SunSpec devices' timers. Power limits a release frees start at
+//! [`SIM_RATED_W`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use tokio_modbus::ExceptionCode;
 
+use super::common::RevertTimer;
 use super::map::{MAX_READ, MAX_WRITE};
-use crate::modbus::control::RegWrite;
+use crate::modbus::control::{ess_release_writes, release_writes, RegWrite};
 use crate::model::Property;
 use crate::profile::{EssSetpoint, Profile};
 use crate::register::codec;
@@ -26,6 +35,10 @@ use crate::register::point::{PointSpec, Scale};
 
 /// The scale factor a `scale_factor` register holds in the simulation.
 const SIM_SF: i16 = -1;
+
+/// The rated power of a simulated profile battery: what its free power limits
+/// hold as delivered.
+pub const SIM_RATED_W: f64 = 5000.0;
 
 pub struct ProfileDevice {
     profile: Arc<Profile>,
@@ -36,6 +49,8 @@ pub struct ProfileDevice {
     writable: BTreeSet<u16>,
     readable_gaps: bool,
     values: BTreeMap<Property, f64>,
+    /// The device's own timer for `on_timeout`.
+    revert: RevertTimer,
 }
 
 /// What the simulated device shows before anyone sets a value.
@@ -60,6 +75,16 @@ pub fn default_value(p: Property) -> f64 {
 
 impl ProfileDevice {
     pub fn build(profile: Arc<Profile>, readable_gaps: bool) -> ProfileDevice {
+        let profile = match profile.variants.first() {
+            Some(first) => match profile.with_variant(&first.name) {
+                Ok(member) => Arc::new(member),
+                Err(e) => {
+                    tracing::warn!(error = %e, "simulated profile family without a usable member");
+                    profile
+                }
+            },
+            None => profile,
+        };
         let mut d = ProfileDevice {
             profile,
             holding: BTreeMap::new(),
@@ -68,6 +93,7 @@ impl ProfileDevice {
             writable: BTreeSet::new(),
             readable_gaps,
             values: BTreeMap::new(),
+            revert: RevertTimer::default(),
         };
         for w in control_registers(&d.profile) {
             for (i, _) in w.values.iter().enumerate() {
@@ -78,10 +104,16 @@ impl ProfileDevice {
         }
         // As delivered: in its own control, as the profile's release leaves it.
         let controls = &d.profile.controls;
-        let release = (controls.ess_power.iter().flat_map(|e| &e.release))
-            .chain(controls.production_limit.iter().flat_map(|l| &l.release))
-            .cloned()
-            .collect::<Vec<_>>();
+        let mut release: Vec<RegWrite> = Vec::new();
+        if let Some(e) = &controls.ess_power {
+            match ess_release_writes(e, Some(SIM_RATED_W)) {
+                Ok(w) => release.extend(w),
+                Err(e) => tracing::warn!(error = %e, "simulated profile release"),
+            }
+        }
+        if let Some(l) = &controls.production_limit {
+            release.extend(release_writes(&l.release));
+        }
         for f in release {
             for (i, w) in f.values.iter().enumerate() {
                 d.holding.insert(f.addr.wrapping_add(i as u16), *w);
@@ -90,6 +122,14 @@ impl ProfileDevice {
         if let Some(id) = d.profile.identify.clone() {
             let span = id.span();
             for (i, w) in id.example().into_iter().enumerate() {
+                d.table(span.table)
+                    .insert(span.addr.wrapping_add(i as u16), w);
+            }
+        }
+        let told = d.profile.variant.iter().flat_map(|v| v.when.clone());
+        for c in told.collect::<Vec<_>>() {
+            let span = c.span();
+            for (i, w) in c.example_words().into_iter().enumerate() {
                 d.table(span.table)
                     .insert(span.addr.wrapping_add(i as u16), w);
             }
@@ -131,14 +171,21 @@ impl ProfileDevice {
 
     fn encode(&mut self, p: &PointSpec, value: f64) {
         let mut v = if p.negate { -value } else { value };
+        if let Some(of) = p.sign_of {
+            // The other register shows the sign (−1 or +1), the point a magnitude.
+            let word = if v < 0.0 { (-1i16) as u16 } else { 1 };
+            self.table(of.table).insert(of.addr, word);
+        }
         if let Some(flag) = p.sign {
             let reg = self.table(flag.table).entry(flag.addr).or_insert(0);
             if v < 0.0 {
                 *reg |= flag.mask;
-                v = -v;
             } else {
                 *reg &= !flag.mask;
             }
+        }
+        if p.sign.is_some() || p.sign_of.is_some() {
+            v = v.abs();
         }
         let raw = match p.scale {
             Scale::One => v,
@@ -205,8 +252,34 @@ impl ProfileDevice {
             .collect()
     }
 
+    /// The storage control's own timer: once its time has passed since the
+    /// last accepted write, the device sets its `on_timeout` words.
+    pub fn check_revert(&mut self, now: Instant) {
+        let Some(e) = self.profile.controls.ess_power.clone() else {
+            return;
+        };
+        let Some(t) = &e.on_timeout else { return };
+        let seconds = match (e.revert_timeout, t.after_s) {
+            (Some(r), _) => {
+                let words = self.peek_holding(r.addr, r.ty.words());
+                codec::decode(&words, r.ty, r.order, codec::Absent::Never)
+                    .map_or(0.0, |v| v * f64::from(r.seconds_per_unit))
+            }
+            (None, Some(s)) => f64::from(s),
+            (None, None) => 0.0,
+        };
+        if self.revert.fire(now, seconds) {
+            tracing::info!(seconds, "simulated profile device: its own timer ran out");
+            for f in &t.writes {
+                for (i, w) in f.values.iter().enumerate() {
+                    self.holding.insert(f.addr.wrapping_add(i as u16), *w);
+                }
+            }
+        }
+    }
+
     /// A Modbus write: every register must be a control register.
-    pub fn write(&mut self, addr: u16, values: &[u16]) -> Result<(), ExceptionCode> {
+    pub fn write(&mut self, addr: u16, values: &[u16], at: Instant) -> Result<(), ExceptionCode> {
         if values.is_empty() || values.len() > usize::from(MAX_WRITE) {
             return Err(ExceptionCode::IllegalDataValue);
         }
@@ -220,6 +293,7 @@ impl ProfileDevice {
         for (a, v) in addrs.into_iter().zip(values) {
             self.holding.insert(a, *v);
         }
+        self.revert.touch(at);
         Ok(())
     }
 }
@@ -243,6 +317,10 @@ fn control_registers(p: &Profile) -> Vec<RegWrite> {
         }
         if let Some(d) = e.direction {
             out.push(zeros(d.addr, 1));
+        }
+        if let Some(l) = e.limits {
+            out.push(zeros(l.charge.addr, l.charge.ty.words()));
+            out.push(zeros(l.discharge.addr, l.discharge.ty.words()));
         }
         if let Some(r) = e.revert_timeout {
             out.push(zeros(r.addr, r.ty.words()));

@@ -48,6 +48,8 @@ mod openapi_generated;
 mod page_browser;
 mod page_demo;
 mod profile_library;
+mod profile_recipes;
+mod profile_variants;
 mod profiles;
 mod rtu;
 mod scan;

@@ -420,7 +420,7 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
             && words(&rig, "solaredge_storage", 57354, 1) == [7]
             && words(&rig, "solaredge_storage", 57355, 2) == u32_lo(revert)
             && words(&rig, "solaredge_storage", 57357, 5)
-                == [vec![4], f32_lo(0.0), f32_lo(1000.0)].concat()
+                == [vec![4], f32_lo(4000.0), f32_lo(1000.0)].concat()
             && words(&rig, "kostal_plenticore", 1034, 2) == f32_lo(1000.0)
             && words(&rig, "alpha_ess", 2176, 1) == [1]
             && words(&rig, "alpha_ess", 2177, 2) == u32_hi(33_000)
@@ -445,7 +445,7 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
     eventually("charge setpoints", Duration::from_secs(5), || async {
         words(&rig, "sma_storage", 40149, 2) == i32_hi(-2000)
             && words(&rig, "solaredge_storage", 57357, 5)
-                == [vec![3], f32_lo(2000.0), f32_lo(0.0)].concat()
+                == [vec![3], f32_lo(2000.0), f32_lo(4000.0)].concat()
             && words(&rig, "kostal_plenticore", 1034, 2) == f32_lo(-2000.0)
             && words(&rig, "alpha_ess", 2177, 2) == u32_hi(30_000)
             && words(&rig, "alpha_ess", 2182, 1) == [250]
@@ -672,7 +672,10 @@ fn registers_written_back() -> String {
             profile.controls.ess_power.clone().map(|control| {
                 (
                     "storage power",
-                    Recipe::ProfileStorage(ProfileEss { control }),
+                    Recipe::ProfileStorage(ProfileEss {
+                        control,
+                        rated_w: Some(10_000.0),
+                    }),
                 )
             }),
             profile.controls.production_limit.clone().map(|control| {

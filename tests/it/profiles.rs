@@ -20,7 +20,7 @@ use reqwest::Method;
 use serde_json::json;
 use sitegate::agent::Agent;
 use sitegate::config::parse;
-use sitegate::modbus::control::{ess_writes, release_writes};
+use sitegate::modbus::control::{ess_release_writes, ess_writes};
 use sitegate::modbus::{Controls, Op};
 use sitegate::model::Property;
 use sitegate::profile::BUILTIN;
@@ -109,9 +109,9 @@ async fn each_shipped_profile_reads_and_steers_its_simulated_device() {
         let ess = controls.ess_power.as_ref().expect("ESS control");
         let bus = site.agent.bus("hybrid").unwrap();
         for (watts, writes) in [
-            (-2000.0, ess_writes(ess, -2000.0, 60).unwrap()),
-            (1500.0, ess_writes(ess, 1500.0, 60).unwrap()),
-            (0.0, release_writes(&ess.release)),
+            (-2000.0, ess_writes(ess, -2000.0, 60, Some(5000.0)).unwrap()),
+            (1500.0, ess_writes(ess, 1500.0, 60, Some(5000.0)).unwrap()),
+            (0.0, ess_release_writes(ess, Some(5000.0)).unwrap()),
         ] {
             let mut ops: Vec<Op> = writes
                 .iter()
@@ -386,6 +386,68 @@ async fn sungrow_sh_sample_frames_of_both_firmware_generations() {
                 expect: expect(2000.0),
             },
         ],
+    )
+    .await;
+}
+
+/// Firmware that reports 13021 as a positive magnitude and leaves 13000's
+/// direction bits clear: the sign comes from the battery current 13020 (S16,
+/// 0.1 A, − charging). One frame per firmware behaviour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sungrow_sign_from_battery_current() {
+    let frame = |state: u16, power: u16, current: i16| {
+        vec![
+            (I, 13000, vec![state]),
+            (I, 13020, vec![current as u16]),
+            (I, 13021, vec![power]),
+            (I, 13022, vec![612, 985, 0xFFF6]),
+            (I, 13026, lo_hi(12_345)),
+            (I, 13040, lo_hi(65_536)),
+        ]
+    };
+    let expect = |power: f64| {
+        vec![
+            (Property::ActivePower, power),
+            (Property::Soc, 61.2),
+            (Property::StateOfHealth, 98.5),
+            (Property::Temperature, -1.0),
+            (Property::TotalEnergyProduced, 1_234_500.0),
+            (Property::TotalEnergyConsumed, 6_553_600.0),
+        ]
+    };
+    let frames = [
+        (
+            "bits clear, charging 1.5 kW: magnitude, current −3.2 A",
+            frame(0, 1500, -32),
+            -1500.0,
+        ),
+        (
+            "bits clear, discharging 2 kW: magnitude, current +4.3 A",
+            frame(0, 2000, 43),
+            2000.0,
+        ),
+        (
+            "older firmware, charging: bit 1, current 0",
+            frame(0x0002, 1500, 0),
+            -1500.0,
+        ),
+        (
+            "signed firmware, charging: −1.5 kW, current −3.2 A",
+            frame(0, (-1500i16) as u16, -32),
+            -1500.0,
+        ),
+        ("idle: 0 W, current 0", frame(0, 0, 0), 0.0),
+    ];
+    check_frames(
+        "sungrow-sh",
+        frames
+            .into_iter()
+            .map(|(what, registers, power)| Frame {
+                what,
+                registers,
+                expect: expect(power),
+            })
+            .collect(),
     )
     .await;
 }

@@ -19,7 +19,9 @@ mod profile;
 mod restore;
 mod sunspec;
 
-pub use profile::{ess_writes, limit_writes, release_writes, ProfileEss, ProfileLimit};
+pub use profile::{
+    ess_release_writes, ess_writes, limit_writes, release_writes, ProfileEss, ProfileLimit,
+};
 pub use restore::{changes, footprint, restore, Originals};
 pub use sunspec::{Storage124, Storage704, SunspecLimit};
 
@@ -221,7 +223,7 @@ impl Recipe {
             (Recipe::Limit(r), Command::ProductionLimit(w)) => r.limit(w, revert_s, cal)?,
             (Recipe::Limit(r), Command::ProductionRelease) => r.release()?,
             (Recipe::ProfileStorage(r), Command::EssPower(w)) => r.power(w, revert_s)?,
-            (Recipe::ProfileStorage(r), Command::EssRelease) => r.release(),
+            (Recipe::ProfileStorage(r), Command::EssRelease) => r.release()?,
             (Recipe::ProfileLimit(r), Command::ProductionLimit(w)) => r.limit(w, revert_s)?,
             (Recipe::ProfileLimit(r), Command::ProductionRelease) => r.release(),
             (_, other) => return Err(WriteError::WrongCommand(other)),
@@ -273,7 +275,7 @@ fn profile_recipe(
         DeviceType::Battery => p
             .ess_power
             .clone()
-            .map(|control| Recipe::ProfileStorage(ProfileEss { control }))
+            .map(|control| Recipe::ProfileStorage(ProfileEss { control, rated_w }))
             .ok_or(WriteError::NoControl(
                 "ESS power control (its profile has no [controls.ess_power])",
             )),

@@ -193,7 +193,12 @@ mod tests {
                 },
                 direction: None,
                 release: vec![fixed(0xE00D, 7)],
+                unused: Default::default(),
+                limits: None,
+                one_request: false,
+                on_timeout: None,
             },
+            rated_w: None,
         })
     }
 

@@ -2,6 +2,8 @@
 //! answers but holds no SunSpec map is asked for the identification register
 //! of every built-in profile that has one (`[identify]`); the first that
 //! matches names the profile, and `scan` prints a `[[devices]]` block for it.
+//! A profile with variants then has the registers its variants are told by
+//! read too, and names the variant (or says why it cannot).
 //!
 //! Reads only, one request per candidate profile, each bounded by the port's
 //! timeout; a refused read (exception) just means "not this one". Never writes.
@@ -11,6 +13,7 @@ use std::sync::Arc;
 use crate::modbus::link::Port;
 use crate::model::DeviceType;
 use crate::profile::{self, Profile, BUILTIN};
+use crate::register::plan::Image;
 
 /// A unit recognised as a profile's device.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +29,10 @@ pub struct Identified {
     pub evidence: String,
     /// The register read, as "holding 35168" or "input 11".
     pub register: String,
+    /// The profile's variant the device shows, for a family.
+    pub variant: Option<String>,
+    /// Why a family's variant could not be told (the config must name it).
+    pub variant_problem: Option<String>,
 }
 
 /// The built-in profiles that can be recognised, in name order.
@@ -53,7 +60,7 @@ pub async fn identify(
         };
         if id.matches(&words) {
             let table = span.table.name();
-            return Some(Identified {
+            let mut found = Identified {
                 unit,
                 profile: p.name.clone(),
                 manufacturer: p.manufacturer.clone(),
@@ -61,7 +68,25 @@ pub async fn identify(
                 device_type: p.device_types.first().copied(),
                 evidence: id.read(&words).unwrap_or_default(),
                 register: format!("{table} {}", span.addr),
-            });
+                variant: None,
+                variant_problem: None,
+            };
+            if !p.variants.is_empty() {
+                let mut img = Image::new();
+                for s in p.variant_spans() {
+                    if let Ok(w) = port.read(unit, s).await {
+                        img.insert(s, w);
+                    }
+                }
+                match p.select_variant(&img) {
+                    Ok(member) => {
+                        found.model = member.model.clone();
+                        found.variant = member.variant.map(|v| v.name);
+                    }
+                    Err(e) => found.variant_problem = Some(e.to_string()),
+                }
+            }
+            return Some(found);
         }
     }
     None

@@ -2,6 +2,7 @@
 //! registers for magnitudes, release writes, time units. Problems are collected
 //! with their paths, like the points' in the parent module.
 
+use super::release;
 use super::{check_scale, check_span, disjoint, Problems, Registers};
 use crate::profile::controls::{
     Direction, EssControl, EssSetpoint, FixedWrite, LimitControl, LimitUnit, RevertTimeout,
@@ -11,7 +12,11 @@ use crate::profile::raw::{RawEss, RawFixed, RawLimit, RawRevert, RawValueRegiste
 use crate::register::codec::{self, ValueType};
 use crate::register::plan::Table;
 
-fn value_register(path: &str, r: &RawValueRegister, p: &mut Problems) -> Option<ValueRegister> {
+pub(super) fn value_register(
+    path: &str,
+    r: &RawValueRegister,
+    p: &mut Problems,
+) -> Option<ValueRegister> {
     let ok = check_scale(&format!("{path}.scale"), r.scale, p)
         & check_span(&format!("{path}.register"), r.register, r.ty, p);
     let offset_ok = r.offset.is_finite();
@@ -30,7 +35,7 @@ fn value_register(path: &str, r: &RawValueRegister, p: &mut Problems) -> Option<
     })
 }
 
-fn written(path: String, addr: u16, len: u16) -> Registers {
+pub(super) fn written(path: String, addr: u16, len: u16) -> Registers {
     Registers {
         path,
         table: Table::Holding,
@@ -52,7 +57,7 @@ fn fixed_regs(path: &str, list: &[RawFixed]) -> Vec<Registers> {
 
 /// Fixed writes, each value encoded as its register's type (a u32 mode
 /// register gets both words in one write).
-fn fixed(path: &str, list: &[RawFixed], p: &mut Problems) -> Vec<FixedWrite> {
+pub(super) fn fixed(path: &str, list: &[RawFixed], p: &mut Problems) -> Vec<FixedWrite> {
     let mut out = Vec::new();
     for (i, f) in list.iter().enumerate() {
         let at = format!("{path}[{i}]");
@@ -206,7 +211,12 @@ pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl
     if let Some(d) = &e.direction {
         writes.push(written(sub("direction.register"), d.register, 1));
     }
+    writes.extend(release::limit_regs(path, e));
     disjoint(&writes, SAME_RECIPE, p);
+    release::one_request(path, e, &writes, p);
+    let unused = release::unused(path, e, p);
+    let limits = release::limits(path, e, p);
+    let on_timeout = release::on_timeout(path, e, p);
     disjoint(&fixed_regs(&sub("release"), &e.release), SAME_RECIPE, p);
     let enable = fixed(&sub("enable"), &e.enable, p);
     let release = fixed(&sub("release"), &e.release, p);
@@ -219,6 +229,10 @@ pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl
         enable,
         release,
         revert_timeout,
+        unused,
+        limits,
+        one_request: e.one_request,
+        on_timeout,
     })
 }
 

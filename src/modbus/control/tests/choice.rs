@@ -129,7 +129,8 @@ fn profiles_give_storage_or_limit_by_type() {
     assert_eq!(
         Recipe::for_device(bat.device_type, bat.rated_power_w, &map),
         Ok(Recipe::ProfileStorage(ProfileEss {
-            control: ess.clone()
+            control: ess.clone(),
+            rated_w: None,
         }))
     );
     assert!(Recipe::for_device(bat.device_type, bat.rated_power_w, &map)

@@ -12,6 +12,7 @@ mod choice;
 mod der704;
 mod profile;
 mod profile_writes;
+mod release_words;
 
 const B124: ModelBlock = ModelBlock {
     id: 124,

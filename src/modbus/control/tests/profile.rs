@@ -13,6 +13,7 @@ fn shipped(name: &str) -> Recipe {
     let p = parse(name, "built-in", text).unwrap();
     Recipe::ProfileStorage(ProfileEss {
         control: p.controls.ess_power.unwrap(),
+        rated_w: Some(5_000.0),
     })
 }
 
@@ -209,7 +210,10 @@ fn shipped_revert_timers_never_fire_before_the_refresh() {
         let Some(timer) = ess.revert_timeout else {
             continue;
         };
-        let c = Recipe::ProfileStorage(ProfileEss { control: ess });
+        let c = Recipe::ProfileStorage(ProfileEss {
+            control: ess,
+            rated_w: Some(5_000.0),
+        });
         for revert_s in [2u16, 30, 59, 60, 61, 3599, u16::MAX] {
             let plan = c
                 .plan(Command::EssPower(100.0), revert_s, &Image::new())

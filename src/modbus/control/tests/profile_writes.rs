@@ -25,7 +25,7 @@ fn split_ess_writes_in_device_order() {
     // 2.5 kW charge for 90 s: 2 minutes, duration mode, charge from grid on,
     // charge power, charge.
     assert_eq!(
-        ess_writes(&ess, -2500.0, 90).unwrap(),
+        ess_writes(&ess, -2500.0, 90, None).unwrap(),
         [
             w(47083, &[2]),
             w(47246, &[0]),
@@ -35,12 +35,12 @@ fn split_ess_writes_in_device_order() {
             w(47100, &[1]),
         ]
     );
-    let discharge = ess_writes(&ess, 70_000.0, 60).unwrap();
+    let discharge = ess_writes(&ess, 70_000.0, 60, None).unwrap();
     assert_eq!(
         discharge[3..],
         [w(47247, &[0, 0]), w(47249, &[1, 4464]), w(47100, &[2])]
     );
-    assert_eq!(ess_writes(&ess, 0.0, 60).unwrap()[5], w(47100, &[2]));
+    assert_eq!(ess_writes(&ess, 0.0, 60, None).unwrap()[5], w(47100, &[2]));
     // Release: charge from grid off again (the device's default), forcing stopped.
     assert_eq!(
         release_writes(&ess.release),
@@ -63,15 +63,15 @@ fn goodwe_and_sungrow_writes_are_pinned() {
     // 12 discharge, 8 standby; release: 1 auto. No timer.
     let g = builtin("goodwe-et");
     assert_eq!(
-        ess_writes(&g, -3000.0, 60).unwrap(),
+        ess_writes(&g, -3000.0, 60, None).unwrap(),
         [w(47512, &[3000]), w(47511, &[11])]
     );
     assert_eq!(
-        ess_writes(&g, 2500.0, 60).unwrap(),
+        ess_writes(&g, 2500.0, 60, None).unwrap(),
         [w(47512, &[2500]), w(47511, &[12])]
     );
     assert_eq!(
-        ess_writes(&g, 0.0, 60).unwrap(),
+        ess_writes(&g, 0.0, 60, None).unwrap(),
         [w(47512, &[0]), w(47511, &[8])]
     );
     assert_eq!(release_writes(&g.release), [w(47511, &[1])]);
@@ -79,14 +79,14 @@ fn goodwe_and_sungrow_writes_are_pinned() {
     // 0xAA charge, 0xBB discharge, 0xCC stop; release: self-consumption, stop.
     let s = builtin("sungrow-sh");
     assert_eq!(
-        ess_writes(&s, -1500.0, 60).unwrap(),
+        ess_writes(&s, -1500.0, 60, None).unwrap(),
         [w(13049, &[2]), w(13051, &[1500]), w(13050, &[0xAA])]
     );
     assert_eq!(
-        ess_writes(&s, 4000.0, 60).unwrap(),
+        ess_writes(&s, 4000.0, 60, None).unwrap(),
         [w(13049, &[2]), w(13051, &[4000]), w(13050, &[0xBB])]
     );
-    assert_eq!(ess_writes(&s, 0.0, 60).unwrap()[2], w(13050, &[0xCC]));
+    assert_eq!(ess_writes(&s, 0.0, 60, None).unwrap()[2], w(13050, &[0xCC]));
     assert_eq!(
         release_writes(&s.release),
         [w(13049, &[0]), w(13050, &[0xCC])]
@@ -118,7 +118,7 @@ release = [{{ register = 21, value = 0 }}]
     .unwrap();
     let ess = p.controls.ess_power.unwrap();
     assert_eq!(
-        ess_writes(&ess, 1500.0, 30).unwrap(),
+        ess_writes(&ess, 1500.0, 30, None).unwrap(),
         [w(12, &[0, 30]), w(10, &[(-150i16) as u16])]
     );
     let lim = p.controls.production_limit.unwrap();
@@ -140,7 +140,7 @@ fn wide_fixed_writes_and_offsets() {
     );
     let p = parse("t", "t.toml", &text).unwrap();
     let ess = p.controls.ess_power.unwrap();
-    let w = ess_writes(&ess, -1500.0, 60).unwrap();
+    let w = ess_writes(&ess, -1500.0, 60, None).unwrap();
     assert_eq!(w[0].addr, 20);
     assert_eq!(w[0].values, [0, 802], "one request, both words");
     assert_eq!(w[1].values, [0, 30_500], "32000 - 1500");
