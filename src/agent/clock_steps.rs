@@ -83,7 +83,7 @@ fn hold_age_retention(clock: &ClockWatch, store: &StoreHandle) {
     let held = clock.sync().is_unsynchronised();
     if store.stats().hold_age_retention(held) {
         if held {
-            tracing::warn!("retention by age waits until the clock is synchronised (the size bound still applies)");
+            tracing::info!("retention by age waits until the clock is synchronised (the size bound still applies)");
         } else {
             tracing::info!("retention by age runs again: the clock is synchronised");
         }

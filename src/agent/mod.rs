@@ -106,7 +106,8 @@ impl Agent {
         let listeners = http::bind(&config.http.listen).await?;
 
         let live = Arc::new(Live::new(&config.devices));
-        let (store, outbox, temporary) = open_any_store(&config, &live).await?;
+        let clock = crate::clock::ClockWatch::start(&config.clock, &tracker, cancel.child_token());
+        let (store, outbox, temporary) = open_any_store(&config, &live, &clock).await?;
         let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
 
@@ -142,7 +143,6 @@ impl Agent {
         )
         .await;
 
-        let clock = crate::clock::ClockWatch::start(&config.clock, &tracker, cancel.child_token());
         steering.watch_clock(clock.clone());
         tracker.spawn(clock_steps::run(
             clock.clone(),
@@ -367,8 +367,9 @@ impl Agent {
 async fn open_any_store(
     config: &Config,
     live: &Live,
+    clock: &crate::clock::ClockWatch,
 ) -> Result<(StoreHandle, Option<Outbox>, Option<TemporaryStore>), StartError> {
-    let e = match open_with_outbox(config, &config.storage, live).await {
+    let e = match open_with_outbox(config, &config.storage, live, clock).await {
         Ok((store, outbox)) => return Ok((store, outbox, None)),
         Err(e) => e,
     };
@@ -382,7 +383,7 @@ async fn open_any_store(
         temporary = %temporary.storage.path.display(),
         "the measurement store cannot be opened: running on a temporary store, every site at its fallback"
     );
-    let (store, outbox) = open_with_outbox(config, &temporary.storage, live).await?;
+    let (store, outbox) = open_with_outbox(config, &temporary.storage, live, clock).await?;
     Ok((store, outbox, Some(temporary)))
 }
 
@@ -390,10 +391,12 @@ async fn open_with_outbox(
     config: &Config,
     storage: &StorageConfig,
     live: &Live,
+    clock: &crate::clock::ClockWatch,
 ) -> Result<(StoreHandle, Option<Outbox>), StartError> {
     match &config.mqtt {
         Some(mqtt) => {
             let (sink, state) = outbox::sink(Cap::from_config(mqtt));
+            let sink = sink.marking_clock(clock.clone());
             let store = open_store(config, storage, live, Some(Box::new(sink))).await?;
             let outbox = Outbox::new(store.clone(), state);
             Ok((store, Some(outbox)))

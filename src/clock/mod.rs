@@ -162,8 +162,7 @@ impl ClockWatch {
     pub fn problem(&self) -> Option<String> {
         match self.sync() {
             SyncState::Unsynchronised { from } => Some(format!(
-                "not synchronised: {from}; samples and steering times are taken from a clock that may be wrong (now {})",
-                crate::model::time::format_utc(now_ms())
+                "not synchronised: {from}; samples and validity times are taken from a clock that may be wrong"
             )),
             _ => None,
         }
@@ -185,8 +184,12 @@ fn log_sync(before: Option<&SyncState>, now: &SyncState) {
         SyncState::Synchronised { max_error_ms } => {
             tracing::info!(max_error_ms = ?max_error_ms, "the wall clock is synchronised")
         }
+        // Normal at boot on a controller without an RTC: said, not warned.
+        SyncState::Unsynchronised { from } if before.is_none() => {
+            tracing::info!(%from, "the wall clock is not synchronised yet")
+        }
         SyncState::Unsynchronised { from } => {
-            tracing::warn!(%from, "the wall clock is not synchronised")
+            tracing::warn!(%from, "the wall clock is no longer synchronised")
         }
         SyncState::Unknown { why } if before.is_none() => {
             tracing::info!(%why, "whether the wall clock is synchronised is not known")

@@ -162,6 +162,10 @@ pub fn client_id(m: &MqttConfig, gateway_id: &str) -> String {
         .unwrap_or_else(|| format!("sitegate-{gateway_id}"))
 }
 
+/// The MQTT 5 user property of a message stamped while the wall clock was
+/// known not to be synchronised.
+pub const CLOCK_PROPERTY: (&str, &str) = ("sitegate-clock", "unsynchronised");
+
 /// Why a request could not be queued.
 #[derive(Debug, thiserror::Error)]
 #[error("the MQTT request queue is full or closed")]
@@ -169,13 +173,16 @@ pub struct QueueFull;
 
 impl Client {
     /// Queues a QoS 1 publish without waiting. `correlation` is sent as MQTT 5
-    /// correlation data (ignored with 3.1.1).
+    /// correlation data, and `clock_unsynchronised` as the user property
+    /// `sitegate-clock: unsynchronised` (both ignored with 3.1.1, which has
+    /// neither).
     pub fn publish(
         &self,
         topic: String,
         retain: bool,
         payload: Vec<u8>,
         correlation: Option<Bytes>,
+        clock_unsynchronised: bool,
     ) -> Result<(), QueueFull> {
         match self {
             Client::V4(c) => c
@@ -183,17 +190,22 @@ impl Client {
                 .map_err(|_| QueueFull),
             Client::V5(c) => {
                 let qos = v5::mqttbytes::QoS::AtLeastOnce;
-                match correlation {
-                    None => c.try_publish(topic, qos, retain, payload),
-                    Some(data) => {
-                        let props = m5::PublishProperties {
-                            correlation_data: Some(data),
-                            ..Default::default()
-                        };
-                        c.try_publish_with_properties(topic, qos, retain, payload, props)
-                    }
+                if correlation.is_none() && !clock_unsynchronised {
+                    return c
+                        .try_publish(topic, qos, retain, payload)
+                        .map_err(|_| QueueFull);
                 }
-                .map_err(|_| QueueFull)
+                let mut props = m5::PublishProperties {
+                    correlation_data: correlation,
+                    ..Default::default()
+                };
+                if clock_unsynchronised {
+                    props
+                        .user_properties
+                        .push((CLOCK_PROPERTY.0.into(), CLOCK_PROPERTY.1.into()));
+                }
+                c.try_publish_with_properties(topic, qos, retain, payload, props)
+                    .map_err(|_| QueueFull)
             }
         }
     }

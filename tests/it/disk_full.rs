@@ -153,8 +153,8 @@ async fn control_never_waits_on_a_full_disk() {
             // (The clock may keep it degraded on a machine without NTP.)
             let said = v["degraded"].to_string();
             s == 200
-                && !said.contains("store")
-                && !said.contains("steering")
+                && !said.contains("store:")
+                && !said.contains("steering:")
                 && rig.state().await["durable"] == true
         },
     )

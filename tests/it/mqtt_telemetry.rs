@@ -29,9 +29,17 @@ async fn shape_and_status(kind: Kind, protocol: &str) {
         &format!("{ROOT}/#"),
     )
     .await;
+    // A clock known not to be synchronised (timesyncd's file missing):
+    // telemetry says so in an MQTT 5 user property, the body keeps the
+    // contract's shape.
+    let clock = tempfile::tempdir().expect("dir");
+    let synced = clock.path().join("synchronized");
     let text = site_config(
         &mqtt_section(&plain_url(broker.addr(protocol)), protocol, ""),
         200,
+    ) + &format!(
+        "\n[clock]\nsync_source = \"timesyncd\"\ntimesync_file = \"{}\"\n",
+        synced.display()
     );
     let site = mqtt::start(&text).await;
 
@@ -76,6 +84,18 @@ async fn shape_and_status(kind: Kind, protocol: &str) {
     );
     assert_eq!(body["reference"], "dvc_bat");
     assert!(body["seq"].as_u64().expect("seq") >= 1);
+    let marked = [("sitegate-clock".to_string(), "unsynchronised".to_string())];
+    if protocol == "5" {
+        assert_eq!(m.user, marked, "{}", m.topic);
+        // Synchronised: telemetry stamped from then on is not marked.
+        std::fs::write(&synced, b"").expect("synchronised");
+        sub.expect("telemetry not marked", T, |m| {
+            is_measurement(m) && m.user.is_empty()
+        })
+        .await;
+    } else {
+        assert!(m.user.is_empty(), "3.1.1 has no user properties");
+    }
     let ms = body["measurements"].as_array().expect("measurements");
     assert!(!ms.is_empty());
     for e in ms {

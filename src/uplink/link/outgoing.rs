@@ -16,7 +16,7 @@ use super::{Link, Outgoing, State};
 use crate::api::device_views;
 use crate::model::DeviceId;
 use crate::uplink::flight::{Pacer, Publish, Tag};
-use crate::uplink::outbox::{decode, Row};
+use crate::uplink::outbox::{decode_row, Row};
 use crate::uplink::payload;
 use crate::uplink::refusal::Reason;
 use crate::uplink::stats::bump;
@@ -130,9 +130,25 @@ impl Link {
         correlation: Option<axum::body::Bytes>,
         tag: Tag,
     ) -> bool {
+        self.send_marked(s, topic, retain, payload, correlation, tag, false)
+    }
+
+    /// [`Self::send`], with the clock's mark for telemetry stamped while the
+    /// wall clock was known not to be synchronised.
+    #[allow(clippy::too_many_arguments)]
+    fn send_marked(
+        &self,
+        s: &mut State,
+        topic: String,
+        retain: bool,
+        payload: Vec<u8>,
+        correlation: Option<axum::body::Bytes>,
+        tag: Tag,
+        unsynchronised: bool,
+    ) -> bool {
         match self
             .client
-            .publish(topic.clone(), retain, payload, correlation)
+            .publish(topic.clone(), retain, payload, correlation, unsynchronised)
         {
             Ok(()) => {
                 bump(&self.p.stats.published);
@@ -247,7 +263,7 @@ impl Link {
     fn send_rows(&self, s: &mut State, rows: &[Row]) -> Option<u64> {
         let mut last = None;
         for row in rows {
-            let Some(samples) = decode(DeviceId(0), &row.body) else {
+            let Some((samples, unsynchronised)) = decode_row(DeviceId(0), &row.body) else {
                 tracing::error!(seq = row.seq, device = %row.device, "corrupt outbox row dropped");
                 s.acked.push(row.seq);
                 last = Some(row.seq);
@@ -255,7 +271,8 @@ impl Link {
             };
             let body = payload::measurements(&row.device, &samples, row.seq);
             let topic = self.p.topics.measurements(&row.device);
-            if !self.send(s, topic, false, body, None, Tag::Telemetry(row.seq)) {
+            let tag = Tag::Telemetry(row.seq);
+            if !self.send_marked(s, topic, false, body, None, tag, unsynchronised) {
                 break;
             }
             last = Some(row.seq);
@@ -270,6 +287,7 @@ impl Link {
             true,
             payload::status_offline(),
             None,
+            false,
         );
         let _ = self.client.disconnect();
     }

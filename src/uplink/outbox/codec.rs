@@ -21,9 +21,24 @@ const KIND_F64: u8 = 7;
 const EXACT: f64 = 9_007_199_254_740_992.0;
 const POW10: [f64; 7] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
 
+/// A first byte that names no property: the row's samples were stamped while
+/// the wall clock was known not to be synchronised. (A row without it reads
+/// as before; an older sitegate would take a row with it as corrupt.)
+const CLOCK_UNSYNCHRONISED: u8 = 0x1f;
+const _: () = assert!(Property::COUNT < CLOCK_UNSYNCHRONISED as usize);
+
 /// Encodes samples (of one device) in order.
 pub fn encode(samples: &[Sample]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + samples.len() * 6);
+    encode_row(samples, false)
+}
+
+/// [`encode`], marked when the samples were stamped by a clock known not to be
+/// synchronised.
+pub fn encode_row(samples: &[Sample], clock_unsynchronised: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9 + samples.len() * 6);
+    if clock_unsynchronised {
+        out.push(CLOCK_UNSYNCHRONISED);
+    }
     let mut prev_ts = 0i64;
     for s in samples {
         let (kind, mantissa) = classify(s.value);
@@ -36,6 +51,15 @@ pub fn encode(samples: &[Sample]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Decodes what [`encode_row`] wrote: the samples and whether the row was
+/// marked as stamped by an unsynchronised clock.
+pub fn decode_row(device: DeviceId, bytes: &[u8]) -> Option<(Vec<Sample>, bool)> {
+    match bytes.split_first() {
+        Some((&CLOCK_UNSYNCHRONISED, rest)) => Some((decode(device, rest)?, true)),
+        _ => Some((decode(device, bytes)?, false)),
+    }
 }
 
 /// Decodes what [`encode`] wrote; `device` fills [`Sample::device`]. `None` when
@@ -126,6 +150,26 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_row_marks_an_unsynchronised_clock_with_one_byte() {
+        let samples = [
+            sample(0, 1_700_000_000_000, 5.5),
+            sample(2, 1_700_000_001_000, -3.0),
+        ];
+        let plain = encode(&samples);
+        let marked = encode_row(&samples, true);
+        assert_eq!(marked.len(), plain.len() + 1);
+        assert_eq!(
+            decode_row(DeviceId(3), &plain),
+            Some((samples.to_vec(), false))
+        );
+        assert_eq!(
+            decode_row(DeviceId(3), &marked),
+            Some((samples.to_vec(), true))
+        );
+        assert_eq!(decode_row(DeviceId(3), &[0x1f]), Some((vec![], true)));
+    }
+
     fn roundtrip(samples: &[Sample]) -> Vec<u8> {
         let bytes = encode(samples);
         let back = decode(DeviceId(3), &bytes).expect("decodes");
@@ -178,7 +222,7 @@ mod tests {
 
     #[test]
     fn corrupt_rows_are_refused() {
-        assert_eq!(decode(DeviceId(0), &[0x1f]), None); // no such property
+        assert_eq!(decode(DeviceId(0), &[0x1e]), None); // no such property
         assert_eq!(decode(DeviceId(0), &[0x00, 0x80]), None); // truncated varint
         assert_eq!(decode(DeviceId(0), &[0xe0, 0x00, 1, 2]), None); // truncated f64
         assert_eq!(decode(DeviceId(0), &[]), Some(vec![]));

@@ -21,7 +21,7 @@ mod sink;
 pub mod sql;
 mod upkeep;
 
-pub use codec::{decode, encode};
+pub use codec::{decode, decode_row, encode, encode_row};
 pub use sink::{OutboxSink, EVICT_CHUNK};
 pub use sql::Row;
 

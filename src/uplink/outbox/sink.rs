@@ -43,6 +43,9 @@ struct Txn {
 /// Hand it to [`StoreHandle::open_with_hook`](crate::store::StoreHandle::open_with_hook).
 pub struct OutboxSink {
     shared: Arc<Shared>,
+    /// Marks rows stamped while the wall clock is known not to be
+    /// synchronised (`codec::encode_row`).
+    clock: Option<crate::clock::ClockWatch>,
     txn: Txn,
     unlogged: u64,
     last_log: Option<Instant>,
@@ -52,6 +55,7 @@ impl OutboxSink {
     pub(super) fn new(shared: Arc<Shared>) -> Self {
         Self {
             shared,
+            clock: None,
             txn: Txn::default(),
             unlogged: 0,
             last_log: None,
@@ -87,6 +91,15 @@ impl Drop for OutboxSink {
     }
 }
 
+impl OutboxSink {
+    /// Rows written while `clock` is known not to be synchronised say so:
+    /// their messages carry it (`docs/mqtt.md`).
+    pub fn marking_clock(mut self, clock: crate::clock::ClockWatch) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+}
+
 impl CommitHook for OutboxSink {
     fn open(&mut self, conn: &Connection) -> rusqlite::Result<()> {
         let (rows, bytes, last) = sql::totals(conn)?;
@@ -98,9 +111,13 @@ impl CommitHook for OutboxSink {
 
     fn write(&mut self, conn: &Connection, batches: &[Batch<'_>]) -> rusqlite::Result<()> {
         let now = now_ms();
+        let unsynchronised = self
+            .clock
+            .as_ref()
+            .is_some_and(|c| c.sync().is_unsynchronised());
         let t = &mut self.txn;
         for b in batches {
-            let body = codec::encode(b.samples);
+            let body = codec::encode_row(b.samples, unsynchronised);
             t.last_seq = Some(sql::append(conn, now, b.device, &body)?);
             t.appended += 1;
             t.appended_bytes += sql::cost(b.device, &body);

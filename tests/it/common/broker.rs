@@ -380,6 +380,8 @@ pub struct Message {
     pub payload: Vec<u8>,
     pub retain: bool,
     pub correlation: Option<Vec<u8>>,
+    /// MQTT 5 user properties.
+    pub user: Vec<(String, String)>,
     /// When the subscriber's event loop read it.
     pub at: std::time::Instant,
 }
@@ -411,14 +413,18 @@ impl Subscriber {
             loop {
                 match eventloop.poll().await {
                     Ok(Event::Incoming(Packet::Publish(p))) => {
+                        let (correlation, user) = match p.properties {
+                            Some(pr) => {
+                                (pr.correlation_data.map(|b| b.to_vec()), pr.user_properties)
+                            }
+                            None => (None, Vec::new()),
+                        };
                         let _ = tx.send(Message {
                             topic: String::from_utf8_lossy(&p.topic).into_owned(),
                             payload: p.payload.to_vec(),
                             retain: p.retain,
-                            correlation: p
-                                .properties
-                                .and_then(|pr| pr.correlation_data)
-                                .map(|b| b.to_vec()),
+                            correlation,
+                            user,
                             at: std::time::Instant::now(),
                         });
                     }
