@@ -160,6 +160,7 @@ async function start() {
   if (gen !== state.generation) return;
 
   loop(refreshLive, LIVE_MS);
+  loop(refreshHealth, LIVE_MS);
   loop(refreshCharts, CHART_MS);
   loop(async () => tick(), 1000);
 }
@@ -229,6 +230,26 @@ async function findScope() {
       : "Token: read only";
   $("access").textContent = access;
   $("steer-form").hidden = state.scope !== "steer";
+}
+
+/**
+ * The agent's own health from GET /readyz (no token needed), shown only while
+ * it is not plainly ready: a clock that is not synchronised, a store that
+ * fails or runs elsewhere, steering changes not yet written, devices not
+ * polled yet.
+ */
+async function refreshHealth(gen) {
+  let lines = [];
+  try {
+    const r = await get("/readyz");
+    if (r && r.status === "degraded" && Array.isArray(r.degraded)) lines = r.degraded;
+  } catch (e) {
+    lines = [e instanceof ApiProblem ? e.detail : `GET /readyz: ${problemText(e)}`];
+  }
+  if (gen !== state.generation) return;
+  const el = $("health");
+  el.hidden = lines.length === 0;
+  fill(el, h("strong", {}, "Agent health"), h("ul", {}, ...lines.map((l) => h("li", {}, l))));
 }
 
 async function refreshLive(gen) {

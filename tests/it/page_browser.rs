@@ -285,7 +285,14 @@ async fn open_access_needs_no_token() {
     let Some(b) = launch_or_skip("open_access_needs_no_token").await else {
         return;
     };
-    let config = site::small_site().replace("auth = \"tokens\"", "auth = \"none\"");
+    // A clock known not to be synchronised (timesyncd's file missing): the
+    // page shows the agent's health from /readyz.
+    let clock = tempfile::tempdir().expect("dir");
+    let config = site::small_site().replace("auth = \"tokens\"", "auth = \"none\"")
+        + &format!(
+            "\n[clock]\nsync_source = \"timesyncd\"\ntimesync_file = \"{}\"\n",
+            clock.path().join("synchronized").display()
+        );
     let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     history_exists(&site).await;
@@ -297,6 +304,13 @@ async fn open_access_needs_no_token() {
         .await;
     let access = b.text("#access").await;
     assert!(access.contains("Open access"), "{access}");
+    b.wait_js(
+        "the clock named in the agent's health",
+        WAIT,
+        r#"const el = document.getElementById('health');
+           return !el.hidden && /clock: not synchronised/.test(el.textContent);"#,
+    )
+    .await;
 
     let errors = b.script_errors().await;
     assert!(errors.is_empty(), "the page logged errors: {errors:#?}");

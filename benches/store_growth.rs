@@ -1,0 +1,181 @@
+//! Bytes the store writes per sample as its tables grow: a commercial site's
+//! series (default 1,000 devices of 13 properties at 1 Hz: 13,000 samples a
+//! second) fed second by second, one commit per second as the agent's writer
+//! makes them, after the tables were filled with `HISTORY_HOURS` of the same
+//! data. Reported per window of simulated time: WAL bytes appended per sample
+//! (`sitegate_store_wal_written_bytes_total`; a checkpoint copies each page
+//! once more into the database file), compactions run, and the database size.
+//!
+//! Simulated time, not wall time: a day of history and an hour of running
+//! take minutes, and what grows with the tables (pages touched per
+//! compaction) shows as it would over days. Compactions are triggered as the
+//! writer triggers them (its staged-sample bound; the 10-minute interval is
+//! wall time and hardly fires here, which is what happens at this rate anyway).
+//!
+//! `cargo bench --bench store_growth -- DEVICES HISTORY_HOURS MINUTES WINDOW_MIN`
+//! (defaults 1000 24 60 10). Each history is run from a fresh database: the
+//! first run with 1 hour of history, then with `HISTORY_HOURS`, so the two can
+//! be compared in one run.
+
+#![allow(
+    clippy::print_stdout,
+    clippy::unwrap_used,
+    reason = "a benchmark reports on stdout and may panic"
+)]
+
+use std::time::Instant;
+
+use sitegate::config::StorageConfig;
+use sitegate::model::{DeviceId, Property, Sample};
+use sitegate::store::StoreHandle;
+
+/// 2024-06-01T00:00:00Z.
+const T0: i64 = 1_717_200_000_000;
+const HOUR_S: i64 = 3600;
+/// Properties per device: about what a SunSpec inverter, battery or meter
+/// gives the agent.
+const PROPERTIES: usize = 13;
+
+/// The value of one property of one device at one second: whole watts,
+/// one-decimal volts, slowly moving, so the chunks compress as real data does.
+fn value(device: usize, p: usize, second: i64) -> f64 {
+    let phase = ((second + device as i64 * 97) as f64 / 900.0).sin();
+    match p % 3 {
+        0 => (3000.0 + 2500.0 * phase + ((second * 31 + p as i64) % 97) as f64).round(),
+        1 => ((2300.0 + 30.0 * phase) + (second % 7) as f64).round() / 10.0,
+        _ => (second / 60 + device as i64 * 1000) as f64,
+    }
+}
+
+fn samples(devices: usize, device: usize, seconds: std::ops::Range<i64>) -> Vec<Sample> {
+    let _ = devices;
+    let mut out = Vec::with_capacity(PROPERTIES * (seconds.end - seconds.start) as usize);
+    for p in 0..PROPERTIES {
+        for s in seconds.clone() {
+            out.push(Sample {
+                device: DeviceId(device as u16),
+                property: Property::ALL[p],
+                // A poll lands a few ms off the second.
+                ts_ms: T0 + s * 1000 + (device as i64 * 7 + s * 13) % 40,
+                value: value(device, p, s),
+            });
+        }
+    }
+    out
+}
+
+struct Window {
+    minute: i64,
+    samples: u64,
+    wal_bytes: u64,
+    took_s: f64,
+    db_bytes: u64,
+}
+
+fn run(
+    rt: &tokio::runtime::Runtime,
+    devices: usize,
+    history_h: i64,
+    minutes: i64,
+    window_min: i64,
+) -> Vec<Window> {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StorageConfig {
+        path: dir.path().join("growth.db"),
+        max_size_mb: 1 << 20,
+        retention_days: 10_000,
+        rollup_retention_days: 10_000,
+        ..StorageConfig::default()
+    };
+    let refs = (0..devices).map(|d| format!("dvc_{d}")).collect();
+    let store = StoreHandle::open(&config, refs).unwrap();
+    let tx = store.sample_sender();
+
+    // History: an hour of every device at a time (the direct path: chunks and
+    // rollups written at once).
+    let t = Instant::now();
+    rt.block_on(async {
+        for h in 0..history_h {
+            for d in 0..devices {
+                tx.send(samples(devices, d, h * HOUR_S..(h + 1) * HOUR_S))
+                    .await
+                    .unwrap();
+            }
+            store.flush().await.unwrap();
+        }
+    });
+    println!(
+        "  {history_h} h of history: {} samples in {:.0} s",
+        history_h * HOUR_S * (devices * PROPERTIES) as i64,
+        t.elapsed().as_secs_f64()
+    );
+
+    // Running: one commit per second of data, as the writer makes them.
+    let start = history_h * HOUR_S;
+    let mut windows = Vec::new();
+    let mut wal0 = store.stats().wal_bytes();
+    let mut n0 = store.stats().samples_committed();
+    let mut t0 = Instant::now();
+    rt.block_on(async {
+        for s in 0..minutes * 60 {
+            let second = start + s;
+            let mut batch = Vec::with_capacity(devices * PROPERTIES);
+            for d in 0..devices {
+                batch.extend(samples(devices, d, second..second + 1));
+            }
+            tx.send(batch).await.unwrap();
+            store.flush().await.unwrap();
+            if (s + 1) % (window_min * 60) == 0 {
+                let wal = store.stats().wal_bytes();
+                let n = store.stats().samples_committed();
+                windows.push(Window {
+                    minute: (s + 1) / 60,
+                    samples: n - n0,
+                    wal_bytes: wal - wal0,
+                    took_s: t0.elapsed().as_secs_f64(),
+                    db_bytes: std::fs::metadata(&config.path).map_or(0, |m| m.len()),
+                });
+                (wal0, n0, t0) = (wal, n, Instant::now());
+            }
+        }
+    });
+    rt.block_on(store.close()).unwrap();
+    windows
+}
+
+fn main() {
+    let mut args = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse::<i64>().ok());
+    let devices = args.next().unwrap_or(1000) as usize;
+    let history_h = args.next().unwrap_or(24);
+    let minutes = args.next().unwrap_or(60);
+    let window_min = args.next().unwrap_or(10).max(1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "\n== store growth: {devices} devices x {PROPERTIES} properties at 1 Hz ({} samples/s), {minutes} simulated minutes, windows of {window_min} min",
+        devices * PROPERTIES
+    );
+    for h in [1, history_h] {
+        let windows = run(&rt, devices, h, minutes, window_min);
+        println!(
+            "{:>9} | {:>8} | {:>12} | {:>13} | {:>9} | {:>8}",
+            "history", "minute", "samples", "WAL B/sample", "wall s", "db MB"
+        );
+        for w in &windows {
+            println!(
+                "{:>7} h | {:>8} | {:>12} | {:>13.1} | {:>9.1} | {:>8.0}",
+                h,
+                w.minute,
+                w.samples,
+                w.wal_bytes as f64 / w.samples.max(1) as f64,
+                w.took_s,
+                w.db_bytes as f64 / 1e6
+            );
+        }
+    }
+}
