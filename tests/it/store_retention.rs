@@ -159,3 +159,31 @@ fn the_size_cap_deletes_the_oldest_raw_days_first_and_keeps_hourly_history() {
         store.close().await.expect("close");
     });
 }
+
+/// While retention by age is held (the agent holds it while the clock is not
+/// synchronised), the writer's own passes (every minute) delete nothing by
+/// age; released, the next pass does.
+#[test]
+fn a_held_retention_by_age_deletes_nothing_until_released() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = sitegate::config::StorageConfig {
+        retention_days: 1,
+        rollup_retention_days: 1,
+        ..config(dir.path())
+    };
+    rt().block_on(async {
+        let store = open(&cfg);
+        assert!(store.stats().hold_age_retention(true));
+        // Two days of 2024: long expired by the real clock.
+        fill(&store, 2, 1440, 1).await;
+        let all = raw_samples(&store, i64::MAX).await;
+        assert_eq!(all, 2 * 1440);
+        // Past the writer's first pass (a minute after it opened).
+        tokio::time::sleep(std::time::Duration::from_secs(70)).await;
+        assert_eq!(raw_samples(&store, i64::MAX).await, all, "held");
+        assert!(store.stats().hold_age_retention(false));
+        tokio::time::sleep(std::time::Duration::from_secs(70)).await;
+        assert_eq!(raw_samples(&store, i64::MAX).await, 0, "released");
+        store.close().await.expect("close");
+    });
+}
