@@ -354,8 +354,8 @@ async fn huawei_luna2000_sample_frames() {
 async fn huawei_two_luna2000_units_read_as_one_storage() {
     use Property as P;
     // Unit 1 charges 1.2 kW at 65.5 %; unit 2 (not read on its own) charges
-    // 0.8 kW. The storage block holds both: 2 kW charging, 51.2 % of the
-    // larger capacity, the counters of both units.
+    // 0.8 kW. The storage block holds both: 2 kW charging, the SoC of the
+    // whole storage (51.2 %), the counters of both units.
     let unit1 = vec![
         (H, 37000, vec![2]),
         (H, 37001, hi_lo(1200)),
