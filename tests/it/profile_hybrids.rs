@@ -6,7 +6,8 @@
 //! with the vocabulary's sign (+ discharging) and scale, and nothing else:
 //! a property the profile does not read (a counter only one source names)
 //! has no value. None of these has a control recipe, so a steering request
-//! finds "no control" (`tests/it/profile_library.rs` covers that path).
+//! finds "no control" (`modbus::control` tests,
+//! `read_only_hybrids_have_no_control_when_steered`).
 
 use std::time::Duration;
 
