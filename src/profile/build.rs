@@ -15,7 +15,7 @@ use super::{Profile, ProfileError, ProfileProblem};
 use crate::model::{Kind, Property, Unit};
 use crate::register::codec::{Absent, Sentinels, ValueType};
 use crate::register::plan::Table;
-use crate::register::point::{PointSpec, Scale, SignFlag, SignOf};
+use crate::register::point::{Minus, PointSpec, Scale, SignFlag, SignOf};
 use controls::{ess, limit};
 
 pub(super) struct Problems(pub(super) Vec<ProfileProblem>);
@@ -313,6 +313,15 @@ pub(super) fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<Point
             "a sign comes from a holding or input register",
         );
     }
+    if rp.minus.as_ref().map(|f| f.table) == Some(Table::DiscreteInput) {
+        p.push(
+            format!("{path}.minus.table"),
+            "a value is subtracted from a holding or input register",
+        );
+    }
+    if let Some(m) = &rp.minus {
+        check_span(&format!("{path}.minus.register"), m.register, rp.ty, p);
+    }
     if rp.table == Table::DiscreteInput {
         p.push(
             format!("{path}.table"),
@@ -341,6 +350,10 @@ pub(super) fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<Point
         sign_of: rp.sign_from.as_ref().map(|f| SignOf {
             table: f.table,
             addr: f.register,
+        }),
+        minus: rp.minus.as_ref().map(|m| Minus {
+            table: m.table,
+            addr: m.register,
         }),
     })
 }

@@ -29,8 +29,16 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../config/profiles/eastron-sdm72.toml"),
     ),
     (
+        "foxess-h3",
+        include_str!("../../config/profiles/foxess-h3.toml"),
+    ),
+    (
         "goodwe-et",
         include_str!("../../config/profiles/goodwe-et.toml"),
+    ),
+    (
+        "growatt-sph",
+        include_str!("../../config/profiles/growatt-sph.toml"),
     ),
     (
         "growatt-tl",
@@ -53,8 +61,20 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../config/profiles/sma-storage.toml"),
     ),
     (
+        "sofar-hyd",
+        include_str!("../../config/profiles/sofar-hyd.toml"),
+    ),
+    (
         "solaredge-storage",
         include_str!("../../config/profiles/solaredge-storage.toml"),
+    ),
+    (
+        "solax-hybrid-g4",
+        include_str!("../../config/profiles/solax-hybrid-g4.toml"),
+    ),
+    (
+        "solis-hybrid",
+        include_str!("../../config/profiles/solis-hybrid.toml"),
     ),
     (
         "sungrow-sh",

@@ -103,9 +103,13 @@ pub(super) struct RawPoint {
     pub negative_when: Option<RawFlag>,
     /// Negative while another signed 16-bit register is negative.
     pub sign_from: Option<RawSignFrom>,
+    /// A register of the same type, order and scale subtracted from this one
+    /// (discharge power − charge power).
+    pub minus: Option<RawSignFrom>,
 }
 
-/// `sign_from = { register = 13020, table = "input" }`.
+/// `sign_from = { register = 13020, table = "input" }`, and the same shape
+/// for `minus = { register = 1011, table = "input" }`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSignFrom {

@@ -263,3 +263,28 @@ fn a_recipe_that_writes_a_register_twice_is_refused() {
         "{got:?}"
     );
 }
+
+#[test]
+fn victron_gx_reads_the_system_registers_with_function_3() {
+    // Victron's ModbusTCP FAQ: the GX answers function 3 and 4 alike; the
+    // profile keeps holding registers (function 3) for 842-844.
+    let text = BUILTIN
+        .iter()
+        .find(|(n, _)| *n == "victron-gx")
+        .map(|(_, t)| *t)
+        .unwrap();
+    let p = parse("victron-gx", "built-in", text).unwrap();
+    let got: Vec<(Property, u16, Table)> = p
+        .points
+        .iter()
+        .map(|x| (x.property, x.addr, x.table))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (Property::ActivePower, 842, Table::Holding),
+            (Property::Soc, 843, Table::Holding),
+            (Property::OperatingState, 844, Table::Holding),
+        ]
+    );
+}

@@ -50,6 +50,16 @@ pub struct SignOf {
     pub addr: u16,
 }
 
+/// A second register of the point's type, order and scale whose value is
+/// subtracted from the point's: a vendor that reports a battery's discharge
+/// and charge power as two magnitudes (Growatt SPH 1009 and 1011), so the
+/// point reads discharge − charge.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Minus {
+    pub table: Table,
+    pub addr: u16,
+}
+
 /// One property's location and decoding.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PointSpec {
@@ -69,6 +79,8 @@ pub struct PointSpec {
     /// Negates a non-negative raw value while another signed register is
     /// negative (tried after `sign`; applied before `negate`).
     pub sign_of: Option<SignOf>,
+    /// Subtracted from the raw value before scaling (read with the point).
+    pub minus: Option<Minus>,
 }
 
 impl PointSpec {
@@ -92,6 +104,7 @@ impl PointSpec {
             gate: None,
             sign: None,
             sign_of: None,
+            minus: None,
         }
     }
 
@@ -115,11 +128,15 @@ impl PointSpec {
         let gate = self.gate.map(|g| Span::new(g.table, g.addr, 1));
         let sign = self.sign.map(|s| Span::new(s.table, s.addr, 1));
         let sign_of = self.sign_of.map(|s| Span::new(s.table, s.addr, 1));
+        let minus = self
+            .minus
+            .map(|m| Span::new(m.table, m.addr, self.ty.words()));
         std::iter::once(value)
             .chain(sf)
             .chain(gate)
             .chain(sign)
             .chain(sign_of)
+            .chain(minus)
     }
 
     /// The value in the vocabulary's unit and sign, or `None` when the registers
@@ -132,7 +149,11 @@ impl PointSpec {
             }
         }
         let words = img.get(self.table, self.addr, self.ty.words())?;
-        let raw = codec::decode(words, self.ty, self.order, self.absent)?;
+        let mut raw = codec::decode(words, self.ty, self.order, self.absent)?;
+        if let Some(m) = self.minus {
+            let words = img.get(m.table, m.addr, self.ty.words())?;
+            raw -= codec::decode(words, self.ty, self.order, self.absent)?;
+        }
         let v = match self.scale {
             Scale::One => raw,
             Scale::Factor(f) => raw * f,
@@ -359,6 +380,33 @@ mod tests {
         );
         // Not read: no value rather than a guessed sign.
         assert_eq!(p.decode(&img(0, &[1500, 0])), None);
+    }
+
+    #[test]
+    fn a_second_register_is_subtracted() {
+        // Discharge power (u32, 0.1 W) at 0, charge power at 2.
+        let p = PointSpec {
+            minus: Some(Minus {
+                table: Table::Holding,
+                addr: 2,
+            }),
+            ..PointSpec::sunspec(
+                Property::ActivePower,
+                0,
+                ValueType::U32,
+                Absent::Never,
+                Scale::Factor(0.1),
+            )
+        };
+        assert_eq!(p.decode(&img(0, &[0, 15_000, 0, 0])), Some(1500.0));
+        assert_eq!(p.decode(&img(0, &[0, 0, 0, 20_000])), Some(-2000.0));
+        assert_eq!(
+            p.spans().last(),
+            Some(Span::new(Table::Holding, 2, 2)),
+            "the subtracted register is read with the point"
+        );
+        // Not read: no value rather than a magnitude without its other half.
+        assert_eq!(p.decode(&img(0, &[0, 15_000])), None);
     }
 
     #[test]

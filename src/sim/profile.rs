@@ -169,6 +169,18 @@ impl ProfileDevice {
         }
     }
 
+    /// The raw number that shows `v` through the point's scale.
+    fn scaled_raw(&mut self, p: &PointSpec, v: f64) -> f64 {
+        match p.scale {
+            Scale::One => v,
+            Scale::Factor(f) => v / f,
+            Scale::SunspecSf(addr) => {
+                self.holding.insert(addr, SIM_SF as u16);
+                codec::unapply_sf(v, i32::from(SIM_SF))
+            }
+        }
+    }
+
     fn encode(&mut self, p: &PointSpec, value: f64) {
         let mut v = if p.negate { -value } else { value };
         if let Some(of) = p.sign_of {
@@ -187,14 +199,19 @@ impl ProfileDevice {
         if p.sign.is_some() || p.sign_of.is_some() {
             v = v.abs();
         }
-        let raw = match p.scale {
-            Scale::One => v,
-            Scale::Factor(f) => v / f,
-            Scale::SunspecSf(addr) => {
-                self.holding.insert(addr, SIM_SF as u16);
-                codec::unapply_sf(v, i32::from(SIM_SF))
+        if let Some(m) = p.minus {
+            // Two magnitudes: the point holds what is positive, the other
+            // register what is negative.
+            let other = self.scaled_raw(p, (-v).max(0.0));
+            v = v.max(0.0);
+            if let Ok(words) = codec::encode(other, p.ty, p.order) {
+                let table = self.table(m.table);
+                for (i, w) in words.into_iter().enumerate() {
+                    table.insert(m.addr.wrapping_add(i as u16), w);
+                }
             }
-        };
+        }
+        let raw = self.scaled_raw(p, v);
         match codec::encode(raw, p.ty, p.order) {
             Ok(words) => {
                 let table = self.table(p.table);

@@ -47,6 +47,7 @@ mod openapi;
 mod openapi_generated;
 mod page_browser;
 mod page_demo;
+mod profile_hybrids;
 mod profile_library;
 mod profile_recipes;
 mod profile_variants;

@@ -311,12 +311,29 @@ async fn huawei_luna2000_sample_frames() {
             (P::TotalEnergyProduced, 123_450.0),
         ]
     };
+    // The whole storage's block (37760-37782) as firmware without it
+    // answers: "no value" everywhere, so unit 1's registers are read.
+    let no_storage_block = vec![
+        (H, 37760, vec![0xFFFF]),
+        (H, 37762, vec![0xFFFF]),
+        (H, 37765, vec![0x7FFF, 0xFFFF]),
+        (H, 37780, vec![0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF]),
+    ];
+    // A one-unit site whose storage block repeats unit 1.
+    let storage_block = |power: i64, status: u16| {
+        vec![
+            (H, 37760, vec![655]),
+            (H, 37762, vec![status]),
+            (H, 37765, hi_lo(power)),
+            (H, 37780, [hi_lo(100_000), hi_lo(12_345)].concat()),
+        ]
+    };
     check_frames(
         "huawei-luna2000",
         vec![
             Frame {
                 what: "discharging 3 kW (-3000 on the wire) at -2.5 degC",
-                registers: frame(-3000, 2, (-25i16) as u16),
+                registers: [frame(-3000, 2, (-25i16) as u16), storage_block(-3000, 2)].concat(),
                 expect: {
                     let mut e = common(3000.0, 2.0);
                     e.push((P::Temperature, -2.5));
@@ -324,11 +341,54 @@ async fn huawei_luna2000_sample_frames() {
                 },
             },
             Frame {
-                what: "charging 1.2 kW, temperature 0x7FFF (no value)",
-                registers: frame(1200, 2, 0x7FFF),
+                what: "charging 1.2 kW, temperature 0x7FFF, no storage block: unit 1",
+                registers: [frame(1200, 2, 0x7FFF), no_storage_block].concat(),
                 expect: common(-1200.0, 2.0),
             },
         ],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huawei_two_luna2000_units_read_as_one_storage() {
+    use Property as P;
+    // Unit 1 charges 1.2 kW at 65.5 %; unit 2 (not read on its own) charges
+    // 0.8 kW. The storage block holds both: 2 kW charging, the SoC of the
+    // whole storage (51.2 %), the counters of both units.
+    let unit1 = vec![
+        (H, 37000, vec![2]),
+        (H, 37001, hi_lo(1200)),
+        (H, 37004, vec![655]),
+        (H, 37022, vec![250]),
+        (H, 37046, hi_lo(5000)),
+        (H, 37048, hi_lo(4500)),
+        (H, 37066, hi_lo(100_000)),
+        (H, 37068, hi_lo(12_345)),
+    ];
+    let storage = vec![
+        (H, 37760, vec![512]),      // SOC, gain 10
+        (H, 37762, vec![2]),        // running
+        (H, 37765, hi_lo(2000)),    // I32, W, + charging
+        (H, 37780, hi_lo(250_000)), // total charge, kWh gain 100
+        (H, 37782, hi_lo(30_000)),  // total discharge
+    ];
+    check_frames(
+        "huawei-luna2000",
+        vec![Frame {
+            what: "two units charging 1.2 kW + 0.8 kW",
+            registers: [unit1, storage].concat(),
+            expect: vec![
+                (P::OperatingState, 2.0),
+                (P::ActivePower, -2000.0),
+                (P::Soc, 51.2),
+                (P::TotalEnergyConsumed, 2_500_000.0),
+                (P::TotalEnergyProduced, 300_000.0),
+                (P::MaxChargePower, 5000.0),
+                (P::MaxDischargePower, 4500.0),
+                (P::Temperature, 25.0),
+            ],
+        }],
     )
     .await;
 }

@@ -173,3 +173,29 @@ fn profiles_give_storage_or_limit_by_type() {
         Err(WriteError::NoControl(_))
     ));
 }
+
+#[test]
+fn read_only_hybrids_have_no_control_when_steered() {
+    // The hybrids whose sources share no recipe: steering them as a battery
+    // is "no control", never a guessed write.
+    let bat = device(DeviceType::Battery, Some(5_000.0));
+    for name in [
+        "foxess-h3",
+        "growatt-sph",
+        "sofar-hyd",
+        "solax-hybrid-g4",
+        "solis-hybrid",
+    ] {
+        let text = BUILTIN.iter().find(|(n, _)| *n == name).unwrap().1;
+        let shipped = parse(name, "built-in", text).unwrap();
+        assert_eq!(shipped.controls, ProfileControls::default(), "{name}");
+        let map = DeviceMap::from_profile(Arc::new(shipped), &bat, 16);
+        assert!(
+            matches!(
+                Recipe::for_device(bat.device_type, bat.rated_power_w, &map),
+                Err(WriteError::NoControl(_))
+            ),
+            "{name}"
+        );
+    }
+}
