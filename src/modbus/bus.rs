@@ -110,6 +110,8 @@ pub struct BusTask {
     maps: Arc<DeviceMaps>,
     stats: Arc<BusStats>,
     heartbeat: Heartbeat,
+    /// The bus said once that it cannot keep its poll intervals.
+    overrun_said: bool,
 }
 
 impl BusTask {
@@ -147,6 +149,7 @@ impl BusTask {
             maps,
             stats: stats.clone(),
             heartbeat: Heartbeat::new(format!("bus {}", bus.name)),
+            overrun_said: false,
         };
         let pulse = task.heartbeat.pulse();
         (
@@ -212,8 +215,25 @@ impl BusTask {
                 }
                 slot.failures = 0;
                 let interval = Duration::from_millis(slot.cfg.poll_interval_ms);
-                // Keep the cadence, but never queue up missed polls.
-                slot.next_due = (slot.next_due + interval).max(Instant::now());
+                // Keep the cadence, but never queue up missed polls. A next
+                // poll already due is an overrun: the link carries less than
+                // the devices ask, and they are polled in turn (the earliest
+                // due first), as often as it allows.
+                let (next, now) = (slot.next_due + interval, Instant::now());
+                if next < now {
+                    self.stats.overruns.fetch_add(1, Ordering::Relaxed);
+                    if !self.overrun_said {
+                        self.overrun_said = true;
+                        tracing::warn!(
+                            bus = %self.name,
+                            device = %slot.cfg.reference,
+                            interval_ms = slot.cfg.poll_interval_ms,
+                            late_ms = (now - next).as_millis() as u64,
+                            "polls overrun: this bus cannot poll its devices at their intervals; each is polled in turn as often as the link allows (sitegate_modbus_poll_overruns_total counts them)"
+                        );
+                    }
+                }
+                slot.next_due = next.max(now);
                 if let Some(map) = fresh_map {
                     let offered: Vec<Property> = values.iter().map(|(p, _)| *p).collect();
                     self.telemetry.set_catalog(id, offered, map.info.clone());

@@ -96,6 +96,9 @@ pub struct BusStats {
     pub waiting_for_store: AtomicBool,
     /// Times it had to wait.
     pub store_waits: AtomicU64,
+    /// Polls after which the device's next poll was already late: the bus
+    /// cannot keep its devices' intervals (the link carries less).
+    pub overruns: AtomicU64,
 }
 
 impl BusStats {
@@ -114,6 +117,7 @@ impl BusStats {
                 .collect(),
             waiting_for_store: AtomicBool::new(false),
             store_waits: AtomicU64::new(0),
+            overruns: AtomicU64::new(0),
         }
     }
 }
@@ -182,6 +186,12 @@ impl Collect for BusCollector {
                 &[("bus", bus)],
                 b.store_waits.load(Ordering::Relaxed) as f64,
             );
+            out.family(
+                "sitegate_modbus_poll_overruns_total",
+                Kind::Counter,
+                "Polls after which the device's next poll was already due: the bus cannot keep its devices' poll intervals (the link carries less than they ask); each device is then polled in turn, as often as the link allows.",
+            )
+            .sample(&[("bus", bus)], b.overruns.load(Ordering::Relaxed) as f64);
             out.family(
                 "sitegate_modbus_request_duration_seconds",
                 Kind::Histogram,

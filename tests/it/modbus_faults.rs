@@ -136,3 +136,69 @@ async fn the_agent_recovers_from_every_fault() {
     peer.stop().await;
     sim.shutdown().await;
 }
+
+/// Three inverters behind one gateway whose link answers each request 30 ms
+/// late: the bus cannot poll them every 100 ms. The overruns are counted per
+/// bus, and every device is still polled, in turn (none starves).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_gateway_overruns_its_poll_intervals_visibly_and_starves_no_device() {
+    let mut text = format!(
+        "gateway_id = \"overrun\"\n{}\n[[sites]]\nreference = \"ste_o\"\nname = \"Overrun\"\n\n[[buses]]\nname = \"gw\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 1000\n",
+        http_section()
+    );
+    for unit in 1..=3 {
+        text += &format!(
+            "\n[[devices]]\nreference = \"dvc_pv{unit}\"\nname = \"PV {unit}\"\ntype = \"inverter\"\nsite = \"ste_o\"\nbus = \"gw\"\nunit_id = {unit}\npoll_interval_ms = 100\n"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = parse(&text).unwrap();
+    cfg.storage.path = dir.path().join("db.sqlite");
+    let mut spec = SimSiteSpec::from_config(&cfg, 1.0);
+    spec.start = Some(SUMMER_MORNING_MS);
+    let sim = SimSite::start(spec).await.unwrap();
+    sim.point_config_at_servers(&mut cfg);
+    let peer = FaultyPeer::start(sim.addr("gw").unwrap()).await.unwrap();
+    for _ in 0..5000 {
+        peer.inject(Fault::Delay(Duration::from_millis(30)));
+    }
+    cfg.buses[0].transport = Transport::Tcp {
+        host: "127.0.0.1".into(),
+        port: peer.addr().port(),
+    };
+    let agent = Agent::start(cfg).await.unwrap();
+    let registry = agent.metrics().expect("metrics on").clone();
+    let value = |text: &str, prefix: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    let polls = |text: &str, unit: u8| {
+        value(
+            text,
+            &format!(
+                "sitegate_device_polls_total{{device=\"dvc_pv{unit}\",bus=\"gw\",result=\"ok\"}}"
+            ),
+        )
+    };
+    let text = wait_for(
+        "overruns counted, every device polled",
+        Duration::from_secs(20),
+        || {
+            let text = registry.render();
+            let ok = value(&text, "sitegate_modbus_poll_overruns_total{bus=\"gw\"}") >= 5.0
+                && (1..=3).all(|u| polls(&text, u) >= 5.0);
+            std::future::ready(ok.then_some(text))
+        },
+    )
+    .await;
+    let counts: Vec<f64> = (1..=3).map(|u| polls(&text, u)).collect();
+    let (lo, hi) = (
+        counts.iter().copied().fold(f64::MAX, f64::min),
+        counts.iter().copied().fold(0.0, f64::max),
+    );
+    assert!(hi <= 2.0 * lo + 2.0, "polled unevenly: {counts:?}");
+    agent.shutdown().await;
+    peer.stop().await;
+    sim.shutdown().await;
+}
