@@ -77,6 +77,7 @@ fn main() {
         max_size_mb: 1 << 20,
         retention_days: 10_000,
         rollup_retention_days: 10_000,
+        minute_rollup_retention_days: Some(10_000),
         ..StorageConfig::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -308,6 +309,7 @@ fn wear_current(
         max_size_mb: 1 << 20,
         retention_days: 10_000,
         rollup_retention_days: 10_000,
+        minute_rollup_retention_days: Some(10_000),
         // Commits and compactions come from this loop, on simulated time.
         flush_interval_ms: 60_000,
         ..StorageConfig::default()

@@ -85,6 +85,7 @@ fn run(
         max_size_mb: 1 << 20,
         retention_days: 10_000,
         rollup_retention_days: 10_000,
+        minute_rollup_retention_days: Some(10_000),
         ..StorageConfig::default()
     };
     let refs = (0..devices).map(|d| format!("dvc_{d}")).collect();

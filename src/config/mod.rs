@@ -5,6 +5,7 @@
 //! fatal at first sight), then a cross-reference pass. Every problem found is
 //! reported at once with its TOML path. Nothing here starts a task or opens a socket.
 
+pub mod capacity;
 mod gateway_id;
 mod load;
 mod problem;
@@ -166,6 +167,7 @@ impl Config {
     pub fn warnings(&self) -> Vec<Problem> {
         gateway_id::warning(&self.gateway_id, self.gateway_id_source)
             .into_iter()
+            .chain(capacity::warning(self))
             .collect()
     }
 

@@ -353,8 +353,13 @@ pub struct StorageConfig {
     pub compact_interval_s: u64,
     /// Raw samples older than this are deleted.
     pub retention_days: u32,
-    /// Rollups (minute, hour) older than this are deleted.
+    /// Hour rollups older than this are deleted.
     pub rollup_retention_days: u32,
+    /// Minute rollups older than this are deleted (between `retention_days`
+    /// and `rollup_retention_days`: a year of minutes costs 60 times a year of
+    /// hours). Unset: [`DEFAULT_MINUTE_ROLLUP_DAYS`] within those bounds
+    /// ([`StorageConfig::minute_rollup_days`]).
+    pub minute_rollup_retention_days: Option<u32>,
     /// The database file is kept below this size by deleting the oldest data.
     pub max_size_mb: u64,
     /// Samples kept in memory at most while commits fail (a full or failing
@@ -377,11 +382,29 @@ impl Default for StorageConfig {
             compact_interval_s: 600,
             retention_days: 35,
             rollup_retention_days: 400,
+            minute_rollup_retention_days: None,
             max_size_mb: 2048,
             buffer_samples: 200_000,
             damaged_notice_h: 168,
             full_check_max_mb: 512,
         }
+    }
+}
+
+/// Minute rollups are kept this many days unless configured (or raw samples
+/// are kept longer).
+pub const DEFAULT_MINUTE_ROLLUP_DAYS: u32 = 90;
+
+impl StorageConfig {
+    /// The days minute rollups are kept: as configured, else
+    /// [`DEFAULT_MINUTE_ROLLUP_DAYS`] within `retention_days` and
+    /// `rollup_retention_days`.
+    pub fn minute_rollup_days(&self) -> u32 {
+        self.minute_rollup_retention_days.unwrap_or(
+            DEFAULT_MINUTE_ROLLUP_DAYS
+                .max(self.retention_days)
+                .min(self.rollup_retention_days.max(self.retention_days)),
+        )
     }
 }
 

@@ -484,6 +484,17 @@ fn check_storage(s: &StorageConfig, problems: &mut Vec<Problem>) {
     if s.retention_days == 0 {
         problems.push(Problem::new("storage.retention_days", "must be at least 1"));
     }
+    if let Some(days) = s.minute_rollup_retention_days {
+        if days < s.retention_days || days > s.rollup_retention_days {
+            problems.push(Problem::new(
+                "storage.minute_rollup_retention_days",
+                format!(
+                    "{days} must be from retention_days ({}) to rollup_retention_days ({})",
+                    s.retention_days, s.rollup_retention_days
+                ),
+            ));
+        }
+    }
     if s.rollup_retention_days < s.retention_days {
         problems.push(Problem::new(
             "storage.rollup_retention_days",

@@ -151,6 +151,7 @@ impl StoreHandle {
             path: path.clone(),
             policy: retention::Policy {
                 raw_ms: i64::from(config.retention_days) * MS_PER_DAY,
+                minute_ms: i64::from(config.minute_rollup_days()) * MS_PER_DAY,
                 rollup_ms: i64::from(config.rollup_retention_days) * MS_PER_DAY,
                 max_bytes: config.max_size_mb.saturating_mul(1024 * 1024),
             },

@@ -38,6 +38,7 @@ pub const ACCOUNTED_APART: [&str; 1] = ["uplink_rpc_seen"];
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Policy {
     pub raw_ms: i64,
+    pub minute_ms: i64,
     pub rollup_ms: i64,
     pub max_bytes: u64,
 }
@@ -80,10 +81,10 @@ impl Policy {
     fn step_in_tx(&self, conn: &Connection, now_ms: i64) -> rusqlite::Result<Step> {
         let series = series_ids(conn)?;
         for (tier, tables) in TIERS.iter().enumerate() {
-            let keep = if tier == 0 {
-                self.raw_ms
-            } else {
-                self.rollup_ms
+            let keep = match tier {
+                0 => self.raw_ms,
+                1 => self.minute_ms,
+                _ => self.rollup_ms,
             };
             for table in *tables {
                 let n = delete_chunk(conn, table, &series, now_ms.saturating_sub(keep))?;

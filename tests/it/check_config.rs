@@ -181,3 +181,40 @@ fn the_default_gateway_id_is_the_host_name_and_warned_about() {
         said(&out)
     );
 }
+
+/// A size bound too small for the configured retention at this site's rate
+/// is a warning naming what it will hold (exit 0); a large enough bound says
+/// nothing.
+#[test]
+fn a_size_bound_too_small_for_the_retention_says_what_it_holds() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("site.toml");
+    let write = |max_size_mb: u64| {
+        let mut t = format!(
+            "gateway_id = \"sized\"\n[http]\nlisten = [\"127.0.0.1:8080\"]\nauth = \"none\"\n[storage]\npath = \"/tmp/sized.db\"\nmax_size_mb = {max_size_mb}\n[[sites]]\nreference = \"ste_a\"\nname = \"A\"\n[[buses]]\nname = \"gw\"\ntcp = \"192.0.2.10:502\"\n"
+        );
+        for unit in 1..=40 {
+            t += &format!(
+                "[[devices]]\nreference = \"dvc_{unit}\"\nname = \"d{unit}\"\ntype = \"inverter\"\nsite = \"ste_a\"\nbus = \"gw\"\nunit_id = {unit}\npoll_interval_ms = 1000\n"
+            );
+        }
+        std::fs::write(&file, t).expect("write config");
+    };
+    let said = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    };
+    write(2048);
+    let out = check_config(&file);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("warning: storage.max_size_mb: 2048 MB holds about"),
+        "{text}"
+    );
+    assert!(text.contains("(configured: 35 days)"), "{text}");
+    write(1 << 20);
+    let out = check_config(&file);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("max_size_mb"), "{text}");
+}

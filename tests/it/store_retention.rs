@@ -66,6 +66,7 @@ fn raw_samples_expire_first_in_chunks_and_rollups_still_answer() {
     let mut cfg = config(dir.path());
     cfg.retention_days = 2;
     cfg.rollup_retention_days = 4;
+    cfg.minute_rollup_retention_days = Some(4);
     let rt = rt();
     rt.block_on(async {
         let store = open(&cfg);
@@ -124,6 +125,7 @@ fn the_size_cap_deletes_the_oldest_raw_days_first_and_keeps_hourly_history() {
     let mut cfg = config(dir.path());
     cfg.retention_days = 3650;
     cfg.rollup_retention_days = 3650;
+    cfg.minute_rollup_retention_days = Some(3650);
     cfg.max_size_mb = 1;
     let rt = rt();
     rt.block_on(async {
@@ -169,6 +171,7 @@ fn a_held_retention_by_age_deletes_nothing_until_released() {
     let cfg = sitegate::config::StorageConfig {
         retention_days: 1,
         rollup_retention_days: 1,
+        minute_rollup_retention_days: Some(1),
         ..config(dir.path())
     };
     rt().block_on(async {

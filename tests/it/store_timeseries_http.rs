@@ -282,7 +282,7 @@ impl Rig {
             .expect("runtime");
         // Retention measures age on the real clock: keep 2010 from expiring.
         let config = format!(
-            "{}\n[storage]\nretention_days = 36500\nrollup_retention_days = 36500\n",
+            "{}\n[storage]\nretention_days = 36500\nrollup_retention_days = 36500\nminute_rollup_retention_days = 36500\n",
             site::small_site()
         );
         let (site, targets) = rt.block_on(async {

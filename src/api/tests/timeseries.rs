@@ -24,6 +24,7 @@ async fn app() -> (axum::Router, tempfile::TempDir, StoreHandle) {
         path: dir.path().join("api.db"),
         retention_days: 36_500,
         rollup_retention_days: 36_500,
+        minute_rollup_retention_days: Some(36_500),
         ..StorageConfig::default()
     };
     let devices = state

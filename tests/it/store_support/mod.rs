@@ -23,6 +23,7 @@ pub fn config(dir: &Path) -> StorageConfig {
         // use the real clock) away from it.
         retention_days: 36_500,
         rollup_retention_days: 36_500,
+        minute_rollup_retention_days: Some(36_500),
         max_size_mb: 2048,
         buffer_samples: 200_000,
         damaged_notice_h: 168,
