@@ -222,3 +222,64 @@ proptest! {
         }
     }
 }
+
+/// A commercial site: 150 to 250 inverters of 3 to 110 kW.
+fn many_inverters() -> impl Strategy<Value = Vec<InverterView>> {
+    prop::collection::vec((3_000.0..110_000.0f64, 0u32..5), 150..250).prop_map(|v| {
+        v.into_iter()
+            .map(|(rated_w, priority)| InverterView {
+                rated_w,
+                measured_w: Some(rated_w * 0.8),
+                priority,
+                limit_w: None,
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The spread stays right with many inverters: `proportional` gives every
+    /// inverter the same share of its rating; `priority` curtails in order,
+    /// leaving at most one inverter partly curtailed and none of a lower
+    /// number curtailed while one of a higher number produces.
+    #[test]
+    fn the_curtailment_spread_holds_over_many_inverters(i in many_inverters(), share in 0.0..1.2f64) {
+        let rated: f64 = i.iter().map(|x| x.rated_w).sum();
+        let limit = rated * share;
+        let clamped = limit.min(rated);
+        let tol = 1e-9 * rated;
+
+        let p = allocate_production(CurtailmentFulfilment::Proportional, &i, limit);
+        prop_assert!((p.iter().sum::<f64>() - clamped).abs() <= tol);
+        let ratio = clamped / rated;
+        for (x, iv) in p.iter().zip(&i) {
+            prop_assert!((x / iv.rated_w - ratio).abs() <= 1e-9, "{x} of {} vs {ratio}", iv.rated_w);
+        }
+
+        let q = allocate_production(CurtailmentFulfilment::Priority, &i, limit);
+        prop_assert!((q.iter().sum::<f64>() - clamped).abs() <= tol);
+        let partly = q
+            .iter()
+            .zip(&i)
+            .filter(|(x, iv)| **x > 1e-6 && **x < iv.rated_w - 1e-6)
+            .count();
+        prop_assert!(partly <= 1, "{partly} inverters partly curtailed");
+        for (a, ia) in q.iter().zip(&i) {
+            for (b, ib) in q.iter().zip(&i) {
+                // One of a lower priority number is curtailed last: it is full
+                // whenever one of a higher number still produces.
+                if ia.priority < ib.priority && *b > 1e-6 {
+                    prop_assert!(*a >= ia.rated_w - 1e-6, "priority {} at {a} while {} gets {b}", ia.priority, ib.priority);
+                }
+            }
+        }
+
+        let d = allocate_production(CurtailmentFulfilment::Dynamic, &i, limit);
+        prop_assert!((d.iter().sum::<f64>() - clamped).abs() <= tol);
+        for (x, iv) in d.iter().zip(&i) {
+            prop_assert!(*x >= -1e-6 && *x <= iv.rated_w + 1e-6);
+        }
+    }
+}
