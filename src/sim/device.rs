@@ -338,6 +338,20 @@ impl SimDeviceHandle {
         }
     }
 
+    /// Profile devices with `on_timeout`: their own timer runs out `seconds`
+    /// after the last write instead of the profile's time (a fallback time
+    /// an installer set in the device's menu, or a test that cannot wait a
+    /// minute). Returns false for SunSpec devices.
+    pub fn set_own_timeout(&self, seconds: f64) -> bool {
+        match &mut lock(&self.cell).kind {
+            Kind::Profile(p) => {
+                p.set_own_timeout(seconds);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Makes every later write answer exception 4 (ServerDeviceFailure), or not.
     pub fn set_refuse_writes(&self, on: bool) {
         lock(&self.cell).refuse_writes = on;

@@ -51,6 +51,9 @@ pub struct ProfileDevice {
     values: BTreeMap<Property, f64>,
     /// The device's own timer for `on_timeout`.
     revert: RevertTimer,
+    /// Seconds the device's own timer takes instead of the profile's (an
+    /// installer's menu setting, or a test that cannot wait a minute).
+    own_timeout_s: Option<f64>,
 }
 
 /// What the simulated device shows before anyone sets a value.
@@ -94,6 +97,7 @@ impl ProfileDevice {
             readable_gaps,
             values: BTreeMap::new(),
             revert: RevertTimer::default(),
+            own_timeout_s: None,
         };
         for w in control_registers(&d.profile) {
             for (i, _) in w.values.iter().enumerate() {
@@ -269,6 +273,12 @@ impl ProfileDevice {
             .collect()
     }
 
+    /// Makes the device's own timer (`on_timeout`) run out `seconds` after
+    /// the last write, whatever its profile or revert register says.
+    pub fn set_own_timeout(&mut self, seconds: f64) {
+        self.own_timeout_s = Some(seconds);
+    }
+
     /// The storage control's own timer: once its time has passed since the
     /// last accepted write, the device sets its `on_timeout` words.
     pub fn check_revert(&mut self, now: Instant) {
@@ -276,14 +286,15 @@ impl ProfileDevice {
             return;
         };
         let Some(t) = &e.on_timeout else { return };
-        let seconds = match (e.revert_timeout, t.after_s) {
-            (Some(r), _) => {
+        let seconds = match (self.own_timeout_s, e.revert_timeout, t.after_s) {
+            (Some(s), _, _) => s,
+            (None, Some(r), _) => {
                 let words = self.peek_holding(r.addr, r.ty.words());
                 codec::decode(&words, r.ty, r.order, codec::Absent::Never)
                     .map_or(0.0, |v| v * f64::from(r.seconds_per_unit))
             }
-            (None, Some(s)) => f64::from(s),
-            (None, None) => 0.0,
+            (None, None, Some(s)) => f64::from(s),
+            (None, None, None) => 0.0,
         };
         if self.revert.fire(now, seconds) {
             tracing::info!(seconds, "simulated profile device: its own timer ran out");

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::steering_support::*;
 use serde_json::json;
 use sitegate::config::{parse, Transport};
-use sitegate::sim::{SimSite, WriteEvent};
+use sitegate::sim::{SimDeviceHandle, SimSite, WriteEvent};
 
 const INTERVAL_MS: u64 = 300;
 const REVERT_S: u16 = 2;
@@ -194,58 +194,277 @@ async fn spawn_agent(text: &str, dir: &std::path::Path) -> (Killed, SimSite, Str
     (Killed(child), sim, format!("http://{http}"))
 }
 
-/// SolarEdge after the agent dies: the device's own timer (0xE00B) runs out
-/// and it goes back to its default mode 7; whatever the last setpoint was
-/// (charge or idle), no limit is left at 0 W.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn solaredge_reverts_without_a_limit_at_zero_when_the_agent_dies() {
-    for (watts, during) in [
-        (-2000.0, [vec![3], f32_lo(2000.0), f32_lo(4000.0)].concat()),
-        (0.0, [vec![0], f32_lo(4000.0), f32_lo(4000.0)].concat()),
-    ] {
+/// A steerable profile family as the dead-agent and SIGTERM tests see it.
+struct Family {
+    profile: &'static str,
+    /// Every register the recipe writes (enable, setpoint, direction, limits,
+    /// timer, release), as `(first, count)`.
+    spans: &'static [(u16, u16)],
+    /// With a device-side timer (`on_timeout`), what it leaves.
+    dead: Option<Dead>,
+}
+
+/// What a family's device does on its own once the agent is gone.
+struct Dead {
+    /// The registers the recipe documents for that state.
+    spans: &'static [(u16, u16)],
+    /// The time is a menu setting (`after_s`), not a register the agent
+    /// writes: the test sets it to `REVERT_S` instead of waiting for it.
+    menu_timer: bool,
+    /// `(setpoint W, words while it is held, words once the device's timer
+    /// has run out with the agent killed)`.
+    cases: fn() -> Vec<DeadCase>,
+}
+
+/// `(setpoint W, words while held, words after the device's timer)`.
+type DeadCase = (f64, Vec<u16>, Vec<u16>);
+
+/// Every profile family with a storage recipe. The words below are the ones
+/// the profile headers and docs/devices.md ("State with the agent gone")
+/// state; families whose sources do not say what the device does without
+/// the agent have no `dead` entry (unverified there).
+const FAMILIES: &[Family] = &[
+    Family {
+        profile: "alpha-ess",
+        spans: &[(2176, 3), (2181, 4)],
+        dead: None,
+    },
+    Family {
+        profile: "goodwe-et",
+        spans: &[(47511, 2)],
+        dead: None,
+    },
+    Family {
+        profile: "huawei-luna2000",
+        spans: &[(47083, 1), (47087, 1), (47100, 1), (47246, 5)],
+        dead: None,
+    },
+    Family {
+        profile: "kostal-plenticore",
+        spans: &[(1034, 2), (1038, 4)],
+        dead: Some(Dead {
+            spans: &[(1034, 2), (1038, 4)],
+            menu_timer: true,
+            // The setpoint lapses; the limits keep their last words: the
+            // rated 4 kW after a charge, 0 W after an idle (until the agent's
+            // next start releases to the words it found).
+            cases: || {
+                vec![
+                    (
+                        -2000.0,
+                        [f32_lo(-2000.0), f32_lo(4000.0), f32_lo(4000.0)].concat(),
+                        [f32_lo(0.0), f32_lo(4000.0), f32_lo(4000.0)].concat(),
+                    ),
+                    (
+                        0.0,
+                        [f32_lo(0.0), f32_lo(0.0), f32_lo(0.0)].concat(),
+                        [f32_lo(0.0), f32_lo(0.0), f32_lo(0.0)].concat(),
+                    ),
+                ]
+            },
+        }),
+    },
+    Family {
+        profile: "sma-storage",
+        spans: &[(40149, 4)],
+        dead: None,
+    },
+    Family {
+        profile: "solaredge-storage",
+        spans: &[(57348, 1), (57354, 8)],
+        dead: Some(Dead {
+            spans: &[(57357, 5)],
+            menu_timer: false,
+            // Back to the default mode 7; the commanded direction keeps its
+            // setpoint, the other its rated 4 kW: never a limit at 0 W.
+            cases: || {
+                vec![
+                    (
+                        -2000.0,
+                        [vec![3], f32_lo(2000.0), f32_lo(4000.0)].concat(),
+                        [vec![7], f32_lo(2000.0), f32_lo(4000.0)].concat(),
+                    ),
+                    (
+                        0.0,
+                        [vec![0], f32_lo(4000.0), f32_lo(4000.0)].concat(),
+                        [vec![7], f32_lo(4000.0), f32_lo(4000.0)].concat(),
+                    ),
+                ]
+            },
+        }),
+    },
+    Family {
+        profile: "sungrow-sh",
+        spans: &[(13049, 3)],
+        dead: None,
+    },
+];
+
+fn words(dev: &SimDeviceHandle, spans: &[(u16, u16)]) -> Vec<u16> {
+    spans
+        .iter()
+        .flat_map(|&(a, n)| dev.registers(a, n))
+        .collect()
+}
+
+/// An agent process steering one family's battery on a simulated site.
+struct Steered {
+    agent: Killed,
+    sim: SimSite,
+    dev: SimDeviceHandle,
+    base: String,
+    client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Steered {
+    async fn start(profile: &str) -> Steered {
         let dir = tempfile::tempdir().unwrap();
-        let (mut agent, sim, base) = spawn_agent(&battery("solaredge-storage"), dir.path()).await;
-        let dev = sim.device("solaredge_storage", 1).unwrap();
+        let (agent, sim, base) = spawn_agent(&battery(profile), dir.path()).await;
+        let dev = sim.device(&profile.replace('-', "_"), 1).unwrap();
         let client = reqwest::Client::new();
-        eventually("agent up", Duration::from_secs(15), || async {
-            client
-                .get(format!("{base}/sites/{SITE}/steering"))
-                .bearer_auth(READ)
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200)
-        })
+        eventually(
+            &format!("{profile}: agent up"),
+            Duration::from_secs(15),
+            || async {
+                client
+                    .get(format!("{base}/sites/{SITE}/steering"))
+                    .bearer_auth(READ)
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status() == 200)
+            },
+        )
         .await;
+        Steered {
+            agent,
+            sim,
+            dev,
+            base,
+            client,
+            _dir: dir,
+        }
+    }
+
+    async fn ess(&self, watts: f64) {
         let body =
             json!({"setting": {"value": watts, "unit": "W"}, "validUntil": now_ms() + 120_000});
-        let r = client
-            .post(format!("{base}/sites/{SITE}/steering/ess"))
+        let r = self
+            .client
+            .post(format!("{}/sites/{SITE}/steering/ess", self.base))
             .bearer_auth(STEER)
             .json(&body)
             .send()
             .await
             .unwrap();
-        assert_eq!(r.status(), 200);
+        assert_eq!(r.status(), 200, "{watts} W");
+    }
+
+    /// Steers `watts` and waits until `spans` leave `before` and hold still
+    /// for a few refreshes (every write of the recipe out).
+    async fn steer_until_changed(
+        &self,
+        watts: f64,
+        spans: &[(u16, u16)],
+        before: &[u16],
+    ) -> Vec<u16> {
+        self.ess(watts).await;
         eventually(
-            &format!("{watts} W held"),
+            &format!("{watts} W written"),
             Duration::from_secs(5),
-            || async { dev.registers(57357, 5) == during },
+            || async { words(&self.dev, spans) != before },
         )
         .await;
-        agent.0.kill().unwrap();
-        agent.0.wait().unwrap();
-        // The device's own timer: REVERT_S after the last refresh.
+        tokio::time::sleep(Duration::from_millis(3 * INTERVAL_MS)).await;
+        words(&self.dev, spans)
+    }
+}
+
+/// After the agent dies (killed: no goodbye writes) the device's own timer
+/// runs out and leaves the words its profile states: for every family with
+/// `on_timeout`, after a charge and after a charge then idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn device_timer_after_the_agent_dies_leaves_the_stated_words() {
+    for f in FAMILIES {
+        let Some(dead) = &f.dead else { continue };
+        for (watts, during, after) in (dead.cases)() {
+            let case = format!("{} {watts} W", f.profile);
+            let mut s = Steered::start(f.profile).await;
+            if dead.menu_timer {
+                assert!(s.dev.set_own_timeout(f64::from(REVERT_S)));
+            }
+            let found = words(&s.dev, dead.spans);
+            s.steer_until_changed(-2000.0, dead.spans, &found).await;
+            s.ess(watts).await;
+            eventually(&format!("{case}: held"), Duration::from_secs(5), || async {
+                words(&s.dev, dead.spans) == during
+            })
+            .await;
+            s.agent.0.kill().unwrap();
+            s.agent.0.wait().unwrap();
+            eventually(
+                &format!("{case}: the device's own timer"),
+                Duration::from_secs(u64::from(REVERT_S) + 3),
+                || async { words(&s.dev, dead.spans) == after },
+            )
+            .await;
+            // And it stays so: the device writes nothing more on its own.
+            tokio::time::sleep(Duration::from_secs(u64::from(REVERT_S))).await;
+            assert_eq!(words(&s.dev, dead.spans), after, "{case}");
+            s.sim.shutdown().await;
+        }
+    }
+}
+
+/// For every family with a storage recipe, on an agent process: the clean
+/// release (the steering ended through the API) after a charge and an idle
+/// leaves every register the recipe wrote at the word found before the
+/// agent's first write (mode and limits as delivered). SIGTERM then releases
+/// nothing (docs/steering.md: a restart keeps the devices steered): a second
+/// charge stays as written when the agent has stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_then_sigterm_for_every_family() {
+    for f in FAMILIES {
+        let mut s = Steered::start(f.profile).await;
+        // The device's own timer out of the way: what is seen is the agent's.
+        assert!(s.dev.set_own_timeout(600.0));
+        let found = words(&s.dev, f.spans);
+        let charging = s.steer_until_changed(-2000.0, f.spans, &found).await;
+        s.steer_until_changed(0.0, f.spans, &charging).await;
+        let r = s
+            .client
+            .delete(format!("{}/sites/{SITE}/steering", s.base))
+            .bearer_auth(STEER)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{}", f.profile);
         eventually(
-            &format!("{watts} W: reverted by the device"),
-            Duration::from_secs(u64::from(REVERT_S) + 3),
-            || async { dev.registers(57357, 1) == [7] },
+            &format!("{}: released as found", f.profile),
+            Duration::from_secs(5),
+            || async { words(&s.dev, f.spans) == found },
         )
         .await;
-        let after = dev.registers(57358, 4);
-        assert!(
-            after[..2] != f32_lo(0.0)[..] && after[2..] != f32_lo(0.0)[..],
-            "{watts} W: a limit left at 0 W: {after:?}"
+        let held = s.steer_until_changed(-2000.0, f.spans, &found).await;
+        let pid = nix::unistd::Pid::from_raw(s.agent.0.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let mut exit = None;
+        for _ in 0..100 {
+            exit = s.agent.0.try_wait().unwrap();
+            if exit.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let exit =
+            exit.unwrap_or_else(|| panic!("{}: still running 10 s after SIGTERM", f.profile));
+        assert!(exit.success(), "{}: {exit}", f.profile);
+        assert_eq!(
+            words(&s.dev, f.spans),
+            held,
+            "{}: nothing released at SIGTERM",
+            f.profile
         );
-        sim.shutdown().await;
+        s.sim.shutdown().await;
     }
 }
