@@ -47,8 +47,7 @@ fn value(device: usize, p: usize, second: i64) -> f64 {
     }
 }
 
-fn samples(devices: usize, device: usize, seconds: std::ops::Range<i64>) -> Vec<Sample> {
-    let _ = devices;
+fn samples(device: usize, seconds: std::ops::Range<i64>) -> Vec<Sample> {
     let mut out = Vec::with_capacity(PROPERTIES * (seconds.end - seconds.start) as usize);
     for p in 0..PROPERTIES {
         for s in seconds.clone() {
@@ -98,7 +97,7 @@ fn run(
     rt.block_on(async {
         for h in 0..history_h {
             for d in 0..devices {
-                tx.send(samples(devices, d, h * HOUR_S..(h + 1) * HOUR_S))
+                tx.send(samples(d, h * HOUR_S..(h + 1) * HOUR_S))
                     .await
                     .unwrap();
             }
@@ -122,7 +121,7 @@ fn run(
             let second = start + s;
             let mut batch = Vec::with_capacity(devices * PROPERTIES);
             for d in 0..devices {
-                batch.extend(samples(devices, d, second..second + 1));
+                batch.extend(samples(d, second..second + 1));
             }
             tx.send(batch).await.unwrap();
             store.flush().await.unwrap();

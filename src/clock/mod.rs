@@ -110,10 +110,7 @@ impl ClockWatch {
                         synchronised,
                     };
                 }
-                None => {
-                    epoch.to_ms = wall_ms;
-                    epoch.synchronised &= synchronised;
-                }
+                None => epoch.synchronised &= synchronised,
             }
         }
     }

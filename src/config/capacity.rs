@@ -158,4 +158,23 @@ mod tests {
         let f = shortfall(&site(1000, 2048)).expect("too small");
         assert!(f.raw_days < 1.0 || f.minute_days < 400.0, "{f:?}");
     }
+
+    /// The table in docs/store.md ("Retention and the size cap") is what this
+    /// estimate gives: MB the defaults' retention needs, and raw days 2 GB holds.
+    #[test]
+    fn the_documented_table_is_what_the_estimate_gives() {
+        for (devices, needed_mb, raw_days) in [
+            (20, 4432.0, 1.6),
+            (50, 11_221.0, 1.0),
+            (200, 49_561.0, 1.0),
+            (1000, 372_576.0, 1.0),
+        ] {
+            let f = shortfall(&site(devices, 2048)).expect("too small");
+            assert!((f.needed_mb - needed_mb).abs() < 1.0, "{devices}: {f:?}");
+            assert!((f.raw_days - raw_days).abs() < 0.05, "{devices}: {f:?}");
+        }
+        // The demo's 5 devices: 1.1 GB, within the 2 GB default.
+        assert!(shortfall(&site(5, 1100)).is_some());
+        assert_eq!(shortfall(&site(5, 1110)), None);
+    }
 }

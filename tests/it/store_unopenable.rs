@@ -64,16 +64,6 @@ async fn a_store_that_cannot_be_opened_leaves_the_agent_running_on_a_temporary_o
     assert_eq!(st["energyStorageSetting"], Value::Null, "{st}");
     let (_, metrics) = rig.get_text("/metrics").await;
     assert!(metrics.contains("sitegate_store_temporary 0"), "{metrics}");
-    eventually(
-        "the fallback in the history",
-        Duration::from_secs(5),
-        || async {
-            let (_, h) = rig
-                .get(&format!("/sites/{SITE}/steering/history?limit=1000"), READ)
-                .await;
-            h.to_string().contains("changes of the last run were lost")
-        },
-    )
-    .await;
+    rig.fallback_recorded().await;
     rig.shutdown().await;
 }

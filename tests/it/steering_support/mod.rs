@@ -326,6 +326,24 @@ impl Rig {
         v
     }
 
+    /// Waits until the site's history holds the record a start writes when
+    /// it begins at the fallback because the last run lost changes (the
+    /// queue writes it in the background).
+    pub async fn fallback_recorded(&self) {
+        let rig = self;
+        eventually(
+            "the fallback in the history",
+            Duration::from_secs(10),
+            || async {
+                let (_, h) = rig
+                    .get(&format!("/sites/{SITE}/steering/history?limit=1000"), READ)
+                    .await;
+                h.to_string().contains("changes of the last run were lost")
+            },
+        )
+        .await;
+    }
+
     /// A GET with `token`, the body as sent (to see how numbers are written).
     pub async fn get_raw(&self, path: &str, token: &str) -> String {
         self.http
