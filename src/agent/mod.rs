@@ -1,5 +1,7 @@
 //! The running agent: builds every subsystem from a validated config, starts their
-//! tasks under one cancellation token, and stops them in order.
+//! tasks under one cancellation token, and stops them in order: the actuators
+//! first (each releases its device while the bus tasks still run), then every
+//! other task, then the store.
 //!
 //! This is wiring only: no protocol logic and no decisions live here.
 
@@ -86,6 +88,8 @@ pub struct Agent {
     maps: Arc<DeviceMaps>,
     buses: HashMap<String, BusHandle>,
     steering: crate::steering::SteeringService,
+    /// The actuators, stopped (their devices released) before everything else.
+    actuators: crate::steering::ActuatorStop,
     http_addrs: Vec<SocketAddr>,
     uplink: Option<Uplink>,
     steering_feed: SteeringFeed,
@@ -131,7 +135,7 @@ impl Agent {
         // `keep_configured_marker`; the temporary one needs none (it is
         // gone at the next start).
         let marker = config.storage.path.with_extension("steering-pending");
-        let steering = crate::steering::start(
+        let (steering, actuators) = crate::steering::start(
             &config,
             live.clone(),
             maps.clone(),
@@ -239,6 +243,7 @@ impl Agent {
             maps,
             buses,
             steering,
+            actuators,
             http_addrs,
             uplink,
             steering_feed,
@@ -336,8 +341,20 @@ impl Agent {
         self.cancel.clone()
     }
 
-    /// Stops every task and waits for them (at most a grace period).
+    /// Releases every device the agent may have left steered, while the bus
+    /// tasks still run (at most [`crate::steering::RELEASE_BOUND`]), then
+    /// stops every other task and waits for them (at most a grace period),
+    /// then closes the store.
     pub async fn shutdown(self) {
+        let bound = crate::steering::RELEASE_BOUND;
+        let left = self.actuators.release_all(bound).await;
+        if left > 0 {
+            tracing::warn!(
+                actuators = left,
+                bound_ms = bound.as_millis() as u64,
+                "agent stopping: some releases did not finish within the bound"
+            );
+        }
         self.cancel.cancel();
         self.tracker.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, self.tracker.wait())

@@ -8,6 +8,10 @@
 //! that back, so a device is left as the installer left it. The first write
 //! after start is logged register by register, old and new word.
 //!
+//! At a clean stop of the agent it writes the device's release once more,
+//! unless the device is known released (`stop.rs`), before the bus tasks
+//! stop, and gives up at the stop's deadline (`stop_signal.rs`).
+//!
 //! Decisions (what to write, when) are the pure functions of `report.rs`, and
 //! the registers are `modbus::control`'s recipes; this file only runs them. It
 //! never decides setpoints.
@@ -23,6 +27,8 @@ use super::decide::Command;
 use super::persist::FoundRegisters;
 use super::report::{due, Desired, DeviceReport, Due, Last};
 use super::stats::WriteCounters;
+use super::stop::{may_be_steered, release_at_stop, RELEASE_BOUND};
+use super::stop_signal::StopSignal;
 use crate::config::DeviceConfig;
 use crate::modbus::control::{
     changes, footprint, restore, verify, Mismatch, Originals, Recipe, WriteError, WritePlan,
@@ -145,15 +151,31 @@ struct Calibrated {
 }
 
 impl Actuator {
-    pub async fn run(mut self, cancel: CancellationToken) {
-        let refresh_ms = i64::from(self.revert_s) * 1000 / 2;
+    /// Follows the desired setpoint until the agent stops. At a clean stop
+    /// (`stop`) the device is released before the task ends, by the
+    /// deadline the stop gives; `cancel` (the agent's own, whose bus tasks
+    /// are gone with it) ends the task without writing.
+    pub async fn run(mut self, mut stop: StopSignal, cancel: CancellationToken) {
         let mut cal: Option<Calibrated> = None;
         let mut last: Option<Last> = None;
+        // A step in progress at stop is dropped: its bus transaction, if it
+        // was sent, still runs ahead of the release.
+        let deadline = tokio::select! {
+            () = self.follow(&mut cal, &mut last) => return,
+            () = cancel.cancelled() => return,
+            at = stop.requested() => at,
+        };
+        self.release_at_stop(cal, last, deadline).await;
+    }
+
+    /// Writes what the control loop wants, when due, until its channel closes.
+    async fn follow(&mut self, cal: &mut Option<Calibrated>, last: &mut Option<Last>) {
+        let refresh_ms = self.refresh_ms();
         loop {
             let desired = self.desired.borrow_and_update().clone();
             let wake_at = match desired {
                 None => None,
-                Some(d) => match self.step(&d, &mut cal, &mut last, refresh_ms).await {
+                Some(d) => match self.step(&d, cal, last, refresh_ms).await {
                     Due::Now => continue,
                     Due::At(t) => Some(t),
                     Due::Never => None,
@@ -169,9 +191,56 @@ impl Actuator {
                 }
             };
             tokio::select! {
-                () = cancel.cancelled() => break,
-                changed = self.desired.changed() => if changed.is_err() { break },
+                changed = self.desired.changed() => if changed.is_err() { return },
                 () = sleep => {}
+            }
+        }
+    }
+
+    fn refresh_ms(&self) -> i64 {
+        i64::from(self.revert_s) * 1000 / 2
+    }
+
+    /// At a clean stop: writes the device's release (the registers as first
+    /// found) unless it is known released (`stop.rs`), and gives up at
+    /// `deadline`. The write is recorded as any release is (audit, the
+    /// store's steered mark, the report); what did not succeed is logged
+    /// with the device and the reason.
+    async fn release_at_stop(
+        &mut self,
+        mut cal: Option<Calibrated>,
+        last: Option<Last>,
+        deadline: tokio::time::Instant,
+    ) {
+        let device = self.device.reference.clone();
+        let kept = self.found.as_ref().map(|f| f.steered);
+        if !may_be_steered(last.as_ref(), kept) {
+            tracing::debug!(%device, "agent stopping: device released already");
+            return;
+        }
+        let d = release_at_stop(self.device.device_type);
+        // Due whatever this run wrote before (a retry waiting out its backoff too).
+        let mut attempt: Option<Last> = None;
+        let refresh_ms = self.refresh_ms();
+        let step = self.step(&d, &mut cal, &mut attempt, refresh_ms);
+        if tokio::time::timeout_at(deadline, step).await.is_err() {
+            let bound_ms = RELEASE_BOUND.as_millis();
+            let error = format!("no answer within the agent's stop bound ({bound_ms} ms)");
+            tracing::error!(%device, %error, "agent stopping: the device was not released; it stays as it is until its own revert timer, if it has one, or the agent's next start");
+            self.record(&d, now_ms(), Some(error), false);
+            return;
+        }
+        match attempt {
+            Some(l) if l.ok => {
+                tracing::info!(%device, command = ?d.command, "agent stopping: device released");
+            }
+            Some(l) => {
+                let error = l.error.unwrap_or_default();
+                tracing::error!(%device, %error, "agent stopping: the release failed; the device stays as it is until its own revert timer, if it has one, or the agent's next start");
+            }
+            None => {
+                let error = self.report_error().unwrap_or_default();
+                tracing::warn!(%device, %error, "agent stopping: no release could be written");
             }
         }
     }
@@ -276,22 +345,27 @@ impl Actuator {
         self.report(|r| r.update(d, Ok(&plan), last.as_ref()));
         // Refreshes that succeed are not worth a record; changes and failures are.
         if changed || !ok {
-            let event = AuditEvent {
-                site: self.site.clone(),
-                at_ms: at,
-                kind: AuditKind::Write {
-                    device: self.device.reference.clone(),
-                    component: d.component,
-                    command: d.command,
-                    error,
-                    confirmed: ok,
-                },
-            };
-            if self.audit.try_send(event).is_err() {
-                tracing::warn!(device = %self.device.reference, "audit queue full: a write record was dropped");
-            }
+            self.record(d, at, error, ok);
         }
         due(&plan, d.command, last.as_ref(), refresh_ms)
+    }
+
+    /// The audit record of a write (or an attempt) of `d`.
+    fn record(&self, d: &Desired, at_ms: i64, error: Option<String>, confirmed: bool) {
+        let event = AuditEvent {
+            site: self.site.clone(),
+            at_ms,
+            kind: AuditKind::Write {
+                device: self.device.reference.clone(),
+                component: d.component,
+                command: d.command,
+                error,
+                confirmed,
+            },
+        };
+        if self.audit.try_send(event).is_err() {
+            tracing::warn!(device = %self.device.reference, "audit queue full: a write record was dropped");
+        }
     }
 
     /// The device's recipe and a fresh enough read of its calibration registers.
@@ -436,6 +510,12 @@ impl Actuator {
             .collect();
         let out = self.bus.transact(self.device.unit_id, ops).await?;
         Ok(words_of(out))
+    }
+
+    /// The reason the report gives for the device, if any.
+    fn report_error(&self) -> Option<String> {
+        let reports = self.reports.lock().unwrap_or_else(|e| e.into_inner());
+        reports.get(self.slot).and_then(|r| r.error.clone())
     }
 
     fn report(&self, f: impl FnOnce(&mut DeviceReport)) {

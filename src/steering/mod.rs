@@ -5,7 +5,8 @@
 //! request), `alloc` (fulfilment rules), `decide` (what each device should get now),
 //! `report` (when to write, what to report). The registers a command becomes
 //! are `modbus::control`'s. I/O at the edges: `actuator` (one task per steered device, the only
-//! writer of its setpoints), `control` (one loop per site), `service` (the handle
+//! writer of its setpoints; at a clean stop it releases its device, `stop`
+//! deciding and `stop_signal` asking), `control` (one loop per site), `service` (the handle
 //! the API uses), `view` (what the API and the uplink render), `persist`
 //! (timelines, audit, idempotency keys; SQLite or memory).
 //!
@@ -37,6 +38,8 @@ pub mod service;
 pub mod signal;
 pub mod sqlite;
 mod stats;
+pub mod stop;
+pub mod stop_signal;
 pub mod timeline;
 pub mod value;
 pub mod view;
@@ -48,6 +51,8 @@ pub use request::{Answer, Context, RawBody, SteeringRequest};
 pub use service::{Change, Origin, SteeringError, SteeringService};
 pub use signal::{Active, SiteSignal, StoredEntry};
 pub use sqlite::SqliteSteeringStore;
+pub use stop::RELEASE_BOUND;
+pub use stop_signal::ActuatorStop;
 pub use timeline::{Entry, Timeline};
 pub use value::{Component, ComponentValue, CurtailmentValue, EssSetting, GridLimit};
 pub use view::{Allocation, SiteState, SiteView};
@@ -75,7 +80,9 @@ pub const AUDIT_QUEUE: usize = 1024;
 /// Restores the stored timelines (dropping what expired while the agent was
 /// down), then starts one control loop per site, one actuator per steered device,
 /// the audit writer and the writer of changes (`durable.rs`, its marker file at
-/// `marker`). Returns the handle for the API.
+/// `marker`). Returns the handle for the API, and the actuators' own stop:
+/// the agent releases the devices through it before `cancel` stops the bus
+/// tasks (the actuators are not on `tracker`).
 ///
 /// A store that cannot be read, or a marker that says the last run lost
 /// changes it could not write, starts every site at its fallback: the grid
@@ -90,8 +97,9 @@ pub async fn start(
     marker: Option<&std::path::Path>,
     tracker: &TaskTracker,
     cancel: CancellationToken,
-) -> SteeringService {
+) -> (SteeringService, ActuatorStop) {
     let now = now_ms();
+    let actuators = ActuatorStop::new();
     let durable = Arc::new(Durable::new(marker));
     let mut stored: HashMap<String, Vec<StoredEntry>> = HashMap::new();
     if durable.found_lost() {
@@ -159,7 +167,7 @@ pub async fn start(
                 changed: site.changed.clone(),
                 audit: audit_tx.clone(),
             };
-            tracker.spawn(a.run(cancel.child_token()));
+            actuators.spawn(a.run(actuators.signal(), cancel.child_token()));
         }
         let rated = site.inputs(now, &live).rules.rated_production_w;
         for (index, g) in cfg.grid_signals.iter().enumerate() {
@@ -183,7 +191,7 @@ pub async fn start(
         ));
         sites.push(site);
     }
-    SteeringService::new(sites, store, durable, live)
+    (SteeringService::new(sites, store, durable, live), actuators)
 }
 
 /// Ends every component of `site` (the agent's own change at start).
