@@ -60,6 +60,7 @@ mod steering_e2e;
 mod steering_profiles;
 mod steering_restart;
 mod steering_revert;
+mod steering_stop;
 mod steering_writes;
 mod store_damaged;
 mod store_durability;

@@ -1,16 +1,17 @@
 //! What a profile battery's recipe leaves behind, on real sockets: the words
-//! at the simulated device's registers after a setpoint, after the release,
-//! and after the agent is gone (killed, no goodbye writes) and the device's
-//! own timer has run out. No charge or discharge limit is left at 0 W and the
+//! at the simulated device's registers after a setpoint, after the release
+//! (through the API, and at a clean stop), and after the agent is gone
+//! (killed, no goodbye writes) and the device's own timer has run out. No charge or discharge limit is left at 0 W and the
 //! mode comes back; idle holds the battery without being a release; a
 //! setpoint and its mode go out in one request where the device wants that.
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::common::process::AgentProcess;
 use crate::steering_support::*;
+use nix::sys::signal::Signal;
 use serde_json::json;
-use sitegate::config::{parse, Transport};
+use sitegate::config::parse;
 use sitegate::sim::{SimDeviceHandle, SimSite, WriteEvent};
 
 const INTERVAL_MS: u64 = 300;
@@ -150,50 +151,6 @@ async fn sma_setpoint_and_mode_in_one_request() {
     rig.shutdown().await;
 }
 
-/// The agent as its own process, so that it can be killed without goodbye
-/// writes; its config points at `sim`'s ports.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn spawn_agent(text: &str, dir: &std::path::Path) -> (Killed, SimSite, String) {
-    let mut config = parse(text).unwrap();
-    let sim = start_sim(&mut config).await;
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let http = free.local_addr().unwrap();
-    drop(free);
-    let mut text = text.replace(
-        "listen = [\"127.0.0.1:0\"]",
-        &format!("listen = [\"{http}\"]"),
-    );
-    for bus in &config.buses {
-        let Transport::Tcp { port, .. } = &bus.transport else {
-            unreachable!("test buses are TCP")
-        };
-        text = text.replace(
-            &format!("name = \"{}\"\ntcp = \"127.0.0.1:0\"", bus.name),
-            &format!("name = \"{}\"\ntcp = \"127.0.0.1:{port}\"", bus.name),
-        );
-    }
-    let file = dir.join("sitegate.toml");
-    let db = dir.join("db.sqlite").display().to_string();
-    std::fs::write(&file, text.replace("unused.db", &db)).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .arg("run")
-        .arg("--config")
-        .arg(&file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the agent binary starts");
-    (Killed(child), sim, format!("http://{http}"))
-}
-
 /// A steerable profile family as the dead-agent and SIGTERM tests see it.
 struct Family {
     profile: &'static str,
@@ -309,40 +266,26 @@ fn words(dev: &SimDeviceHandle, spans: &[(u16, u16)]) -> Vec<u16> {
 
 /// An agent process steering one family's battery on a simulated site.
 struct Steered {
-    agent: Killed,
+    agent: AgentProcess,
     sim: SimSite,
     dev: SimDeviceHandle,
     base: String,
     client: reqwest::Client,
-    _dir: tempfile::TempDir,
 }
 
 impl Steered {
     async fn start(profile: &str) -> Steered {
-        let dir = tempfile::tempdir().unwrap();
-        let (agent, sim, base) = spawn_agent(&battery(profile), dir.path()).await;
+        let text = battery(profile);
+        let mut config = parse(&text).unwrap();
+        let sim = start_sim(&mut config).await;
+        let (agent, base) = spawn_process(&text, &config).await;
         let dev = sim.device(&profile.replace('-', "_"), 1).unwrap();
-        let client = reqwest::Client::new();
-        eventually(
-            &format!("{profile}: agent up"),
-            Duration::from_secs(15),
-            || async {
-                client
-                    .get(format!("{base}/sites/{SITE}/steering"))
-                    .bearer_auth(READ)
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status() == 200)
-            },
-        )
-        .await;
         Steered {
             agent,
             sim,
             dev,
             base,
-            client,
-            _dir: dir,
+            client: reqwest::Client::new(),
         }
     }
 
@@ -400,8 +343,7 @@ async fn device_timer_after_the_agent_dies_leaves_the_stated_words() {
                 words(&s.dev, dead.spans) == during
             })
             .await;
-            s.agent.0.kill().unwrap();
-            s.agent.0.wait().unwrap();
+            s.agent.kill();
             eventually(
                 &format!("{case}: the device's own timer"),
                 Duration::from_secs(u64::from(REVERT_S) + 3),
@@ -419,9 +361,10 @@ async fn device_timer_after_the_agent_dies_leaves_the_stated_words() {
 /// For every family with a storage recipe, on an agent process: the clean
 /// release (the steering ended through the API) after a charge and an idle
 /// leaves every register the recipe wrote at the word found before the
-/// agent's first write (mode and limits as delivered). SIGTERM then releases
-/// nothing (docs/steering.md: a restart keeps the devices steered): a second
-/// charge stays as written when the agent has stopped.
+/// agent's first write (mode and limits as delivered). SIGTERM after a
+/// second charge releases the same way before the agent exits
+/// (docs/steering.md, "At shutdown"): a stopped agent leaves no device
+/// steered, whether or not it has a timer of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn release_then_sigterm_for_every_family() {
     for f in FAMILIES {
@@ -446,23 +389,14 @@ async fn release_then_sigterm_for_every_family() {
         )
         .await;
         let held = s.steer_until_changed(-2000.0, f.spans, &found).await;
-        let pid = nix::unistd::Pid::from_raw(s.agent.0.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-        let mut exit = None;
-        for _ in 0..100 {
-            exit = s.agent.0.try_wait().unwrap();
-            if exit.is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let exit =
-            exit.unwrap_or_else(|| panic!("{}: still running 10 s after SIGTERM", f.profile));
+        assert_ne!(held, found, "{}: steered again", f.profile);
+        s.agent.signal(Signal::SIGTERM);
+        let exit = s.agent.exited(Duration::from_secs(10)).await;
         assert!(exit.success(), "{}: {exit}", f.profile);
         assert_eq!(
             words(&s.dev, f.spans),
-            held,
-            "{}: nothing released at SIGTERM",
+            found,
+            "{}: released as found at SIGTERM",
             f.profile
         );
         s.sim.shutdown().await;

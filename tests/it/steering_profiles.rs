@@ -260,8 +260,9 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
 }
 
 /// A release leaves a device as the installer left it, also after an agent
-/// that stopped while steering: the next start writes back the registers as
-/// first found (kept in the store), not the setpoint it finds there.
+/// that stopped while steering without releasing it (the device refused the
+/// release at stop): the next start writes back the registers as first found
+/// (kept in the store), not the setpoint it finds there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_writes_back_the_registers_as_first_found() {
     let rig = Rig::start_with(&config(), der_devices).await;
@@ -289,10 +290,18 @@ async fn a_release_writes_back_the_registers_as_first_found() {
         || async { der_limit(&rig) == [1, 25, u32::from(REVERT_S)] },
     )
     .await;
-    // The agent stops while steering; the device keeps the setpoint. The
-    // signal is ended in the store, so the next start releases.
+    // The agent stops while steering and the device refuses the release at
+    // stop, so it keeps the setpoint. The signal is ended in the store, so
+    // the next start releases.
+    let pv = rig.device("pv-d");
+    let id = rig.agent.live().find("dvc_pv_d").unwrap();
+    let block = *rig.agent.device_maps().get(id).unwrap().model(704).unwrap();
+    let enable = block.point(M704::W_MAX_LIM_PCT_ENA.offset);
+    pv.set_refuse_writes(true);
     let rig = rig
         .restart_with(|config| {
+            assert_eq!(pv.registers(enable, 1), [1], "still limited after the stop");
+            pv.set_refuse_writes(false);
             let conn = rusqlite::Connection::open(&config.storage.path).expect("the database");
             conn.execute("DELETE FROM steering_timeline", [])
                 .expect("end the stored signal");
