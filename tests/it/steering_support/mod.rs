@@ -191,14 +191,18 @@ pub async fn spawn_process(text: &str, config: &Config) -> (AgentProcess, String
     let agent = AgentProcess::run(ConfigDir { dir, file }, cmd);
     let base = format!("http://{http}");
     let client = reqwest::Client::new();
-    eventually("the agent process serves", Duration::from_secs(15), || async {
-        client
-            .get(format!("{base}/sites/{SITE}/steering"))
-            .bearer_auth(READ)
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == 200)
-    })
+    eventually(
+        "the agent process serves",
+        Duration::from_secs(15),
+        || async {
+            client
+                .get(format!("{base}/sites/{SITE}/steering"))
+                .bearer_auth(READ)
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200)
+        },
+    )
     .await;
     (agent, base)
 }
