@@ -31,7 +31,8 @@ pub const RELEASE_BOUND: Duration = Duration::from_secs(2);
 /// the device was never contacted or the store could not be read).
 pub fn may_be_steered(last: Option<&Last>, kept_steered: Option<bool>) -> bool {
     match last {
-        Some(l) => !(l.ok && !l.command.is_control()),
+        // A setpoint, or anything not confirmed.
+        Some(l) => l.command.is_control() || !l.ok,
         None => kept_steered != Some(false),
     }
 }

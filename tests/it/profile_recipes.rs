@@ -278,7 +278,7 @@ impl Steered {
         let text = battery(profile);
         let mut config = parse(&text).unwrap();
         let sim = start_sim(&mut config).await;
-        let (agent, base) = spawn_process(&text, &config).await;
+        let (agent, base) = AgentProcess::spawn_on(&text, &config).await;
         let dev = sim.device(&profile.replace('-', "_"), 1).unwrap();
         Steered {
             agent,

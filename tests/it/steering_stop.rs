@@ -14,6 +14,7 @@
 
 use std::time::Duration;
 
+use crate::common::process::AgentProcess;
 use crate::steering_support::*;
 use ::sunspec::models::{model123::Model123 as M123, model124::Model124 as M124};
 use nix::sys::signal::Signal;
@@ -217,7 +218,7 @@ async fn sigterm_releases_every_steered_device_to_the_words_found() {
     for c in &cases {
         found.push(read(&sim, c).await);
     }
-    let (mut agent, base) = spawn_process(&text, &config).await;
+    let (mut agent, base) = AgentProcess::spawn_on(&text, &config).await;
     steer(&base, &cases).await;
     steered(&sim, &cases, &found).await;
 
@@ -263,7 +264,7 @@ async fn a_silent_device_does_not_hold_the_stop_past_the_bound() {
             *port = peer.addr().port();
         }
     }
-    let (mut agent, base) = spawn_process(&text, &config).await;
+    let (mut agent, base) = AgentProcess::spawn_on(&text, &config).await;
     steer(&base, &cases).await;
     steered(&sim, &cases, &found).await;
 

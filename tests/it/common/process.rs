@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use sitegate::config::parse;
+use sitegate::config::{parse, Config, Transport};
 use sitegate::sim::{SimSite, SimSiteSpec};
 
 use super::site::SUMMER_MORNING_MS;
@@ -87,6 +87,46 @@ impl AgentProcess {
             child,
             dir: config.dir,
         }
+    }
+
+    /// The agent binary on `text`, a config with `listen = ["127.0.0.1:0"]`,
+    /// TCP buses on `127.0.0.1:0` and the database `unused.db` (the steering
+    /// tests' configs): its buses pointed at the ports `config`'s buses hold
+    /// (the simulator's, or a proxy's in front of it), a free HTTP port, the
+    /// database and the log in its own folder. Returns it and the API's base
+    /// URL once `/healthz` answers.
+    pub async fn spawn_on(text: &str, config: &Config) -> (AgentProcess, String) {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let http = free.local_addr().expect("its address");
+        drop(free);
+        let mut text = text.replace(
+            "listen = [\"127.0.0.1:0\"]",
+            &format!("listen = [\"{http}\"]"),
+        );
+        for bus in &config.buses {
+            let Transport::Tcp { port, .. } = &bus.transport else {
+                unreachable!("test buses are TCP")
+            };
+            text = text.replace(
+                &format!("name = \"{}\"\ntcp = \"127.0.0.1:0\"", bus.name),
+                &format!("name = \"{}\"\ntcp = \"127.0.0.1:{port}\"", bus.name),
+            );
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("sitegate.toml");
+        let db = dir.path().join("sitegate.db").display().to_string();
+        std::fs::write(&file, text.replace("unused.db", &db)).expect("write the config");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sitegate"));
+        cmd.arg("run").arg("--config").arg(&file);
+        let agent = Self::run(ConfigDir { dir, file }, cmd);
+        let base = format!("http://{http}");
+        let client = reqwest::Client::new();
+        super::wait_for("the agent process serves", Duration::from_secs(15), || {
+            let get = client.get(format!("{base}/healthz")).send();
+            async move { get.await.ok().filter(|r| r.status() == 200).map(|_| ()) }
+        })
+        .await;
+        (agent, base)
     }
 
     pub fn log_path(&self) -> PathBuf {

@@ -4,15 +4,12 @@
 #![allow(dead_code)]
 
 use std::future::Future;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sitegate::agent::Agent;
 use sitegate::config::{parse, Config, Transport};
 use sitegate::sim::{SimDeviceHandle, SimSite, SimSiteSpec, StorageControl};
-
-use crate::common::process::{AgentProcess, ConfigDir};
 
 pub const STEER: &str = "sgt_e2e_steer_token";
 pub const READ: &str = "sgt_e2e_read_token";
@@ -159,52 +156,6 @@ pub async fn start_sim_with(config: &mut Config, tweak: impl FnOnce(&mut SimSite
         }
     }
     sim
-}
-
-/// The agent binary on `text` (a config of these tests), its buses pointed at
-/// the ports `config`'s buses hold (the simulator's, or a proxy's in front of
-/// it), on a free HTTP port, its database and log in its own folder; and the
-/// API's base URL once it answers.
-pub async fn spawn_process(text: &str, config: &Config) -> (AgentProcess, String) {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    let http = free.local_addr().expect("its address");
-    drop(free);
-    let mut text = text.replace(
-        "listen = [\"127.0.0.1:0\"]",
-        &format!("listen = [\"{http}\"]"),
-    );
-    for bus in &config.buses {
-        let Transport::Tcp { port, .. } = &bus.transport else {
-            unreachable!("test buses are TCP")
-        };
-        text = text.replace(
-            &format!("name = \"{}\"\ntcp = \"127.0.0.1:0\"", bus.name),
-            &format!("name = \"{}\"\ntcp = \"127.0.0.1:{port}\"", bus.name),
-        );
-    }
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let file = dir.path().join("sitegate.toml");
-    let db = dir.path().join("db.sqlite").display().to_string();
-    std::fs::write(&file, text.replace("unused.db", &db)).expect("write the config");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sitegate"));
-    cmd.arg("run").arg("--config").arg(&file);
-    let agent = AgentProcess::run(ConfigDir { dir, file }, cmd);
-    let base = format!("http://{http}");
-    let client = reqwest::Client::new();
-    eventually(
-        "the agent process serves",
-        Duration::from_secs(15),
-        || async {
-            client
-                .get(format!("{base}/sites/{SITE}/steering"))
-                .bearer_auth(READ)
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200)
-        },
-    )
-    .await;
-    (agent, base)
 }
 
 pub struct Rig {
