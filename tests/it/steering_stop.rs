@@ -301,3 +301,63 @@ async fn a_silent_device_does_not_hold_the_stop_past_the_bound() {
     peer.stop().await;
     sim.shutdown().await;
 }
+
+/// `steered` of the device's registers as first found, in the store.
+fn steered_mark(db: &std::path::Path, device: &str) -> Option<i64> {
+    let conn = rusqlite::Connection::open(db).expect("the database");
+    conn.query_row(
+        "SELECT steered FROM device_originals WHERE device = ?1",
+        [device],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
+/// The release at stop is recorded as a release at expiry is: a confirmed
+/// write record without a component, last in the history, and the store's
+/// steered mark cleared (the next start takes the registers it finds for
+/// the installer's). A restart then steers the device again from the
+/// stored signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_release_at_stop_is_recorded_like_any_release() {
+    let case = &CASES[0];
+    let device = reference(case.bus);
+    let rig = Rig::start(&site(&[case], None)).await;
+    let found = read(&rig.sim, case).await;
+    steer(&rig.base, &[case]).await;
+    steered(&rig.sim, &[case], std::slice::from_ref(&found)).await;
+    let db = rig.config.storage.path.clone();
+    let dev = rig.device(case.bus);
+    let Registers::Fixed(&[(addr, count)]) = case.registers else {
+        unreachable!("Sungrow SH's control registers are one span")
+    };
+    eventually("marked steered", Duration::from_secs(5), || async {
+        steered_mark(&db, &device) == Some(1)
+    })
+    .await;
+    let rig = rig
+        .restart_with(|config| {
+            assert_eq!(dev.registers(addr, count), found, "released at the stop");
+            assert_eq!(steered_mark(&config.storage.path, &device), Some(0));
+            let conn = rusqlite::Connection::open(&config.storage.path).expect("the database");
+            let last: String = conn
+                .query_row(
+                    "SELECT record FROM steering_audit WHERE kind = 'write' ORDER BY at_ms DESC LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .expect("a write record");
+            let last: serde_json::Value = serde_json::from_str(&last).expect("JSON");
+            assert_eq!(last["deviceReference"], device.as_str(), "{last}");
+            assert_eq!(last["action"], "storage control released", "{last}");
+            assert_eq!(last["component"], serde_json::Value::Null, "{last}");
+            assert_eq!(last["confirmed"], true, "{last}");
+        })
+        .await;
+    // The stored signal is taken up again by the next start.
+    eventually("steered again", Duration::from_secs(5), || async {
+        read(&rig.sim, case).await != found
+    })
+    .await;
+    rig.shutdown().await;
+}
