@@ -158,28 +158,41 @@ impl Actuator {
     pub async fn run(mut self, mut stop: StopSignal, cancel: CancellationToken) {
         let mut cal: Option<Calibrated> = None;
         let mut last: Option<Last> = None;
+        let mut stepping = false;
         // A step in progress at stop is dropped: its bus transaction, if it
-        // was sent, still runs ahead of the release.
+        // was sent, still runs ahead of the release, and `last` does not
+        // show it (`stepping` stays set).
         let deadline = tokio::select! {
-            () = self.follow(&mut cal, &mut last) => return,
+            () = self.follow(&mut cal, &mut last, &mut stepping) => return,
             () = cancel.cancelled() => return,
             at = stop.requested() => at,
         };
-        self.release_at_stop(cal, last, deadline).await;
+        self.release_at_stop(cal, last, stepping, deadline).await;
     }
 
-    /// Writes what the control loop wants, when due, until its channel closes.
-    async fn follow(&mut self, cal: &mut Option<Calibrated>, last: &mut Option<Last>) {
+    /// Writes what the control loop wants, when due, until its channel
+    /// closes; `stepping` is set while a step runs.
+    async fn follow(
+        &mut self,
+        cal: &mut Option<Calibrated>,
+        last: &mut Option<Last>,
+        stepping: &mut bool,
+    ) {
         let refresh_ms = self.refresh_ms();
         loop {
             let desired = self.desired.borrow_and_update().clone();
             let wake_at = match desired {
                 None => None,
-                Some(d) => match self.step(&d, cal, last, refresh_ms).await {
-                    Due::Now => continue,
-                    Due::At(t) => Some(t),
-                    Due::Never => None,
-                },
+                Some(d) => {
+                    *stepping = true;
+                    let due = self.step(&d, cal, last, refresh_ms).await;
+                    *stepping = false;
+                    match due {
+                        Due::Now => continue,
+                        Due::At(t) => Some(t),
+                        Due::Never => None,
+                    }
+                }
             };
             let sleep = async {
                 match wake_at {
@@ -210,11 +223,12 @@ impl Actuator {
         &mut self,
         mut cal: Option<Calibrated>,
         last: Option<Last>,
+        interrupted: bool,
         deadline: tokio::time::Instant,
     ) {
         let device = self.device.reference.clone();
         let kept = self.found.as_ref().map(|f| f.steered);
-        if !may_be_steered(last.as_ref(), kept) {
+        if !may_be_steered(last.as_ref(), interrupted, kept) {
             tracing::debug!(%device, "agent stopping: device released already");
             return;
         }

@@ -6,8 +6,9 @@
 //! too) and whether or not the device has a revert timer of its own: those
 //! timers are the backstop for an agent that dies, not for one that stops. A
 //! device is known released only when its last write was a release that was
-//! read back as written, or when nothing was written in this run and the
-//! store says no earlier run left it steered; anything else counts as steered.
+//! read back as written (and no write was under way at the stop), or when
+//! nothing was written in this run and the store says no earlier run left it
+//! steered; anything else counts as steered.
 //!
 //! Pure: no I/O and no clock. The actuator runs the release (`actuator.rs`),
 //! `stop_signal.rs` asks for it, and the agent waits at most
@@ -27,9 +28,14 @@ pub const RELEASE_BOUND: Duration = Duration::from_secs(2);
 
 /// Whether the device may hold a setpoint of the agent's when it stops.
 /// `last` is the last write of this run (`None`: nothing written yet);
-/// `kept_steered` is the store's mark for the device (`None`: not known,
-/// the device was never contacted or the store could not be read).
-pub fn may_be_steered(last: Option<&Last>, kept_steered: Option<bool>) -> bool {
+/// `interrupted`: a write was under way when the stop came (it may still
+/// reach the device); `kept_steered` is the store's mark for the device
+/// (`None`: not known, the device was never contacted or the store could
+/// not be read).
+pub fn may_be_steered(last: Option<&Last>, interrupted: bool, kept_steered: Option<bool>) -> bool {
+    if interrupted {
+        return true;
+    }
     match last {
         // A setpoint, or anything not confirmed.
         Some(l) => l.command.is_control() || !l.ok,
@@ -70,7 +76,13 @@ mod tests {
     }
 
     fn check(last: Option<&Last>, kept: Option<bool>, steered: bool) {
-        assert_eq!(may_be_steered(last, kept), steered, "{last:?} {kept:?}");
+        assert_eq!(
+            may_be_steered(last, false, kept),
+            steered,
+            "{last:?} {kept:?}"
+        );
+        // A step under way at the stop may still write anything.
+        assert!(may_be_steered(last, true, kept), "{last:?} {kept:?}");
     }
 
     #[test]
