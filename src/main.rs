@@ -46,7 +46,7 @@ enum TokenCommand {
     New {
         #[arg(long)]
         name: String,
-        /// Comma-separated: read, steer.
+        /// Comma-separated: read, steer, admin.
         #[arg(long, default_value = "read")]
         scopes: String,
     },

@@ -84,7 +84,7 @@ pub fn token_new(name: &str, scopes: &str) -> ExitCode {
         }
     }
     if parsed.is_empty() {
-        complain("--scopes: name at least one of read, steer");
+        complain("--scopes: name at least one of read, steer, admin");
         return ExitCode::from(EXIT_USAGE);
     }
     let token = match new_token() {
