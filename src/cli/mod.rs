@@ -1,6 +1,7 @@
 //! Subcommand bodies for the binary. Each returns the process exit code.
 
 pub mod demo;
+pub mod diag;
 pub mod run;
 pub mod scan;
 

@@ -6,7 +6,8 @@
 //! cannot operate, `admin` cannot read device data, the RPC channel refuses
 //! `/admin`, the ops channel serves nothing else); a bus re-scan proposing
 //! config blocks; and a restart: `sitegate run` exits 75 for systemd, and
-//! the same id after the restart restarts nothing.
+//! the same id after the restart restarts nothing; `sitegate diag` writes the
+//! running agent's bundle to a file.
 
 use std::time::Duration;
 
@@ -412,6 +413,45 @@ async fn a_restart_exits_for_systemd_and_its_id_restarts_nothing_again() {
             .map(drop)
     };
     crate::common::wait_for("the agent answers", T, health).await;
+
+    // `sitegate diag` writes the running agent's bundle to a file.
+    let out = agent.dir.path().join("bundle.txt");
+    let diag = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .args(["diag", "--config"])
+        .arg(&file)
+        .arg("--output")
+        .arg(&out)
+        .args(["--token", ADMIN_TOKEN])
+        .output()
+        .expect("sitegate diag runs");
+    assert!(
+        diag.status.success(),
+        "{}",
+        String::from_utf8_lossy(&diag.stderr)
+    );
+    let bundle = std::fs::read_to_string(&out).expect("the bundle file");
+    let hash = sitegate::config::text_sha256(&std::fs::read_to_string(&file).expect("config"));
+    assert!(
+        bundle.starts_with("# sitegate support bundle\n"),
+        "{bundle}"
+    );
+    assert!(
+        bundle.contains(&format!("config_sha256: {hash}")),
+        "{bundle}"
+    );
+    assert!(bundle.len() <= sitegate::ops::BUNDLE_MAX);
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .args(["diag", "--config"])
+        .arg(&file)
+        .args(["--output", "-", "--token", STEER_TOKEN])
+        .output()
+        .expect("sitegate diag runs");
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("\"admin\""),
+        "{refused:?}"
+    );
+
     let (status, body) = post_restart(&base).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     assert_eq!(body["state"], "succeeded", "{body}");
