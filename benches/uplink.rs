@@ -163,6 +163,7 @@ fn main() {
                 catalog,
                 outbox: outbox.clone(),
                 steering: SteeringFeed::new(),
+                ops: None,
             },
             &tracker,
             cancel.clone(),

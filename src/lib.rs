@@ -14,6 +14,7 @@ pub mod logging;
 pub mod metrics;
 pub mod modbus;
 pub mod model;
+pub mod ops;
 pub mod profile;
 pub mod register;
 pub mod sim;

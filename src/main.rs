@@ -33,6 +33,9 @@ enum Command {
     /// Find SunSpec devices on a Modbus TCP address or serial line and print
     /// config blocks for them.
     Scan(cli::scan::ScanArgs),
+    /// Write the running agent's support bundle to a file (asks its local
+    /// API; needs a token with the admin scope unless auth = "none").
+    Diag(cli::diag::DiagArgs),
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
@@ -46,7 +49,7 @@ enum TokenCommand {
     New {
         #[arg(long)]
         name: String,
-        /// Comma-separated: read, steer.
+        /// Comma-separated: read, steer, admin.
         #[arg(long, default_value = "read")]
         scopes: String,
     },
@@ -74,5 +77,6 @@ fn main() -> ExitCode {
         Command::Run { config } => cli::run::run(&config),
         Command::Demo(args) => cli::demo::demo(args),
         Command::Scan(args) => cli::scan::scan(args),
+        Command::Diag(args) => cli::diag::diag(args),
     }
 }

@@ -40,27 +40,44 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
     Ok(listeners)
 }
 
-/// The API router over every subsystem, its token table (the MQTT RPC bridge
-/// checks payload tokens against it and SIGHUP reloads it), its metrics
-/// registry (`None` with `http.metrics = false`), and its readiness checks.
-pub(super) fn router(
-    config: &Config,
+/// The API router over every subsystem (the operations channel included),
+/// its token table (the MQTT RPC bridge checks payload tokens against it and
+/// SIGHUP reloads it), its metrics registry (`None` with `http.metrics =
+/// false`), its readiness checks, and the operations service.
+pub(super) async fn router(
+    config: &Arc<Config>,
     live: Arc<Live>,
     store: StoreHandle,
     steering: crate::steering::SteeringService,
+    tracker: &TaskTracker,
+    cancel: CancellationToken,
 ) -> (
     axum::Router,
     Arc<crate::api::Auth>,
     Option<Registry>,
     crate::api::Readiness,
+    crate::ops::Ops,
 ) {
-    let state = crate::api::ApiState::new(config, live)
-        .with_store(store)
-        .with_steering(steering);
+    let state = crate::api::ApiState::new(config, live.clone())
+        .with_store(store.clone())
+        .with_steering(steering.clone());
+    let ops = crate::ops::Ops::start(
+        crate::ops::OpsContext {
+            config: config.clone(),
+            live,
+            store,
+            steering,
+            metrics: state.metrics.clone(),
+        },
+        tracker,
+        cancel,
+    )
+    .await;
+    let state = state.with_ops(ops.clone());
     let auth = state.auth.clone();
     let metrics = state.metrics.clone();
     let readiness = state.readiness.clone();
-    (crate::api::router(state), auth, metrics, readiness)
+    (crate::api::router(state), auth, metrics, readiness, ops)
 }
 
 /// The most a client may take to send a request's head (request line and

@@ -95,6 +95,7 @@ pub struct Agent {
     steering_feed: SteeringFeed,
     auth: Arc<crate::api::Auth>,
     metrics: Option<Registry>,
+    ops: crate::ops::Ops,
     cancel: CancellationToken,
     tracker: TaskTracker,
 }
@@ -154,8 +155,15 @@ impl Agent {
             cancel.child_token(),
         ));
 
-        let (router, auth, metrics, readiness) =
-            http::router(&config, live.clone(), store.clone(), steering.clone());
+        let (router, auth, metrics, readiness, ops) = http::router(
+            &config,
+            live.clone(),
+            store.clone(),
+            steering.clone(),
+            &tracker,
+            cancel.child_token(),
+        )
+        .await;
         let probe = clock.clone();
         readiness.register_degraded("clock", move || probe.problem().map_or(Ok(()), Err));
         let durable = steering.durable().clone();
@@ -192,6 +200,7 @@ impl Agent {
                         catalog: telemetry.catalog_changes(),
                         outbox,
                         steering: steering_feed.clone(),
+                        ops: Some(ops.clone()),
                     },
                     &tracker,
                     cancel.child_token(),
@@ -249,6 +258,7 @@ impl Agent {
             steering_feed,
             auth,
             metrics,
+            ops,
             cancel,
             tracker,
         })
@@ -334,6 +344,17 @@ impl Agent {
     pub fn reload(&self, new: &Config) -> Vec<&'static str> {
         self.auth.reload(&new.http);
         restart_needed(&self.config, new)
+    }
+
+    /// The operations channel's service.
+    pub fn ops(&self) -> &crate::ops::Ops {
+        &self.ops
+    }
+
+    /// Cancelled when a `restart` operation asks the process to exit:
+    /// `sitegate run` then stops and exits with [`crate::ops::EXIT_RESTART`].
+    pub fn restart_requested(&self) -> CancellationToken {
+        self.ops.restart_requested()
     }
 
     /// Resolves when shutdown was asked for by anyone holding the token.

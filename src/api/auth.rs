@@ -1,7 +1,7 @@
 //! Who is calling and what they may do: bearer tokens, scopes, the [`Caller`]
 //! extractor and the per-route scope layers.
 //!
-//! Protected routes sit behind [`require_read`] or [`require_steer`] (installed with
+//! Protected routes sit behind [`require_read`], [`require_steer`] or [`require_admin`] (installed with
 //! `route_layer`), which answer 401/403 before any handler runs and leave a
 //! [`Caller`] in the request extensions. This file must not know about endpoints
 //! and never logs or stores a token's plaintext.
@@ -37,9 +37,10 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// A caller with every scope, as `auth = "none"` grants.
+    /// A caller with every scope, as `auth = "none"` grants (only on
+    /// loopback listeners).
     pub fn anonymous() -> Self {
-        Self::new("anonymous", &[Scope::Read, Scope::Steer])
+        Self::new("anonymous", &[Scope::Read, Scope::Steer, Scope::Admin])
     }
 
     pub fn new(name: &str, scopes: &[Scope]) -> Self {
@@ -63,7 +64,7 @@ impl Caller {
         if self.has(scope) {
             return Ok(());
         }
-        let held: Vec<&str> = [Scope::Read, Scope::Steer]
+        let held: Vec<&str> = [Scope::Read, Scope::Steer, Scope::Admin]
             .into_iter()
             .filter(|s| self.has(*s))
             .map(Scope::as_str)
@@ -96,6 +97,7 @@ impl ScopeSet {
         match scope {
             Scope::Read => 1,
             Scope::Steer => 2,
+            Scope::Admin => 4,
         }
     }
     fn of(scopes: &[Scope]) -> Self {
@@ -257,6 +259,11 @@ pub async fn require_read(State(auth): State<Arc<Auth>>, req: Request, next: Nex
 /// Route layer for routes that need the `steer` scope (every steering change).
 pub async fn require_steer(State(auth): State<Arc<Auth>>, req: Request, next: Next) -> Response {
     authorize(&auth, Scope::Steer, req, next).await
+}
+
+/// Route layer for the `/admin/...` routes (the operations channel).
+pub async fn require_admin(State(auth): State<Arc<Auth>>, req: Request, next: Next) -> Response {
+    authorize(&auth, Scope::Admin, req, next).await
 }
 
 async fn authorize(auth: &Auth, scope: Scope, mut req: Request, next: Next) -> Response {

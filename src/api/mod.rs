@@ -28,7 +28,8 @@
 //!    access, with the group's `.get`/`.post`/`.delete` (never `Router::route`
 //!    directly: the group records the route for [`routes`]): `read_routes` for
 //!    `read` (device data, time series, site and steering state), `steer_routes`
-//!    (behind `auth::require_steer`) for steering POST/DELETE, `open_routes` for
+//!    (behind `auth::require_steer`) for steering POST/DELETE, `admin_routes`
+//!    (behind `auth::require_admin`) for the operations channel, `open_routes` for
 //!    what needs no token. The same path may appear in both token groups with
 //!    different methods; axum merges them, and each method keeps its own scope
 //!    layer.
@@ -40,6 +41,7 @@
 //!    with examples); `tests/it/openapi.rs` fails until the document and the route
 //!    list agree and real answers validate against it.
 
+mod admin;
 mod auth;
 mod code;
 mod devices;
@@ -69,7 +71,8 @@ use std::time::Duration;
 use axum::middleware;
 use axum::Router;
 
-pub use auth::{require_read, require_steer, Auth, Caller};
+pub use admin::render::{chunk as render_bundle_chunk, operation as render_operation};
+pub use auth::{require_admin, require_read, require_steer, Auth, Caller};
 pub use devices::{device_views, DeviceView, PropertyView, StatusView};
 pub use error::{ApiError, ErrorCode, PROBLEM_JSON};
 pub use extract::{
@@ -107,6 +110,9 @@ pub struct ApiState {
     pub store: Option<StoreHandle>,
     /// Site steering; `None` until the agent starts it (steering routes answer 500).
     pub steering: Option<crate::steering::SteeringService>,
+    /// The operations channel (`/admin/...`); `None` until the agent starts it
+    /// (those routes answer 500).
+    pub ops: Option<crate::ops::Ops>,
     /// What `GET /metrics` renders; `None` with `http.metrics = false` (404).
     pub metrics: Option<Registry>,
     /// Requests served, counted by the outermost layer.
@@ -135,6 +141,7 @@ impl ApiState {
             readiness: Readiness::new(),
             store: None,
             steering: None,
+            ops: None,
             metrics,
             http_stats,
             time_limit: time_limit::TimeLimit::new(Duration::from_millis(
@@ -177,6 +184,12 @@ impl ApiState {
                 )),
             });
         self.store = Some(store);
+        self
+    }
+
+    /// Serves the `/admin/...` endpoints with `ops`.
+    pub fn with_ops(mut self, ops: crate::ops::Ops) -> Self {
+        self.ops = Some(ops);
         self
     }
 
@@ -268,10 +281,21 @@ fn register(auth: &Arc<Auth>) -> (Router<ApiState>, Vec<RouteInfo>) {
         )
         .into_router()
         .route_layer(middleware::from_fn_with_state(auth.clone(), require_steer));
+    let admin_routes = Group::new(&mut list, Access::Token(Scope::Admin))
+        .post("/admin/operations", admin::post_operation)
+        .get("/admin/operations", admin::list_operations)
+        .get("/admin/operations/{operation_id}", admin::get_operation)
+        .get(
+            "/admin/operations/{operation_id}/bundle",
+            admin::get_bundle_chunk,
+        )
+        .into_router()
+        .route_layer(middleware::from_fn_with_state(auth.clone(), require_admin));
 
     let routes = open_routes
         .merge(page_routes)
         .merge(read_routes)
-        .merge(steer_routes);
+        .merge(steer_routes)
+        .merge(admin_routes);
     (routes, list)
 }

@@ -1,6 +1,7 @@
 //! Subcommand bodies for the binary. Each returns the process exit code.
 
 pub mod demo;
+pub mod diag;
 pub mod run;
 pub mod scan;
 
@@ -84,7 +85,7 @@ pub fn token_new(name: &str, scopes: &str) -> ExitCode {
         }
     }
     if parsed.is_empty() {
-        complain("--scopes: name at least one of read, steer");
+        complain("--scopes: name at least one of read, steer, admin");
         return ExitCode::from(EXIT_USAGE);
     }
     let token = match new_token() {

@@ -1,7 +1,8 @@
 //! `sitegate run`: the agent on a real site until SIGINT or SIGTERM; SIGHUP
 //! re-reads the config file and applies what can change while running (API
 //! tokens, auth mode, rate limit, log level). Tells systemd when it is ready,
-//! reloading and stopping, and feeds its watchdog.
+//! reloading and stopping, and feeds its watchdog. A `restart` operation
+//! stops it like SIGTERM and exits 75, which the unit restarts.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -95,11 +96,18 @@ pub async fn serve(
     systemd::ready(&status_line(&agent));
     agent.spawn_watchdog();
     let cancel = agent.cancellation();
+    let restart = agent.restart_requested();
+    let mut code = ExitCode::SUCCESS;
     loop {
         tokio::select! {
             _ = signals.int.recv() => { tracing::info!("SIGINT: shutting down"); break }
             _ = signals.term.recv() => { tracing::info!("SIGTERM: shutting down"); break }
             () = cancel.cancelled() => break,
+            () = restart.cancelled() => {
+                tracing::info!(exit_code = sitegate::ops::EXIT_RESTART, "restart operation: shutting down for systemd to start the agent again");
+                code = ExitCode::from(sitegate::ops::EXIT_RESTART);
+                break
+            }
             _ = signals.hup.recv() => {
                 systemd::reloading();
                 apply_reload(&agent, reload.as_ref()).await;
@@ -109,7 +117,7 @@ pub async fn serve(
     }
     systemd::stopping();
     agent.shutdown().await;
-    ExitCode::SUCCESS
+    code
 }
 
 /// After the `n`th failed start in a row: waits as `start_failures` says

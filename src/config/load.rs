@@ -137,7 +137,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let buses: Vec<Option<RawBus>> = array_section(&mut table, "buses", &mut problems);
     let devices: Vec<Option<RawDevice>> = array_section(&mut table, "devices", &mut problems);
 
-    let config = resolve(
+    let mut config = resolve(
         super::resolve::Sections {
             gateway_id,
             gateway_id_source,
@@ -158,11 +158,19 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
         },
         &mut problems,
     );
+    config.text_sha256 = text_sha256(text);
     if problems.is_empty() {
         Ok(config)
     } else {
         Err(ConfigError { problems })
     }
+}
+
+/// The hex SHA-256 of a config's text: what the operations channel and the
+/// support bundle name a configuration by.
+pub fn text_sha256(text: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(text.as_bytes()))
 }
 
 /// Deserializes one value, reporting unknown keys and the first bad value under `path`.

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use gateway_id::GatewayIdSource;
-pub use load::{parse, parse_in, ConfigError};
+pub use load::{parse, parse_in, text_sha256, ConfigError};
 pub use problem::Problem;
 pub use raw::{
     BrokerAddr, ClockConfig, CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder,
@@ -59,6 +59,8 @@ pub struct Config {
     /// any other; `run` starts anyway: the uplink retries with backoff and
     /// `/readyz` says why, while polling, storing and steering go on.
     pub file_problems: Vec<Problem>,
+    /// The hex SHA-256 of the text this config was parsed from.
+    pub text_sha256: String,
 }
 
 /// The local HTTP API.

@@ -228,6 +228,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         simulator: s.simulator,
         profiles_dir: s.profiles_dir,
         file_problems,
+        text_sha256: String::new(),
     }
 }
 
@@ -406,7 +407,7 @@ fn resolve_http(raw: RawHttp, problems: &mut Vec<Problem>) -> HttpConfig {
         if t.scopes.is_empty() {
             problems.push(Problem::new(
                 format!("{path}.scopes"),
-                "must name at least one scope (read, steer)",
+                "must name at least one scope (read, steer, admin)",
             ));
         }
         let mut hash = [0u8; 32];

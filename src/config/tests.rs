@@ -239,11 +239,13 @@ fn tokens_are_checked() {
         ),
         "{p:#?}"
     );
-    let p = problems(&GOOD.replace("scopes = [\"read\", \"steer\"]", "scopes = [\"admin\"]"));
+    let p = problems(&GOOD.replace("scopes = [\"read\", \"steer\"]", "scopes = [\"root\"]"));
     assert!(
-        has(&p, "http.tokens[0].scopes[0]: unknown variant `admin`"),
+        has(&p, "http.tokens[0].scopes[0]: unknown variant `root`"),
         "{p:#?}"
     );
+    let p = problems(&GOOD.replace("scopes = [\"read\", \"steer\"]", "scopes = [\"admin\"]"));
+    assert!(p.is_empty(), "{p:#?}");
 }
 
 #[test]

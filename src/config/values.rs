@@ -175,6 +175,10 @@ pub enum Scope {
     Read,
     /// Every steering change.
     Steer,
+    /// The operations channel and `/admin/...`: diagnostics, restarts, bus
+    /// scans. Implies neither `read` nor `steer` (a token names each scope
+    /// it needs), and neither implies it.
+    Admin,
 }
 
 impl Scope {
@@ -182,6 +186,7 @@ impl Scope {
         match self {
             Scope::Read => "read",
             Scope::Steer => "steer",
+            Scope::Admin => "admin",
         }
     }
 }
@@ -192,7 +197,10 @@ impl std::str::FromStr for Scope {
         match s {
             "read" => Ok(Scope::Read),
             "steer" => Ok(Scope::Steer),
-            other => Err(format!("unknown scope {other:?} (expected read or steer)")),
+            "admin" => Ok(Scope::Admin),
+            other => Err(format!(
+                "unknown scope {other:?} (expected read, steer or admin)"
+            )),
         }
     }
 }

@@ -210,18 +210,26 @@ impl Client {
         }
     }
 
-    /// Queues a QoS 1 subscription to the RPC request topic. With MQTT 5 the
-    /// broker is asked not to send retained messages on it (a request is never
-    /// meant to be retained); with 3.1.1 the link ignores retained ones.
-    pub fn subscribe_requests(&self, topic: String) -> Result<(), QueueFull> {
+    /// Queues one QoS 1 subscription to the request topics (RPC and ops
+    /// channel), so one SUBACK says both are heard. With MQTT 5 the broker is
+    /// asked not to send retained messages on them (a request is never meant
+    /// to be retained); with 3.1.1 the link ignores retained ones.
+    pub fn subscribe_requests(&self, topics: &[String]) -> Result<(), QueueFull> {
         match self {
             Client::V4(c) => c
-                .try_subscribe(topic, rumqttc::QoS::AtLeastOnce)
+                .try_subscribe_many(
+                    topics.iter().map(|t| {
+                        rumqttc::SubscribeFilter::new(t.clone(), rumqttc::QoS::AtLeastOnce)
+                    }),
+                )
                 .map_err(|_| QueueFull),
             Client::V5(c) => {
-                let mut filter = m5::Filter::new(topic, v5::mqttbytes::QoS::AtLeastOnce);
-                filter.retain_forward_rule = m5::RetainForwardRule::Never;
-                c.try_subscribe_many([filter]).map_err(|_| QueueFull)
+                let filters = topics.iter().map(|t| {
+                    let mut filter = m5::Filter::new(t.clone(), v5::mqttbytes::QoS::AtLeastOnce);
+                    filter.retain_forward_rule = m5::RetainForwardRule::Never;
+                    filter
+                });
+                c.try_subscribe_many(filters).map_err(|_| QueueFull)
             }
         }
     }

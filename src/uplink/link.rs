@@ -305,10 +305,10 @@ impl Link {
                 tracing::info!(session_present, "MQTT connected");
                 if self
                     .client
-                    .subscribe_requests(self.p.topics.rpc_request())
+                    .subscribe_requests(&[self.p.topics.rpc_request(), self.p.topics.ops_request()])
                     .is_err()
                 {
-                    tracing::warn!("cannot queue the RPC subscription");
+                    tracing::warn!("cannot queue the RPC and ops subscription");
                 }
                 self.publish_retained(s);
                 // Rows acknowledged on the last connection must not count as backlog.
@@ -398,7 +398,7 @@ impl Link {
     /// Hands an RPC request to the workers; answers it here when it is too
     /// large to queue (413) or when the queue is full (429).
     async fn on_message(&mut self, s: &mut State, m: Incoming) {
-        if m.topic != self.p.topics.rpc_request() {
+        if m.topic != self.p.topics.rpc_request() && m.topic != self.p.topics.ops_request() {
             tracing::debug!(topic = %m.topic, "message on an unexpected topic ignored");
             return;
         }
@@ -436,7 +436,8 @@ impl Link {
             );
         }
         let load = &self.p.rpc_context.load;
-        match destination(&self.p.topics, m.response_topic, id) {
+        let ops = m.topic == self.p.topics.ops_request();
+        match destination(&self.p.topics, ops, m.response_topic, id) {
             Some(topic) => {
                 bump(&load.refused_answered);
                 self.send_answer(

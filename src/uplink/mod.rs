@@ -13,6 +13,8 @@
 //! Telemetry::publish ─► store writer ─► OutboxSink (same transaction) ─► Outbox ─► link ─► broker
 //! steering::follow_states ─► SteeringFeed::publish_steering_state ─► link (retained)
 //! broker ─► link ─► workers (4, bounded queue) ─► rpc::Bridge ─► api::router (oneshot) ─► link ─► broker
+//!   (the ops channel `{root}/ops/request`: the same workers, its own bridge, `/admin/...` only)
+//! ops::Ops::subscribe ─► ops_feed ─► link ─► {root}/ops/state/{id}, {root}/ops/bundle/{id}
 //! ```
 
 mod backoff;
@@ -20,6 +22,7 @@ mod client;
 mod dedup;
 mod flight;
 mod link;
+mod ops_feed;
 pub mod outbox;
 mod payload;
 mod read_answers;
@@ -38,7 +41,8 @@ pub use dedup::{
 pub use outbox::{Cap, Outbox, OutboxSink, OutboxState, OutboxStats};
 pub use payload::{measurements as measurements_payload, parse_rpc_request, RpcMethod, RpcRequest};
 pub use rpc::{
-    idempotency_key, Answer, Bridge, MAX_REQUEST as RPC_MAX_REQUEST, MQTT_CALLER, MQTT_TRANSPORT,
+    idempotency_key, Answer, Bridge, Channel, MAX_REQUEST as RPC_MAX_REQUEST, MQTT_CALLER,
+    MQTT_TRANSPORT,
 };
 pub use steering::SteeringFeed;
 pub use tls::SetupError;
@@ -73,6 +77,9 @@ pub struct UplinkParts {
     /// On the agent's store, which was opened with the outbox's sink.
     pub outbox: Outbox,
     pub steering: SteeringFeed,
+    /// The operations whose states go out on `{root}/ops/state/{id}` (the
+    /// agent's; `None` publishes none, for benches of the link alone).
+    pub ops: Option<crate::ops::Ops>,
 }
 
 /// A running uplink.
@@ -100,6 +107,12 @@ impl Uplink {
     pub fn start(parts: UplinkParts, tracker: &TaskTracker, cancel: CancellationToken) -> Uplink {
         let topics = Topics::new(&parts.config.prefix, &parts.gateway_id);
         let dedup = Dedup::new(parts.outbox.store().clone());
+        let ops_bridge = Bridge::ops(
+            parts.router.clone(),
+            parts.auth.clone(),
+            parts.config.require_token,
+            dedup.clone(),
+        );
         let bridge = Bridge::new(
             parts.router,
             parts.auth,
@@ -111,11 +124,21 @@ impl Uplink {
         let rpc_load = Arc::new(workers::Load::default());
         let rpc_context = Arc::new(workers::Context {
             bridge: Arc::new(bridge),
+            ops_bridge: Arc::new(ops_bridge),
             topics: topics.clone(),
             stats: link_stats.clone(),
             load: rpc_load.clone(),
         });
-        let (rpc, answers) = workers::Workers::start(rpc_context.clone(), tracker, &cancel);
+        let (rpc, answers_tx, answers) =
+            workers::Workers::start(rpc_context.clone(), tracker, &cancel);
+        if let Some(ops) = parts.ops {
+            tracker.spawn(ops_feed::run(
+                ops,
+                topics.clone(),
+                answers_tx,
+                cancel.child_token(),
+            ));
+        }
         let heartbeat = Heartbeat::new("mqtt link");
         let pulse = heartbeat.pulse();
         let client_id = client::client_id(&parts.config, &parts.gateway_id);

@@ -10,7 +10,16 @@
 //! caller, so an id is "once" per token). A GET's answer is kept in memory
 //! ([`ReadAnswers`]) so a duplicate read gets its first answer too; reads leave
 //! nothing on disk. Requests are marked `api::Transport("mqtt")` for
-//! steering's audit log. This file must not interpret endpoints or bodies.
+//! steering's audit log.
+//!
+//! The ops channel (`{root}/ops/request`) is a second bridge of the same
+//! shape ([`Channel::Ops`]): it serves `/admin/...` only, where the RPC
+//! channel refuses it, so the broker's ACL on each topic decides who may
+//! steer and who may operate. Without a token an ops request runs as caller
+//! `mqtt` with the `admin` scope only. Operations are idempotent by id on
+//! their own (the id becomes the operation's), and an operation's state
+//! changes while it runs, so the ops channel keeps no answers. This file
+//! must not interpret endpoints or bodies beyond that path prefix.
 
 use std::sync::Arc;
 
@@ -40,6 +49,36 @@ pub const MQTT_TRANSPORT: Transport = Transport("mqtt");
 /// envelope (id, method, path, token).
 pub const MAX_REQUEST: usize = DEFAULT_BODY_LIMIT + 8 * 1024;
 
+/// Which channel a bridge serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channel {
+    /// `{root}/rpc/request`: the partner API, everything but `/admin/...`.
+    Rpc,
+    /// `{root}/ops/request`: `/admin/...` only.
+    Ops,
+}
+
+/// The path prefix of the operations channel's routes.
+const ADMIN_PREFIX: &str = "/admin";
+
+impl Channel {
+    /// 403 `forbidden` for a path the channel does not serve.
+    fn admits(self, path: &str) -> Result<(), ApiError> {
+        let admin = path
+            .strip_prefix(ADMIN_PREFIX)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', '?']));
+        match (self, admin) {
+            (Channel::Rpc, true) => Err(ApiError::forbidden(format!(
+                "{path:?} is an operation: the RPC channel serves the partner API only; operations go to the ops channel ({{root}}/ops/request)"
+            ))),
+            (Channel::Ops, false) => Err(ApiError::forbidden(format!(
+                "{path:?} is not an operation: the ops channel serves /admin/... only; the partner API is on {{root}}/rpc/request"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Answers RPC payloads.
 pub struct Bridge {
     router: Router,
@@ -47,6 +86,7 @@ pub struct Bridge {
     require_token: bool,
     dedup: Dedup,
     reads: ReadAnswers,
+    channel: Channel,
 }
 
 /// A finished answer: the id it belongs to (if the request had a usable one) and
@@ -60,6 +100,7 @@ pub struct Answer {
 }
 
 impl Bridge {
+    /// The RPC channel's bridge.
     pub fn new(router: Router, auth: Arc<Auth>, require_token: bool, dedup: Dedup) -> Self {
         Self {
             router,
@@ -67,6 +108,15 @@ impl Bridge {
             require_token,
             dedup,
             reads: ReadAnswers::default(),
+            channel: Channel::Rpc,
+        }
+    }
+
+    /// The ops channel's bridge (same router, `/admin/...` only).
+    pub fn ops(router: Router, auth: Arc<Auth>, require_token: bool, dedup: Dedup) -> Self {
+        Self {
+            channel: Channel::Ops,
+            ..Self::new(router, auth, require_token, dedup)
         }
     }
 
@@ -104,6 +154,14 @@ impl Bridge {
                 return answer(Some(id), payload);
             }
         };
+        if let Err(e) = self.channel.admits(&request.path) {
+            let payload = render(Some(&id), e.into_response()).await;
+            return answer(Some(id), payload);
+        }
+        if self.channel == Channel::Ops {
+            let response = self.call(request, caller).await;
+            return answer(Some(id.clone()), render(Some(&id), response).await);
+        }
         if !request.method.changes_state() {
             let key = ReadKey {
                 caller: caller.name().to_string(),
@@ -162,7 +220,10 @@ impl Bridge {
                 "this gateway demands an API token in the RPC payload (\"token\")",
                 false,
             )),
-            None => Ok(Caller::new(MQTT_CALLER, &[Scope::Read, Scope::Steer])),
+            None => Ok(match self.channel {
+                Channel::Rpc => Caller::new(MQTT_CALLER, &[Scope::Read, Scope::Steer]),
+                Channel::Ops => Caller::new(MQTT_CALLER, &[Scope::Admin]),
+            }),
         }
     }
 
@@ -244,7 +305,24 @@ async fn render(id: Option<&str>, response: Response) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::idempotency_key;
+    use super::{idempotency_key, Channel};
+
+    #[test]
+    fn each_channel_serves_its_own_paths() {
+        for admin in [
+            "/admin",
+            "/admin/operations",
+            "/admin?x=1",
+            "/admin/operations/a/bundle",
+        ] {
+            assert!(Channel::Ops.admits(admin).is_ok(), "{admin}");
+            assert!(Channel::Rpc.admits(admin).is_err(), "{admin}");
+        }
+        for partner in ["/devices", "/administer", "/sites/admin", "/healthz"] {
+            assert!(Channel::Rpc.admits(partner).is_ok(), "{partner}");
+            assert!(Channel::Ops.admits(partner).is_err(), "{partner}");
+        }
+    }
 
     #[test]
     fn every_id_becomes_a_valid_distinct_key() {

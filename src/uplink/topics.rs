@@ -50,6 +50,27 @@ impl Topics {
     pub fn rpc_response(&self, id: &str) -> String {
         format!("{}/rpc/response/{id}", self.root)
     }
+
+    /// Where operations-channel requests arrive (`/admin/...` only); its own
+    /// subtree, so a broker ACL can grant it apart from `rpc/`.
+    pub fn ops_request(&self) -> String {
+        format!("{}/ops/request", self.root)
+    }
+
+    /// The answer to ops-channel request `id` without a response topic.
+    pub fn ops_response(&self, id: &str) -> String {
+        format!("{}/ops/response/{id}", self.root)
+    }
+
+    /// Every state an operation `id` enters (`docs/mqtt.md`, "Operations").
+    pub fn ops_state(&self, id: &str) -> String {
+        format!("{}/ops/state/{id}", self.root)
+    }
+
+    /// The chunks of the bundle of operation `id`.
+    pub fn ops_bundle(&self, id: &str) -> String {
+        format!("{}/ops/bundle/{id}", self.root)
+    }
 }
 
 /// An RPC id becomes a topic level: it must be non-empty, at most 128 bytes, and
@@ -77,6 +98,10 @@ mod tests {
         );
         assert_eq!(t.rpc_request(), "sitegate/ctrl-1/rpc/request");
         assert_eq!(t.rpc_response("r1"), "sitegate/ctrl-1/rpc/response/r1");
+        assert_eq!(t.ops_request(), "sitegate/ctrl-1/ops/request");
+        assert_eq!(t.ops_response("o1"), "sitegate/ctrl-1/ops/response/o1");
+        assert_eq!(t.ops_state("o1"), "sitegate/ctrl-1/ops/state/o1");
+        assert_eq!(t.ops_bundle("o1"), "sitegate/ctrl-1/ops/bundle/o1");
     }
 
     #[test]

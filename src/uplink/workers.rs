@@ -110,6 +110,8 @@ pub(super) struct Workers {
 /// What the workers need from the uplink.
 pub(super) struct Context {
     pub(super) bridge: Arc<Bridge>,
+    /// The ops channel's bridge (`{root}/ops/request`).
+    pub(super) ops_bridge: Arc<Bridge>,
     pub(super) topics: Topics,
     pub(super) stats: Arc<LinkStats>,
     pub(super) load: Arc<Load>,
@@ -122,7 +124,7 @@ impl Workers {
         context: Arc<Context>,
         tracker: &TaskTracker,
         cancel: &CancellationToken,
-    ) -> (Workers, mpsc::Receiver<Outgoing>) {
+    ) -> (Workers, mpsc::Sender<Outgoing>, mpsc::Receiver<Outgoing>) {
         let (tx, rx) = mpsc::channel(QUEUE);
         let (answers_tx, answers) = mpsc::channel(ANSWERS);
         let rx = Arc::new(Mutex::new(rx));
@@ -135,7 +137,7 @@ impl Workers {
             ));
         }
         let load = context.load.clone();
-        (Workers { tx, load }, answers)
+        (Workers { tx, load }, answers_tx, answers)
     }
 
     /// Queues `message` for a worker, or hands it back when a bound is reached.
@@ -196,16 +198,22 @@ async fn work(
 /// send the answer.
 pub(super) async fn respond(context: &Context, m: Incoming) -> Option<Outgoing> {
     let bytes = m.payload.len();
+    let ops = m.topic == context.topics.ops_request();
+    let bridge = if ops {
+        &context.ops_bridge
+    } else {
+        &context.bridge
+    };
     let Answer {
         id,
         payload,
         oversized,
-    } = context.bridge.answer(&m.payload).await;
+    } = bridge.answer(&m.payload).await;
     if oversized {
         bump(&context.stats.rpc_too_large);
         tracing::warn!(rpc_id = ?id, bytes, "RPC request too large: answered 413");
     }
-    let Some(topic) = destination(&context.topics, m.response_topic, id) else {
+    let Some(topic) = destination(&context.topics, ops, m.response_topic, id) else {
         tracing::warn!(
             bytes,
             "RPC request without a usable id or response topic: not answered"
@@ -220,14 +228,16 @@ pub(super) async fn respond(context: &Context, m: Incoming) -> Option<Outgoing> 
 }
 
 /// Where the answer goes: the request's response topic (MQTT 5), else the
-/// response topic of its id.
+/// response topic of its id on its channel (`ops`: the ops channel).
 pub(super) fn destination(
     topics: &Topics,
+    ops: bool,
     response_topic: Option<String>,
     id: Option<String>,
 ) -> Option<String> {
     match (response_topic, id) {
         (Some(t), _) => Some(t),
+        (None, Some(id)) if ops => Some(topics.ops_response(&id)),
         (None, Some(id)) => Some(topics.rpc_response(&id)),
         (None, None) => None,
     }

@@ -45,6 +45,7 @@ mod mqtt_telemetry;
 mod mqtt_tls;
 mod openapi;
 mod openapi_generated;
+mod ops;
 mod page_browser;
 mod page_demo;
 mod profile_hybrids;

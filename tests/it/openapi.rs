@@ -479,6 +479,7 @@ async fn real_answers_validate_against_the_document() {
     answers::sites(&mut c).await;
     answers::steering(&mut c).await;
     answers::history_and_end(&mut c).await;
+    answers::operations(&mut c).await;
 
     let uncovered = c.uncovered(&[
         // Their only documented error is 503 `timeout`, which a healthy agent

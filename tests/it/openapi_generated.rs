@@ -53,8 +53,20 @@ const STATED_FIELDS: &[&str] = &[
     "maxExport",
     "maxImport",
 ];
-/// Operations the test leaves out: they take no input.
-const FIXED: &[&str] = &["healthz", "readyz", "metrics", "openapi"];
+/// Operations the test leaves out: they take no input, or (the operations
+/// under `/admin`) they need the `admin` scope and would start restarts and
+/// bus scans at random; `openapi::real_answers_validate_against_the_document`
+/// covers those.
+const FIXED: &[&str] = &[
+    "healthz",
+    "readyz",
+    "metrics",
+    "openapi",
+    "startOperation",
+    "listOperations",
+    "getOperation",
+    "getBundleChunk",
+];
 
 /// `operationId -> (parameter -> value)`, from the links of the listings'
 /// answers.

@@ -1,7 +1,8 @@
 //! The agent's log lines in the test process: a global subscriber (installed
 //! once per test binary) writes every event of `sitegate` at `info` and above
 //! as one JSON object a line into memory, so a test can wait for what the agent
-//! says (an eviction count, a refused certificate).
+//! says (an eviction count, a refused certificate), and into the agent's log
+//! ring (what the `logs` operation reads), as `sitegate run` does.
 //!
 //! Tests of one binary share the buffer: take a [`Logs::mark`] before the part
 //! of interest and look only at what came after it.
@@ -50,11 +51,18 @@ pub struct Logs(Buffer);
 /// Starts capturing (the first call installs the subscriber).
 pub fn capture() -> Logs {
     let buffer = BUFFER.get_or_init(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
         let buffer = Buffer::default();
-        tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("sitegate=info"))
-            .with_writer(buffer.clone())
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::EnvFilter::new("sitegate=info"))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_writer(buffer.clone()),
+            )
+            // The agent's own ring, which the `logs` operation reads.
+            .with(sitegate::logging::ring_layer())
             .try_init()
             .expect("no other log subscriber in this test binary");
         buffer

@@ -12,6 +12,8 @@ use sitegate::sim::{SimSite, SimSiteSpec};
 /// Tokens the test configs accept.
 pub const READ_TOKEN: &str = "sgt_test_reader";
 pub const STEER_TOKEN: &str = "sgt_test_steerer";
+/// The `admin` scope only (the operations under `/admin`).
+pub const ADMIN_TOKEN: &str = "sgt_test_admin";
 
 /// 11:00 UTC on 2026-06-21: the sun is high in the simulated sky.
 pub const SUMMER_MORNING_MS: i64 = 1_782_039_600_000;
@@ -34,9 +36,14 @@ scopes = ["read"]
 name = "operator"
 sha256 = "{}"
 scopes = ["read", "steer"]
+[[http.tokens]]
+name = "fleet-admin"
+sha256 = "{}"
+scopes = ["admin"]
 "#,
         hex(&hash_token(READ_TOKEN)),
         hex(&hash_token(STEER_TOKEN)),
+        hex(&hash_token(ADMIN_TOKEN)),
     )
 }
 

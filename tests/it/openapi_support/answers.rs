@@ -14,6 +14,8 @@ pub const READ: &str = "sgt_test_reader";
 pub const STEER: &str = "sgt_test_steerer";
 /// Steer scope only.
 pub const STEER_ONLY: &str = "sgt_test_steer_only";
+/// Admin scope only.
+pub const ADMIN: &str = "sgt_test_admin";
 const SITE: &str = "/sites/ste_test";
 /// More than the 64 KiB body limit.
 fn oversized() -> String {
@@ -341,4 +343,70 @@ pub async fn history_and_end(c: &mut Checker<'_>) {
         .await;
     assert_eq!(state["productionCurtailment"], Value::Null, "{state}");
     assert_eq!(state["scheduled"], json!([]), "{state}");
+}
+
+/// The operations under `/admin`: start, repeat, read, list, a bundle's chunks.
+pub async fn operations(c: &mut Checker<'_>) {
+    let ops = "/admin/operations";
+    let logs = json!({"id": "oa-logs", "kind": "logs", "args": {"lines": 5, "level": "info"}});
+    let first = c.post(ops, Some(ADMIN), logs.clone(), 202).await;
+    assert_eq!(first["state"], "succeeded", "{first}");
+    let again = c.post(ops, Some(ADMIN), logs, 200).await;
+    assert_eq!(again["acceptedAt"], first["acceptedAt"]);
+    c.post(
+        ops,
+        Some(ADMIN),
+        json!({"id": "oa-logs", "kind": "logs", "args": {"lines": 6}}),
+        422,
+    )
+    .await;
+    c.post(
+        ops,
+        Some(ADMIN),
+        json!({"id": "oa-x", "kind": "reboot"}),
+        400,
+    )
+    .await;
+    c.post(ops, Some(STEER), json!({"id": "oa-y", "kind": "logs"}), 403)
+        .await;
+    c.post(ops, None, json!({"id": "oa-y", "kind": "logs"}), 401)
+        .await;
+    c.get(ops, Some(ADMIN), 200).await;
+    c.get(&format!("{ops}?limit=0"), Some(ADMIN), 400).await;
+    c.get(ops, Some(READ), 403).await;
+    c.get(&format!("{ops}/oa-logs"), Some(ADMIN), 200).await;
+    c.get(&format!("{ops}/oa-none"), Some(ADMIN), 404).await;
+    let bundle = c
+        .post(
+            ops,
+            Some(ADMIN),
+            json!({"id": "oa-bundle", "kind": "bundle"}),
+            202,
+        )
+        .await;
+    if bundle["state"] != "succeeded" {
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            if c.get(&format!("{ops}/oa-bundle"), Some(ADMIN), 200).await["state"] == "succeeded" {
+                break;
+            }
+        }
+    }
+    let chunk = c
+        .get(&format!("{ops}/oa-bundle/bundle"), Some(ADMIN), 200)
+        .await;
+    assert!(
+        chunk["data"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("# sitegate support bundle")),
+        "{chunk}"
+    );
+    c.get(
+        &format!("{ops}/oa-bundle/bundle?chunk=999"),
+        Some(ADMIN),
+        404,
+    )
+    .await;
+    c.get(&format!("{ops}/oa-logs/bundle"), Some(ADMIN), 404)
+        .await;
 }

@@ -1,6 +1,13 @@
 //! Log output: tracing with fields, as plain lines (no timestamps or colours under
 //! journald, which adds its own; colours only on a terminal) or JSON; the level can be changed while running
-//! (SIGHUP re-reads `logging.level`).
+//! (SIGHUP re-reads `logging.level`). Every line also goes into an in-memory
+//! ring (`ring.rs`) that the operations channel reads.
+
+mod ring;
+
+pub use ring::{
+    ring, ring_layer, LogLine, LogRing, LogTail, RingLayer, LINE_MAX, RING_BYTES, RING_LINES,
+};
 
 use std::io::IsTerminal;
 
@@ -64,6 +71,7 @@ pub fn init(cfg: &LoggingConfig) -> Result<LogHandle, String> {
     tracing_subscriber::registry()
         .with(filter)
         .with(output)
+        .with(ring_layer())
         .try_init()
         .map_err(|e| e.to_string())?;
     Ok(LogHandle {

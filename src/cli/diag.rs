@@ -1,0 +1,236 @@
+//! `sitegate diag`: the support bundle of the running agent written to a
+//! file on site. It asks the agent named by the config over its local HTTP
+//! API (`POST /admin/operations` with `kind = "bundle"`, then the bundle's
+//! chunks), so the file is the same bundle the operations channel sends,
+//! with the agent's live state (devices, metrics, log lines). The agent must
+//! run: the file's live sections exist only in it.
+//!
+//! A token with the `admin` scope comes from `--token` or `SITEGATE_TOKEN`
+//! (none is needed with `auth = "none"`). Plain HTTP/1.1 on a loopback or
+//! LAN address of the agent's own listener: no client library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::{complain, load_config, say, EXIT_USAGE};
+
+#[derive(clap::Args, Debug)]
+pub struct DiagArgs {
+    /// The agent's config: where its API listens, and its gateway id.
+    #[arg(long, short, default_value = "/etc/sitegate/sitegate.toml")]
+    config: PathBuf,
+    /// Where to write the bundle (`-`: stdout); by default
+    /// `sitegate-bundle-<gateway id>-<time>.txt` here.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// An API token with the admin scope (or set SITEGATE_TOKEN).
+    #[arg(long)]
+    token: Option<String>,
+}
+
+/// How long the bundle may take to be made.
+const WAIT: Duration = Duration::from_secs(60);
+
+pub fn diag(args: DiagArgs) -> ExitCode {
+    let config = match load_config(&args.config) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let Some(mut addr) = config.http.listen.first().copied() else {
+        complain(&format!(
+            "{}: http.listen names no address to ask the agent on",
+            args.config.display()
+        ));
+        return ExitCode::from(EXIT_USAGE);
+    };
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    let token = args.token.or_else(|| std::env::var("SITEGATE_TOKEN").ok());
+    let id = format!("diag-{}", sitegate::model::time::now_ms());
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            complain(&format!("cannot start the async runtime: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = match runtime.block_on(fetch(addr, token.as_deref(), &id)) {
+        Ok(text) => text,
+        Err(e) => {
+            complain(&format!("sitegate diag: the agent at {addr}: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = args.output.unwrap_or_else(|| {
+        let stamp =
+            sitegate::model::time::format_utc(sitegate::model::time::now_ms()).replace(':', "");
+        PathBuf::from(format!("sitegate-bundle-{}-{stamp}.txt", config.gateway_id))
+    });
+    if out.as_os_str() == "-" {
+        let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+        return ExitCode::SUCCESS;
+    }
+    match std::fs::write(&out, &text) {
+        Ok(()) => {
+            say(&format!(
+                "{}: {} bytes (operation {id})",
+                out.display(),
+                text.len()
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            complain(&format!("cannot write {}: {e}", out.display()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Starts the bundle operation, waits for it, and joins its chunks.
+async fn fetch(
+    addr: std::net::SocketAddr,
+    token: Option<&str>,
+    id: &str,
+) -> Result<String, String> {
+    let body = json!({"id": id, "kind": "bundle"}).to_string();
+    let (status, mut op) = call(addr, token, "POST", "/admin/operations", Some(&body)).await?;
+    if !(200..300).contains(&status) {
+        return Err(format!(
+            "POST /admin/operations answered {status}: {}",
+            problem(&op)
+        ));
+    }
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while op["state"] != "succeeded" {
+        if op["state"] == "failed" {
+            return Err(format!("the bundle failed: {}", op["error"]));
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(format!(
+                "the bundle was not made within {} s",
+                WAIT.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        op = call(addr, token, "GET", &format!("/admin/operations/{id}"), None)
+            .await?
+            .1;
+    }
+    let chunks = op["result"]["chunks"].as_u64().unwrap_or(0);
+    let mut text = String::new();
+    for n in 0..chunks {
+        let (status, c) = call(
+            addr,
+            token,
+            "GET",
+            &format!("/admin/operations/{id}/bundle?chunk={n}"),
+            None,
+        )
+        .await?;
+        if status != 200 {
+            return Err(format!("chunk {n} answered {status}: {}", problem(&c)));
+        }
+        text.push_str(c["data"].as_str().unwrap_or_default());
+    }
+    let want = op["result"]["sha256"].as_str().unwrap_or_default();
+    if sitegate::config::text_sha256(&text) != want {
+        return Err(format!(
+            "the chunks do not add up to the bundle (sha256 {want})"
+        ));
+    }
+    Ok(text)
+}
+
+fn problem(v: &Value) -> String {
+    v["detail"]
+        .as_str()
+        .map_or_else(|| v.to_string(), str::to_string)
+}
+
+/// One HTTP/1.1 request on its own connection; the status and the JSON body.
+async fn call(
+    addr: std::net::SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> Result<(u16, Value), String> {
+    let mut stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
+        .await
+        .map_err(|_| "does not answer (is it running?)".to_string())?
+        .map_err(|e| format!("cannot connect ({e}); is the agent running?"))?;
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    if let Some(t) = token {
+        req.push_str(&format!("Authorization: Bearer {t}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    if !body.is_empty() {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    stream
+        .write_all(req.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stream.read_to_end(&mut raw))
+        .await
+        .map_err(|_| format!("{method} {path}: no answer within 30 s"))?
+        .map_err(|e| e.to_string())?;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("{method} {path}: not an HTTP answer"))?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_lowercase();
+    let mut payload = raw[split + 4..].to_vec();
+    if head.contains("transfer-encoding: chunked") {
+        payload =
+            dechunk(&payload).ok_or_else(|| format!("{method} {path}: a broken chunked body"))?;
+    }
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("{method} {path}: no status in the answer"))?;
+    let value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
+    Ok((status, value))
+}
+
+fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data.windows(2).position(|w| w == b"\r\n")?;
+        let size = usize::from_str_radix(
+            std::str::from_utf8(&data[..line_end])
+                .ok()?
+                .split(';')
+                .next()?
+                .trim(),
+            16,
+        )
+        .ok()?;
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(data.get(..size)?);
+        data = data.get(size + 2..)?;
+    }
+}

@@ -1,0 +1,259 @@
+//! The operations channel's work: operations with an id, a state
+//! (`accepted`, `running`, `succeeded`, `failed`) and an outcome, idempotent
+//! by id, each in the audit history with its source (`docs/operations.md`,
+//! "Operations"). The kinds: the newest log lines (`logs`), a support bundle
+//! (`bundle`), a restart through systemd (`restart`) and a re-scan of a bus
+//! that proposes config blocks without applying them (`scan`).
+//!
+//! The API (`/admin/...`) and the uplink's ops channel (`{root}/ops/...`,
+//! the same routes) call [`Ops`]; they parse and render, this module decides
+//! and runs. It must not know JSON, topics or HTTP, and never applies a
+//! config: a scan only proposes one, and a restart only asks the process to
+//! exit (`Ops::restart_requested`; `sitegate run` exits with
+//! [`EXIT_RESTART`], which the unit restarts).
+
+mod audit;
+mod bundle;
+mod error;
+mod gather;
+mod operation;
+mod registry;
+mod run;
+mod scan;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use audit::KEEP as AUDIT_KEEP;
+pub use bundle::{BUNDLE_MAX, CHUNK_BYTES};
+pub use error::OpsError;
+pub use gather::build;
+pub use operation::{
+    level_name, parse_level, OpId, OpKind, OpRequest, OpState, Operation, Outcome, Source, ID_MAX,
+    LOG_BYTES_DEFAULT, LOG_BYTES_MAX, LOG_LINES_DEFAULT, LOG_LINES_MAX, SCAN_TIMEOUT_MS_DEFAULT,
+    SCAN_UNITS_DEFAULT, SCAN_UNITS_MAX,
+};
+
+use crate::config::Config;
+use crate::metrics::Registry as Metrics;
+use crate::model::time::now_ms;
+use crate::store::StoreHandle;
+use crate::telemetry::Live;
+use registry::Table;
+
+/// The exit code of `sitegate run` after a `restart` operation (EX_TEMPFAIL):
+/// the unit restarts on it (`RestartForceExitStatus=75`).
+pub const EXIT_RESTART: u8 = 75;
+/// Operations running at once; another is answered busy.
+pub const MAX_RUNNING: usize = 2;
+/// How long after a `restart` operation succeeded the agent starts to stop,
+/// so its answer and state go out first.
+pub const RESTART_DELAY: Duration = Duration::from_millis(500);
+
+/// What operations read.
+#[derive(Clone)]
+pub struct OpsContext {
+    pub config: Arc<Config>,
+    pub live: Arc<Live>,
+    pub store: StoreHandle,
+    pub steering: crate::steering::SteeringService,
+    pub metrics: Option<Metrics>,
+}
+
+/// One chunk of a bundle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub index: usize,
+    pub count: usize,
+    pub text: String,
+    /// Of the whole bundle.
+    pub sha256: String,
+}
+
+/// The operations of this agent. Cheap to clone.
+#[derive(Clone)]
+pub struct Ops {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    ctx: OpsContext,
+    table: Mutex<Table>,
+    /// One submission at a time, so two of one id cannot both start it.
+    submitting: tokio::sync::Mutex<()>,
+    changes: broadcast::Sender<Arc<Operation>>,
+    restart: CancellationToken,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+}
+
+impl Ops {
+    /// Marks what an earlier run left unfinished as failed, then serves.
+    pub async fn start(ctx: OpsContext, tracker: &TaskTracker, cancel: CancellationToken) -> Ops {
+        match audit::interrupted(&ctx.store, now_ms()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                operations = n,
+                "operations of the last run ended unfinished: recorded as failed"
+            ),
+            Err(e) => tracing::error!(error = %e, "cannot read the operations' audit history"),
+        }
+        let (changes, _) = broadcast::channel(64);
+        Ops {
+            inner: Arc::new(Inner {
+                ctx,
+                table: Mutex::new(Table::default()),
+                submitting: tokio::sync::Mutex::new(()),
+                changes,
+                restart: CancellationToken::new(),
+                tracker: tracker.clone(),
+                cancel,
+            }),
+        }
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        // The table is whole after any panic: every change is one insert.
+        self.inner.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts `request` as operation `id`, or returns the operation that id
+    /// already names (`false`: not started again). The same id with other
+    /// arguments is [`OpsError::IdReused`].
+    pub async fn submit(
+        &self,
+        id: OpId,
+        request: OpRequest,
+        source: Source,
+    ) -> Result<(Arc<Operation>, bool), OpsError> {
+        let _one = self.inner.submitting.lock().await;
+        let in_memory = self.table().get(&id);
+        let known = match in_memory {
+            Some(op) => Some(op),
+            None => audit::find(&self.inner.ctx.store, &id).await?.map(Arc::new),
+        };
+        if let Some(op) = known {
+            if op.kind != request.kind() || op.args != request.canonical() {
+                return Err(OpsError::IdReused {
+                    id,
+                    kind: op.kind.as_str(),
+                    args: op.args.clone(),
+                });
+            }
+            return Ok((op, false));
+        }
+        scan::check(&self.inner.ctx.config, &request)?;
+        let running = self.table().running();
+        if running >= MAX_RUNNING {
+            return Err(OpsError::Busy {
+                running,
+                max: MAX_RUNNING,
+            });
+        }
+        let op = Operation {
+            id,
+            kind: request.kind(),
+            args: request.canonical(),
+            source,
+            state: operation::OpState::Accepted,
+            accepted_ms: now_ms(),
+            finished_ms: None,
+            outcome: None,
+            summary: None,
+            error: None,
+        };
+        audit::write(&self.inner.ctx.store, &op).await?;
+        tracing::info!(
+            operation = %op.id,
+            kind = op.kind.as_str(),
+            args = %op.args,
+            transport = %op.source.transport,
+            caller = %op.source.caller,
+            "operation accepted"
+        );
+        let op = Arc::new(op);
+        self.changed(op.clone());
+        self.inner
+            .tracker
+            .spawn(run::run(self.clone(), op.clone(), request));
+        Ok((op, true))
+    }
+
+    /// Records a new state of an operation and tells the subscribers.
+    fn changed(&self, op: Arc<Operation>) {
+        self.table().put(op.clone());
+        let _ = self.inner.changes.send(op);
+    }
+
+    /// The operation `id`: this run's, or from the audit history.
+    pub async fn get(&self, id: &OpId) -> Result<Arc<Operation>, OpsError> {
+        let in_memory = self.table().get(id);
+        if let Some(op) = in_memory {
+            return Ok(op);
+        }
+        audit::find(&self.inner.ctx.store, id)
+            .await?
+            .map(Arc::new)
+            .ok_or_else(|| OpsError::NotFound(id.clone()))
+    }
+
+    /// Waits at most `within` for operation `id` to end; its state then.
+    pub async fn settled(&self, id: &OpId, within: Duration) -> Result<Arc<Operation>, OpsError> {
+        let mut changes = self.inner.changes.subscribe();
+        let op = self.get(id).await?;
+        if op.state.is_final() {
+            return Ok(op);
+        }
+        let wait = async {
+            loop {
+                match changes.recv().await {
+                    Ok(op) if &op.id == id && op.state.is_final() => return,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(within, wait).await;
+        self.get(id).await
+    }
+
+    /// The audit history, newest first.
+    pub async fn history(&self, limit: usize) -> Result<Vec<Operation>, OpsError> {
+        audit::newest(&self.inner.ctx.store, limit).await
+    }
+
+    /// Chunk `index` of the bundle of operation `id`.
+    pub fn bundle_chunk(&self, id: &OpId, index: usize) -> Result<Chunk, OpsError> {
+        let (text, sha256) = self
+            .table()
+            .bundle(id)
+            .ok_or_else(|| OpsError::NoBundle(id.clone()))?;
+        let ranges = bundle::chunks(&text);
+        let count = ranges.len();
+        let range = ranges.get(index).cloned().ok_or(OpsError::NoChunk {
+            id: id.clone(),
+            chunk: index,
+            chunks: count,
+        })?;
+        Ok(Chunk {
+            index,
+            count,
+            text: text[range].to_string(),
+            sha256,
+        })
+    }
+
+    /// Every change of state of every operation, as it happens.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Operation>> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Cancelled when a `restart` operation asks the process to exit.
+    pub fn restart_requested(&self) -> CancellationToken {
+        self.inner.restart.clone()
+    }
+}

@@ -1,0 +1,93 @@
+//! One operation's run, as a task on the agent's tracker: `running`, the
+//! work, then `succeeded` or `failed`, each state written to the audit
+//! history and told to the subscribers. A `restart` asks the process to exit
+//! once its success is written.
+//!
+//! It must not hold the service's lock across an await.
+
+use std::sync::Arc;
+
+use super::bundle;
+use super::operation::{OpRequest, OpState, Operation, Outcome};
+use super::{audit, gather, Ops, RESTART_DELAY};
+use crate::model::time::now_ms;
+
+pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
+    let running = Arc::new(Operation {
+        state: OpState::Running,
+        ..(*op).clone()
+    });
+    let ctx = &ops.inner.ctx;
+    if let Err(e) = audit::write(&ctx.store, &running).await {
+        tracing::warn!(operation = %op.id, error = %e, "operation state not recorded");
+    }
+    ops.changed(running.clone());
+    let result = tokio::select! {
+        r = work(&ops, &running, &request) => r,
+        () = ops.inner.cancel.cancelled() => Err("interrupted: the agent stops".to_string()),
+    };
+    let mut done = (*running).clone();
+    done.finished_ms = Some(now_ms());
+    match result {
+        Ok(outcome) => {
+            done.state = OpState::Succeeded;
+            done.summary = Some(outcome.summary());
+            done.outcome = Some(outcome);
+        }
+        Err(e) => {
+            done.state = OpState::Failed;
+            done.error = Some(e);
+        }
+    }
+    let recorded = audit::write(&ctx.store, &done).await;
+    if let Err(e) = &recorded {
+        tracing::warn!(operation = %op.id, error = %e, "operation state not recorded");
+    }
+    tracing::info!(
+        operation = %done.id,
+        kind = done.kind.as_str(),
+        state = done.state.as_str(),
+        error = done.error.as_deref(),
+        "operation ended"
+    );
+    let restart = matches!(done.outcome, Some(Outcome::Restart { .. }));
+    ops.changed(Arc::new(done));
+    if restart {
+        if recorded.is_err() {
+            // Without the record a repeated id would restart again.
+            tracing::error!(operation = %op.id, "restart not recorded in the audit history: restarting anyway");
+        }
+        tokio::time::sleep(RESTART_DELAY).await;
+        tracing::warn!(operation = %op.id, "restart operation: the agent stops and exits for systemd to start it again");
+        ops.inner.restart.cancel();
+    }
+}
+
+async fn work(ops: &Ops, op: &Operation, request: &OpRequest) -> Result<Outcome, String> {
+    let ctx = &ops.inner.ctx;
+    match request {
+        OpRequest::Logs {
+            lines,
+            level,
+            max_bytes,
+        } => Ok(Outcome::Logs(
+            crate::logging::ring().tail(*lines, *level, *max_bytes),
+        )),
+        OpRequest::Bundle => {
+            let text = bundle::assemble(gather::sections(ctx).await);
+            let sha256 = crate::config::text_sha256(&text);
+            let outcome = Outcome::Bundle {
+                bytes: text.len(),
+                sha256: sha256.clone(),
+                chunks: bundle::chunks(&text).len(),
+            };
+            ops.table()
+                .keep_bundle(op.id.clone(), Arc::new(text), sha256);
+            Ok(outcome)
+        }
+        OpRequest::Restart => Ok(Outcome::Restart {
+            exit_at_ms: now_ms() + RESTART_DELAY.as_millis() as i64,
+        }),
+        OpRequest::Scan { .. } => super::scan::run(&ctx.config, request).await,
+    }
+}
