@@ -20,7 +20,7 @@ pub const RAW_BYTES_PER_SAMPLE: f64 = 3.2;
 pub const BYTES_PER_CHUNK: f64 = 80.0;
 /// Staged samples that start a compaction (`store::STAGED_MAX`), and the
 /// interval that starts one otherwise (the default `compact_interval_s`).
-const STAGED_MAX: f64 = 250_000.0;
+const STAGED_MAX: f64 = 2_000_000.0;
 /// Bytes at rest per rollup row (one series, one minute or hour).
 pub const ROLLUP_ROW_BYTES: f64 = 56.0;
 

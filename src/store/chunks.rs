@@ -3,17 +3,22 @@
 //! sample against 22 for a row of the older `raw` table).
 //!
 //! Compaction appends one chunk per series (a rowid table, so the bodies go to
-//! fresh pages one after the other); the index `(series, start_ts, end_ts)`
-//! finds a series' chunks for a time range. A chunk covers less than
-//! [`CHUNK_SPAN_MS`] and holds at most [`CHUNK_MAX`] samples, so a reader that
-//! wants time `t` looks at chunks starting after `t - CHUNK_SPAN_MS` only, and
-//! one chunk is quick to decode. Chunks of one series may overlap in time (late
-//! samples); a (series, ts) is still stored once: the writer checks before it
-//! stages ([`contains`]).
+//! fresh pages one after the other). The index `(start_ts / WINDOW_MS, series,
+//! start_ts)` puts time first: the chunks of one compaction start within a
+//! window or two, so their entries are appended too, however many series and
+//! however much history there are. A reader finds a series' chunks with one
+//! seek per window. A chunk covers less than [`CHUNK_SPAN_MS`] and holds at
+//! most [`CHUNK_MAX`] samples, so a reader that wants time `t` looks at chunks
+//! starting after `t - CHUNK_SPAN_MS` only, and one chunk is quick to decode.
+//! Chunks of one series may overlap in time (late samples); a (series, ts) is
+//! still stored once: the writer checks before it stages ([`contains`]).
+//!
+//! The newest sample of each series is not looked up here but kept in
+//! `series_last` (`ingest.rs`), since the index no longer orders by series.
 //!
 //! Nothing here begins or commits a transaction.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use super::codec::{decode_chunk, encode_chunk};
 use super::stage::malformed;
@@ -22,6 +27,9 @@ use super::stage::malformed;
 pub const CHUNK_SPAN_MS: i64 = 3_600_000;
 /// Samples in one chunk at most.
 pub const CHUNK_MAX: usize = 4096;
+/// The index's time unit (`raw_chunk_by_window`, migration 0006): a chunk is
+/// filed under the window its first sample falls in.
+pub const WINDOW_MS: i64 = 600_000;
 
 /// Writes the samples of one series, `ts` strictly ascending, as chunks.
 pub(crate) fn write(
@@ -48,7 +56,7 @@ pub(crate) fn write(
 }
 
 /// Calls `f(ts, value)` for every sample of `series` with `start <= ts < end`,
-/// chunk by chunk (ascending within a chunk; chunks by their start).
+/// chunk by chunk (ascending within a chunk; chunks by window, then start).
 pub(crate) fn for_each(
     conn: &Connection,
     series: i64,
@@ -56,33 +64,56 @@ pub(crate) fn for_each(
     end: i64,
     mut f: impl FnMut(i64, f64),
 ) -> rusqlite::Result<()> {
+    if start >= end {
+        return Ok(());
+    }
+    // The window expression is the index's own, so each window is one seek.
     let mut stmt = conn.prepare_cached(
         "SELECT start_ts, n, body FROM raw_chunk
-         WHERE series = ?1 AND start_ts > ?2 AND start_ts < ?3 AND end_ts >= ?4
+         WHERE start_ts / 600000 = ?1 AND series = ?2
+           AND start_ts > ?3 AND start_ts < ?4 AND end_ts >= ?5
          ORDER BY start_ts",
     )?;
-    let mut rows = stmt.query(params![
-        series,
-        start.saturating_sub(CHUNK_SPAN_MS),
-        end,
-        start
-    ])?;
-    while let Some(row) = rows.next()? {
-        let first: i64 = row.get(0)?;
-        let n: i64 = row.get(1)?;
-        decode_chunk(
-            first,
-            n.max(0) as usize,
-            row.get_ref(2)?.as_blob()?,
-            |ts, v| {
-                if ts >= start && ts < end {
-                    f(ts, v);
-                }
-            },
-        )
-        .map_err(malformed)?;
+    let after = start.saturating_sub(CHUNK_SPAN_MS);
+    // Only the windows chunks are filed under: a chunk starts at most a span
+    // before it ends (the ends are indexed).
+    let (Some(first_end), Some(last_end)) = conn
+        .prepare_cached(
+            "SELECT (SELECT min(end_ts) FROM raw_chunk), (SELECT max(end_ts) FROM raw_chunk)",
+        )?
+        .query_row([], |r| {
+            Ok((r.get::<_, Option<i64>>(0)?, r.get::<_, Option<i64>>(1)?))
+        })?
+    else {
+        return Ok(());
+    };
+    let from = window_of(after.max(first_end.saturating_sub(CHUNK_SPAN_MS)));
+    let to = window_of((end - 1).min(last_end));
+    for window in from..=to {
+        let mut rows = stmt.query(params![window, series, after, end, start])?;
+        while let Some(row) = rows.next()? {
+            let first: i64 = row.get(0)?;
+            let n: i64 = row.get(1)?;
+            decode_chunk(
+                first,
+                n.max(0) as usize,
+                row.get_ref(2)?.as_blob()?,
+                |ts, v| {
+                    if ts >= start && ts < end {
+                        f(ts, v);
+                    }
+                },
+            )
+            .map_err(malformed)?;
+        }
     }
     Ok(())
+}
+
+/// The index window of a time, as SQLite's integer division computes it
+/// (towards zero).
+fn window_of(ts: i64) -> i64 {
+    ts / WINDOW_MS
 }
 
 /// Whether a sample of `series` at `ts` is stored in a chunk.
@@ -92,65 +123,15 @@ pub(crate) fn contains(conn: &Connection, series: i64, ts: i64) -> rusqlite::Res
     Ok(found)
 }
 
-/// The newest chunked sample of `series`.
-pub(crate) fn newest(conn: &Connection, series: i64) -> rusqlite::Result<Option<(i64, f64)>> {
-    // The chunk that starts last ends at or after its start; one that ends
-    // later must start less than a span before that end.
-    let last_start: Option<i64> = conn
-        .prepare_cached(
-            "SELECT start_ts FROM raw_chunk WHERE series = ?1 ORDER BY start_ts DESC LIMIT 1",
-        )?
-        .query_row([series], |r| r.get(0))
-        .optional()?;
-    let Some(last_start) = last_start else {
-        return Ok(None);
-    };
-    let mut stmt = conn.prepare_cached(
-        "SELECT start_ts, n, body FROM raw_chunk
-         WHERE series = ?1 AND start_ts > ?2 ORDER BY end_ts DESC LIMIT 1",
-    )?;
-    let found = stmt
-        .query_row(params![series, last_start - CHUNK_SPAN_MS], |row| {
-            let mut newest = None;
-            let first: i64 = row.get(0)?;
-            let n: i64 = row.get(1)?;
-            decode_chunk(
-                first,
-                n.max(0) as usize,
-                row.get_ref(2)?.as_blob()?,
-                |ts, v| {
-                    newest = Some((ts, v));
-                },
-            )
-            .map_err(malformed)?;
-            Ok(newest)
-        })
-        .optional()?;
-    Ok(found.flatten())
-}
-
-/// The newest chunked time of `series` (without decoding).
-pub(crate) fn newest_ts(conn: &Connection, series: i64) -> rusqlite::Result<Option<i64>> {
-    conn.prepare_cached(
-        "SELECT max(end_ts) FROM raw_chunk WHERE series = ?1 AND start_ts > (
-             SELECT max(start_ts) FROM raw_chunk WHERE series = ?1) - ?2",
-    )?
-    .query_row(params![series, CHUNK_SPAN_MS], |r| r.get(0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A database with every migration: the index the reads use is the
+    /// shipped one.
     fn db() -> Connection {
-        let conn = Connection::open_in_memory().expect("db");
-        conn.execute_batch(
-            "CREATE TABLE raw_chunk (id INTEGER PRIMARY KEY, series INTEGER NOT NULL,
-                 start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL, n INTEGER NOT NULL,
-                 body BLOB NOT NULL);
-             CREATE INDEX raw_chunk_by_series ON raw_chunk (series, start_ts, end_ts);",
-        )
-        .expect("schema");
+        let mut conn = Connection::open_in_memory().expect("db");
+        super::super::migrate::migrate(&mut conn, 1).expect("schema");
         conn
     }
 
@@ -189,9 +170,31 @@ mod tests {
         assert_eq!(read(&conn, 9, 0, i64::MAX).len(), 10_000);
         assert!(contains(&conn, 9, 20_000_000 + 4096).expect("contains"));
         assert!(!contains(&conn, 9, 19_999_999).expect("contains"));
-        assert_eq!(newest(&conn, 9).expect("newest"), Some((20_009_999, 1.0)));
-        assert_eq!(newest_ts(&conn, 7).expect("newest"), Some(10_799_000));
-        assert_eq!(newest_ts(&conn, 1).expect("newest"), None);
+    }
+
+    #[test]
+    fn a_series_is_found_by_one_seek_per_window() {
+        let conn = db();
+        let plan: Vec<String> = conn
+            .prepare(
+                "EXPLAIN QUERY PLAN SELECT start_ts, n, body FROM raw_chunk
+                 WHERE start_ts / 600000 = ?1 AND series = ?2
+                   AND start_ts > ?3 AND start_ts < ?4 AND end_ts >= ?5",
+            )
+            .and_then(|mut s| s.query_map([1, 2, 3, 4, 5], |r| r.get(3))?.collect())
+            .expect("plan");
+        assert!(
+            plan.iter()
+                .any(|p| p.contains("raw_chunk_by_window") && p.contains("<expr>=? AND series=?")),
+            "{plan:?}"
+        );
+        assert_eq!(WINDOW_MS, 600_000, "the migration's index says 600000");
+        // A chunk that starts just before a window's end is found from the next.
+        write(&conn, 3, &[(WINDOW_MS - 1, 1.0), (WINDOW_MS + 1, 2.0)]).expect("write");
+        assert_eq!(
+            read(&conn, 3, WINDOW_MS, 2 * WINDOW_MS),
+            [(WINDOW_MS + 1, 2.0)]
+        );
     }
 
     #[test]
@@ -203,6 +206,5 @@ mod tests {
         got.sort_by_key(|s| s.0);
         assert_eq!(got, [(1000, 1.0), (3000, 3.0), (5000, 5.0)]);
         assert!(contains(&conn, 1, 3000).expect("contains"));
-        assert_eq!(newest(&conn, 1).expect("newest"), Some((5000, 5.0)));
     }
 }

@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::agg::{align, Agg};
 use super::chunks;
@@ -30,10 +30,19 @@ use crate::model::{DeviceId, Property, Sample};
 const IN_RAW: &str = "SELECT 1 FROM raw WHERE series = ?1 AND ts = ?2";
 const IN_RECENT: &str = "SELECT 1 FROM recent WHERE ts = ?1 AND series = ?2";
 
+/// Staged samples one part of a compaction moves at most: the rows held in
+/// memory at once (24 bytes each).
+pub const COMPACT_PART: usize = 250_000;
+
 /// Samples per series from which a batch goes straight to `raw_chunk`: below
 /// it, one chunk and two rollup pages per series would cost more than staging
 /// the batch and compacting it with the next ones.
 pub const DIRECT_PER_SERIES: usize = 1024;
+
+/// Keeps the newest sample of a series (`series_last`, migration 0006).
+const SERIES_LAST_SQL: &str = "INSERT INTO series_last (series, ts, value) VALUES (?1, ?2, ?3)
+     ON CONFLICT (series) DO UPDATE SET ts = excluded.ts, value = excluded.value
+     WHERE excluded.ts > series_last.ts";
 
 /// The upsert that folds a batch's summary of one period into a rollup row.
 /// Every right-hand side reads the old row, so the CASEs compare old offsets.
@@ -41,7 +50,7 @@ fn upsert_sql(table: &str) -> String {
     format!(
         "INSERT INTO {table} (series, bucket, n, total, lo, hi, first_off, first_v, last_off, last_v)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-         ON CONFLICT (series, bucket) DO UPDATE SET
+         ON CONFLICT (bucket, series) DO UPDATE SET
              n = n + excluded.n,
              total = total + excluded.total,
              lo = min(lo, excluded.lo),
@@ -151,28 +160,45 @@ impl Ingest {
     }
 
     /// Moves every staged sample (and rows left in the older `recent` table)
-    /// into `raw_chunk` and the rollups; returns how many.
+    /// into `raw_chunk` and the rollups; returns how many. The ring is moved in
+    /// parts of whole series of at most [`COMPACT_PART`] samples, in series
+    /// order, so memory stays bounded however much is staged; all parts are
+    /// one transaction (the caller's).
     pub fn compact(&mut self, conn: &Connection) -> rusqlite::Result<usize> {
-        let mut rows = self.stage.rows(conn)?;
         let legacy: Vec<Row> = {
             let mut stmt = conn.prepare_cached("SELECT series, ts, value FROM recent")?;
             let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             rows.collect::<Result<_, _>>()?
         };
-        if rows.is_empty() && legacy.is_empty() {
+        if self.stage.staged() == 0 && legacy.is_empty() {
             return Ok(0);
         }
         if !legacy.is_empty() {
-            rows.extend(legacy);
             conn.prepare_cached("DELETE FROM recent")?.execute([])?;
         }
-        // Everything staged was checked against what is stored; sort for the
-        // chunks (stable, and a repeated (series, ts) would keep the first).
-        rows.sort_by_key(|&(series, ts, _)| (series, ts));
-        rows.dedup_by_key(|r| (r.0, r.1));
-        self.write_raw(conn, &rows)?;
+        let mut parts = self.stage.partitions(COMPACT_PART);
+        if parts.is_empty() {
+            parts.push((i64::MIN, i64::MAX));
+        }
+        // The older table's rows join the first part and the last, so each of
+        // them is in exactly one.
+        let last = parts.len() - 1;
+        parts[0].0 = i64::MIN;
+        parts[last].1 = i64::MAX;
+        let mut moved = 0;
+        for (lo, hi) in parts {
+            let mut rows = self.stage.rows_of(conn, lo, hi)?;
+            rows.extend(legacy.iter().filter(|r| (lo..hi).contains(&r.0)));
+            // Everything staged was checked against what is stored; sort for
+            // the chunks (stable, and a repeated (series, ts) would keep the
+            // first).
+            rows.sort_by_key(|&(series, ts, _)| (series, ts));
+            rows.dedup_by_key(|r| (r.0, r.1));
+            self.write_raw(conn, &rows)?;
+            moved += rows.len();
+        }
         self.stage.mark_compacted(conn)?;
-        Ok(rows.len())
+        Ok(moved)
     }
 
     /// Moves the samples a wrong clock stamped (`restamp.rs`): compacts the
@@ -190,11 +216,14 @@ impl Ingest {
                 for (lo, hi) in ranges {
                     let start = align(lo, HOUR_MS);
                     let end = align(hi, HOUR_MS).saturating_add(HOUR_MS);
-                    for table in ["rollup_1m", "rollup_1h"] {
+                    for (table, period) in [("rollup_1m", MINUTE_MS), ("rollup_1h", HOUR_MS)] {
+                        // One seek per period: the key is (bucket, series).
                         conn.prepare_cached(&format!(
-                            "DELETE FROM {table} WHERE series = ?1 AND bucket >= ?2 AND bucket < ?3"
+                            "WITH RECURSIVE b(bucket) AS (
+                                 SELECT ?2 UNION ALL SELECT bucket + ?4 FROM b WHERE bucket + ?4 < ?3)
+                             DELETE FROM {table} WHERE series = ?1 AND bucket IN (SELECT bucket FROM b)"
                         ))?
-                        .execute(params![series, start, end])?;
+                        .execute(params![series, start, end, period])?;
                     }
                     for (ts, v) in restamp::raw_samples(conn, series, start, end)? {
                         minute.add(series, ts, v)?;
@@ -205,6 +234,7 @@ impl Ingest {
                 }
             }
         }
+        restamp::renew_series_last(conn, r)?;
         // The newest time per series moved with the samples.
         self.reload(conn)?;
         Ok(done)
@@ -261,25 +291,25 @@ impl Ingest {
         let recent: Option<i64> = conn
             .prepare_cached("SELECT max(ts) FROM recent WHERE series = ?1")?
             .query_row([series], |r| r.get(0))?;
-        let t = [
-            chunks::newest_ts(conn, series)?,
-            raw,
-            recent,
-            self.stage.newest(series),
-        ]
-        .into_iter()
-        .flatten()
-        .max()
-        .unwrap_or(i64::MIN);
+        let last: Option<i64> = conn
+            .prepare_cached("SELECT ts FROM series_last WHERE series = ?1")?
+            .query_row([series], |r| r.get(0))
+            .optional()?;
+        let t = [last, raw, recent, self.stage.newest(series)]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(i64::MIN);
         self.newest.insert(series, t);
         Ok(t)
     }
 
     /// Writes rows sorted by (series, ts), unique and not stored yet, as chunks
-    /// and rollups.
+    /// and rollups, and keeps `series_last`.
     fn write_raw(&mut self, conn: &Connection, rows: &[Row]) -> rusqlite::Result<()> {
         let mut minute = Rollup::new(conn, &self.upsert_minute, MINUTE_MS)?;
         let mut hour = Rollup::new(conn, &self.upsert_hour, HOUR_MS)?;
+        let mut last = conn.prepare_cached(SERIES_LAST_SQL)?;
         let mut samples: Vec<(i64, f64)> = Vec::new();
         for (i, &(series, ts, value)) in rows.iter().enumerate() {
             samples.push((ts, value));
@@ -287,6 +317,7 @@ impl Ingest {
             hour.add(series, ts, value)?;
             if rows.get(i + 1).is_none_or(|next| next.0 != series) {
                 chunks::write(conn, series, &samples)?;
+                last.execute(params![series, ts, value])?;
                 samples.clear();
             }
         }

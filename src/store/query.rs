@@ -16,7 +16,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::agg::{align, Agg, Aggregation};
 use super::chunks;
-use super::plan::{plan, Source};
+use super::plan::{plan, Source, HOUR_MS};
 use super::stage;
 use crate::model::Property;
 
@@ -124,11 +124,18 @@ pub fn buckets(
                 } else {
                     "rollup_1m"
                 };
+                // The key is (bucket, series): one seek per period of the
+                // segment (whole periods, `plan.rs`), the periods made by
+                // SQLite itself.
                 let mut stmt = conn.prepare_cached(&format!(
-                    "SELECT bucket, n, total, lo, hi, first_off, first_v, last_off, last_v FROM {table}
-                     WHERE series = ?1 AND bucket >= ?2 AND bucket < ?3 ORDER BY bucket"
+                    "WITH RECURSIVE b(bucket) AS (
+                         SELECT ?2 UNION ALL SELECT bucket + ?4 FROM b WHERE bucket + ?4 < ?3)
+                     SELECT r.bucket, n, total, lo, hi, first_off, first_v, last_off, last_v
+                     FROM b CROSS JOIN {table} r ON r.bucket = b.bucket AND r.series = ?1
+                     ORDER BY r.bucket"
                 ))?;
-                let mut rows = stmt.query(params![series, seg.start, seg.end])?;
+                let period = seg.source.period_ms().unwrap_or(HOUR_MS);
+                let mut rows = stmt.query(params![series, seg.start, seg.end, period])?;
                 while let Some(row) = rows.next()? {
                     let bucket: i64 = row.get(0)?;
                     let agg = Agg {
@@ -202,8 +209,9 @@ pub fn latest_of(
     newest_of(conn, id, staged)
 }
 
-/// The newest of the raw samples (chunks or `raw` rows) or else the last hour
-/// rollup, the rows an older sitegate left in `recent`, and `staged`.
+/// The newest of the compacted samples (`series_last`, kept by every
+/// compaction; rows an older sitegate left in `raw`), the rows it left in
+/// `recent`, and `staged`.
 fn newest_of(
     conn: &Connection,
     id: i64,
@@ -211,24 +219,18 @@ fn newest_of(
 ) -> rusqlite::Result<Option<(i64, f64)>> {
     let pair = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?));
     let one = |sql: &str| conn.prepare_cached(sql)?.query_row([id], pair).optional();
-    let newest = |pairs: [Option<(i64, f64)>; 3]| {
-        pairs.into_iter().flatten().reduce(|mut a, b| {
-            newer(&mut a, b);
-            a
-        })
-    };
-    let stored = match newest([
+    Ok([
+        one("SELECT ts, value FROM series_last WHERE series = ?1")?,
         one("SELECT ts, value FROM raw WHERE series = ?1 ORDER BY ts DESC LIMIT 1")?,
-        chunks::newest(conn, id)?,
-        None,
-    ]) {
-        Some(v) => Some(v),
-        None => one(
-            "SELECT bucket + last_off, last_v FROM rollup_1h WHERE series = ?1 ORDER BY bucket DESC LIMIT 1",
-        )?,
-    };
-    let recent = one("SELECT ts, value FROM recent WHERE series = ?1 ORDER BY ts DESC LIMIT 1")?;
-    Ok(newest([stored, recent, staged]))
+        one("SELECT ts, value FROM recent WHERE series = ?1 ORDER BY ts DESC LIMIT 1")?,
+        staged,
+    ]
+    .into_iter()
+    .flatten()
+    .reduce(|mut a, b| {
+        newer(&mut a, b);
+        a
+    }))
 }
 
 /// Keeps in `a` the later of two (ts, value) pairs (`a` on a tie).

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::chunks;
 use super::codec::decode_chunk;
@@ -132,4 +132,52 @@ pub(crate) fn raw_samples(
     }
     out.sort_by_key(|s| s.0);
     Ok(out)
+}
+
+/// Sets `series_last` again after a move: per series with chunks written since
+/// the epoch began (the moved samples among them), the newer of their newest
+/// sample and the one recorded before, unless that one was moved (it is no
+/// longer stored at its old time). Chunks of earlier runs are not searched:
+/// their times are taken to be older than this run's (their clock was right).
+pub(crate) fn renew_series_last(conn: &Connection, r: &Restamp) -> rusqlite::Result<()> {
+    let mut newest: BTreeMap<i64, (i64, f64)> = BTreeMap::new();
+    {
+        let mut stmt =
+            conn.prepare("SELECT series, start_ts, n, body FROM raw_chunk WHERE id > ?1")?;
+        let mut rows = stmt.query([r.after_chunk])?;
+        while let Some(row) = rows.next()? {
+            let series: i64 = row.get(0)?;
+            let first: i64 = row.get(1)?;
+            let n: i64 = row.get(2)?;
+            let slot = newest.entry(series).or_insert((i64::MIN, 0.0));
+            decode_chunk(
+                first,
+                usize::try_from(n).unwrap_or(0),
+                row.get_ref(3)?.as_blob()?,
+                |ts, v| {
+                    if ts > slot.0 {
+                        *slot = (ts, v);
+                    }
+                },
+            )
+            .map_err(malformed)?;
+        }
+    }
+    let mut recorded =
+        conn.prepare_cached("SELECT ts, value FROM series_last WHERE series = ?1")?;
+    let mut set = conn.prepare_cached(
+        "INSERT INTO series_last (series, ts, value) VALUES (?1, ?2, ?3)
+         ON CONFLICT (series) DO UPDATE SET ts = excluded.ts, value = excluded.value",
+    )?;
+    for (series, (ts, value)) in newest {
+        let before: Option<(i64, f64)> = recorded
+            .query_row([series], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?;
+        let keep = match before {
+            Some((t, v)) if t > ts && chunks::contains(conn, series, t)? => (t, v),
+            _ => (ts, value),
+        };
+        set.execute(params![series, keep.0, keep.1])?;
+    }
+    Ok(())
 }

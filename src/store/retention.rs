@@ -169,18 +169,11 @@ fn series_ids(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
     rows.collect()
 }
 
-fn time_column(table: &str) -> &'static str {
-    if table == "raw" {
-        "ts"
-    } else {
-        "bucket"
-    }
-}
-
 /// Deletes at most `CHUNK_ROWS` rows (`CHUNK_BLOBS` chunks) older than
-/// `cutoff`, series by series; each probe and delete is a range scan of the
-/// primary key. A chunk is older than `cutoff` when its last sample is; for
-/// chunks the count returned is of samples.
+/// `cutoff`. A chunk is older than `cutoff` when its last sample is; for
+/// chunks the count returned is of samples. Rows an older sitegate left in
+/// `raw` (keyed by series first) go series by series; each probe and delete
+/// is a range scan of the primary key.
 fn delete_chunk(
     conn: &Connection,
     table: &str,
@@ -190,10 +183,12 @@ fn delete_chunk(
     if table == "raw_chunk" {
         return delete_chunks(conn, cutoff);
     }
-    let col = time_column(table);
-    let mut nth = conn.prepare_cached(&format!(
-        "SELECT {col} FROM {table} WHERE series = ?1 AND {col} < ?2 ORDER BY {col} LIMIT 1 OFFSET ?3"
-    ))?;
+    if table != "raw" {
+        return delete_rollups(conn, table, cutoff);
+    }
+    let mut nth = conn.prepare_cached(
+        "SELECT ts FROM raw WHERE series = ?1 AND ts < ?2 ORDER BY ts LIMIT 1 OFFSET ?3",
+    )?;
     let mut deleted = 0i64;
     for &s in series {
         let budget = CHUNK_ROWS - deleted;
@@ -205,19 +200,37 @@ fn delete_chunk(
             .optional()?;
         let n = match upto {
             Some(t) => conn
-                .prepare_cached(&format!(
-                    "DELETE FROM {table} WHERE series = ?1 AND {col} <= ?2"
-                ))?
+                .prepare_cached("DELETE FROM raw WHERE series = ?1 AND ts <= ?2")?
                 .execute(params![s, t])?,
             None => conn
-                .prepare_cached(&format!(
-                    "DELETE FROM {table} WHERE series = ?1 AND {col} < ?2"
-                ))?
+                .prepare_cached("DELETE FROM raw WHERE series = ?1 AND ts < ?2")?
                 .execute(params![s, cutoff])?,
         };
         deleted += n as i64;
     }
     Ok(deleted as u64)
+}
+
+/// Deletes the oldest rows of a rollup table (keyed by bucket first, so the
+/// rows deleted fill whole pages). When hour rollups go, so does the newest
+/// sample recorded for a series none of whose hours is left (`series_last`):
+/// nothing stored remains to show it.
+fn delete_rollups(conn: &Connection, table: &str, cutoff: i64) -> rusqlite::Result<u64> {
+    let n = conn
+        .prepare_cached(&format!(
+            "DELETE FROM {table} WHERE (bucket, series) IN (
+                 SELECT bucket, series FROM {table} WHERE bucket < ?1
+                 ORDER BY bucket, series LIMIT ?2)"
+        ))?
+        .execute(params![cutoff, CHUNK_ROWS])?;
+    if table == "rollup_1h" && n > 0 {
+        conn.prepare_cached(
+            "DELETE FROM series_last
+             WHERE ts < (SELECT coalesce(min(bucket), 9223372036854775807) FROM rollup_1h)",
+        )?
+        .execute([])?;
+    }
+    Ok(n as u64)
 }
 
 /// Deletes the chunks that ended first, across series, so the pages they fill
@@ -245,10 +258,13 @@ fn oldest(conn: &Connection, table: &str, series: &[i64]) -> rusqlite::Result<Op
             .prepare_cached("SELECT min(end_ts) FROM raw_chunk")?
             .query_row([], |r| r.get(0));
     }
-    let col = time_column(table);
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {col} FROM {table} WHERE series = ?1 ORDER BY {col} LIMIT 1"
-    ))?;
+    if table != "raw" {
+        return conn
+            .prepare_cached(&format!("SELECT min(bucket) FROM {table}"))?
+            .query_row([], |r| r.get(0));
+    }
+    let mut stmt =
+        conn.prepare_cached("SELECT ts FROM raw WHERE series = ?1 ORDER BY ts LIMIT 1")?;
     let mut oldest: Option<i64> = None;
     for &s in series {
         if let Some(t) = stmt.query_row([s], |r| r.get::<_, i64>(0)).optional()? {

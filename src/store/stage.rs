@@ -54,8 +54,8 @@ pub(crate) struct Stage {
     seq: u64,
     compacted: u64,
     staged: usize,
-    /// Oldest and newest staged time per series.
-    ranges: HashMap<i64, (i64, i64)>,
+    /// Oldest and newest staged time, and the sample count, per series.
+    ranges: HashMap<i64, (i64, i64, usize)>,
 }
 
 impl Stage {
@@ -107,12 +107,36 @@ impl Stage {
     pub fn may_hold(&self, series: i64, ts: i64) -> bool {
         self.ranges
             .get(&series)
-            .is_some_and(|&(lo, hi)| lo <= ts && ts <= hi)
+            .is_some_and(|&(lo, hi, _)| lo <= ts && ts <= hi)
     }
 
     /// The newest staged time of `series`.
     pub fn newest(&self, series: i64) -> Option<i64> {
         self.ranges.get(&series).map(|r| r.1)
+    }
+
+    /// Cuts the staged series into ascending ranges `[lo, hi)` of at most
+    /// `max` samples each (a series with more is a range of its own), so a
+    /// compaction can move the ring part by part in bounded memory.
+    pub fn partitions(&self, max: usize) -> Vec<(i64, i64)> {
+        let mut series: Vec<(i64, usize)> = self.ranges.iter().map(|(&s, r)| (s, r.2)).collect();
+        series.sort_unstable();
+        let mut out = Vec::new();
+        let mut start: Option<(i64, usize)> = None;
+        for &(id, n) in &series {
+            match &mut start {
+                Some((lo, total)) if *total + n > max => {
+                    out.push((*lo, id));
+                    start = Some((id, n));
+                }
+                Some((_, total)) => *total += n,
+                None => start = Some((id, n)),
+            }
+        }
+        if let Some((lo, _)) = start {
+            out.push((lo, i64::MAX));
+        }
+        out
     }
 
     /// Stages `rows` (sorted by series, then time; no (series, ts) twice and none
@@ -157,11 +181,26 @@ impl Stage {
 
     /// Every staged sample, in staging order.
     pub fn rows(&self, conn: &Connection) -> rusqlite::Result<Vec<Row>> {
-        let mut out = Vec::with_capacity(self.staged);
+        self.rows_of(conn, 0, i64::MAX)
+    }
+
+    /// The staged samples of the series in `[lo, hi)`, in staging order.
+    pub fn rows_of(&self, conn: &Connection, lo: i64, hi: i64) -> rusqlite::Result<Vec<Row>> {
+        let n = self
+            .ranges
+            .iter()
+            .filter(|(s, _)| (lo..hi).contains(*s))
+            .map(|(_, r)| r.2)
+            .sum();
+        let mut out = Vec::with_capacity(n);
         let mut stmt = conn.prepare_cached("SELECT body FROM stage_slot WHERE slot = ?1")?;
         for &(_, slot) in &self.live {
-            let body: Vec<u8> = stmt.query_row([slot], |r| r.get(0))?;
-            decode_slot(&body, |s, t, v| out.push((s, t, v))).map_err(malformed)?;
+            stmt.query_row([slot], |r| {
+                decode_slot_range(r.get_ref(0)?.as_blob()?, lo, hi, |s, t, v| {
+                    out.push((s, t, v))
+                })
+                .map_err(malformed)
+            })?;
         }
         Ok(out)
     }
@@ -185,10 +224,11 @@ impl Stage {
     }
 }
 
-fn widen(ranges: &mut HashMap<i64, (i64, i64)>, series: i64, ts: i64) {
-    let r = ranges.entry(series).or_insert((ts, ts));
+fn widen(ranges: &mut HashMap<i64, (i64, i64, usize)>, series: i64, ts: i64) {
+    let r = ranges.entry(series).or_insert((ts, ts, 0));
     r.0 = r.0.min(ts);
     r.1 = r.1.max(ts);
+    r.2 += 1;
 }
 
 pub(crate) fn malformed(e: Malformed) -> rusqlite::Error {
@@ -221,7 +261,7 @@ pub(crate) fn for_each_staged(
         }
         match series {
             None => decode_slot(body, &mut f),
-            Some(want) => decode_slot_series(body, want, &mut f),
+            Some(want) => decode_slot_range(body, want, want.saturating_add(1), &mut f),
         }
         .map_err(malformed)?;
     }
@@ -314,23 +354,24 @@ fn decode_slot(body: &[u8], mut f: impl FnMut(i64, i64, f64)) -> Result<(), Malf
     Ok(())
 }
 
-/// As [`decode_slot`] for one series: samples are sorted by series, so decoding
-/// stops after it.
-fn decode_slot_series(
+/// As [`decode_slot`] for the series in `[lo, hi)`: samples are sorted by
+/// series, so decoding stops at `hi`.
+fn decode_slot_range(
     body: &[u8],
-    want: i64,
+    lo: i64,
+    hi: i64,
     mut f: impl FnMut(i64, i64, f64),
 ) -> Result<(), Malformed> {
     let (count, base, mut r) = slot_header(body)?;
     let mut series = 0i64;
     for _ in 0..count {
         series = series.wrapping_add(r.varint()? as i64);
-        if series > want {
+        if series >= hi {
             break;
         }
         let ts = base.wrapping_add(r.varint()? as i64);
         let v = r.value()?;
-        if series == want {
+        if series >= lo {
             f(series, ts, v);
         }
     }
@@ -403,6 +444,14 @@ mod tests {
         assert_eq!(staged(&conn, Some(2)), rows[150..300].to_vec());
         assert!(stage.may_hold(1, rows[0].1) && !stage.may_hold(1, rows[0].1 - 1));
         assert_eq!(stage.rows(&conn).expect("rows"), rows);
+        // Parts of at most 200 samples: each series whole, in order.
+        assert_eq!(stage.partitions(200), [(1, 2), (2, 3), (3, i64::MAX)]);
+        assert_eq!(stage.partitions(300), [(1, 3), (3, i64::MAX)]);
+        assert_eq!(stage.partitions(100), [(1, 2), (2, 3), (3, i64::MAX)]);
+        assert_eq!(
+            stage.rows_of(&conn, 2, 3).expect("rows"),
+            rows[150..300].to_vec()
+        );
 
         stage.mark_compacted(&conn).expect("compacted");
         assert!(staged(&conn, None).is_empty());

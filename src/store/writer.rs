@@ -34,9 +34,13 @@ use super::StoreError;
 use crate::model::{time::now_ms, Sample};
 
 /// Staged samples from which the writer compacts at once, whatever the
-/// interval: readers decode every staged sample of a series they are asked
-/// about, so this bounds their work.
-pub const STAGED_MAX: usize = 250_000;
+/// interval: a reader scans every staged slot for the series it is asked
+/// about, so this bounds its work (about 10 MB of slots). Large enough that a
+/// compaction moves minutes of samples of each series even at 1,000 devices
+/// (chunks of a useful size, few compactions to share a chunk index window);
+/// the compaction itself holds [`COMPACT_PART`](super::ingest::COMPACT_PART)
+/// samples in memory at once.
+pub const STAGED_MAX: usize = 2_000_000;
 
 /// How often a retention pass starts (the first one this long after start, so
 /// opening the store stays quick).
