@@ -124,16 +124,8 @@ pub fn buckets(
                 } else {
                     "rollup_1m"
                 };
-                // The key is (bucket, series): one seek per period of the
-                // segment (whole periods, `plan.rs`), the periods made by
-                // SQLite itself.
-                let mut stmt = conn.prepare_cached(&format!(
-                    "WITH RECURSIVE b(bucket) AS (
-                         SELECT ?2 UNION ALL SELECT bucket + ?4 FROM b WHERE bucket + ?4 < ?3)
-                     SELECT r.bucket, n, total, lo, hi, first_off, first_v, last_off, last_v
-                     FROM b CROSS JOIN {table} r ON r.bucket = b.bucket AND r.series = ?1
-                     ORDER BY r.bucket"
-                ))?;
+                // Whole periods (`plan.rs`).
+                let mut stmt = conn.prepare_cached(&rollup_rows_sql(table))?;
                 let period = seg.source.period_ms().unwrap_or(HOUR_MS);
                 let mut rows = stmt.query(params![series, seg.start, seg.end, period])?;
                 while let Some(row) = rows.next()? {
@@ -168,6 +160,19 @@ pub fn buckets(
         }
     })?;
     Ok(out)
+}
+
+/// The rows of one series in a rollup table for whole periods from `?2` to
+/// `?3` (period `?4`): the key is (bucket, series), so one seek per period,
+/// the periods made by SQLite itself.
+fn rollup_rows_sql(table: &str) -> String {
+    format!(
+        "WITH RECURSIVE b(bucket) AS (
+             SELECT ?2 UNION ALL SELECT bucket + ?4 FROM b WHERE bucket + ?4 < ?3)
+         SELECT r.bucket, n, total, lo, hi, first_off, first_v, last_off, last_v
+         FROM b CROSS JOIN {table} r ON r.bucket = b.bucket AND r.series = ?1
+         ORDER BY r.bucket"
+    )
 }
 
 /// The newest value of every stored series: from staged or raw samples, or from
@@ -361,4 +366,27 @@ pub fn sample_counts(conn: &Connection) -> rusqlite::Result<SampleCounts> {
             + count("SELECT count(*) FROM raw")?)
         .max(0) as u64,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollup_rows_are_found_by_one_seek_per_period() {
+        let mut conn = Connection::open_in_memory().expect("db");
+        super::super::migrate::migrate(&mut conn, 1).expect("schema");
+        for table in ["rollup_1m", "rollup_1h"] {
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", rollup_rows_sql(table)))
+                .and_then(|mut s| s.query_map([1, 2, 3, 4], |r| r.get(3))?.collect())
+                .expect("plan");
+            assert!(
+                plan.iter()
+                    .any(|p| p.contains("PRIMARY KEY (bucket=? AND series=?)")),
+                "{table}: {plan:?}"
+            );
+            assert!(!plan.iter().any(|p| p.starts_with("SCAN r")), "{plan:?}");
+        }
+    }
 }

@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::codec::{put_value, put_varint, Malformed, Reader};
+use super::codec::{put_value, put_varint, unzigzag, zigzag, Malformed, Reader};
 
 /// (series, ts, value).
 pub(crate) type Row = (i64, i64, f64);
@@ -292,14 +292,21 @@ fn slot_seq(body: &[u8]) -> Result<u64, Malformed> {
     Ok(u64::from_le_bytes(bytes))
 }
 
-/// Fills one slot: header, then per sample the series step, the time after the
-/// base and the value.
+/// The count's top bit marks a slot whose times are steps from the sample
+/// before (the first from the base), zigzag-coded: the properties of one
+/// device share their poll's time and cost a byte each. Slots without it
+/// (written by an earlier sitegate, compacted at the next start) hold each
+/// time after the base.
+const TIME_STEPS: u16 = 0x8000;
+
+/// Fills one slot: header, then per sample the series step, the time step and
+/// the value.
 struct SlotWriter {
     buf: Vec<u8>,
     size: usize,
     count: u16,
     series: i64,
-    base: i64,
+    ts: i64,
     one: Vec<u8>,
 }
 
@@ -314,7 +321,7 @@ impl SlotWriter {
             size,
             count: 0,
             series: 0,
-            base,
+            ts: base,
             one: Vec::with_capacity(32),
         }
     }
@@ -323,20 +330,22 @@ impl SlotWriter {
     fn push(&mut self, series: i64, ts: i64, value: f64) -> bool {
         self.one.clear();
         put_varint(&mut self.one, (series - self.series) as u64);
-        put_varint(&mut self.one, (ts - self.base) as u64);
+        put_varint(&mut self.one, zigzag(ts.wrapping_sub(self.ts)));
         put_value(&mut self.one, value);
-        if self.count > 0 && (self.buf.len() + self.one.len() > self.size || self.count == u16::MAX)
+        if self.count > 0
+            && (self.buf.len() + self.one.len() > self.size || self.count == TIME_STEPS - 1)
         {
             return false;
         }
         self.buf.extend_from_slice(&self.one);
         self.count += 1;
         self.series = series;
+        self.ts = ts;
         true
     }
 
     fn finish(mut self) -> Vec<u8> {
-        self.buf[8..10].copy_from_slice(&self.count.to_le_bytes());
+        self.buf[8..10].copy_from_slice(&(self.count | TIME_STEPS).to_le_bytes());
         self.buf.resize(self.size.max(self.buf.len()), 0);
         self.buf
     }
@@ -344,14 +353,7 @@ impl SlotWriter {
 
 /// Calls `f(series, ts, value)` for each sample of a slot.
 fn decode_slot(body: &[u8], mut f: impl FnMut(i64, i64, f64)) -> Result<(), Malformed> {
-    let (count, base, mut r) = slot_header(body)?;
-    let mut series = 0i64;
-    for _ in 0..count {
-        series = series.wrapping_add(r.varint()? as i64);
-        let ts = base.wrapping_add(r.varint()? as i64);
-        f(series, ts, r.value()?);
-    }
-    Ok(())
+    decode_slot_range(body, i64::MIN, i64::MAX, &mut f)
 }
 
 /// As [`decode_slot`] for the series in `[lo, hi)`: samples are sorted by
@@ -362,14 +364,19 @@ fn decode_slot_range(
     hi: i64,
     mut f: impl FnMut(i64, i64, f64),
 ) -> Result<(), Malformed> {
-    let (count, base, mut r) = slot_header(body)?;
+    let (count, steps, base, mut r) = slot_header(body)?;
     let mut series = 0i64;
+    let mut ts = base;
     for _ in 0..count {
         series = series.wrapping_add(r.varint()? as i64);
         if series >= hi {
             break;
         }
-        let ts = base.wrapping_add(r.varint()? as i64);
+        ts = if steps {
+            ts.wrapping_add(unzigzag(r.varint()?))
+        } else {
+            base.wrapping_add(r.varint()? as i64)
+        };
         let v = r.value()?;
         if series >= lo {
             f(series, ts, v);
@@ -378,13 +385,16 @@ fn decode_slot_range(
     Ok(())
 }
 
-fn slot_header(body: &[u8]) -> Result<(u16, i64, Reader<'_>), Malformed> {
+/// A slot's sample count, whether its times are steps ([`TIME_STEPS`]), its
+/// base time, and a reader at its first sample.
+fn slot_header(body: &[u8]) -> Result<(u16, bool, i64, Reader<'_>), Malformed> {
     let head = body.get(..HEADER).ok_or(Malformed)?;
     let count = u16::from_le_bytes([head[8], head[9]]);
     let mut base = [0u8; 8];
     base.copy_from_slice(&head[10..18]);
     Ok((
-        count,
+        count & !TIME_STEPS,
+        count & TIME_STEPS != 0,
         i64::from_le_bytes(base),
         Reader::new(&body[HEADER..]),
     ))
@@ -474,5 +484,46 @@ mod tests {
         assert_eq!(again.staged(), 20);
         assert_eq!(again.rows(&conn).expect("rows"), rows[..20].to_vec());
         assert_eq!(again.seq, stage.seq);
+    }
+
+    #[test]
+    fn times_are_steps_and_slots_of_an_earlier_sitegate_still_read() {
+        let conn = ring();
+        let mut stage = Stage::load(&conn, 4096).expect("load");
+        // Three devices' properties polled a few ms apart, out of order too.
+        let base = 1_717_200_000_000;
+        let rows: Vec<Row> = vec![
+            (1, base + 40, 1.0),
+            (2, base + 40, 2.0),
+            (3, base + 40, 3.5),
+            (4, base, 4.0),
+            (5, base + 1000, -5.0),
+            (6, base + 999, 6.0),
+        ];
+        stage.write(&conn, &rows).expect("write");
+        assert_eq!(staged(&conn, None), rows);
+        // An earlier slot: the count without the flag, each time after the base.
+        let mut old = Vec::new();
+        old.extend_from_slice(&(stage.seq + 1).to_le_bytes());
+        old.extend_from_slice(&2u16.to_le_bytes());
+        old.extend_from_slice(&base.to_le_bytes());
+        for (step, off, v) in [(7u64, 500u64, 7.0), (1, 20, 8.0)] {
+            put_varint(&mut old, step);
+            put_varint(&mut old, off);
+            put_value(&mut old, v);
+        }
+        old.resize(slot_bytes(4096), 0);
+        conn.execute(
+            "INSERT INTO stage_slot (slot, body) VALUES (99, ?1)",
+            [&old],
+        )
+        .expect("old slot");
+        let mut all = staged(&conn, None);
+        all.sort_by_key(|r| r.0);
+        let mut want = rows.clone();
+        want.extend([(7, base + 500, 7.0), (8, base + 20, 8.0)]);
+        assert_eq!(all, want);
+        assert_eq!(staged_count(&conn).expect("count"), 8);
+        assert_eq!(Stage::load(&conn, 4096).expect("reload").staged(), 8);
     }
 }

@@ -65,6 +65,7 @@ mod steering_stop;
 mod steering_writes;
 mod store_damaged;
 mod store_durability;
+mod store_growth;
 mod store_hook;
 mod store_http;
 mod store_query;

@@ -119,6 +119,72 @@ fn raw_samples_expire_first_in_chunks_and_rollups_still_answer() {
     });
 }
 
+/// The latest value of a series outlives its raw samples (it is in the hour
+/// rollups' last sample) and goes when its last hour rollup goes.
+#[test]
+fn the_latest_value_goes_with_the_last_hour_rollup_not_with_the_raw_samples() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(dir.path());
+    cfg.retention_days = 2;
+    cfg.rollup_retention_days = 4;
+    cfg.minute_rollup_retention_days = Some(4);
+    let rt = rt();
+    rt.block_on(async {
+        let store = open(&cfg);
+        // Power every hour of days 0..6; voltage on day 3 only.
+        let power =
+            (0..6 * 24).map(|h| sample(0, Property::ActivePower, T0 + h * HOUR_MS, h as f64));
+        let voltage = (0..24).map(|h| {
+            sample(
+                0,
+                Property::VoltageL1,
+                T0 + 3 * DAY + h * HOUR_MS + 5,
+                230.0 + h as f64,
+            )
+        });
+        store
+            .sample_sender()
+            .send(power.chain(voltage).collect())
+            .await
+            .expect("send");
+        store.flush().await.expect("flush");
+        store.compact().await.expect("compact");
+        let latest = |store: &StoreHandle| {
+            let store = store.clone();
+            async move {
+                let mut l: Vec<_> = store
+                    .latest()
+                    .await
+                    .expect("latest")
+                    .into_iter()
+                    .map(|v| (v.property, v.ts_ms, v.value))
+                    .collect();
+                l.sort_by_key(|v| v.1);
+                l
+            }
+        };
+        let voltage_last = (Property::VoltageL1, T0 + 3 * DAY + 23 * HOUR_MS + 5, 253.0);
+        let power_last = (Property::ActivePower, T0 + 143 * HOUR_MS, 143.0);
+        assert_eq!(latest(&store).await, [voltage_last, power_last]);
+
+        // Day 6: voltage's raw samples are gone, its hours are not.
+        store
+            .enforce_retention(T0 + 6 * DAY)
+            .await
+            .expect("retention");
+        assert_eq!(raw_samples(&store, T0 + 4 * DAY).await, 0);
+        assert_eq!(latest(&store).await, [voltage_last, power_last]);
+
+        // Day 8: voltage's hours are gone too; power's last day is kept.
+        store
+            .enforce_retention(T0 + 8 * DAY)
+            .await
+            .expect("retention");
+        assert_eq!(latest(&store).await, [power_last]);
+        store.close().await.expect("close");
+    });
+}
+
 #[test]
 fn the_size_cap_deletes_the_oldest_raw_days_first_and_keeps_hourly_history() {
     let dir = tempfile::tempdir().expect("tempdir");
