@@ -8,7 +8,11 @@
 //!
 //! Simulated time, not wall time: a day of history and an hour of running
 //! take minutes, and what grows with the tables (pages touched per
-//! compaction) shows as it would over days. Compactions are triggered as the
+//! compaction) shows as it would over days. Beside the WAL, the bytes the
+//! process caused to be written to storage (`write_bytes` of
+//! `/proc/self/io`: the WAL, the checkpoints into the database file, and the
+//! OS rewriting the WAL's last page at each fsync; the store is all this
+//! process writes). Compactions are triggered as the
 //! writer triggers them (its staged-sample bound; the 10-minute interval is
 //! wall time and hardly fires here, which is what happens at this rate anyway).
 //!
@@ -63,10 +67,23 @@ fn samples(device: usize, seconds: std::ops::Range<i64>) -> Vec<Sample> {
     out
 }
 
+/// `write_bytes` of `/proc/self/io` (0 where there is none).
+fn disk_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("write_bytes: "))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 struct Window {
     minute: i64,
     samples: u64,
     wal_bytes: u64,
+    disk_bytes: u64,
     took_s: f64,
     db_bytes: u64,
 }
@@ -114,6 +131,7 @@ fn run(
     let start = history_h * HOUR_S;
     let mut windows = Vec::new();
     let mut wal0 = store.stats().wal_bytes();
+    let mut disk0 = disk_bytes();
     let mut n0 = store.stats().samples_committed();
     let mut t0 = Instant::now();
     rt.block_on(async {
@@ -127,15 +145,17 @@ fn run(
             store.flush().await.unwrap();
             if (s + 1) % (window_min * 60) == 0 {
                 let wal = store.stats().wal_bytes();
+                let disk = disk_bytes();
                 let n = store.stats().samples_committed();
                 windows.push(Window {
                     minute: (s + 1) / 60,
                     samples: n - n0,
                     wal_bytes: wal - wal0,
+                    disk_bytes: disk - disk0,
                     took_s: t0.elapsed().as_secs_f64(),
                     db_bytes: std::fs::metadata(&config.path).map_or(0, |m| m.len()),
                 });
-                (wal0, n0, t0) = (wal, n, Instant::now());
+                (wal0, disk0, n0, t0) = (wal, disk, n, Instant::now());
             }
         }
     });
@@ -163,16 +183,17 @@ fn main() {
     for h in [1, history_h] {
         let windows = run(&rt, devices, h, minutes, window_min);
         println!(
-            "{:>9} | {:>8} | {:>12} | {:>13} | {:>9} | {:>8}",
-            "history", "minute", "samples", "WAL B/sample", "wall s", "db MB"
+            "{:>9} | {:>8} | {:>12} | {:>13} | {:>14} | {:>9} | {:>8}",
+            "history", "minute", "samples", "WAL B/sample", "disk B/sample", "wall s", "db MB"
         );
         for w in &windows {
             println!(
-                "{:>7} h | {:>8} | {:>12} | {:>13.1} | {:>9.1} | {:>8.0}",
+                "{:>7} h | {:>8} | {:>12} | {:>13.1} | {:>14.1} | {:>9.1} | {:>8.0}",
                 h,
                 w.minute,
                 w.samples,
                 w.wal_bytes as f64 / w.samples.max(1) as f64,
+                w.disk_bytes as f64 / w.samples.max(1) as f64,
                 w.took_s,
                 w.db_bytes as f64 / 1e6
             );
