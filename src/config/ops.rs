@@ -48,7 +48,7 @@ mod tests {
 
     #[test]
     fn the_window_has_a_default_and_bounds() {
-        let base = "gateway_id = \"t\"\n";
+        let base = "gateway_id = \"t\"\n[http]\nauth = \"none\"\nlisten = [\"127.0.0.1:8080\"]\n";
         assert_eq!(
             parse(base).expect("ok").ops.rollback_after_s,
             super::ROLLBACK_AFTER_S_DEFAULT

@@ -76,6 +76,9 @@ mod tests {
 
     const BASE: &str = r#"
 gateway_id = "t"
+[http]
+auth = "none"
+listen = ["127.0.0.1:8080"]
 [[sites]]
 reference = "ste_a"
 name = "A"
