@@ -96,8 +96,10 @@ pub fn restore_last_good(path: &Path) -> Result<(), FileError> {
 mod tests {
     use super::*;
 
-    const OLD: &str = "gateway_id = \"old\"\n[http]\nauth = \"none\"\nlisten = [\"127.0.0.1:8080\"]\n";
-    const NEW: &str = "gateway_id = \"new\"\n[http]\nauth = \"none\"\nlisten = [\"127.0.0.1:8080\"]\n";
+    const OLD: &str =
+        "gateway_id = \"old\"\n[http]\nauth = \"none\"\nlisten = [\"127.0.0.1:8080\"]\n";
+    const NEW: &str =
+        "gateway_id = \"new\"\n[http]\nauth = \"none\"\nlisten = [\"127.0.0.1:8080\"]\n";
 
     fn setup() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().expect("dir");

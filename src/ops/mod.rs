@@ -220,17 +220,18 @@ impl Ops {
             .ok_or_else(|| OpsError::NotFound(id.clone()))
     }
 
-    /// Waits at most `within` for operation `id` to end; its state then.
+    /// Waits at most `within` for operation `id` to end (or, for a config
+    /// change, to be written and on trial); its state then.
     pub async fn settled(&self, id: &OpId, within: Duration) -> Result<Arc<Operation>, OpsError> {
         let mut changes = self.inner.changes.subscribe();
         let op = self.get(id).await?;
-        if op.state.is_final() {
+        if op.is_settled() {
             return Ok(op);
         }
         let wait = async {
             loop {
                 match changes.recv().await {
-                    Ok(op) if &op.id == id && op.state.is_final() => return,
+                    Ok(op) if &op.id == id && op.is_settled() => return,
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return,
                 }

@@ -356,6 +356,14 @@ pub struct Operation {
     pub error: Option<String>,
 }
 
+impl Operation {
+    /// Ended, or a config change written and waiting for its trial: what
+    /// an answer waits for.
+    pub fn is_settled(&self) -> bool {
+        self.state.is_final() || matches!(self.outcome, Some(Outcome::ConfigWritten { .. }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
