@@ -212,6 +212,12 @@ impl Agent {
             }
             _ => None,
         };
+        // A config change the last run left on trial: watched from here.
+        let uplink_up = uplink.clone().map(|u| {
+            let probe: crate::ops::UplinkProbe = Arc::new(move || u.is_connected());
+            probe
+        });
+        ops.resolve_config_change(uplink_up);
         let connections = Arc::new(Connections::new(Duration::from_millis(
             config.http.request_timeout_ms,
         )));

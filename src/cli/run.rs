@@ -2,7 +2,10 @@
 //! re-reads the config file and applies what can change while running (API
 //! tokens, auth mode, rate limit, log level). Tells systemd when it is ready,
 //! reloading and stopping, and feeds its watchdog. A `restart` operation
-//! stops it like SIGTERM and exits 75, which the unit restarts.
+//! stops it like SIGTERM and exits 75, which the unit restarts; so does a
+//! `config.put` that wrote a new config, and the rollback of one. Before the
+//! config is loaded, a change on trial is counted, and rolled back at once
+//! when its config does not load (`ops::pending::before_start`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,6 +18,12 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use super::{complain, load_config};
 
 pub fn run(file: &Path) -> ExitCode {
+    // A config change on trial: a new config that does not load, or that
+    // the agent keeps failing to start on, is rolled back before loading.
+    let trial = sitegate::ops::pending::before_start(file);
+    for line in &trial {
+        complain(line);
+    }
     let config = match load_config(file) {
         Ok(c) => c,
         Err(code) => return code,
@@ -26,6 +35,9 @@ pub fn run(file: &Path) -> ExitCode {
             return ExitCode::from(super::EXIT_CONFIG);
         }
     };
+    for line in trial {
+        tracing::warn!(file = %file.display(), "{line}");
+    }
     let reload = Reload {
         file: file.to_path_buf(),
         log,

@@ -50,6 +50,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "polling",
     "logging",
     "clock",
+    "ops",
     "sites",
     "buses",
     "devices",
@@ -128,6 +129,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let polling: Option<PollingConfig> = optional_section(&mut table, "polling", &mut problems);
     let logging: Option<LoggingConfig> = optional_section(&mut table, "logging", &mut problems);
     let clock: Option<super::ClockConfig> = optional_section(&mut table, "clock", &mut problems);
+    let ops: Option<super::OpsConfig> = optional_section(&mut table, "ops", &mut problems);
     let mqtt: Option<MqttConfig> = optional_section(&mut table, "mqtt", &mut problems);
     let simulator: Option<super::SimulatorConfig> =
         optional_section(&mut table, "simulator", &mut problems);
@@ -146,6 +148,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
             polling: polling.unwrap_or_default(),
             logging: logging.unwrap_or_default(),
             clock: clock.unwrap_or_default(),
+            ops: ops.unwrap_or_default(),
             mqtt,
             simulator: simulator.unwrap_or_default(),
             sites,

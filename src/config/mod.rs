@@ -8,9 +8,12 @@
 pub mod capacity;
 mod gateway_id;
 mod load;
+mod ops;
+pub mod patch;
 mod problem;
 pub mod profiles;
 mod raw;
+pub mod redact;
 mod resolve;
 mod simulator;
 pub mod tls;
@@ -22,6 +25,7 @@ use std::sync::Arc;
 
 pub use gateway_id::GatewayIdSource;
 pub use load::{parse, parse_in, text_sha256, ConfigError};
+pub use ops::{OpsConfig, ROLLBACK_AFTER_S_DEFAULT, ROLLBACK_AFTER_S_MAX, ROLLBACK_AFTER_S_MIN};
 pub use problem::Problem;
 pub use raw::{
     BrokerAddr, ClockConfig, CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder,
@@ -46,6 +50,8 @@ pub struct Config {
     pub polling: PollingConfig,
     pub logging: LoggingConfig,
     pub clock: ClockConfig,
+    /// The operations channel (`[ops]`): how a config change is watched.
+    pub ops: OpsConfig,
     pub sites: Vec<SiteConfig>,
     pub buses: Vec<BusConfig>,
     pub devices: Vec<DeviceConfig>,
@@ -61,6 +67,9 @@ pub struct Config {
     pub file_problems: Vec<Problem>,
     /// The hex SHA-256 of the text this config was parsed from.
     pub text_sha256: String,
+    /// The file this config was read from ([`Config::load`]); `None` for
+    /// text parsed in memory (the demo, tests).
+    pub file: Option<PathBuf>,
 }
 
 /// The local HTTP API.
@@ -161,7 +170,9 @@ impl Config {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::single("", format!("cannot read {}: {e}", path.display())))?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        parse_in(&text, dir)
+        let mut config = parse_in(&text, dir)?;
+        config.file = Some(path.to_path_buf());
+        Ok(config)
     }
 
     /// What `check-config` warns about without failing (a default gateway id

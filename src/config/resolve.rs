@@ -21,6 +21,7 @@ pub(super) struct Sections {
     pub polling: PollingConfig,
     pub logging: LoggingConfig,
     pub clock: super::ClockConfig,
+    pub ops: super::OpsConfig,
     pub mqtt: Option<MqttConfig>,
     pub simulator: super::SimulatorConfig,
     pub sites: Vec<Option<SiteConfig>>,
@@ -221,6 +222,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         polling: s.polling,
         logging: s.logging,
         clock: s.clock,
+        ops: s.ops,
         sites,
         buses,
         devices,
@@ -229,6 +231,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         profiles_dir: s.profiles_dir,
         file_problems,
         text_sha256: String::new(),
+        file: None,
     }
 }
 

@@ -124,14 +124,19 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Operation, OpsError>> {
 
 /// Marks every operation left `accepted` or `running` by an earlier run as
 /// failed: it ended with that process. Returns how many.
-pub async fn interrupted(store: &StoreHandle, now_ms: i64) -> Result<usize, OpsError> {
+/// `except` (a config change on trial across its restart) is left as it is.
+pub async fn interrupted(
+    store: &StoreHandle,
+    now_ms: i64,
+    except: Option<String>,
+) -> Result<usize, OpsError> {
     store
         .execute(move |conn| {
             conn.execute(
                 "UPDATE ops_audit SET state = 'failed', finished_ms = ?1,
                  error = 'interrupted: the agent stopped before the operation ended'
-                 WHERE state IN ('accepted', 'running')",
-                params![now_ms],
+                 WHERE state IN ('accepted', 'running') AND id IS NOT ?2",
+                params![now_ms, except],
             )
             .map_err(|e| OpsError::Store(e.into()))
         })

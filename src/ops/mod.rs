@@ -2,23 +2,35 @@
 //! (`accepted`, `running`, `succeeded`, `failed`) and an outcome, idempotent
 //! by id, each in the audit history with its source (`docs/operations.md`,
 //! "Operations"). The kinds: the newest log lines (`logs`), a support bundle
-//! (`bundle`), a restart through systemd (`restart`) and a re-scan of a bus
-//! that proposes config blocks without applying them (`scan`).
+//! (`bundle`), a restart through systemd (`restart`), a re-scan of a bus
+//! that proposes config blocks without applying them (`scan`), and the
+//! configuration: read it, its history, change it (`config.*`).
 //!
 //! The API (`/admin/...`) and the uplink's ops channel (`{root}/ops/...`,
 //! the same routes) call [`Ops`]; they parse and render, this module decides
-//! and runs. It must not know JSON, topics or HTTP, and never applies a
-//! config: a scan only proposes one, and a restart only asks the process to
-//! exit (`Ops::restart_requested`; `sitegate run` exits with
-//! [`EXIT_RESTART`], which the unit restarts).
+//! and runs. It must not know JSON, topics or HTTP. A scan only proposes
+//! config blocks; a restart only asks the process to exit
+//! (`Ops::restart_requested`; `sitegate run` exits with [`EXIT_RESTART`],
+//! which the unit restarts). The config operations (`config.get`,
+//! `config.history`, `config.put`) change the config file only by whole
+//! files renamed into place, keep the last good one, and put a change on
+//! trial: healthy within `[ops] rollback_after_s` after the restart, or
+//! rolled back (`config_ops.rs`, `pending.rs`, `config_file.rs`).
 
 mod audit;
 mod bundle;
+mod change;
+mod config_file;
+mod config_history;
+mod config_ops;
 mod error;
 mod gather;
+mod health;
 mod operation;
+pub mod pending;
 mod registry;
 mod run;
+mod safety;
 mod scan;
 
 use std::sync::{Arc, Mutex};
@@ -30,12 +42,14 @@ use tokio_util::task::TaskTracker;
 
 pub use audit::KEEP as AUDIT_KEEP;
 pub use bundle::{BUNDLE_MAX, CHUNK_BYTES};
+pub use change::{ChangeResult, ConfigChange, ConfigRecord, ConfigView, Refusal};
+pub use config_ops::UplinkProbe;
 pub use error::OpsError;
 pub use gather::build;
 pub use operation::{
-    level_name, parse_level, OpId, OpKind, OpRequest, OpState, Operation, Outcome, Source, ID_MAX,
-    LOG_BYTES_DEFAULT, LOG_BYTES_MAX, LOG_LINES_DEFAULT, LOG_LINES_MAX, SCAN_TIMEOUT_MS_DEFAULT,
-    SCAN_UNITS_DEFAULT, SCAN_UNITS_MAX,
+    level_name, parse_level, OpId, OpKind, OpRequest, OpState, Operation, Outcome, Source,
+    CONFIG_HISTORY_DEFAULT, CONFIG_HISTORY_MAX, ID_MAX, LOG_BYTES_DEFAULT, LOG_BYTES_MAX,
+    LOG_LINES_DEFAULT, LOG_LINES_MAX, SCAN_TIMEOUT_MS_DEFAULT, SCAN_UNITS_DEFAULT, SCAN_UNITS_MAX,
 };
 
 use crate::config::Config;
@@ -85,6 +99,8 @@ struct Inner {
     table: Mutex<Table>,
     /// One submission at a time, so two of one id cannot both start it.
     submitting: tokio::sync::Mutex<()>,
+    /// One `config.put` at a time.
+    config_lock: tokio::sync::Mutex<()>,
     changes: broadcast::Sender<Arc<Operation>>,
     restart: CancellationToken,
     tracker: TaskTracker,
@@ -94,7 +110,9 @@ struct Inner {
 impl Ops {
     /// Marks what an earlier run left unfinished as failed, then serves.
     pub async fn start(ctx: OpsContext, tracker: &TaskTracker, cancel: CancellationToken) -> Ops {
-        match audit::interrupted(&ctx.store, now_ms()).await {
+        // A config change on trial stays `running` across its restart.
+        let trial = config_ops::on_trial(&ctx.config).await;
+        match audit::interrupted(&ctx.store, now_ms(), trial).await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(
                 operations = n,
@@ -108,6 +126,7 @@ impl Ops {
                 ctx,
                 table: Mutex::new(Table::default()),
                 submitting: tokio::sync::Mutex::new(()),
+                config_lock: tokio::sync::Mutex::new(()),
                 changes,
                 restart: CancellationToken::new(),
                 tracker: tracker.clone(),
@@ -201,17 +220,18 @@ impl Ops {
             .ok_or_else(|| OpsError::NotFound(id.clone()))
     }
 
-    /// Waits at most `within` for operation `id` to end; its state then.
+    /// Waits at most `within` for operation `id` to end (or, for a config
+    /// change, to be written and on trial); its state then.
     pub async fn settled(&self, id: &OpId, within: Duration) -> Result<Arc<Operation>, OpsError> {
         let mut changes = self.inner.changes.subscribe();
         let op = self.get(id).await?;
-        if op.state.is_final() {
+        if op.is_settled() {
             return Ok(op);
         }
         let wait = async {
             loop {
                 match changes.recv().await {
-                    Ok(op) if &op.id == id && op.state.is_final() => return,
+                    Ok(op) if &op.id == id && op.is_settled() => return,
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return,
                 }
@@ -250,6 +270,17 @@ impl Ops {
     /// Every change of state of every operation, as it happens.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Operation>> {
         self.inner.changes.subscribe()
+    }
+
+    /// Resolves a config change the last run left on trial or resolved
+    /// (`<config>.pending`): watches the agent's health for the change's
+    /// window, then applies it or restores the last good config and asks
+    /// for a restart. Call once the uplink (when configured) is started;
+    /// `uplink` tells whether it is connected.
+    pub fn resolve_config_change(&self, uplink: Option<UplinkProbe>) {
+        self.inner
+            .tracker
+            .spawn(config_ops::resolve(self.clone(), uplink));
     }
 
     /// Cancelled when a `restart` operation asks the process to exit.

@@ -8,6 +8,7 @@ use std::fmt;
 
 use tracing::Level;
 
+use super::change::{ConfigChange, ConfigRecord, ConfigView, Refusal};
 use crate::logging::LogTail;
 
 /// The longest operation id.
@@ -52,10 +53,21 @@ pub enum OpKind {
     Bundle,
     Restart,
     Scan,
+    ConfigGet,
+    ConfigHistory,
+    ConfigPut,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 4] = [OpKind::Logs, OpKind::Bundle, OpKind::Restart, OpKind::Scan];
+    pub const ALL: [OpKind; 7] = [
+        OpKind::Logs,
+        OpKind::Bundle,
+        OpKind::Restart,
+        OpKind::Scan,
+        OpKind::ConfigGet,
+        OpKind::ConfigHistory,
+        OpKind::ConfigPut,
+    ];
 
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -63,6 +75,9 @@ impl OpKind {
             OpKind::Bundle => "bundle",
             OpKind::Restart => "restart",
             OpKind::Scan => "scan",
+            OpKind::ConfigGet => "config.get",
+            OpKind::ConfigHistory => "config.history",
+            OpKind::ConfigPut => "config.put",
         }
     }
 
@@ -81,6 +96,9 @@ pub const SCAN_UNITS_DEFAULT: &str = "1-16";
 pub const SCAN_TIMEOUT_MS_DEFAULT: u64 = 300;
 /// The most unit ids one scan may ask (at its longest timeout, a few minutes).
 pub const SCAN_UNITS_MAX: usize = 247;
+/// Rows `config.history` returns by default and at most.
+pub const CONFIG_HISTORY_DEFAULT: usize = 20;
+pub const CONFIG_HISTORY_MAX: usize = 200;
 
 /// What was asked, with every argument resolved to its value.
 #[derive(Clone, Debug, PartialEq)]
@@ -101,6 +119,15 @@ pub enum OpRequest {
         /// The site the proposed devices are given.
         site: Option<String>,
     },
+    ConfigGet,
+    ConfigHistory {
+        limit: usize,
+    },
+    ConfigPut {
+        change: ConfigChange,
+        /// The request allows a change that lowers safety.
+        allow_less_safe: bool,
+    },
 }
 
 impl OpRequest {
@@ -110,6 +137,9 @@ impl OpRequest {
             OpRequest::Bundle => OpKind::Bundle,
             OpRequest::Restart => OpKind::Restart,
             OpRequest::Scan { .. } => OpKind::Scan,
+            OpRequest::ConfigGet => OpKind::ConfigGet,
+            OpRequest::ConfigHistory { .. } => OpKind::ConfigHistory,
+            OpRequest::ConfigPut { .. } => OpKind::ConfigPut,
         }
     }
 
@@ -125,7 +155,12 @@ impl OpRequest {
                 "lines={lines} level={} max_bytes={max_bytes}",
                 level_name(*level)
             ),
-            OpRequest::Bundle | OpRequest::Restart => String::new(),
+            OpRequest::Bundle | OpRequest::Restart | OpRequest::ConfigGet => String::new(),
+            OpRequest::ConfigHistory { limit } => format!("limit={limit}"),
+            OpRequest::ConfigPut {
+                change,
+                allow_less_safe,
+            } => format!("{} allow_less_safe={allow_less_safe}", change.canonical()),
             OpRequest::Scan {
                 bus,
                 units,
@@ -228,6 +263,35 @@ pub enum Outcome {
         /// What each unit that answered without being recognised said.
         notes: Vec<String>,
     },
+    Config(ConfigView),
+    ConfigHistory(Vec<ConfigRecord>),
+    /// A new config was written; the agent restarts on it and watches its
+    /// health for `within_s` (the operation stays `running` meanwhile).
+    ConfigWritten {
+        old_sha256: String,
+        new_sha256: String,
+        within_s: u64,
+        /// Devices online before the change, which must be online again.
+        watch: Vec<String>,
+        /// Less-safe changes the request allowed.
+        allowed: Vec<String>,
+    },
+    /// The new config is the running one already.
+    ConfigUnchanged {
+        sha256: String,
+    },
+    /// Healthy on the new config: kept.
+    ConfigApplied {
+        sha256: String,
+        version: i64,
+    },
+    /// What a refused or rolled-back change found (on a failed operation).
+    ConfigRefused(Refusal),
+    ConfigRolledBack {
+        old_sha256: String,
+        new_sha256: String,
+        reason: String,
+    },
 }
 
 impl Outcome {
@@ -246,6 +310,30 @@ impl Outcome {
             } => format!("{bytes} bytes in {chunks} chunks, sha256 {sha256}"),
             Outcome::Restart { exit_at_ms } => format!("exit for a restart at {exit_at_ms}"),
             Outcome::Scan { bus, found, .. } => format!("{found} devices found on bus {bus}"),
+            Outcome::Config(v) => format!("config sha256 {} version {}", v.sha256, v.version),
+            Outcome::ConfigHistory(rows) => format!("{} changes", rows.len()),
+            Outcome::ConfigWritten {
+                new_sha256,
+                within_s,
+                ..
+            } => format!(
+                "config sha256 {new_sha256} written; restarting on it, healthy within {within_s} s or rolled back"
+            ),
+            Outcome::ConfigUnchanged { sha256 } => {
+                format!("config sha256 {sha256} runs already: nothing changed")
+            }
+            Outcome::ConfigApplied { sha256, version } => {
+                format!("config sha256 {sha256} applied as version {version}")
+            }
+            Outcome::ConfigRefused(Refusal::Invalid(p)) => {
+                format!("refused: {} problems in the new config", p.len())
+            }
+            Outcome::ConfigRefused(Refusal::LessSafe(c)) => {
+                format!("refused: {} changes lower safety", c.len())
+            }
+            Outcome::ConfigRolledBack { old_sha256, .. } => {
+                format!("rolled back to config sha256 {old_sha256}")
+            }
         }
     }
 }
@@ -266,6 +354,14 @@ pub struct Operation {
     pub outcome: Option<Outcome>,
     pub summary: Option<String>,
     pub error: Option<String>,
+}
+
+impl Operation {
+    /// Ended, or a config change written and waiting for its trial: what
+    /// an answer waits for.
+    pub fn is_settled(&self) -> bool {
+        self.state.is_final() || matches!(self.outcome, Some(Outcome::ConfigWritten { .. }))
+    }
 }
 
 #[cfg(test)]

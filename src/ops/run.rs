@@ -3,14 +3,39 @@
 //! history and told to the subscribers. A `restart` asks the process to exit
 //! once its success is written.
 //!
+//! A `config.put` that wrote a new config stays `running` and asks for the
+//! restart; its trial after the restart ends it (`config_ops.rs`).
+//!
 //! It must not hold the service's lock across an await.
 
 use std::sync::Arc;
 
 use super::bundle;
 use super::operation::{OpRequest, OpState, Operation, Outcome};
-use super::{audit, gather, Ops, RESTART_DELAY};
+use super::{audit, config_ops, gather, Ops, RESTART_DELAY};
 use crate::model::time::now_ms;
+
+/// How the work of an operation ended well.
+pub enum Done {
+    Finished(Outcome),
+    /// Written and waiting for a restart and its trial: still `running`.
+    OnTrial(Outcome),
+}
+
+/// How it failed: why, and what it found (a refused config's problems).
+pub struct Failed {
+    pub error: String,
+    pub outcome: Option<Outcome>,
+}
+
+impl From<String> for Failed {
+    fn from(error: String) -> Self {
+        Failed {
+            error,
+            outcome: None,
+        }
+    }
+}
 
 pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
     let running = Arc::new(Operation {
@@ -24,19 +49,28 @@ pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
     ops.changed(running.clone());
     let result = tokio::select! {
         r = work(&ops, &running, &request) => r,
-        () = ops.inner.cancel.cancelled() => Err("interrupted: the agent stops".to_string()),
+        () = ops.inner.cancel.cancelled() => Err("interrupted: the agent stops".to_string().into()),
     };
     let mut done = (*running).clone();
-    done.finished_ms = Some(now_ms());
+    let mut on_trial = false;
     match result {
-        Ok(outcome) => {
+        Ok(Done::Finished(outcome)) => {
+            done.finished_ms = Some(now_ms());
             done.state = OpState::Succeeded;
             done.summary = Some(outcome.summary());
             done.outcome = Some(outcome);
         }
-        Err(e) => {
+        Ok(Done::OnTrial(outcome)) => {
+            on_trial = true;
+            done.summary = Some(outcome.summary());
+            done.outcome = Some(outcome);
+        }
+        Err(Failed { error, outcome }) => {
+            done.finished_ms = Some(now_ms());
             done.state = OpState::Failed;
-            done.error = Some(e);
+            done.error = Some(error);
+            done.summary = outcome.as_ref().map(Outcome::summary);
+            done.outcome = outcome;
         }
     }
     let recorded = audit::write(&ctx.store, &done).await;
@@ -50,7 +84,7 @@ pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
         error = done.error.as_deref(),
         "operation ended"
     );
-    let restart = matches!(done.outcome, Some(Outcome::Restart { .. }));
+    let restart = on_trial || matches!(done.outcome, Some(Outcome::Restart { .. }));
     ops.changed(Arc::new(done));
     if restart {
         if recorded.is_err() {
@@ -58,14 +92,14 @@ pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
             tracing::error!(operation = %op.id, "restart not recorded in the audit history: restarting anyway");
         }
         tokio::time::sleep(RESTART_DELAY).await;
-        tracing::warn!(operation = %op.id, "restart operation: the agent stops and exits for systemd to start it again");
+        tracing::warn!(operation = %op.id, kind = op.kind.as_str(), "restart operation: the agent stops and exits for systemd to start it again");
         ops.inner.restart.cancel();
     }
 }
 
-async fn work(ops: &Ops, op: &Operation, request: &OpRequest) -> Result<Outcome, String> {
+async fn work(ops: &Ops, op: &Operation, request: &OpRequest) -> Result<Done, Failed> {
     let ctx = &ops.inner.ctx;
-    match request {
+    let outcome = match request {
         OpRequest::Logs {
             lines,
             level,
@@ -89,5 +123,14 @@ async fn work(ops: &Ops, op: &Operation, request: &OpRequest) -> Result<Outcome,
             exit_at_ms: now_ms() + RESTART_DELAY.as_millis() as i64,
         }),
         OpRequest::Scan { .. } => super::scan::run(&ctx.config, request).await,
-    }
+        OpRequest::ConfigGet => return config_ops::get(ops).await.map(Done::Finished),
+        OpRequest::ConfigHistory { limit } => {
+            return config_ops::history(ops, *limit).await.map(Done::Finished)
+        }
+        OpRequest::ConfigPut {
+            change,
+            allow_less_safe,
+        } => return config_ops::put(ops, op, change, *allow_less_safe).await,
+    };
+    outcome.map(Done::Finished).map_err(Failed::from)
 }

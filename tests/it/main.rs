@@ -15,6 +15,7 @@ mod architecture;
 mod bounds;
 mod check_config;
 mod clock;
+mod config_ops;
 mod contract;
 mod demo;
 mod demo_grid;

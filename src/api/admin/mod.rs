@@ -7,6 +7,7 @@
 //! or decide anything themselves.
 
 mod parse;
+mod patch;
 pub mod render;
 
 use std::time::Duration;

@@ -10,8 +10,9 @@ use tracing::Level;
 
 use crate::api::error::{ApiError, ErrorCode};
 use crate::ops::{
-    parse_level, OpId, OpKind, OpRequest, LOG_BYTES_DEFAULT, LOG_BYTES_MAX, LOG_LINES_DEFAULT,
-    LOG_LINES_MAX, SCAN_TIMEOUT_MS_DEFAULT, SCAN_UNITS_DEFAULT,
+    parse_level, ConfigChange, OpId, OpKind, OpRequest, CONFIG_HISTORY_DEFAULT, CONFIG_HISTORY_MAX,
+    LOG_BYTES_DEFAULT, LOG_BYTES_MAX, LOG_LINES_DEFAULT, LOG_LINES_MAX, SCAN_TIMEOUT_MS_DEFAULT,
+    SCAN_UNITS_DEFAULT,
 };
 
 const FIELDS: &[&str] = &["id", "kind", "args"];
@@ -53,7 +54,7 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
         Some(Value::String(s)) => OpKind::parse(s).ok_or_else(|| {
             ApiError::invalid_value(
                 "kind",
-                format!("{s:?} is not an operation: logs, bundle, restart or scan"),
+                format!("{s:?} is not an operation: logs, bundle, restart, scan, config.get, config.history or config.put"),
             )
         })?,
         Some(other) => {
@@ -76,8 +77,10 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
     };
     let allowed: &[&str] = match kind {
         OpKind::Logs => &["lines", "level", "maxBytes"],
-        OpKind::Bundle | OpKind::Restart => &[],
+        OpKind::Bundle | OpKind::Restart | OpKind::ConfigGet => &[],
         OpKind::Scan => &["bus", "units", "timeoutMs", "site"],
+        OpKind::ConfigHistory => &["limit"],
+        OpKind::ConfigPut => &["toml", "patch", "allowLessSafe"],
     };
     if let Some(k) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(ApiError::unknown_field(format!("args.{k}"), allowed));
@@ -96,8 +99,66 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
             timeout_ms: count(args, "timeoutMs", SCAN_TIMEOUT_MS_DEFAULT as usize, 5_000)? as u64,
             site: text(args, "site")?,
         },
+        OpKind::ConfigGet => OpRequest::ConfigGet,
+        OpKind::ConfigHistory => OpRequest::ConfigHistory {
+            limit: count(args, "limit", CONFIG_HISTORY_DEFAULT, CONFIG_HISTORY_MAX)?,
+        },
+        OpKind::ConfigPut => OpRequest::ConfigPut {
+            change: config_change(args)?,
+            allow_less_safe: match args.get("allowLessSafe") {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(v) => {
+                    return Err(ApiError::invalid_value(
+                        "args.allowLessSafe",
+                        format!("args.allowLessSafe must be true or false, found {v}"),
+                    ))
+                }
+            },
+        },
     };
     Ok((id, request))
+}
+
+/// `args.toml` (a whole config) or `args.patch` (a JSON merge patch over
+/// the running config's TOML structure): exactly one.
+fn config_change(args: &Map<String, Value>) -> Result<ConfigChange, ApiError> {
+    match (args.get("toml"), args.get("patch")) {
+        (Some(Value::String(t)), None) => Ok(ConfigChange::Whole(t.clone())),
+        (Some(v), None) => Err(ApiError::invalid_value(
+            "args.toml",
+            format!(
+                "args.toml must be the whole config as TOML text, found {}",
+                kind_of(v)
+            ),
+        )),
+        (None, Some(Value::Object(m))) => super::patch::entries(m)
+            .map(ConfigChange::Patch)
+            .map_err(|(path, detail)| ApiError::invalid_value(path, detail)),
+        (None, Some(v)) => Err(ApiError::invalid_value(
+            "args.patch",
+            format!(
+                "args.patch must be a JSON merge patch object, found {}",
+                kind_of(v)
+            ),
+        )),
+        (Some(_), Some(_)) => Err(ApiError::invalid_value(
+            "args.patch",
+            "give either args.toml (the whole config) or args.patch (a merge patch), not both",
+        )),
+        (None, None) => Err(ApiError::missing_field("args.toml")),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 fn count(
@@ -234,6 +295,46 @@ mod tests {
                 json!({"id": "a", "kind": "scan", "args": {"bus": 3}}),
                 "invalid_value",
                 "args.bus",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put"}),
+                "missing_field",
+                "args.toml",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put", "args": {"toml": 1}}),
+                "invalid_value",
+                "args.toml",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put", "args": {"patch": "x"}}),
+                "invalid_value",
+                "args.patch",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put", "args": {"patch": {}, "toml": ""}}),
+                "invalid_value",
+                "args.patch",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put", "args": {"patch": {"a": [null]}}}),
+                "invalid_value",
+                "args.patch.a[0]",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put", "args": {"toml": "", "allowLessSafe": "yes"}}),
+                "invalid_value",
+                "args.allowLessSafe",
+            ),
+            (
+                json!({"id": "a", "kind": "config.history", "args": {"limit": 201}}),
+                "invalid_value",
+                "args.limit",
+            ),
+            (
+                json!({"id": "a", "kind": "config.get", "args": {"x": 1}}),
+                "unknown_field",
+                "args.x",
             ),
         ];
         for (body, code, field) in cases {

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::ops::{level_name, Chunk, Operation, Outcome, CHUNK_BYTES};
+use crate::ops::{level_name, Chunk, ConfigRecord, Operation, Outcome, Refusal, CHUNK_BYTES};
 
 /// One operation.
 pub fn operation(op: &Operation) -> Value {
@@ -47,7 +47,67 @@ fn outcome(o: &Outcome) -> Value {
             config,
             notes,
         } => json!({"bus": bus, "found": found, "config": config, "notes": notes}),
+        Outcome::Config(v) => json!({
+            "sha256": v.sha256,
+            "version": v.version,
+            "file": v.file,
+            "toml": v.toml,
+            "redacted": v.redacted,
+        }),
+        Outcome::ConfigHistory(rows) => {
+            json!({"changes": rows.iter().map(record).collect::<Vec<_>>()})
+        }
+        Outcome::ConfigWritten {
+            old_sha256,
+            new_sha256,
+            within_s,
+            watch,
+            allowed,
+        } => json!({
+            "result": "pending",
+            "oldSha256": old_sha256,
+            "newSha256": new_sha256,
+            "rollbackAfterS": within_s,
+            "watch": watch,
+            "lessSafeAllowed": allowed,
+        }),
+        Outcome::ConfigUnchanged { sha256 } => json!({"result": "unchanged", "sha256": sha256}),
+        Outcome::ConfigApplied { sha256, version } => {
+            json!({"result": "applied", "sha256": sha256, "version": version})
+        }
+        Outcome::ConfigRefused(Refusal::Invalid(problems)) => json!({
+            "result": "refused",
+            "problems": problems.iter().map(|p| json!({"path": p.path, "message": p.message})).collect::<Vec<_>>(),
+        }),
+        Outcome::ConfigRefused(Refusal::LessSafe(changes)) => json!({
+            "result": "refused",
+            "lessSafe": changes,
+            "needs": "allowLessSafe",
+        }),
+        Outcome::ConfigRolledBack {
+            old_sha256,
+            new_sha256,
+            reason,
+        } => json!({
+            "result": "rolled_back",
+            "oldSha256": old_sha256,
+            "newSha256": new_sha256,
+            "reason": reason,
+        }),
     }
+}
+
+fn record(r: &ConfigRecord) -> Value {
+    json!({
+        "id": r.op_id,
+        "at": r.at_ms,
+        "source": {"transport": r.transport, "caller": r.caller},
+        "oldSha256": r.old_sha256,
+        "newSha256": r.new_sha256,
+        "result": r.result.as_str(),
+        "reason": r.reason,
+        "version": r.version,
+    })
 }
 
 /// One chunk of a bundle.

@@ -1,0 +1,460 @@
+//! The configuration operations' work: `config.get` (the running config,
+//! secrets replaced), `config.history`, `config.put` (checked like
+//! `check-config`, refused when it lowers safety without the flag, written
+//! atomically with the last good one kept and a change marker, then a
+//! restart), and, once the agent runs again, the trial of the change: healthy
+//! within the window and the change is applied, or the last good config is
+//! restored and the agent restarts on it (`docs/operations.md`, "Changing
+//! the configuration").
+//!
+//! File I/O runs on blocking threads. It must not know JSON or topics, and
+//! never writes the config path but through `config_file`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::change::{ChangeResult, ConfigChange, ConfigRecord, ConfigView, Refusal};
+use super::operation::{OpState, Operation, Outcome};
+use super::pending::{self, Marker, Phase};
+use super::run::{Done, Failed};
+use super::{audit, config_file, config_history, health, safety, Ops};
+use crate::config::{Config, ConfigError};
+use crate::model::time::now_ms;
+
+/// Tells whether the uplink is connected (given only with `[mqtt]`).
+pub type UplinkProbe = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How often the trial looks at the agent's health.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// How long a resolved change waits for the uplink before it is recorded,
+/// so its state goes out on the ops channel.
+const RECORD_WAIT: Duration = Duration::from_secs(10);
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("a file task failed: {e}"))
+}
+
+fn config_path(config: &Config) -> Result<PathBuf, String> {
+    config.file.clone().ok_or_else(|| {
+        "the agent runs on a config given in memory (the demo): there is no config file".to_string()
+    })
+}
+
+/// The running config's file text, refused when the file on disk is no
+/// longer what the agent started on.
+fn running_text(path: &Path, running_sha256: &str) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
+    let sha = crate::config::text_sha256(&text);
+    if sha != running_sha256 {
+        return Err(format!(
+            "the config file {} changed on disk since the agent started (sha256 {sha}, running {running_sha256}): restart the agent or put the config again",
+            path.display()
+        ));
+    }
+    Ok(text)
+}
+
+/// `config.get`.
+pub async fn get(ops: &Ops) -> Result<Outcome, Failed> {
+    let ctx = &ops.inner.ctx;
+    let path = config_path(&ctx.config)?;
+    let sha = ctx.config.text_sha256.clone();
+    let file = path.display().to_string();
+    let text = blocking(move || running_text(&path, &sha)).await??;
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e| format!("the running config is not TOML any more: {e}"))?;
+    let redacted = crate::config::redact::redact(&mut table);
+    let toml = toml::to_string(&table).map_err(|e| format!("cannot render the config: {e}"))?;
+    let version = config_history::version(&ctx.store)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Outcome::Config(ConfigView {
+        sha256: ctx.config.text_sha256.clone(),
+        version,
+        file: Some(file),
+        toml,
+        redacted,
+    }))
+}
+
+/// `config.history`.
+pub async fn history(ops: &Ops, limit: usize) -> Result<Outcome, Failed> {
+    config_history::newest(&ops.inner.ctx.store, limit)
+        .await
+        .map(Outcome::ConfigHistory)
+        .map_err(|e| e.to_string().into())
+}
+
+fn record(
+    op: &Operation,
+    old: &str,
+    new: &str,
+    result: ChangeResult,
+    reason: Option<String>,
+) -> ConfigRecord {
+    ConfigRecord {
+        op_id: op.id.as_str().to_string(),
+        at_ms: now_ms(),
+        transport: op.source.transport.clone(),
+        caller: op.source.caller.clone(),
+        old_sha256: old.to_string(),
+        new_sha256: new.to_string(),
+        result,
+        reason,
+        version: None,
+    }
+}
+
+/// What `config.put` found before writing anything.
+struct Checked {
+    current: String,
+    new_text: String,
+    new: Config,
+}
+
+fn check(
+    path: &Path,
+    running_sha256: &str,
+    change: &ConfigChange,
+) -> Result<Checked, Result<Refusal, String>> {
+    let current = running_text(path, running_sha256).map_err(Err)?;
+    let new_text = match change {
+        ConfigChange::Whole(t) => t.clone(),
+        ConfigChange::Patch(entries) => {
+            let mut table: toml::Table = current
+                .parse()
+                .map_err(|e| Err(format!("the running config is not TOML any more: {e}")))?;
+            crate::config::patch::apply(&mut table, entries);
+            toml::to_string(&table).map_err(|e| {
+                Ok(Refusal::Invalid(vec![crate::config::Problem::new(
+                    "",
+                    format!("the patched config cannot be written as TOML: {e}"),
+                )]))
+            })?
+        }
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let new = match crate::config::parse_in(&new_text, dir) {
+        Ok(c) if c.file_problems.is_empty() => c,
+        Ok(c) => return Err(Ok(Refusal::Invalid(c.file_problems))),
+        Err(ConfigError { problems }) => return Err(Ok(Refusal::Invalid(problems))),
+    };
+    Ok(Checked {
+        current,
+        new_text,
+        new,
+    })
+}
+
+/// `config.put`: refused (nothing changes), unchanged, or written and on
+/// trial after a restart.
+pub async fn put(
+    ops: &Ops,
+    op: &Operation,
+    change: &ConfigChange,
+    allow_less_safe: bool,
+) -> Result<Done, Failed> {
+    let ctx = &ops.inner.ctx;
+    let _one = ops.inner.config_lock.lock().await;
+    let path = config_path(&ctx.config)?;
+    let running = ctx.config.text_sha256.clone();
+    let p = path.clone();
+    if let Some(m) = blocking(move || pending::read(&p)).await?? {
+        return Err(format!(
+            "config change {} is still on trial (phase {:?}): wait until it is resolved",
+            m.op_id, m.phase
+        )
+        .into());
+    }
+    let (p, r, c) = (path.clone(), running.clone(), change.clone());
+    let checked = match blocking(move || check(&p, &r, &c)).await? {
+        Ok(c) => c,
+        Err(Err(e)) => return Err(e.into()),
+        Err(Ok(refusal)) => return Err(refuse(ops, op, &running, "", refusal).await),
+    };
+    let new_sha = crate::config::text_sha256(&checked.new_text);
+    if new_sha == running {
+        return Ok(Done::Finished(Outcome::ConfigUnchanged { sha256: new_sha }));
+    }
+    let lowered = safety::less_safe(&ctx.config, &checked.new);
+    if !lowered.is_empty() && !allow_less_safe {
+        return Err(refuse(ops, op, &running, &new_sha, Refusal::LessSafe(lowered)).await);
+    }
+    let watch: Vec<String> = ctx
+        .live
+        .devices()
+        .iter()
+        .filter(|d| checked.new.device(&d.reference).is_some())
+        .filter(|d| {
+            ctx.live
+                .find(&d.reference)
+                .is_some_and(|id| ctx.live.snapshot(id).online)
+        })
+        .map(|d| d.reference.clone())
+        .collect();
+    let within_s = ctx.config.ops.rollback_after_s;
+    let marker = Marker {
+        op_id: op.id.as_str().to_string(),
+        transport: op.source.transport.clone(),
+        caller: op.source.caller.clone(),
+        accepted_ms: op.accepted_ms,
+        old_sha256: running.clone(),
+        new_sha256: new_sha.clone(),
+        within_s,
+        watch: watch.clone(),
+        starts: 0,
+        phase: Phase::Pending,
+        reason: None,
+    };
+    config_history::write(
+        &ctx.store,
+        &record(op, &running, &new_sha, ChangeResult::Pending, None),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let p = path.clone();
+    let written = blocking(move || {
+        pending::write(&p, &marker)?;
+        let r = config_file::replace_keeping_last_good(
+            &p,
+            checked.current.as_bytes(),
+            checked.new_text.as_bytes(),
+        );
+        if r.is_err() {
+            let _ = pending::remove(&p);
+        }
+        r
+    })
+    .await?;
+    if let Err(e) = written {
+        let reason = format!("the new config could not be written: {e}");
+        let _ = config_history::write(
+            &ctx.store,
+            &record(
+                op,
+                &running,
+                &new_sha,
+                ChangeResult::Abandoned,
+                Some(reason.clone()),
+            ),
+        )
+        .await;
+        return Err(reason.into());
+    }
+    tracing::warn!(
+        operation = %op.id,
+        old_sha256 = %running,
+        new_sha256 = %new_sha,
+        within_s,
+        watch = %watch.join(","),
+        "config change written: the agent restarts on it and rolls it back unless healthy within the window"
+    );
+    Ok(Done::OnTrial(Outcome::ConfigWritten {
+        old_sha256: running,
+        new_sha256: new_sha,
+        within_s,
+        watch,
+        allowed: if allow_less_safe {
+            safety::less_safe(&ctx.config, &checked.new)
+        } else {
+            Vec::new()
+        },
+    }))
+}
+
+async fn refuse(ops: &Ops, op: &Operation, old: &str, new: &str, refusal: Refusal) -> Failed {
+    let error = match &refusal {
+        Refusal::Invalid(problems) => format!(
+            "refused: the new config has {} problem{}: {}",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" },
+            problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+        ),
+        Refusal::LessSafe(changes) => format!(
+            "refused: this change lowers safety and needs \"allowLessSafe\": true in the request: {}",
+            changes.join("; ")
+        ),
+    };
+    let r = record(op, old, new, ChangeResult::Refused, Some(error.clone()));
+    if let Err(e) = config_history::write(&ops.inner.ctx.store, &r).await {
+        tracing::warn!(operation = %op.id, error = %e, "config change not recorded in the history");
+    }
+    Failed {
+        error,
+        outcome: Some(Outcome::ConfigRefused(refusal)),
+    }
+}
+
+/// The operation id of a change on trial (the audit history keeps it
+/// `running` across the restart).
+pub async fn on_trial(config: &Config) -> Option<String> {
+    let path = config.file.clone()?;
+    match blocking(move || pending::read(&path)).await {
+        Ok(Ok(Some(m))) => Some(m.op_id),
+        _ => None,
+    }
+}
+
+/// At start: resolves a change the marker names. A change on trial is
+/// watched for its window: healthy, it is applied; not, the last good
+/// config is restored and the agent restarts on it. A change resolved
+/// before this start (rolled back or abandoned) is recorded.
+pub async fn resolve(ops: Ops, uplink: Option<UplinkProbe>) {
+    let ctx = ops.inner.ctx.clone();
+    let Some(path) = ctx.config.file.clone() else {
+        return;
+    };
+    let p = path.clone();
+    let marker = match blocking(move || pending::read(&p)).await {
+        Ok(Ok(Some(m))) => m,
+        Ok(Ok(None)) => return,
+        Ok(Err(e)) | Err(e) => {
+            tracing::error!(error = %e, "config change marker unreadable: left in place");
+            return;
+        }
+    };
+    let connected = || uplink.as_ref().map(|u| u());
+    match marker.phase {
+        Phase::RolledBack | Phase::Abandoned => {
+            let wait_uplink = async {
+                while connected() == Some(false) {
+                    tokio::time::sleep(WATCH_EVERY).await;
+                }
+            };
+            let _ = tokio::time::timeout(RECORD_WAIT, wait_uplink).await;
+            let result = if marker.phase == Phase::RolledBack {
+                ChangeResult::RolledBack
+            } else {
+                ChangeResult::Abandoned
+            };
+            conclude(&ops, &path, &marker, result).await;
+        }
+        Phase::Pending => {
+            let deadline = Instant::now() + Duration::from_secs(marker.within_s);
+            tracing::info!(operation = %marker.op_id, within_s = marker.within_s, "config change on trial: watching the agent's health");
+            let mut last;
+            loop {
+                last = health::verdict(
+                    &marker.watch,
+                    |d| {
+                        ctx.live
+                            .find(d)
+                            .is_some_and(|id| ctx.live.snapshot(id).online)
+                    },
+                    connected(),
+                );
+                if last.is_ok() || Instant::now() >= deadline {
+                    break;
+                }
+                tokio::select! {
+                    () = ops.inner.cancel.cancelled() => return,
+                    () = tokio::time::sleep(WATCH_EVERY) => {}
+                }
+            }
+            match last {
+                Ok(()) => conclude(&ops, &path, &marker, ChangeResult::Applied).await,
+                Err(why) => {
+                    let reason = format!("not healthy within {} s: {why}", marker.within_s);
+                    tracing::error!(operation = %marker.op_id, reason = %reason, "config change failed its trial: restoring the last good config");
+                    let p = path.clone();
+                    let mut m = marker.clone();
+                    m.phase = Phase::RolledBack;
+                    m.reason = Some(reason.clone());
+                    let m2 = m.clone();
+                    let restored = blocking(move || {
+                        config_file::restore_last_good(&p)?;
+                        pending::write(&p, &m2)
+                    })
+                    .await;
+                    match restored {
+                        Ok(Ok(())) => {
+                            conclude(&ops, &path, &m, ChangeResult::RolledBack).await;
+                            tokio::time::sleep(super::RESTART_DELAY).await;
+                            tracing::warn!(operation = %m.op_id, "the agent stops and exits for systemd to start it on the last good config");
+                            ops.inner.restart.cancel();
+                        }
+                        Ok(Err(e)) => {
+                            tracing::error!(operation = %m.op_id, error = %e, "restoring the last good config failed: the new config keeps running");
+                        }
+                        Err(e) => {
+                            tracing::error!(operation = %m.op_id, error = %e, "restoring the last good config failed: the new config keeps running");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Records how a change ended (history and operation), then removes its
+/// marker.
+async fn conclude(ops: &Ops, path: &Path, marker: &Marker, result: ChangeResult) {
+    let ctx = &ops.inner.ctx;
+    let r = ConfigRecord {
+        op_id: marker.op_id.clone(),
+        at_ms: now_ms(),
+        transport: marker.transport.clone(),
+        caller: marker.caller.clone(),
+        old_sha256: marker.old_sha256.clone(),
+        new_sha256: marker.new_sha256.clone(),
+        result,
+        reason: marker.reason.clone(),
+        version: None,
+    };
+    let written = match config_history::write(&ctx.store, &r).await {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(operation = %marker.op_id, error = %e, "config change not recorded: the marker stays for the next start");
+            return;
+        }
+    };
+    let outcome = match result {
+        ChangeResult::Applied => Outcome::ConfigApplied {
+            sha256: marker.new_sha256.clone(),
+            version: written.version.unwrap_or(0),
+        },
+        _ => Outcome::ConfigRolledBack {
+            old_sha256: marker.old_sha256.clone(),
+            new_sha256: marker.new_sha256.clone(),
+            reason: marker.reason.clone().unwrap_or_default(),
+        },
+    };
+    if let Ok(id) = super::OpId::parse(&marker.op_id) {
+        let op = match audit::find(&ctx.store, &id).await {
+            Ok(Some(op)) => Some(op),
+            _ => None,
+        };
+        if let Some(mut op) = op {
+            op.finished_ms = Some(now_ms());
+            if result == ChangeResult::Applied {
+                op.state = OpState::Succeeded;
+                op.error = None;
+            } else {
+                op.state = OpState::Failed;
+                op.error = Some(format!(
+                    "{}: {}",
+                    result.as_str(),
+                    marker.reason.clone().unwrap_or_default()
+                ));
+            }
+            op.summary = Some(outcome.summary());
+            op.outcome = Some(outcome);
+            if let Err(e) = audit::write(&ctx.store, &op).await {
+                tracing::warn!(operation = %op.id, error = %e, "operation state not recorded");
+            }
+            ops.changed(Arc::new(op));
+        }
+    }
+    tracing::info!(operation = %marker.op_id, result = result.as_str(), reason = marker.reason.as_deref(), "config change resolved");
+    let p = path.to_path_buf();
+    match blocking(move || pending::remove(&p)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "config change marker not removed"),
+        Err(e) => tracing::error!(error = %e, "config change marker not removed"),
+    }
+}

@@ -1,0 +1,479 @@
+//! Configuration over the operations channel, with the agent as a process
+//! and the test standing in for systemd (a process that exits 75 is started
+//! again): `config.get` without secrets; an invalid `config.put` refused
+//! with paths and a less-safe one refused without `allowLessSafe`, nothing
+//! changed; a change that needs a restart applied (a new device online,
+//! history `applied`); one that fails its health trial rolled back (the old
+//! file back, the operation failed naming the device); a SIGKILL in the
+//! middle of a change, after which the agent runs on a whole config and
+//! resolves the change. No token hash or token appears in any answer or
+//! state message.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use sitegate::api::hash_token;
+
+use crate::common::broker::{free_port, kinds, Broker, Kind, Subscriber};
+use crate::common::mqtt::{mqtt_section, plain_url, ROOT};
+use crate::common::process::{start_sim, AgentProcess, ConfigDir};
+use crate::common::site::{small_site, ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};
+
+const T: Duration = Duration::from_secs(30);
+
+/// A second inverter on the PV bus: the simulator serves it from the start,
+/// the agent's config gets it through a `config.put`.
+const PV2: &str = r#"
+[[devices]]
+reference = "dvc_pv2"
+name = "PV 2"
+type = "inverter"
+site = "ste_test"
+bus = "pv"
+unit_id = 2
+poll_interval_ms = 200
+rated_power = "5 kW"
+"#;
+
+/// `text` with `block` before its `[storage]` section.
+fn with_block(text: &str, block: &str) -> String {
+    text.replacen("\n[storage]", &format!("{block}\n[storage]"), 1)
+}
+
+/// The agent on its config file, restarted the way systemd would.
+struct Site {
+    port: u16,
+    file: PathBuf,
+    agent: Option<AgentProcess>,
+    http: reqwest::Client,
+}
+
+impl Site {
+    async fn start(broker: Option<&Broker>, window_s: u64) -> (Site, sitegate::sim::SimSite) {
+        let port = free_port().port();
+        let text = small_site().replace(
+            "listen = [\"127.0.0.1:0\"]",
+            &format!("listen = [\"127.0.0.1:{port}\"]"),
+        );
+        let sim = start_sim(&(text.clone() + PV2)).await;
+        let mut extra = format!("[ops]\nrollback_after_s = {window_s}\n");
+        if let Some(b) = broker {
+            extra += &mqtt_section(&plain_url(b.addr("5")), "5", "");
+        }
+        let config = ConfigDir::write(&text, &sim, &extra);
+        let file = config.file.clone();
+        let mut site = Site {
+            port,
+            file,
+            agent: None,
+            http: reqwest::Client::new(),
+        };
+        site.agent = Some(site.spawn(config));
+        site.healthy().await;
+        (site, sim)
+    }
+
+    fn spawn(&self, config: ConfigDir) -> AgentProcess {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"));
+        cmd.arg("run").arg("--config").arg(&config.file);
+        AgentProcess::run(config, cmd)
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn agent(&mut self) -> &mut AgentProcess {
+        self.agent.as_mut().expect("the agent runs")
+    }
+
+    async fn healthy(&self) {
+        let base = self.base();
+        let http = self.http.clone();
+        crate::common::wait_for("the agent answers", T, || {
+            let get = http.get(format!("{base}/healthz")).send();
+            async move { get.await.ok().filter(|r| r.status() == 200).map(drop) }
+        })
+        .await;
+    }
+
+    /// Waits for the agent to exit 75 and starts it again on the same files.
+    async fn restarted(&mut self) {
+        let mut agent = self.agent.take().expect("the agent runs");
+        let code = agent.exited(T).await.code();
+        assert_eq!(
+            code,
+            Some(i32::from(sitegate::ops::EXIT_RESTART)),
+            "{}",
+            agent.log()
+        );
+        let dir = std::mem::replace(&mut agent.dir, tempfile::tempdir().expect("temp dir"));
+        self.agent = Some(self.spawn(ConfigDir {
+            dir,
+            file: self.file.clone(),
+        }));
+        self.healthy().await;
+    }
+
+    async fn post(&self, body: Value) -> (StatusCode, Value) {
+        let resp = self
+            .http
+            .post(format!("{}/admin/operations", self.base()))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .expect("the agent answers");
+        crate::common::status_and_json(resp, "/admin/operations").await
+    }
+
+    /// The operation once it ended (asked over HTTP, across restarts).
+    async fn settled(&self, id: &str) -> Value {
+        let url = format!("{}/admin/operations/{id}", self.base());
+        let http = self.http.clone();
+        crate::common::wait_for(&format!("operation {id} to end"), T, || {
+            let get = http.get(&url).bearer_auth(ADMIN_TOKEN).send();
+            async move {
+                let v: Value = get.await.ok()?.json().await.ok()?;
+                matches!(v["state"].as_str(), Some("succeeded" | "failed")).then_some(v)
+            }
+        })
+        .await
+    }
+
+    async fn device_online(&self, reference: &str) -> bool {
+        let text = self
+            .http
+            .get(format!("{}/metrics", self.base()))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("text");
+        text.lines().any(|l| {
+            l.starts_with("sitegate_device_online{")
+                && l.contains(&format!("device=\"{reference}\""))
+                && l.ends_with(" 1")
+        })
+    }
+
+    async fn wait_online(&self, reference: &str) {
+        crate::common::wait_for(&format!("{reference} online"), T, || async {
+            self.device_online(reference).await.then_some(())
+        })
+        .await;
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.file).expect("the config file")
+    }
+}
+
+fn sibling(file: &Path, suffix: &str) -> PathBuf {
+    let mut name = file.file_name().expect("name").to_os_string();
+    name.push(suffix);
+    file.with_file_name(name)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every token and token hash of the test config.
+fn secrets() -> Vec<String> {
+    [READ_TOKEN, STEER_TOKEN, ADMIN_TOKEN]
+        .into_iter()
+        .flat_map(|t| [t.to_string(), hex(&hash_token(t))])
+        .collect()
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    for s in secrets() {
+        assert!(!text.contains(&s), "{what} holds a secret {s}: {text}");
+    }
+}
+
+/// An ops-channel request and its answer.
+async fn ops(sub: &mut Subscriber, id: &str, body: Value) -> Value {
+    let topic = format!("{ROOT}/ops/response/{id}");
+    let request = json!({"id": id, "method": "POST", "path": "/admin/operations", "body": body});
+    sub.request(&format!("{ROOT}/ops/request"), &request, None)
+        .await;
+    sub.expect(&format!("ops answer to {id}"), T, |m| m.topic == topic)
+        .await
+        .json()
+}
+
+/// The state messages of `id` until one is final.
+async fn final_state(sub: &mut Subscriber, id: &str) -> (Vec<String>, Value) {
+    let topic = format!("{ROOT}/ops/state/{id}");
+    let mut states: Vec<String> = sub
+        .seen
+        .iter()
+        .filter(|m| m.topic == topic)
+        .map(|m| m.json()["state"].as_str().unwrap_or("").to_string())
+        .collect();
+    if let Some(v) = sub
+        .seen
+        .iter()
+        .rev()
+        .find(|m| m.topic == topic)
+        .map(|m| m.json())
+    {
+        if matches!(v["state"].as_str(), Some("succeeded" | "failed")) {
+            return (states, v);
+        }
+    }
+    loop {
+        let v = sub
+            .expect(&format!("state of {id}"), T, |m| m.topic == topic)
+            .await
+            .json();
+        states.push(v["state"].as_str().unwrap_or("").to_string());
+        if matches!(v["state"].as_str(), Some("succeeded" | "failed")) {
+            return (states, v);
+        }
+    }
+}
+
+async fn config_changes_over_the_ops_channel(kind: Kind) {
+    let broker = Broker::start(kind).await;
+    let mut sub =
+        Subscriber::connect(broker.addr("5"), "config-ops", &format!("{ROOT}/ops/#")).await;
+    let (mut site, _sim) = Site::start(Some(&broker), 20).await;
+    for d in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+        site.wait_online(d).await;
+    }
+    let before = site.text();
+    let hash = sitegate::config::text_sha256(&before);
+
+    // The running config: its hash, version 0, secrets replaced.
+    let got = ops(&mut sub, "get-1", json!({"kind": "config.get"})).await;
+    let result = &got["body"]["result"];
+    assert_eq!(got["body"]["state"], "succeeded", "{got}");
+    assert_eq!(result["sha256"], hash.as_str(), "{got}");
+    assert_eq!(result["version"], 0, "{got}");
+    let toml = result["toml"].as_str().expect("toml");
+    assert!(toml.contains("sha256 = \"<redacted>\""), "{toml}");
+    assert!(toml.contains("name = \"fleet-admin\""), "{toml}");
+    assert_eq!(result["redacted"][2], "http.tokens[2].sha256", "{got}");
+
+    // Invalid: refused with the problems' paths; nothing changes.
+    let bad = ops(
+        &mut sub,
+        "put-bad",
+        json!({"kind": "config.put", "args": {"patch": {"ops": {"rollback_after_s": 1}, "buses": null}}}),
+    )
+    .await;
+    let (states, done) = final_state(&mut sub, "put-bad").await;
+    assert_eq!(states, ["accepted", "running", "failed"], "{bad}");
+    assert_eq!(done["result"]["result"], "refused", "{done}");
+    let paths: Vec<&str> = done["result"]["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter_map(|p| p["path"].as_str())
+        .collect();
+    assert!(paths.contains(&"ops.rollback_after_s"), "{done}");
+    assert!(paths.contains(&"devices[0].bus"), "{done}");
+    assert_eq!(site.text(), before);
+
+    // Less safe without the flag: refused, naming the change.
+    let raised =
+        with_block(&before, PV2).replace("max_import = \"30 kW\"", "max_import = \"40 kW\"");
+    ops(
+        &mut sub,
+        "put-unsafe",
+        json!({"kind": "config.put", "args": {"toml": raised}}),
+    )
+    .await;
+    let (_, done) = final_state(&mut sub, "put-unsafe").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    let error = done["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("max_import raised from 30 kW to 40 kW"),
+        "{error}"
+    );
+    assert!(error.contains("allowLessSafe"), "{error}");
+    assert_eq!(site.text(), before);
+
+    // With the flag: written, the agent restarts on it, the new device comes
+    // online, the change is applied.
+    let put = ops(
+        &mut sub,
+        "put-ok",
+        json!({"kind": "config.put", "args": {"toml": raised, "allowLessSafe": true}}),
+    )
+    .await;
+    assert_eq!(put["body"]["state"], "running", "{put}");
+    assert_eq!(put["body"]["result"]["result"], "pending", "{put}");
+    site.restarted().await;
+    let (states, done) = final_state(&mut sub, "put-ok").await;
+    assert_eq!(done["state"], "succeeded", "{states:?} {done}");
+    assert_eq!(done["result"]["result"], "applied", "{done}");
+    assert_eq!(done["result"]["version"], 1, "{done}");
+    assert_eq!(site.text(), raised);
+    assert_eq!(
+        std::fs::read_to_string(sibling(&site.file, ".last-good")).expect("last good"),
+        before
+    );
+    assert!(!sibling(&site.file, ".pending").exists());
+    site.wait_online("dvc_pv2").await;
+
+    // The history: who, how, the hashes and the results, newest first.
+    let h = ops(&mut sub, "history-1", json!({"kind": "config.history"})).await;
+    let changes = h["body"]["result"]["changes"]
+        .as_array()
+        .expect("changes")
+        .clone();
+    let results: Vec<(&str, &str)> = changes
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap_or(""),
+                c["result"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("put-ok", "applied"),
+            ("put-unsafe", "refused"),
+            ("put-bad", "refused")
+        ],
+        "{h}"
+    );
+    assert_eq!(
+        changes[0]["source"],
+        json!({"transport": "mqtt", "caller": "mqtt"})
+    );
+    assert_eq!(changes[0]["oldSha256"], hash.as_str());
+    assert_eq!(
+        changes[0]["newSha256"],
+        sitegate::config::text_sha256(&raised).as_str()
+    );
+
+    // No answer or state message held a token or a token's hash (the
+    // requests, ours, do).
+    sub.drain();
+    let requests = format!("{ROOT}/ops/request");
+    for m in sub.seen.iter().filter(|m| m.topic != requests) {
+        assert_no_secret(&m.topic, &String::from_utf8_lossy(&m.payload));
+    }
+    site.agent().signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(site.agent().exited(T).await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_changes_over_the_ops_channel_on_every_broker() {
+    for kind in kinds() {
+        config_changes_over_the_ops_channel(kind).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_fails_its_health_trial_is_rolled_back() {
+    let broker = Broker::start(kinds()[0]).await;
+    let (mut site, sim) = Site::start(Some(&broker), 5).await;
+    for d in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+        site.wait_online(d).await;
+    }
+    let before = site.text();
+    let bat = sim.addr("bat").expect("the battery's bus").to_string();
+    let dead = free_port().to_string();
+    let broken = before.replace(&bat, &dead);
+    assert_ne!(broken, before);
+    let (status, body) = site
+        .post(json!({"id": "put-dead", "kind": "config.put", "args": {"toml": broken}}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["state"], "running", "{body}");
+    // Restarted on the new config, not healthy within 5 s, restored, and
+    // restarted on the old one.
+    site.restarted().await;
+    assert_eq!(site.text(), broken);
+    site.restarted().await;
+    assert_eq!(site.text(), before);
+    let done = site.settled("put-dead").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    let error = done["error"].as_str().unwrap_or("");
+    assert!(
+        error.starts_with("rolled_back: not healthy within 5 s"),
+        "{error}"
+    );
+    assert!(error.contains("dvc_bat"), "{error}");
+    assert!(!error.contains("dvc_pv"), "{error}");
+    assert!(!sibling(&site.file, ".pending").exists());
+    site.wait_online("dvc_bat").await;
+    let (_, h) = site
+        .post(json!({"id": "history-dead", "kind": "config.history"}))
+        .await;
+    assert_eq!(h["result"]["changes"][0]["result"], "rolled_back", "{h}");
+    assert_eq!(
+        h["result"]["changes"][0]["source"]["caller"], "fleet-admin",
+        "{h}"
+    );
+    assert_no_secret("history", &h.to_string());
+    site.agent().signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(site.agent().exited(T).await.code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_in_the_middle_of_a_change_leaves_a_working_config() {
+    let (mut site, _sim) = Site::start(None, 10).await;
+    site.wait_online("dvc_bat").await;
+    let before = site.text();
+    let new = with_block(&before, PV2);
+    let marker = sibling(&site.file, ".pending");
+    let base = site.base();
+    let put = tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(format!("{base}/admin/operations"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&json!({"id": "put-killed", "kind": "config.put", "args": {"toml": new}}))
+            .send()
+            .await
+    });
+    // Killed as soon as the change is under way: its marker is on disk.
+    crate::common::wait_for("the change marker", T, || {
+        std::future::ready(marker.exists().then_some(()))
+    })
+    .await;
+    site.agent().signal(nix::sys::signal::Signal::SIGKILL);
+    let status = site.agent().exited(T).await;
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9), "{status}");
+    let _ = put.await;
+    // Whatever the kill interrupted, the file is a whole config: the old
+    // one or the new one.
+    let text = site.text();
+    assert!(text == before || text == with_block(&before, PV2), "{text}");
+    sitegate::config::Config::load(&site.file).expect("a working config");
+
+    // systemd starts it again: it runs and resolves the change.
+    let mut agent = site.agent.take().expect("agent");
+    let dir = std::mem::replace(&mut agent.dir, tempfile::tempdir().expect("temp dir"));
+    site.agent = Some(site.spawn(ConfigDir {
+        dir,
+        file: site.file.clone(),
+    }));
+    site.healthy().await;
+    let done = site.settled("put-killed").await;
+    if text == before {
+        assert_eq!(done["state"], "failed", "{done}");
+        assert!(
+            done["error"].as_str().unwrap_or("").contains("interrupted"),
+            "{done}"
+        );
+    } else {
+        assert_eq!(done["state"], "succeeded", "{done}");
+        site.wait_online("dvc_pv2").await;
+    }
+    assert!(!marker.exists());
+    site.agent().signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(site.agent().exited(T).await.code(), Some(0));
+}
