@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use sitegate::config::StorageConfig;
 use sitegate::model::{DeviceId, Property, Sample};
-use sitegate::store::StoreHandle;
+use sitegate::store::{sample_counts, Aggregation, SeriesQuery, StoreError, StoreHandle};
 
 /// 2024-06-01T00:00:00Z.
 const T0: i64 = 1_717_200_000_000;
@@ -159,8 +159,67 @@ fn run(
             }
         }
     });
+    reads(
+        rt,
+        &store,
+        devices,
+        T0 + (start + minutes * 60) * 1000,
+        history_h,
+    );
     rt.block_on(store.close()).unwrap();
     windows
+}
+
+/// Times of one series' queries on the tables as they are at the end (the
+/// staging ring as full as the last compaction left it): the last ten
+/// minutes at 1 min (raw, staged and minute rollups), the last day at 15 min
+/// (minute rollups: one seek per minute) and the whole history at 1 h (hour
+/// rollups: one seek per hour). Median and slowest of 20, in ms.
+fn reads(
+    rt: &tokio::runtime::Runtime,
+    store: &StoreHandle,
+    devices: usize,
+    end: i64,
+    history_h: i64,
+) {
+    let device = format!("dvc_{}", devices / 2);
+    let staged = rt
+        .block_on(store.read(|c| sample_counts(c).map_err(StoreError::from)))
+        .unwrap()
+        .staged;
+    let span = |name: &str, back_ms: i64, width_ms: i64| {
+        let q = SeriesQuery {
+            property: Property::ALL[0],
+            start_ms: (end - back_ms) / width_ms * width_ms,
+            end_ms: end,
+            width_ms,
+            aggregation: Aggregation::Mean,
+        };
+        let mut took: Vec<f64> = (0..20)
+            .map(|_| {
+                let t = Instant::now();
+                let points = rt.block_on(store.time_series(&device, q.clone())).unwrap();
+                assert!(!points.is_empty(), "{name}");
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        took.sort_by(f64::total_cmp);
+        println!(
+            "  read {name}: {:.2} ms median, {:.2} ms slowest ({staged} samples staged)",
+            took[10], took[19]
+        );
+    };
+    span("last 10 min at 1 min", 600_000, 60_000);
+    span(
+        "last day at 15 min",
+        86_400_000.min(history_h * 3_600_000),
+        900_000,
+    );
+    span(
+        "whole history at 1 h",
+        (history_h + 1) * 3_600_000,
+        3_600_000,
+    );
 }
 
 fn main() {
