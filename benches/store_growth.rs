@@ -198,7 +198,7 @@ fn reads(
         let mut took: Vec<f64> = (0..20)
             .map(|_| {
                 let t = Instant::now();
-                let points = rt.block_on(store.time_series(&device, q.clone())).unwrap();
+                let points = rt.block_on(store.time_series(&device, q)).unwrap();
                 assert!(!points.is_empty(), "{name}");
                 t.elapsed().as_secs_f64() * 1e3
             })
