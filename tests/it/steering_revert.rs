@@ -2,68 +2,22 @@
 //! killed with SIGKILL while a signal is active, and the simulated devices go
 //! back to their own defaults by their revert timers.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::process::AgentProcess;
 use crate::steering_support::*;
 use serde_json::json;
-use sitegate::config::{parse, Transport};
+use sitegate::config::parse;
 
 const REVERT_S: u16 = 2;
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn devices_revert_by_their_own_timers_after_a_hard_stop() {
     let text = config_text(300, REVERT_S);
     let mut config = parse(&text).unwrap();
     let sim = start_sim(&mut config).await;
-    // The same config with the simulator's ports and a free HTTP port.
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let http = free.local_addr().unwrap();
-    drop(free);
-    let mut text = text.replace(
-        "listen = [\"127.0.0.1:0\"]",
-        &format!("listen = [\"{http}\"]"),
-    );
-    for bus in &config.buses {
-        let Transport::Tcp { port, .. } = &bus.transport else {
-            unreachable!()
-        };
-        text = text.replace(
-            &format!("name = \"{}\"\ntcp = \"127.0.0.1:0\"", bus.name),
-            &format!("name = \"{}\"\ntcp = \"127.0.0.1:{port}\"", bus.name),
-        );
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("sitegate.toml");
-    std::fs::write(
-        &file,
-        text.replace(
-            "unused.db",
-            &dir.path().join("db.sqlite").display().to_string(),
-        ),
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .arg("run")
-        .arg("--config")
-        .arg(&file)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the agent binary starts");
-    let mut child = Killed(child);
-
+    let (mut agent, base) = AgentProcess::spawn_on(&text, &config).await;
     let client = reqwest::Client::new();
-    let base = format!("http://{http}");
     let get_state = || async {
         let r = client
             .get(format!("{base}/sites/{SITE}/steering"))
@@ -114,8 +68,7 @@ async fn devices_revert_by_their_own_timers_after_a_hard_stop() {
     assert_eq!(limit("pv-b"), Some(75.0));
 
     // SIGKILL: no goodbye writes.
-    child.0.kill().unwrap();
-    child.0.wait().unwrap();
+    agent.kill();
     let killed = Instant::now();
     eventually(
         "reverted by the devices' own timers",
