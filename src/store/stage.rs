@@ -28,8 +28,11 @@ use super::codec::{put_value, put_varint, unzigzag, zigzag, Malformed, Reader};
 pub(crate) type Row = (i64, i64, f64);
 
 /// Bytes before the samples in a slot: sequence number (8), sample count (2),
-/// base time (8).
-const HEADER: usize = 18;
+/// base time (8), and in a slot marked [`TIME_STEPS`] the last sample's series
+/// (4), so a reader after a later series skips the slot undecoded.
+const HEADER: usize = 22;
+/// The header of a slot an earlier sitegate wrote (no last series).
+const HEADER_BEFORE_STEPS: usize = 18;
 const COMPACTED_KEY: &str = "stage_compacted";
 
 /// Slot size for a database page size: about 1 KiB, so that whole slots fill a
@@ -292,11 +295,11 @@ fn slot_seq(body: &[u8]) -> Result<u64, Malformed> {
     Ok(u64::from_le_bytes(bytes))
 }
 
-/// The count's top bit marks a slot whose times are steps from the sample
-/// before (the first from the base), zigzag-coded: the properties of one
-/// device share their poll's time and cost a byte each. Slots without it
-/// (written by an earlier sitegate, compacted at the next start) hold each
-/// time after the base.
+/// The count's top bit marks a slot whose header ends with its last series and
+/// whose times are steps from the sample before (the first from the base),
+/// zigzag-coded: the properties of one device share their poll's time and
+/// cost a byte each. Slots without it (written by an earlier sitegate,
+/// compacted at the next start) hold each time after the base.
 const TIME_STEPS: u16 = 0x8000;
 
 /// Fills one slot: header, then per sample the series step, the time step and
@@ -316,6 +319,8 @@ impl SlotWriter {
         buf.extend_from_slice(&seq.to_le_bytes());
         buf.extend_from_slice(&0u16.to_le_bytes());
         buf.extend_from_slice(&base.to_le_bytes());
+        // The last series, set by `finish`.
+        buf.extend_from_slice(&[0; 4]);
         Self {
             buf,
             size,
@@ -346,6 +351,9 @@ impl SlotWriter {
 
     fn finish(mut self) -> Vec<u8> {
         self.buf[8..10].copy_from_slice(&(self.count | TIME_STEPS).to_le_bytes());
+        // A series id past u32 (never, in practice) reads as "any": no skip.
+        let last = u32::try_from(self.series).unwrap_or(u32::MAX);
+        self.buf[18..22].copy_from_slice(&last.to_le_bytes());
         self.buf.resize(self.size.max(self.buf.len()), 0);
         self.buf
     }
@@ -365,6 +373,9 @@ fn decode_slot_range(
     mut f: impl FnMut(i64, i64, f64),
 ) -> Result<(), Malformed> {
     let (count, steps, base, mut r) = slot_header(body)?;
+    if steps && i64::from(last_series(body)?) < lo {
+        return Ok(());
+    }
     let mut series = 0i64;
     let mut ts = base;
     for _ in 0..count {
@@ -388,16 +399,28 @@ fn decode_slot_range(
 /// A slot's sample count, whether its times are steps ([`TIME_STEPS`]), its
 /// base time, and a reader at its first sample.
 fn slot_header(body: &[u8]) -> Result<(u16, bool, i64, Reader<'_>), Malformed> {
-    let head = body.get(..HEADER).ok_or(Malformed)?;
+    let head = body.get(..HEADER_BEFORE_STEPS).ok_or(Malformed)?;
     let count = u16::from_le_bytes([head[8], head[9]]);
     let mut base = [0u8; 8];
     base.copy_from_slice(&head[10..18]);
+    let steps = count & TIME_STEPS != 0;
+    let header = if steps { HEADER } else { HEADER_BEFORE_STEPS };
     Ok((
         count & !TIME_STEPS,
-        count & TIME_STEPS != 0,
+        steps,
         i64::from_le_bytes(base),
-        Reader::new(&body[HEADER..]),
+        Reader::new(body.get(header..).ok_or(Malformed)?),
     ))
+}
+
+/// The series of the last sample of a slot marked [`TIME_STEPS`].
+fn last_series(body: &[u8]) -> Result<u32, Malformed> {
+    let bytes: [u8; 4] = body
+        .get(18..HEADER)
+        .ok_or(Malformed)?
+        .try_into()
+        .map_err(|_| Malformed)?;
+    Ok(u32::from_le_bytes(bytes))
 }
 
 #[cfg(test)]
@@ -525,5 +548,24 @@ mod tests {
         assert_eq!(all, want);
         assert_eq!(staged_count(&conn).expect("count"), 8);
         assert_eq!(Stage::load(&conn, 4096).expect("reload").staged(), 8);
+    }
+
+    #[test]
+    fn a_reader_after_a_slots_last_series_skips_it_undecoded() {
+        let mut slot = SlotWriter::new(slot_bytes(4096), 1, 1_000);
+        for series in [3, 4, 9] {
+            assert!(slot.push(series, 1_000, 1.0));
+        }
+        let mut body = slot.finish();
+        assert_eq!(last_series(&body), Ok(9));
+        // Samples that cannot be decoded: only a skip gets past them.
+        body[HEADER..].fill(0xff);
+        let mut seen = 0;
+        assert_eq!(
+            decode_slot_range(&body, 10, 11, |_, _, _| seen += 1),
+            Ok(())
+        );
+        assert!(decode_slot_range(&body, 9, 10, |_, _, _| seen += 1).is_err());
+        assert_eq!(seen, 0);
     }
 }
