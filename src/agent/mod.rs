@@ -161,6 +161,7 @@ impl Agent {
             live.clone(),
             store.clone(),
             steering.clone(),
+            (telemetry.clone(), buses.clone()),
             &tracker,
             cancel.child_token(),
         )

@@ -176,12 +176,19 @@ unit_id = 2
         }
     }
 
+    /// What, the new text, and live (the references added) or a piece of
+    /// every restart reason.
+    type Case = (
+        &'static str,
+        String,
+        Result<Vec<&'static str>, Vec<&'static str>>,
+    );
+
     #[test]
     fn decides_live_or_restart() {
         let old = parse(BASE);
         let meter = device("dvc_m1", "meter", "ste_free", "a", 3);
-        // (what, new text, live (the references added) or a piece of every reason)
-        let cases: Vec<(&str, String, Result<Vec<&str>, Vec<&str>>)> = vec![
+        let cases: Vec<Case> = vec![
             ("nothing", BASE.into(), Ok(vec![])),
             (
                 "log level and auth",

@@ -63,8 +63,10 @@ fn outcome(o: &Outcome) -> Value {
             within_s,
             watch,
             allowed,
+            live,
         } => json!({
             "result": "pending",
+            "live": live,
             "oldSha256": old_sha256,
             "newSha256": new_sha256,
             "rollbackAfterS": within_s,
