@@ -112,6 +112,7 @@ fn record(
         result,
         reason,
         version: None,
+        live: false,
     }
 }
 
@@ -225,7 +226,10 @@ pub async fn put(
     let live_marker = marker.clone();
     config_history::write(
         &ctx.store,
-        &record(op, &running, &new_sha, ChangeResult::Pending, None),
+        &ConfigRecord {
+            live: added.is_some(),
+            ..record(op, &running, &new_sha, ChangeResult::Pending, None)
+        },
     )
     .await
     .map_err(|e| e.to_string())?;
@@ -486,6 +490,7 @@ async fn conclude(ops: &Ops, path: &Path, marker: &Marker, result: ChangeResult)
             _ => marker.reason.clone(),
         },
         version: None,
+        live: marker.live,
     };
     let written = match config_history::write(&ctx.store, &r).await {
         Ok(w) => w,

@@ -109,6 +109,7 @@ fn record(r: &ConfigRecord) -> Value {
         "result": r.result.as_str(),
         "reason": r.reason,
         "version": r.version,
+        "live": r.live,
     })
 }
 
