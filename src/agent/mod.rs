@@ -347,11 +347,12 @@ impl Agent {
 
     /// Applies what a changed config may change while running: the API's
     /// tokens, auth mode and rate limit. (The log level is the caller's: it
-    /// owns the subscriber.) Returns the sections that differ and need a
-    /// restart to take effect.
+    /// owns the subscriber.) Returns the sections that differ from the
+    /// running config (with a change applied live) and need a restart to
+    /// take effect.
     pub fn reload(&self, new: &Config) -> Vec<&'static str> {
         self.auth.reload(&new.http);
-        restart_needed(&self.config, new)
+        restart_needed(&self.ops.running(), new)
     }
 
     /// The operations channel's service.

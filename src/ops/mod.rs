@@ -151,8 +151,9 @@ impl Ops {
         self.inner.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The config the agent runs now.
-    fn running(&self) -> Arc<Config> {
+    /// The config the agent runs now: the one it started on, or the last
+    /// change applied live.
+    pub fn running(&self) -> Arc<Config> {
         // Replaced whole under the lock: a panic cannot leave it half set.
         self.inner
             .running

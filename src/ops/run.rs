@@ -121,7 +121,12 @@ async fn work(ops: &Ops, op: &Operation, request: &OpRequest) -> Result<Done, Fa
             crate::logging::ring().tail(*lines, *level, *max_bytes),
         )),
         OpRequest::Bundle => {
-            let text = bundle::assemble(gather::sections(ctx).await);
+            // The config it runs now (a change applied live included).
+            let ctx = super::OpsContext {
+                config: ops.running(),
+                ..ctx.clone()
+            };
+            let text = bundle::assemble(gather::sections(&ctx).await);
             let sha256 = crate::config::text_sha256(&text);
             let outcome = Outcome::Bundle {
                 bytes: text.len(),
