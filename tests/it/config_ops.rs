@@ -6,8 +6,11 @@
 //! history `applied`); one that fails its health trial rolled back (the old
 //! file back, the operation failed naming the device); a SIGKILL in the
 //! middle of a change, after which the agent runs on a whole config and
-//! resolves the change. No token hash or token appears in any answer or
-//! state message.
+//! resolves the change; a change that applies live (a new meter at a site
+//! without grid limits) online in the same process, its measurements served
+//! and stored, the history saying `live`; and a live change that fails its
+//! trial, restarted on the last good config. No token hash or token appears
+//! in any answer or state message.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -618,6 +621,44 @@ async fn a_new_meter_comes_online_live_without_a_restart() {
         sitegate::config::text_sha256(&new).as_str(),
         "{got}"
     );
+    site.agent().signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(site.agent().exited(T).await.code(), Some(0));
+}
+
+/// A meter at a unit nobody answers: applied live, not online within the
+/// window, so the last good config is restored and the agent restarts on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_change_that_fails_its_trial_restarts_on_the_last_good_config() {
+    let (mut site, _sim) = Site::start_with(None, 5, AUX_SITE, "").await;
+    for d in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+        site.wait_online(d).await;
+    }
+    let before = site.text();
+    let silent = with_block(&before, &AUX_METER.replace("unit_id = 2", "unit_id = 9"));
+    let (status, body) = site
+        .post(json!({"id": "put-silent", "kind": "config.put", "args": {"toml": silent}}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["result"]["live"], true, "{body}");
+    // Applied live (the same process), then rolled back by a restart.
+    site.restarted().await;
+    assert_eq!(site.text(), before);
+    let done = site.settled("put-silent").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    let error = done["error"].as_str().unwrap_or("");
+    assert!(
+        error.starts_with("rolled_back: not healthy within 5 s"),
+        "{error}"
+    );
+    assert!(error.contains("dvc_aux"), "{error}");
+    let (_, h) = site
+        .post(json!({"id": "history-silent", "kind": "config.history"}))
+        .await;
+    let change = &h["result"]["changes"][0];
+    assert_eq!(change["result"], "rolled_back", "{h}");
+    assert_eq!(change["live"], true, "{h}");
+    site.wait_online("dvc_pv").await;
+    assert!(!site.device_online("dvc_aux").await);
     site.agent().signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(site.agent().exited(T).await.code(), Some(0));
 }
