@@ -320,3 +320,51 @@ impl Live {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn devices() -> Vec<DeviceConfig> {
+        let mut text = String::from(
+            "gateway_id = \"t\"\n[http]\nauth = \"none\"\nlisten = [\"127.0.0.1:0\"]\n[[sites]]\nreference = \"ste_a\"\nname = \"A\"\n[[buses]]\nname = \"a\"\ntcp = \"127.0.0.1:1502\"\n",
+        );
+        for (i, r) in ["dvc_a", "dvc_b", "dvc_c"].iter().enumerate() {
+            text += &format!(
+                "[[devices]]\nreference = \"{r}\"\nname = \"{r}\"\ntype = \"meter\"\nsite = \"ste_a\"\nbus = \"a\"\nunit_id = {}\n",
+                i + 1
+            );
+        }
+        crate::config::parse(&text).expect("config").devices
+    }
+
+    #[test]
+    fn devices_are_appended_with_the_next_id_only() {
+        let all = devices();
+        let live = Live::new(&all[..2]);
+        let before = live.devices();
+        assert_eq!(
+            live.add(all[0].clone()),
+            Err(AddError::Known {
+                reference: "dvc_a".into()
+            })
+        );
+        let mut skipping = all[2].clone();
+        skipping.id = DeviceId(5);
+        assert!(matches!(
+            live.add(skipping),
+            Err(AddError::NotNext { next: 2, .. })
+        ));
+        assert_eq!(live.add(all[2].clone()), Ok(DeviceId(2)));
+        // A list taken before stays as it was; the new one has the device.
+        assert_eq!(before.len(), 2);
+        assert_eq!(live.devices().len(), 3);
+        assert_eq!(live.find("dvc_c"), Some(DeviceId(2)));
+        assert_eq!(live.config(DeviceId(2)).reference, "dvc_c");
+        let s = live.snapshot(DeviceId(2));
+        assert!(!s.online && !s.attempted);
+        assert_eq!(live.not_attempted(), ["dvc_a", "dvc_b", "dvc_c"]);
+        live.mark_online(DeviceId(2), 1);
+        assert!(live.snapshot(DeviceId(2)).online);
+    }
+}
