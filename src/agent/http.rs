@@ -5,6 +5,7 @@
 //! own refusals of a request head are answered as problem+json
 //! (`head_errors.rs`).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -49,6 +50,10 @@ pub(super) async fn router(
     live: Arc<Live>,
     store: StoreHandle,
     steering: crate::steering::SteeringService,
+    devices: (
+        crate::telemetry::Telemetry,
+        HashMap<String, crate::modbus::BusHandle>,
+    ),
     tracker: &TaskTracker,
     cancel: CancellationToken,
 ) -> (
@@ -61,6 +66,9 @@ pub(super) async fn router(
     let state = crate::api::ApiState::new(config, live.clone())
         .with_store(store.clone())
         .with_steering(steering.clone());
+    let auth = state.auth.clone();
+    let reload: crate::ops::Reload = Arc::new(move |c: &Config| auth.reload(&c.http));
+    let (telemetry, buses) = devices;
     let ops = crate::ops::Ops::start(
         crate::ops::OpsContext {
             config: config.clone(),
@@ -68,6 +76,11 @@ pub(super) async fn router(
             store,
             steering,
             metrics: state.metrics.clone(),
+            live_parts: Some(crate::ops::LiveParts {
+                telemetry,
+                buses,
+                reload,
+            }),
         },
         tracker,
         cancel,

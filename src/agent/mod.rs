@@ -22,6 +22,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use crate::config::live_change::restart_needed;
 use crate::config::{Config, StorageConfig};
 use crate::liveness::Pulse;
 use crate::metrics::Registry;
@@ -160,6 +161,7 @@ impl Agent {
             live.clone(),
             store.clone(),
             steering.clone(),
+            (telemetry.clone(), buses.clone()),
             &tracker,
             cancel.child_token(),
         )
@@ -345,11 +347,12 @@ impl Agent {
 
     /// Applies what a changed config may change while running: the API's
     /// tokens, auth mode and rate limit. (The log level is the caller's: it
-    /// owns the subscriber.) Returns the sections that differ and need a
-    /// restart to take effect.
+    /// owns the subscriber.) Returns the sections that differ from the
+    /// running config (with a change applied live) and need a restart to
+    /// take effect.
     pub fn reload(&self, new: &Config) -> Vec<&'static str> {
         self.auth.reload(&new.http);
-        restart_needed(&self.config, new)
+        restart_needed(&self.ops.running(), new)
     }
 
     /// The operations channel's service.
@@ -484,55 +487,4 @@ async fn open_store(
     }
     tracing::info!(path = %path, restored, "measurement store open");
     Ok(store)
-}
-
-/// The sections of `new` that differ from `old` in ways only a restart applies
-/// (everything but the API's tokens, auth mode and rate limit, and the log level).
-pub fn restart_needed(old: &Config, new: &Config) -> Vec<&'static str> {
-    let mut changed = Vec::new();
-    let mut check = |name: &'static str, same: bool| {
-        if !same {
-            changed.push(name);
-        }
-    };
-    check("gateway_id", old.gateway_id == new.gateway_id);
-    check("http.listen", old.http.listen == new.http.listen);
-    check("http.metrics", old.http.metrics == new.http.metrics);
-    check(
-        "http.request_timeout_ms",
-        old.http.request_timeout_ms == new.http.request_timeout_ms,
-    );
-    check("storage", old.storage == new.storage);
-    check("polling", old.polling == new.polling);
-    check("clock", old.clock == new.clock);
-    check("logging.format", old.logging.format == new.logging.format);
-    check("sites", old.sites == new.sites);
-    check("buses", old.buses == new.buses);
-    check("devices", old.devices == new.devices);
-    check("mqtt", old.mqtt == new.mqtt);
-    check("profiles_dir", old.profiles_dir == new.profiles_dir);
-    changed
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_tokens_auth_rate_and_level_reload_without_a_restart() {
-        let text = include_str!("../../config/demo.toml");
-        let old = crate::config::parse(text).expect("demo config");
-        let mut new = old.clone();
-        new.http.tokens.clear();
-        new.http.rate_limit.burst += 1;
-        new.logging.level = "debug".into();
-        assert!(restart_needed(&old, &new).is_empty());
-        new.http.request_timeout_ms += 1;
-        new.storage.flush_interval_ms += 1;
-        new.devices[0].poll_interval_ms += 1;
-        assert_eq!(
-            restart_needed(&old, &new),
-            vec!["http.request_timeout_ms", "storage", "devices"]
-        );
-    }
 }

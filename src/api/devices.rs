@@ -43,10 +43,14 @@ pub struct StatusView {
     pub last_seen: Option<i64>,
 }
 
-/// The listing in config order, optionally only the devices of one site. The
-/// site reference is not checked here.
-pub fn device_views<'a>(live: &'a Live, site: Option<&str>) -> Vec<DeviceView<'a>> {
-    live.devices()
+/// The listing of `devices` (`Live::devices`, in config order), optionally
+/// only the devices of one site. The site reference is not checked here.
+pub fn device_views<'a>(
+    live: &Live,
+    devices: &'a [crate::config::DeviceConfig],
+    site: Option<&str>,
+) -> Vec<DeviceView<'a>> {
+    devices
         .iter()
         .filter(|d| site.is_none_or(|s| d.site == s))
         .map(|d| {
@@ -85,5 +89,6 @@ pub async fn list(
             return Err(ApiError::site_not_found(site));
         }
     }
-    Ok(Json(device_views(&state.live, site)).into_response())
+    let devices = state.live.devices();
+    Ok(Json(device_views(&state.live, &devices, site)).into_response())
 }

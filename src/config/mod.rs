@@ -7,6 +7,7 @@
 
 pub mod capacity;
 mod gateway_id;
+pub mod live_change;
 mod load;
 mod ops;
 pub mod patch;

@@ -49,11 +49,18 @@ struct Command {
     reply: oneshot::Sender<Result<Vec<OpOutput>, ModbusError>>,
 }
 
+/// A device for a running bus task to poll from now on.
+struct Added {
+    device: DeviceConfig,
+    reply: oneshot::Sender<()>,
+}
+
 /// Cheap handle to a bus task.
 #[derive(Clone)]
 pub struct BusHandle {
     name: Arc<str>,
     tx: mpsc::Sender<Command>,
+    adds: mpsc::Sender<Added>,
     stats: Arc<BusStats>,
     pulse: Pulse,
 }
@@ -90,6 +97,19 @@ impl BusHandle {
             .map_err(|_| stopped())?;
         rx.await.map_err(|_| stopped())?
     }
+
+    /// Has the bus task poll `device` from now on (a config change applied
+    /// live); answers once the task took it. The device must be known to
+    /// the telemetry's `Live` and the store first.
+    pub async fn add_device(&self, device: DeviceConfig) -> Result<(), ModbusError> {
+        let (reply, rx) = oneshot::channel();
+        let stopped = || ModbusError::Stopped(self.name.clone());
+        self.adds
+            .send(Added { device, reply })
+            .await
+            .map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())
+    }
 }
 
 struct Slot {
@@ -104,6 +124,7 @@ pub struct BusTask {
     name: Arc<str>,
     port: Port,
     rx: mpsc::Receiver<Command>,
+    adds: mpsc::Receiver<Added>,
     slots: Vec<Slot>,
     polling: PollingConfig,
     telemetry: Telemetry,
@@ -123,6 +144,7 @@ impl BusTask {
         maps: Arc<DeviceMaps>,
     ) -> (BusTask, BusHandle) {
         let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
+        let (adds_tx, adds) = mpsc::channel(1);
         let name: Arc<str> = bus.name.as_str().into();
         let now = Instant::now();
         let stats = Arc::new(BusStats::new(
@@ -143,6 +165,7 @@ impl BusTask {
             port: Port::new(bus.transport.clone(), Duration::from_millis(bus.timeout_ms))
                 .with_stats(stats.requests.clone()),
             rx,
+            adds,
             slots,
             polling,
             telemetry,
@@ -157,6 +180,7 @@ impl BusTask {
             BusHandle {
                 name,
                 tx,
+                adds: adds_tx,
                 stats,
                 pulse,
             },
@@ -182,6 +206,7 @@ impl BusTask {
                     Some(cmd) => execute(&mut self.port, cmd).await,
                     None => break,
                 },
+                Some(added) = self.adds.recv() => self.add(added),
                 () = sleep_until(due.map(|(_, at)| at)) => {
                     if let Some((i, _)) = due {
                         self.poll(i).await;
@@ -191,6 +216,19 @@ impl BusTask {
         }
         self.port.close().await;
         tracing::info!(bus = %self.name, "bus task stopped");
+    }
+
+    /// A device added at run time: polled at once, then at its interval.
+    /// Its poll counters are not in `/metrics` until the next start.
+    fn add(&mut self, added: Added) {
+        tracing::info!(bus = %self.name, device = %added.device.reference, "device added: polling it");
+        self.slots.push(Slot {
+            cfg: added.device,
+            next_due: Instant::now(),
+            failures: 0,
+            state: DeviceState::default(),
+        });
+        let _ = added.reply.send(());
     }
 
     async fn poll(&mut self, i: usize) {
@@ -203,7 +241,10 @@ impl BusTask {
         let started = Instant::now();
         let gap = self.polling.coalesce_gap;
         let result = poll_device(&mut reader, &slot.cfg, gap, &mut slot.state).await;
-        self.stats.polls[i].record(result.is_ok(), started.elapsed());
+        // Devices added at run time have no counters (`BusTask::add`).
+        if let Some(p) = self.stats.polls.get(i) {
+            p.record(result.is_ok(), started.elapsed());
+        }
         let id = slot.cfg.id;
         match result {
             Ok(Polled {

@@ -6,31 +6,34 @@ use std::sync::{Arc, RwLock};
 use super::device::DeviceMap;
 use crate::model::DeviceId;
 
-/// One slot per configured device; `None` until discovered.
+/// One slot per device; `None` until discovered. A device added at run
+/// time gets its slot when its map is first set.
 #[derive(Debug)]
 pub struct DeviceMaps {
-    slots: Vec<RwLock<Option<Arc<DeviceMap>>>>,
+    slots: RwLock<Vec<Option<Arc<DeviceMap>>>>,
 }
 
 impl DeviceMaps {
     pub fn new(devices: usize) -> Self {
         Self {
-            slots: (0..devices).map(|_| RwLock::new(None)).collect(),
+            slots: RwLock::new(vec![None; devices]),
         }
     }
 
     pub fn get(&self, id: DeviceId) -> Option<Arc<DeviceMap>> {
-        // A poisoned lock still holds a whole Arc: keep using it.
+        // A poisoned lock still holds whole Arcs: keep using them.
         self.slots
-            .get(id.index())?
             .read()
             .unwrap_or_else(|e| e.into_inner())
+            .get(id.index())?
             .clone()
     }
 
     pub fn set(&self, id: DeviceId, map: Option<Arc<DeviceMap>>) {
-        if let Some(slot) = self.slots.get(id.index()) {
-            *slot.write().unwrap_or_else(|e| e.into_inner()) = map;
+        let mut slots = self.slots.write().unwrap_or_else(|e| e.into_inner());
+        if slots.len() <= id.index() {
+            slots.resize(id.index() + 1, None);
         }
+        slots[id.index()] = map;
     }
 }

@@ -101,6 +101,8 @@ pub struct ConfigRecord {
     pub reason: Option<String>,
     /// The version the change made, once applied.
     pub version: Option<i64>,
+    /// Applied (or to be applied) live, without a restart.
+    pub live: bool,
 }
 
 /// Why a `config.put` was refused, with what the checks found.

@@ -1,5 +1,5 @@
 //! The history of configuration changes in the store (`config_history`,
-//! migration 0008): a row per `config.put`, written through the store's
+//! migrations 0008 and 0009): a row per `config.put`, written through the store's
 //! writer (answered after COMMIT) when the change is refused or written,
 //! and replaced when its trial ends. The newest [`KEEP`] rows are kept.
 //! The config's version is the number of the last applied change.
@@ -32,8 +32,8 @@ pub async fn write(
             }
             conn.execute(
                 "INSERT OR REPLACE INTO config_history
-                 (op_id, at_ms, transport, caller, old_sha256, new_sha256, result, reason, version)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 (op_id, at_ms, transport, caller, old_sha256, new_sha256, result, reason, version, live)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
                     r.op_id,
                     r.at_ms,
@@ -44,6 +44,7 @@ pub async fn write(
                     r.result.as_str(),
                     r.reason,
                     r.version,
+                    r.live,
                 ],
             )
             .map_err(err)?;
@@ -68,7 +69,7 @@ pub async fn newest(
             let err = |e: rusqlite::Error| OpsError::Store(e.into());
             let mut stmt = conn
                 .prepare(
-                    "SELECT op_id, at_ms, transport, caller, old_sha256, new_sha256, result, reason, version
+                    "SELECT op_id, at_ms, transport, caller, old_sha256, new_sha256, result, reason, version, live
                      FROM config_history ORDER BY at_ms DESC, op_id DESC LIMIT ?1",
                 )
                 .map_err(err)?;
@@ -114,5 +115,6 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<ConfigRecord, OpsError>> {
         result: parsed,
         reason: r.get(7)?,
         version: r.get(8)?,
+        live: r.get(9)?,
     }))
 }

@@ -18,12 +18,16 @@ use super::change::{ChangeResult, ConfigChange, ConfigRecord, ConfigView, Refusa
 use super::operation::{OpState, Operation, Outcome};
 use super::pending::{self, Marker, Phase};
 use super::run::{Done, Failed};
-use super::{audit, config_file, config_history, health, safety, Ops};
+use super::{audit, config_file, config_history, health, live_apply, safety, Ops};
+use crate::config::live_change::{self, Apply};
 use crate::config::{Config, ConfigError};
 use crate::model::time::now_ms;
 
 /// Tells whether the uplink is connected (given only with `[mqtt]`).
 pub type UplinkProbe = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// The history's reason of a change applied live.
+pub const LIVE_REASON: &str = "applied live, without a restart";
 
 /// How often the trial looks at the agent's health.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
@@ -61,8 +65,9 @@ fn running_text(path: &Path, running_sha256: &str) -> Result<String, String> {
 /// `config.get`.
 pub async fn get(ops: &Ops) -> Result<Outcome, Failed> {
     let ctx = &ops.inner.ctx;
-    let path = config_path(&ctx.config)?;
-    let sha = ctx.config.text_sha256.clone();
+    let config = ops.running();
+    let path = config_path(&config)?;
+    let sha = config.text_sha256.clone();
     let file = path.display().to_string();
     let text = blocking(move || running_text(&path, &sha)).await??;
     let mut table: toml::Table = text
@@ -74,7 +79,7 @@ pub async fn get(ops: &Ops) -> Result<Outcome, Failed> {
         .await
         .map_err(|e| e.to_string())?;
     Ok(Outcome::Config(ConfigView {
-        sha256: ctx.config.text_sha256.clone(),
+        sha256: config.text_sha256.clone(),
         version,
         file: Some(file),
         toml,
@@ -107,6 +112,7 @@ fn record(
         result,
         reason,
         version: None,
+        live: false,
     }
 }
 
@@ -161,8 +167,9 @@ pub async fn put(
 ) -> Result<Done, Failed> {
     let ctx = &ops.inner.ctx;
     let _one = ops.inner.config_lock.lock().await;
-    let path = config_path(&ctx.config)?;
-    let running = ctx.config.text_sha256.clone();
+    let config = ops.running();
+    let path = config_path(&config)?;
+    let running = config.text_sha256.clone();
     let p = path.clone();
     if let Some(m) = blocking(move || pending::read(&p)).await?? {
         return Err(format!(
@@ -181,11 +188,12 @@ pub async fn put(
     if new_sha == running {
         return Ok(Done::Finished(Outcome::ConfigUnchanged { sha256: new_sha }));
     }
-    let lowered = safety::less_safe(&ctx.config, &checked.new);
+    let lowered = safety::less_safe(&config, &checked.new);
     if !lowered.is_empty() && !allow_less_safe {
         return Err(refuse(ops, op, &running, &new_sha, Refusal::LessSafe(lowered)).await);
     }
-    let watch: Vec<String> = ctx
+    let added = live_plan(ops, &config, &checked.new);
+    let mut watch: Vec<String> = ctx
         .live
         .devices()
         .iter()
@@ -197,7 +205,10 @@ pub async fn put(
         })
         .map(|d| d.reference.clone())
         .collect();
-    let within_s = ctx.config.ops.rollback_after_s;
+    if let Some(added) = &added {
+        watch.extend(added.iter().map(|d| d.reference.clone()));
+    }
+    let within_s = config.ops.rollback_after_s;
     let marker = Marker {
         op_id: op.id.as_str().to_string(),
         transport: op.source.transport.clone(),
@@ -210,20 +221,26 @@ pub async fn put(
         starts: 0,
         phase: Phase::Pending,
         reason: None,
+        live: added.is_some(),
     };
+    let live_marker = marker.clone();
     config_history::write(
         &ctx.store,
-        &record(op, &running, &new_sha, ChangeResult::Pending, None),
+        &ConfigRecord {
+            live: added.is_some(),
+            ..record(op, &running, &new_sha, ChangeResult::Pending, None)
+        },
     )
     .await
     .map_err(|e| e.to_string())?;
     let p = path.clone();
+    let new_text = checked.new_text.clone();
     let written = blocking(move || {
         pending::write(&p, &marker)?;
         let r = config_file::replace_keeping_last_good(
             &p,
             checked.current.as_bytes(),
-            checked.new_text.as_bytes(),
+            new_text.as_bytes(),
         );
         if r.is_err() {
             let _ = pending::remove(&p);
@@ -246,6 +263,39 @@ pub async fn put(
         .await;
         return Err(reason.into());
     }
+    let allowed = if allow_less_safe { lowered } else { Vec::new() };
+    let outcome = |live| Outcome::ConfigWritten {
+        old_sha256: running.clone(),
+        new_sha256: new_sha.clone(),
+        within_s,
+        watch: watch.clone(),
+        allowed: allowed.clone(),
+        live,
+    };
+    if let (Some(added), Some(parts)) = (added, &ctx.live_parts) {
+        let mut new = checked.new;
+        new.file = Some(path.clone());
+        return match live_apply::apply(parts, &ctx.store, &new, &added).await {
+            Ok(()) => {
+                ops.set_running(Arc::new(new));
+                tracing::warn!(
+                    operation = %op.id,
+                    old_sha256 = %running,
+                    new_sha256 = %new_sha,
+                    within_s,
+                    watch = %watch.join(","),
+                    "config change written and applied live: rolled back unless healthy within the window"
+                );
+                Ok(Done::Live(outcome(true), live_marker))
+            }
+            Err(e) => {
+                let reason = format!("the change did not apply live: {e}");
+                tracing::error!(operation = %op.id, reason = %reason, "restoring the last good config and restarting on it");
+                roll_back(&path, &live_marker, reason).await;
+                Ok(Done::OnTrial(outcome(false)))
+            }
+        };
+    }
     tracing::warn!(
         operation = %op.id,
         old_sha256 = %running,
@@ -254,17 +304,59 @@ pub async fn put(
         watch = %watch.join(","),
         "config change written: the agent restarts on it and rolls it back unless healthy within the window"
     );
-    Ok(Done::OnTrial(Outcome::ConfigWritten {
-        old_sha256: running,
-        new_sha256: new_sha,
-        within_s,
-        watch,
-        allowed: if allow_less_safe {
-            safety::less_safe(&ctx.config, &checked.new)
-        } else {
-            Vec::new()
-        },
-    }))
+    Ok(Done::OnTrial(outcome(false)))
+}
+
+/// The devices to add when `new` applies live to the running agent
+/// (`config::live_change`); `None` when it needs a restart. The log level
+/// is the process's (`sitegate run` owns the subscriber): a change of it
+/// through this channel restarts.
+fn live_plan(ops: &Ops, old: &Config, new: &Config) -> Option<Vec<crate::config::DeviceConfig>> {
+    ops.inner.ctx.live_parts.as_ref()?;
+    if old.logging.level != new.logging.level {
+        return None;
+    }
+    match live_change::decide(old, new) {
+        Apply::Live { added } => Some(added),
+        Apply::Restart(reasons) => {
+            tracing::info!(reasons = %reasons.join("; "), "config change needs a restart");
+            None
+        }
+    }
+}
+
+/// Puts the last good config back and marks the change rolled back (the
+/// next start records it); the caller restarts.
+async fn roll_back(path: &Path, marker: &Marker, reason: String) -> bool {
+    let p = path.to_path_buf();
+    let mut m = marker.clone();
+    m.phase = Phase::RolledBack;
+    m.reason = Some(reason);
+    let restored = blocking(move || {
+        config_file::restore_last_good(&p)?;
+        pending::write(&p, &m)
+    })
+    .await;
+    match restored {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => {
+            tracing::error!(operation = %marker.op_id, error = %e, "restoring the last good config failed: the new config keeps running");
+            false
+        }
+        Err(e) => {
+            tracing::error!(operation = %marker.op_id, error = %e, "restoring the last good config failed: the new config keeps running");
+            false
+        }
+    }
+}
+
+/// The trial of a change applied live, after its `running` state is
+/// recorded: the same health watch as after a restart.
+pub async fn trial_live(ops: Ops, marker: Marker) {
+    let Some(path) = ops.running().file.clone() else {
+        return;
+    };
+    trial(&ops, &path, marker).await;
 }
 
 async fn refuse(ops: &Ops, op: &Operation, old: &str, new: &str, refusal: Refusal) -> Failed {
@@ -304,7 +396,7 @@ pub async fn on_trial(config: &Config) -> Option<String> {
 /// watched for its window: healthy, it is applied; not, the last good
 /// config is restored and the agent restarts on it. A change resolved
 /// before this start (rolled back or abandoned) is recorded.
-pub async fn resolve(ops: Ops, uplink: Option<UplinkProbe>) {
+pub async fn resolve(ops: Ops) {
     let ctx = ops.inner.ctx.clone();
     let Some(path) = ctx.config.file.clone() else {
         return;
@@ -318,7 +410,7 @@ pub async fn resolve(ops: Ops, uplink: Option<UplinkProbe>) {
             return;
         }
     };
-    let connected = || uplink.as_ref().map(|u| u());
+    let connected = || ops.uplink_connected();
     match marker.phase {
         Phase::RolledBack | Phase::Abandoned => {
             let wait_uplink = async {
@@ -334,58 +426,48 @@ pub async fn resolve(ops: Ops, uplink: Option<UplinkProbe>) {
             };
             conclude(&ops, &path, &marker, result).await;
         }
-        Phase::Pending => {
-            let deadline = Instant::now() + Duration::from_secs(marker.within_s);
-            tracing::info!(operation = %marker.op_id, within_s = marker.within_s, "config change on trial: watching the agent's health");
-            let mut last;
-            loop {
-                last = health::verdict(
-                    &marker.watch,
-                    |d| {
-                        ctx.live
-                            .find(d)
-                            .is_some_and(|id| ctx.live.snapshot(id).online)
-                    },
-                    connected(),
-                );
-                if last.is_ok() || Instant::now() >= deadline {
-                    break;
-                }
-                tokio::select! {
-                    () = ops.inner.cancel.cancelled() => return,
-                    () = tokio::time::sleep(WATCH_EVERY) => {}
-                }
-            }
-            match last {
-                Ok(()) => conclude(&ops, &path, &marker, ChangeResult::Applied).await,
-                Err(why) => {
-                    let reason = format!("not healthy within {} s: {why}", marker.within_s);
-                    tracing::error!(operation = %marker.op_id, reason = %reason, "config change failed its trial: restoring the last good config");
-                    let p = path.clone();
-                    let mut m = marker.clone();
-                    m.phase = Phase::RolledBack;
-                    m.reason = Some(reason.clone());
-                    let m2 = m.clone();
-                    let restored = blocking(move || {
-                        config_file::restore_last_good(&p)?;
-                        pending::write(&p, &m2)
-                    })
-                    .await;
-                    match restored {
-                        Ok(Ok(())) => {
-                            conclude(&ops, &path, &m, ChangeResult::RolledBack).await;
-                            tokio::time::sleep(super::RESTART_DELAY).await;
-                            tracing::warn!(operation = %m.op_id, "the agent stops and exits for systemd to start it on the last good config");
-                            ops.inner.restart.cancel();
-                        }
-                        Ok(Err(e)) => {
-                            tracing::error!(operation = %m.op_id, error = %e, "restoring the last good config failed: the new config keeps running");
-                        }
-                        Err(e) => {
-                            tracing::error!(operation = %m.op_id, error = %e, "restoring the last good config failed: the new config keeps running");
-                        }
-                    }
-                }
+        Phase::Pending => trial(&ops, &path, marker).await,
+    }
+}
+
+/// Watches a change on trial for its window: healthy, it is applied; not,
+/// the last good config is restored and the agent restarts on it.
+async fn trial(ops: &Ops, path: &Path, marker: Marker) {
+    let ctx = &ops.inner.ctx;
+    let deadline = Instant::now() + Duration::from_secs(marker.within_s);
+    tracing::info!(operation = %marker.op_id, within_s = marker.within_s, live = marker.live, "config change on trial: watching the agent's health");
+    let mut last;
+    loop {
+        last = health::verdict(
+            &marker.watch,
+            |d| {
+                ctx.live
+                    .find(d)
+                    .is_some_and(|id| ctx.live.snapshot(id).online)
+            },
+            ops.uplink_connected(),
+        );
+        if last.is_ok() || Instant::now() >= deadline {
+            break;
+        }
+        tokio::select! {
+            () = ops.inner.cancel.cancelled() => return,
+            () = tokio::time::sleep(WATCH_EVERY) => {}
+        }
+    }
+    match last {
+        Ok(()) => conclude(ops, path, &marker, ChangeResult::Applied).await,
+        Err(why) => {
+            let reason = format!("not healthy within {} s: {why}", marker.within_s);
+            tracing::error!(operation = %marker.op_id, reason = %reason, "config change failed its trial: restoring the last good config");
+            if roll_back(path, &marker, reason.clone()).await {
+                let mut m = marker.clone();
+                m.phase = Phase::RolledBack;
+                m.reason = Some(reason);
+                conclude(ops, path, &m, ChangeResult::RolledBack).await;
+                tokio::time::sleep(super::RESTART_DELAY).await;
+                tracing::warn!(operation = %m.op_id, "the agent stops and exits for systemd to start it on the last good config");
+                ops.inner.restart.cancel();
             }
         }
     }
@@ -403,8 +485,12 @@ async fn conclude(ops: &Ops, path: &Path, marker: &Marker, result: ChangeResult)
         old_sha256: marker.old_sha256.clone(),
         new_sha256: marker.new_sha256.clone(),
         result,
-        reason: marker.reason.clone(),
+        reason: match (result, marker.live) {
+            (ChangeResult::Applied, true) => Some(LIVE_REASON.to_string()),
+            _ => marker.reason.clone(),
+        },
         version: None,
+        live: marker.live,
     };
     let written = match config_history::write(&ctx.store, &r).await {
         Ok(w) => w,

@@ -94,7 +94,7 @@ fn agent(ctx: &OpsContext) -> String {
 fn devices(ctx: &OpsContext) -> String {
     let mut out =
         String::from("reference\tsite\tbus\tunit\ttype\tonline\tlast_seen\tmodel\tlast_error\n");
-    for d in ctx.live.devices() {
+    for d in ctx.live.devices().iter() {
         let s = ctx.live.snapshot(d.id);
         let model = [s.info.manufacturer.as_deref(), s.info.model.as_deref()]
             .into_iter()

@@ -26,6 +26,7 @@ mod config_ops;
 mod error;
 mod gather;
 mod health;
+mod live_apply;
 mod operation;
 pub mod pending;
 mod registry;
@@ -46,6 +47,7 @@ pub use change::{ChangeResult, ConfigChange, ConfigRecord, ConfigView, Refusal};
 pub use config_ops::UplinkProbe;
 pub use error::OpsError;
 pub use gather::build;
+pub use live_apply::{LiveError, LiveParts, Reload};
 pub use operation::{
     level_name, parse_level, OpId, OpKind, OpRequest, OpState, Operation, Outcome, Source,
     CONFIG_HISTORY_DEFAULT, CONFIG_HISTORY_MAX, ID_MAX, LOG_BYTES_DEFAULT, LOG_BYTES_MAX,
@@ -76,6 +78,9 @@ pub struct OpsContext {
     pub store: StoreHandle,
     pub steering: crate::steering::SteeringService,
     pub metrics: Option<Metrics>,
+    /// What a config change applied live reaches (`None`: every change
+    /// restarts).
+    pub live_parts: Option<LiveParts>,
 }
 
 /// One chunk of a bundle.
@@ -102,6 +107,10 @@ struct Inner {
     /// One `config.put` at a time.
     config_lock: tokio::sync::Mutex<()>,
     changes: broadcast::Sender<Arc<Operation>>,
+    /// The config the agent runs: `ctx.config` until a change applied live.
+    running: Mutex<Arc<Config>>,
+    /// Whether the uplink is connected, once the agent gave it.
+    uplink: Mutex<Option<UplinkProbe>>,
     restart: CancellationToken,
     tracker: TaskTracker,
     cancel: CancellationToken,
@@ -123,6 +132,8 @@ impl Ops {
         let (changes, _) = broadcast::channel(64);
         Ops {
             inner: Arc::new(Inner {
+                running: Mutex::new(ctx.config.clone()),
+                uplink: Mutex::new(None),
                 ctx,
                 table: Mutex::new(Table::default()),
                 submitting: tokio::sync::Mutex::new(()),
@@ -138,6 +149,32 @@ impl Ops {
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
         // The table is whole after any panic: every change is one insert.
         self.inner.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The config the agent runs now: the one it started on, or the last
+    /// change applied live.
+    pub fn running(&self) -> Arc<Config> {
+        // Replaced whole under the lock: a panic cannot leave it half set.
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_running(&self, config: Arc<Config>) {
+        *self.inner.running.lock().unwrap_or_else(|e| e.into_inner()) = config;
+    }
+
+    /// Whether the uplink is connected (`None` without `[mqtt]`).
+    fn uplink_connected(&self) -> Option<bool> {
+        let probe = self
+            .inner
+            .uplink
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        probe.map(|p| p())
     }
 
     /// Starts `request` as operation `id`, or returns the operation that id
@@ -278,9 +315,8 @@ impl Ops {
     /// for a restart. Call once the uplink (when configured) is started;
     /// `uplink` tells whether it is connected.
     pub fn resolve_config_change(&self, uplink: Option<UplinkProbe>) {
-        self.inner
-            .tracker
-            .spawn(config_ops::resolve(self.clone(), uplink));
+        *self.inner.uplink.lock().unwrap_or_else(|e| e.into_inner()) = uplink;
+        self.inner.tracker.spawn(config_ops::resolve(self.clone()));
     }
 
     /// Cancelled when a `restart` operation asks the process to exit.

@@ -275,6 +275,8 @@ pub enum Outcome {
         watch: Vec<String>,
         /// Less-safe changes the request allowed.
         allowed: Vec<String>,
+        /// Applied without a restart (`config::live_change`).
+        live: bool,
     },
     /// The new config is the running one already.
     ConfigUnchanged {
@@ -315,9 +317,18 @@ impl Outcome {
             Outcome::ConfigWritten {
                 new_sha256,
                 within_s,
+                live: false,
                 ..
             } => format!(
                 "config sha256 {new_sha256} written; restarting on it, healthy within {within_s} s or rolled back"
+            ),
+            Outcome::ConfigWritten {
+                new_sha256,
+                within_s,
+                live: true,
+                ..
+            } => format!(
+                "config sha256 {new_sha256} written and applied live, without a restart; healthy within {within_s} s or rolled back"
             ),
             Outcome::ConfigUnchanged { sha256 } => {
                 format!("config sha256 {sha256} runs already: nothing changed")

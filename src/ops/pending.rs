@@ -52,6 +52,9 @@ pub struct Marker {
     pub starts: u32,
     pub phase: Phase,
     pub reason: Option<String>,
+    /// Applied live, without a restart; cleared at a start on the change.
+    #[serde(default)]
+    pub live: bool,
 }
 
 /// `<config>.pending`.
@@ -168,6 +171,7 @@ pub fn before_start(config: &Path) -> Vec<String> {
         Decision::Keep => {}
         Decision::Watch => {
             marker.starts += 1;
+            marker.live = false;
             said.push(format!(
                 "config change {} on trial: start {} of at most {MAX_STARTS} on config sha256 {}",
                 marker.op_id, marker.starts, marker.new_sha256
@@ -219,6 +223,7 @@ mod tests {
             starts: 0,
             phase: Phase::Pending,
             reason: None,
+            live: false,
         }
     }
 

@@ -20,6 +20,9 @@ pub enum Done {
     Finished(Outcome),
     /// Written and waiting for a restart and its trial: still `running`.
     OnTrial(Outcome),
+    /// Written and applied live: still `running` through its trial, which
+    /// starts once this state is recorded.
+    Live(Outcome, super::pending::Marker),
 }
 
 /// How it failed: why, and what it found (a refused config's problems).
@@ -53,6 +56,7 @@ pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
     };
     let mut done = (*running).clone();
     let mut on_trial = false;
+    let mut live_trial = None;
     match result {
         Ok(Done::Finished(outcome)) => {
             done.finished_ms = Some(now_ms());
@@ -62,6 +66,11 @@ pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
         }
         Ok(Done::OnTrial(outcome)) => {
             on_trial = true;
+            done.summary = Some(outcome.summary());
+            done.outcome = Some(outcome);
+        }
+        Ok(Done::Live(outcome, marker)) => {
+            live_trial = Some(marker);
             done.summary = Some(outcome.summary());
             done.outcome = Some(outcome);
         }
@@ -86,6 +95,10 @@ pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
     );
     let restart = on_trial || matches!(done.outcome, Some(Outcome::Restart { .. }));
     ops.changed(Arc::new(done));
+    if let Some(marker) = live_trial {
+        config_ops::trial_live(ops.clone(), marker).await;
+        return;
+    }
     if restart {
         if recorded.is_err() {
             // Without the record a repeated id would restart again.
@@ -108,7 +121,12 @@ async fn work(ops: &Ops, op: &Operation, request: &OpRequest) -> Result<Done, Fa
             crate::logging::ring().tail(*lines, *level, *max_bytes),
         )),
         OpRequest::Bundle => {
-            let text = bundle::assemble(gather::sections(ctx).await);
+            // The config it runs now (a change applied live included).
+            let ctx = super::OpsContext {
+                config: ops.running(),
+                ..ctx.clone()
+            };
+            let text = bundle::assemble(gather::sections(&ctx).await);
             let sha256 = crate::config::text_sha256(&text);
             let outcome = Outcome::Bundle {
                 bytes: text.len(),

@@ -185,7 +185,7 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
     let batteries: Vec<BatteryView> = devices
         .batteries
         .iter()
-        .map(|id| battery_view(live.config(*id), &live.snapshot(*id)))
+        .map(|id| battery_view(&live.config(*id), &live.snapshot(*id)))
         .collect();
     let inverters: Vec<InverterView> = devices
         .inverters
@@ -193,7 +193,7 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         .enumerate()
         .map(|(i, id)| {
             let limit = ctx.inverter_limits.get(i).copied().flatten();
-            inverter_view(live.config(*id), &live.snapshot(*id), limit)
+            inverter_view(&live.config(*id), &live.snapshot(*id), limit)
         })
         .collect();
     let meter = meter(live, &devices.meters, ctx.now_ms);

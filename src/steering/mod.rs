@@ -137,7 +137,7 @@ pub async fn start(
         if active != Active::default() || !signal.scheduled(now).is_empty() {
             tracing::info!(site = %cfg.reference, "steering signal restored");
         }
-        let devices = SiteDevices::of(&cfg.reference, live.devices());
+        let devices = SiteDevices::of(&cfg.reference, &live.devices());
         let site = Arc::new(SiteRuntime::new(cfg.clone(), devices, signal, &live));
         for (slot, id) in site.steered() {
             let device = live.config(id).clone();

@@ -43,6 +43,13 @@ pub enum StoreError {
     /// The writer thread ended by a panic.
     #[error("the store writer thread: it panicked")]
     WriterPanicked,
+    /// A device added at run time does not follow the devices the store knows.
+    #[error("device {reference} cannot be added as #{id}: the store knows {known} devices")]
+    DeviceOrder {
+        reference: String,
+        id: u16,
+        known: usize,
+    },
     /// Opening the store on a blocking thread failed before it returned.
     #[error("opening the store did not finish: {0}")]
     OpenAborted(#[source] tokio::task::JoinError),

@@ -117,6 +117,23 @@ impl Ingest {
         self.stage.staged()
     }
 
+    /// Knows `reference` as device `id` from now on: the next id, or the
+    /// one it has already (a repeated add changes nothing).
+    pub fn add_device(&mut self, id: DeviceId, reference: String) -> Result<(), super::StoreError> {
+        match self.devices.get(id.index()) {
+            Some(known) if *known == reference => Ok(()),
+            None if self.devices.len() == id.index() => {
+                self.devices.push(reference);
+                Ok(())
+            }
+            _ => Err(super::StoreError::DeviceOrder {
+                reference,
+                id: id.0,
+                known: self.devices.len(),
+            }),
+        }
+    }
+
     /// The reference of a device id (config order), if it is known.
     pub fn reference(&self, device: DeviceId) -> Option<&str> {
         self.devices.get(usize::from(device.0)).map(String::as_str)

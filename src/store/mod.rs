@@ -307,6 +307,25 @@ impl StoreHandle {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
+    /// Stores the samples of device `id` (added at run time, the next id)
+    /// under `reference` from now on; answers once the writer knows it.
+    pub async fn add_device(
+        &self,
+        id: crate::model::DeviceId,
+        reference: String,
+    ) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.jobs
+            .send(Job::AddDevice {
+                id,
+                reference,
+                reply,
+            })
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
     /// Moves the staged samples into raw-sample chunks and the rollups now (the
     /// writer does it every `compact_interval_s`, at open and at close);
     /// returns how many.

@@ -64,6 +64,12 @@ pub(crate) enum Job {
         oneshot::Sender<Result<super::restamp::Restamped, StoreError>>,
     ),
     ChunkMark(oneshot::Sender<Result<i64, StoreError>>),
+    /// A device added at run time: its samples are stored from now on.
+    AddDevice {
+        id: crate::model::DeviceId,
+        reference: String,
+        reply: oneshot::Sender<Result<(), StoreError>>,
+    },
     Close(oneshot::Sender<()>),
 }
 
@@ -135,6 +141,9 @@ impl Writer {
                                 let _ = reply.send(
                                     super::restamp::chunk_mark(&self.conn).map_err(Into::into),
                                 );
+                            }
+                            Some(Job::AddDevice { id, reference, reply }) => {
+                                let _ = reply.send(self.ingest.add_device(id, reference));
                             }
                             Some(Job::Close(reply)) => {
                                 self.commit(&mut pending, None);

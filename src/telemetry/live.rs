@@ -4,7 +4,7 @@
 //! another; no lock is held across an await.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use crate::config::DeviceConfig;
 use crate::model::{DeviceId, Property, Sample};
@@ -71,12 +71,46 @@ impl DeviceSnapshot {
     }
 }
 
-/// Every configured device with its live state, in config order.
+/// Every configured device with its live state, in config order. Devices
+/// are only ever appended ([`Live::add`], a config change applied live):
+/// a `DeviceId` stays valid for the life of the process.
 #[derive(Debug)]
 pub struct Live {
-    configs: Vec<DeviceConfig>,
-    states: Vec<RwLock<DeviceState>>,
+    table: RwLock<Table>,
+}
+
+#[derive(Debug)]
+struct Table {
+    /// Replaced whole when a device is added, so readers keep a consistent list.
+    configs: Arc<Vec<DeviceConfig>>,
+    states: Vec<Arc<RwLock<DeviceState>>>,
     by_reference: HashMap<String, DeviceId>,
+}
+
+/// One device's config, as [`Live::config`] lends it.
+pub struct DeviceRef {
+    list: Arc<Vec<DeviceConfig>>,
+    index: usize,
+}
+
+impl std::ops::Deref for DeviceRef {
+    type Target = DeviceConfig;
+    fn deref(&self) -> &DeviceConfig {
+        &self.list[self.index]
+    }
+}
+
+/// Why a device cannot be added.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum AddError {
+    #[error("device {reference} is known already")]
+    Known { reference: String },
+    #[error("device {reference} has id {id}, the next is #{next}")]
+    NotNext {
+        reference: String,
+        id: DeviceId,
+        next: usize,
+    },
 }
 
 // Lock poisoning only follows a panic while a writer held the lock; the state is
@@ -88,47 +122,85 @@ fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     l.write().unwrap_or_else(|e| e.into_inner())
 }
 
+fn fresh() -> Arc<RwLock<DeviceState>> {
+    Arc::new(RwLock::new(DeviceState {
+        properties: Vec::new(),
+        values: [None; Property::COUNT],
+        online: false,
+        last_seen: None,
+        attempted: false,
+        last_error: None,
+        info: DeviceInfo::default(),
+    }))
+}
+
 impl Live {
     pub fn new(devices: &[DeviceConfig]) -> Self {
-        let states = devices
-            .iter()
-            .map(|_| {
-                RwLock::new(DeviceState {
-                    properties: Vec::new(),
-                    values: [None; Property::COUNT],
-                    online: false,
-                    last_seen: None,
-                    attempted: false,
-                    last_error: None,
-                    info: DeviceInfo::default(),
-                })
-            })
-            .collect();
+        let states = devices.iter().map(|_| fresh()).collect();
         let by_reference = devices
             .iter()
             .map(|d| (d.reference.clone(), d.id))
             .collect();
         Self {
-            configs: devices.to_vec(),
-            states,
-            by_reference,
+            table: RwLock::new(Table {
+                configs: Arc::new(devices.to_vec()),
+                states,
+                by_reference,
+            }),
         }
     }
 
-    pub fn devices(&self) -> &[DeviceConfig] {
-        &self.configs
+    /// Adds a device at run time: offline, never polled, with the next id.
+    pub fn add(&self, device: DeviceConfig) -> Result<DeviceId, AddError> {
+        let mut t = write(&self.table);
+        if t.by_reference.contains_key(&device.reference) {
+            return Err(AddError::Known {
+                reference: device.reference,
+            });
+        }
+        let next = t.configs.len();
+        if device.id.index() != next {
+            return Err(AddError::NotNext {
+                reference: device.reference,
+                id: device.id,
+                next,
+            });
+        }
+        let id = device.id;
+        t.by_reference.insert(device.reference.clone(), id);
+        let mut configs = (*t.configs).clone();
+        configs.push(device);
+        t.configs = Arc::new(configs);
+        t.states.push(fresh());
+        Ok(id)
     }
 
-    pub fn config(&self, id: DeviceId) -> &DeviceConfig {
-        &self.configs[id.index()]
+    /// The devices now, in id order.
+    pub fn devices(&self) -> Arc<Vec<DeviceConfig>> {
+        read(&self.table).configs.clone()
+    }
+
+    /// The config of a device this `Live` gave the id of.
+    pub fn config(&self, id: DeviceId) -> DeviceRef {
+        DeviceRef {
+            list: read(&self.table).configs.clone(),
+            index: id.index(),
+        }
     }
 
     pub fn find(&self, reference: &str) -> Option<DeviceId> {
-        self.by_reference.get(reference).copied()
+        read(&self.table).by_reference.get(reference).copied()
+    }
+
+    /// A device's state. Ids come from this `Live` (configs and devices
+    /// are only appended): indexing cannot fail for them.
+    fn state(&self, id: DeviceId) -> Arc<RwLock<DeviceState>> {
+        read(&self.table).states[id.index()].clone()
     }
 
     pub fn snapshot(&self, id: DeviceId) -> DeviceSnapshot {
-        let s = read(&self.states[id.index()]);
+        let state = self.state(id);
+        let s = read(&state);
         DeviceSnapshot {
             properties: s.properties.clone(),
             values: s.values,
@@ -141,7 +213,7 @@ impl Live {
     }
 
     pub fn latest(&self, id: DeviceId, p: Property) -> Option<Reading> {
-        read(&self.states[id.index()]).values[p.index()]
+        read(&self.state(id)).values[p.index()]
     }
 
     /// Stores samples as the latest values and marks the device online. The
@@ -151,7 +223,8 @@ impl Live {
     /// belong to `id` (one poll's, in the order read). Returns true when the
     /// device was offline before.
     pub fn record(&self, id: DeviceId, samples: &[Sample]) -> bool {
-        let mut s = write(&self.states[id.index()]);
+        let state = self.state(id);
+        let mut s = write(&state);
         let was_offline = !s.online;
         for sample in samples {
             debug_assert_eq!(sample.device, id);
@@ -178,7 +251,8 @@ impl Live {
         if reading.ts_ms > crate::model::time::now_ms() + FUTURE_TOLERANCE_MS {
             return;
         }
-        let mut s = write(&self.states[id.index()]);
+        let state = self.state(id);
+        let mut s = write(&state);
         let slot = &mut s.values[property.index()];
         if slot.is_none_or(|r| r.ts_ms < reading.ts_ms) {
             *slot = Some(reading);
@@ -199,7 +273,8 @@ impl Live {
     ) -> bool {
         properties.sort();
         properties.dedup();
-        let mut s = write(&self.states[id.index()]);
+        let state = self.state(id);
+        let mut s = write(&state);
         let changed = s.properties != properties || s.info != info;
         s.properties = properties;
         s.info = info;
@@ -208,7 +283,8 @@ impl Live {
 
     /// Returns true when the device was online before.
     pub fn mark_failed(&self, id: DeviceId, error: String) -> bool {
-        let mut s = write(&self.states[id.index()]);
+        let state = self.state(id);
+        let mut s = write(&state);
         let was_online = s.online;
         s.online = false;
         s.attempted = true;
@@ -218,7 +294,8 @@ impl Live {
 
     /// Returns true when the device was offline before.
     pub fn mark_online(&self, id: DeviceId, ts_ms: i64) -> bool {
-        let mut s = write(&self.states[id.index()]);
+        let state = self.state(id);
+        let mut s = write(&state);
         let was_offline = !s.online;
         s.online = true;
         s.attempted = true;
@@ -229,16 +306,65 @@ impl Live {
 
     /// True once every device was polled at least once, with success or failure.
     pub fn all_attempted(&self) -> bool {
-        self.states.iter().all(|s| read(s).attempted)
+        read(&self.table).states.iter().all(|s| read(s).attempted)
     }
 
     /// References of devices not yet polled.
-    pub fn not_attempted(&self) -> Vec<&str> {
-        self.states
+    pub fn not_attempted(&self) -> Vec<String> {
+        let t = read(&self.table);
+        t.states
             .iter()
-            .zip(&self.configs)
+            .zip(t.configs.iter())
             .filter(|(s, _)| !read(s).attempted)
-            .map(|(_, c)| c.reference.as_str())
+            .map(|(_, c)| c.reference.clone())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn devices() -> Vec<DeviceConfig> {
+        let mut text = String::from(
+            "gateway_id = \"t\"\n[http]\nauth = \"none\"\nlisten = [\"127.0.0.1:0\"]\n[[sites]]\nreference = \"ste_a\"\nname = \"A\"\n[[buses]]\nname = \"a\"\ntcp = \"127.0.0.1:1502\"\n",
+        );
+        for (i, r) in ["dvc_a", "dvc_b", "dvc_c"].iter().enumerate() {
+            text += &format!(
+                "[[devices]]\nreference = \"{r}\"\nname = \"{r}\"\ntype = \"meter\"\nsite = \"ste_a\"\nbus = \"a\"\nunit_id = {}\n",
+                i + 1
+            );
+        }
+        crate::config::parse(&text).expect("config").devices
+    }
+
+    #[test]
+    fn devices_are_appended_with_the_next_id_only() {
+        let all = devices();
+        let live = Live::new(&all[..2]);
+        let before = live.devices();
+        assert_eq!(
+            live.add(all[0].clone()),
+            Err(AddError::Known {
+                reference: "dvc_a".into()
+            })
+        );
+        let mut skipping = all[2].clone();
+        skipping.id = DeviceId(5);
+        assert!(matches!(
+            live.add(skipping),
+            Err(AddError::NotNext { next: 2, .. })
+        ));
+        assert_eq!(live.add(all[2].clone()), Ok(DeviceId(2)));
+        // A list taken before stays as it was; the new one has the device.
+        assert_eq!(before.len(), 2);
+        assert_eq!(live.devices().len(), 3);
+        assert_eq!(live.find("dvc_c"), Some(DeviceId(2)));
+        assert_eq!(live.config(DeviceId(2)).reference, "dvc_c");
+        let s = live.snapshot(DeviceId(2));
+        assert!(!s.online && !s.attempted);
+        assert_eq!(live.not_attempted(), ["dvc_a", "dvc_b", "dvc_c"]);
+        live.mark_online(DeviceId(2), 1);
+        assert!(live.snapshot(DeviceId(2)).online);
     }
 }

@@ -7,7 +7,9 @@
 mod collect;
 mod live;
 
-pub use live::{DeviceInfo, DeviceSnapshot, Live, Reading, FUTURE_TOLERANCE_MS};
+pub use live::{
+    AddError, DeviceInfo, DeviceRef, DeviceSnapshot, Live, Reading, FUTURE_TOLERANCE_MS,
+};
 
 use std::sync::Arc;
 
@@ -91,6 +93,15 @@ impl Telemetry {
         if self.live.mark_online(device, ts_ms) {
             self.catalog.send_modify(|v| *v += 1);
         }
+    }
+
+    /// Adds a device at run time (a config change applied live): known to
+    /// the latest values and the listings from now on, offline until its
+    /// first poll.
+    pub fn add_device(&self, device: crate::config::DeviceConfig) -> Result<DeviceId, AddError> {
+        let id = self.live.add(device)?;
+        self.catalog.send_modify(|v| *v += 1);
+        Ok(id)
     }
 
     /// Changes whenever a device's offered properties or online state change.

@@ -6,8 +6,11 @@
 //! history `applied`); one that fails its health trial rolled back (the old
 //! file back, the operation failed naming the device); a SIGKILL in the
 //! middle of a change, after which the agent runs on a whole config and
-//! resolves the change. No token hash or token appears in any answer or
-//! state message.
+//! resolves the change; a change that applies live (a new meter at a site
+//! without grid limits) online in the same process, its measurements served
+//! and stored, the history saying `live`; and a live change that fails its
+//! trial, restarted on the last good config. No token hash or token appears
+//! in any answer or state message.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -52,12 +55,23 @@ struct Site {
 
 impl Site {
     async fn start(broker: Option<&Broker>, window_s: u64) -> (Site, sitegate::sim::SimSite) {
+        Site::start_with(broker, window_s, "", PV2).await
+    }
+
+    /// The small site with `extra` in its config, and the simulator serving
+    /// `later` too (devices the config gets through a change).
+    async fn start_with(
+        broker: Option<&Broker>,
+        window_s: u64,
+        extra: &str,
+        later: &str,
+    ) -> (Site, sitegate::sim::SimSite) {
         let port = free_port().port();
         let text = small_site().replace(
             "listen = [\"127.0.0.1:0\"]",
             &format!("listen = [\"127.0.0.1:{port}\"]"),
-        );
-        let sim = start_sim(&(text.clone() + PV2)).await;
+        ) + extra;
+        let sim = start_sim(&(text.clone() + later)).await;
         let mut extra = format!("[ops]\nrollback_after_s = {window_s}\n");
         if let Some(b) = broker {
             extra += &mqtt_section(&plain_url(b.addr("5")), "5", "");
@@ -474,6 +488,177 @@ async fn a_kill_in_the_middle_of_a_change_leaves_a_working_config() {
         site.wait_online("dvc_pv2").await;
     }
     assert!(!marker.exists());
+    site.agent().signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(site.agent().exited(T).await.code(), Some(0));
+}
+
+/// A site that holds no grid limit, and a meter for it on the PV bus (unit
+/// 2): the simulator serves the meter from the start, the agent's config
+/// gets it through a `config.put` that applies live.
+const AUX_SITE: &str = "\n[[sites]]\nreference = \"ste_aux\"\nname = \"Auxiliary\"\n";
+const AUX_METER: &str = r#"
+[[devices]]
+reference = "dvc_aux"
+name = "Auxiliary meter"
+type = "meter"
+site = "ste_aux"
+bus = "pv"
+unit_id = 2
+poll_interval_ms = 200
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_meter_comes_online_live_without_a_restart() {
+    let broker = Broker::start(kinds()[0]).await;
+    let mut sub = Subscriber::connect(broker.addr("5"), "config-live", &format!("{ROOT}/#")).await;
+    let (mut site, _sim) = Site::start_with(Some(&broker), 20, AUX_SITE, AUX_METER).await;
+    for d in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+        site.wait_online(d).await;
+    }
+    let pid = site.agent().pid();
+    let before = site.text();
+    let new = with_block(&before, AUX_METER);
+    let put = ops(
+        &mut sub,
+        "put-live",
+        json!({"kind": "config.put", "args": {"toml": new}}),
+    )
+    .await;
+    assert_eq!(put["body"]["state"], "running", "{put}");
+    assert_eq!(put["body"]["result"]["live"], true, "{put}");
+    let watch = &put["body"]["result"]["watch"];
+    assert!(
+        watch
+            .as_array()
+            .is_some_and(|w| w.contains(&json!("dvc_aux"))),
+        "{put}"
+    );
+    let (states, done) = final_state(&mut sub, "put-live").await;
+    assert_eq!(done["state"], "succeeded", "{states:?} {done}");
+    assert_eq!(done["result"]["result"], "applied", "{done}");
+    // The same process all along: no exit 75, no restart.
+    assert!(site.agent().running(), "{}", site.agent().log());
+    assert_eq!(site.agent().pid(), pid);
+    assert!(
+        site.agent().log().contains("device added live"),
+        "{}",
+        site.agent().log()
+    );
+    site.wait_online("dvc_aux").await;
+    for d in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+        assert!(site.device_online(d).await, "{d}");
+    }
+    assert_eq!(site.text(), new);
+    assert_eq!(
+        std::fs::read_to_string(sibling(&site.file, ".last-good")).expect("last good"),
+        before
+    );
+    assert!(!sibling(&site.file, ".pending").exists());
+
+    // Its measurements over HTTP: the latest ones, and stored ones.
+    let base = site.base();
+    let latest: Value = site
+        .http
+        .get(format!("{base}/devices/dvc_aux/measurements"))
+        .bearer_auth(READ_TOKEN)
+        .send()
+        .await
+        .expect("answer")
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        latest["measurements"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty()),
+        "{latest}"
+    );
+    let http = site.http.clone();
+    crate::common::wait_for("stored samples of dvc_aux", T, || {
+        let now = sitegate::model::time::now_ms();
+        let fmt = sitegate::model::time::format_utc;
+        let body = json!({
+            "property": "activePower",
+            "range": {"type": "absolute", "start": fmt(now - 600_000), "end": fmt(now + 60_000)},
+            "resolution": {"value": 1, "unit": "s"},
+        });
+        let post = http
+            .post(format!("{base}/devices/dvc_aux/measurements/time-series"))
+            .bearer_auth(READ_TOKEN)
+            .json(&body)
+            .send();
+        async move {
+            let v: Value = post.await.ok()?.json().await.ok()?;
+            v["data"]
+                .as_array()
+                .is_some_and(|d| !d.is_empty())
+                .then_some(())
+        }
+    })
+    .await;
+
+    // The MQTT device listing names it (seen already, or still to come).
+    let listing = |m: &crate::common::broker::Message| {
+        m.topic == format!("{ROOT}/devices")
+            && String::from_utf8_lossy(&m.payload).contains("dvc_aux")
+    };
+    sub.drain();
+    if !sub.seen.iter().any(listing) {
+        sub.expect("a device listing with dvc_aux", T, listing)
+            .await;
+    }
+
+    // The history says it applied live; the running config is the new one.
+    let h = ops(&mut sub, "history-live", json!({"kind": "config.history"})).await;
+    let change = &h["body"]["result"]["changes"][0];
+    assert_eq!(change["id"], "put-live", "{h}");
+    assert_eq!(change["result"], "applied", "{h}");
+    assert_eq!(change["live"], true, "{h}");
+    assert_eq!(change["version"], 1, "{h}");
+    let got = ops(&mut sub, "get-live", json!({"kind": "config.get"})).await;
+    assert_eq!(
+        got["body"]["result"]["sha256"],
+        sitegate::config::text_sha256(&new).as_str(),
+        "{got}"
+    );
+    site.agent().signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(site.agent().exited(T).await.code(), Some(0));
+}
+
+/// A meter at a unit nobody answers: applied live, not online within the
+/// window, so the last good config is restored and the agent restarts on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_change_that_fails_its_trial_restarts_on_the_last_good_config() {
+    let (mut site, _sim) = Site::start_with(None, 5, AUX_SITE, "").await;
+    for d in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+        site.wait_online(d).await;
+    }
+    let before = site.text();
+    let silent = with_block(&before, &AUX_METER.replace("unit_id = 2", "unit_id = 9"));
+    let (status, body) = site
+        .post(json!({"id": "put-silent", "kind": "config.put", "args": {"toml": silent}}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["result"]["live"], true, "{body}");
+    // Applied live (the same process), then rolled back by a restart.
+    site.restarted().await;
+    assert_eq!(site.text(), before);
+    let done = site.settled("put-silent").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    let error = done["error"].as_str().unwrap_or("");
+    assert!(
+        error.starts_with("rolled_back: not healthy within 5 s"),
+        "{error}"
+    );
+    assert!(error.contains("dvc_aux"), "{error}");
+    let (_, h) = site
+        .post(json!({"id": "history-silent", "kind": "config.history"}))
+        .await;
+    let change = &h["result"]["changes"][0];
+    assert_eq!(change["result"], "rolled_back", "{h}");
+    assert_eq!(change["live"], true, "{h}");
+    site.wait_online("dvc_pv").await;
+    assert!(!site.device_online("dvc_aux").await);
     site.agent().signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(site.agent().exited(T).await.code(), Some(0));
 }

@@ -1,6 +1,7 @@
 //! The writer's contract: `execute` jobs commit before they answer and roll back
 //! alone, samples sent before a job are committed with it, data and the latest
-//! values survive a restart, a closed store says so.
+//! values survive a restart, a closed store says so, a device added at run
+//! time has its samples stored (and none before).
 
 use crate::store_support::*;
 use rusqlite::OptionalExtension;
@@ -314,6 +315,54 @@ fn the_wal_counter_moves_with_each_commit_by_whole_frames() {
             text.contains(&format!("sitegate_store_wal_written_bytes_total {last}")),
             "{text}"
         );
+        store.close().await.expect("close");
+    });
+}
+
+#[test]
+fn a_device_added_at_run_time_has_its_samples_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(dir.path());
+    let rt = rt();
+    rt.block_on(async {
+        let store = open(&cfg);
+        let id = sitegate::model::DeviceId(2);
+        // Unknown before it is added: rejected, not stored.
+        store
+            .sample_sender()
+            .send(vec![sample(2, Property::ActivePower, T0, 1.0)])
+            .await
+            .expect("send");
+        store.flush().await.expect("flush");
+        assert!(store.latest().await.expect("latest").is_empty());
+        store
+            .add_device(id, "dvc_meter2".into())
+            .await
+            .expect("the next id");
+        store
+            .add_device(id, "dvc_meter2".into())
+            .await
+            .expect("again: nothing changes");
+        assert!(matches!(
+            store.add_device(id, "dvc_other".into()).await,
+            Err(StoreError::DeviceOrder { known: 3, .. })
+        ));
+        assert!(matches!(
+            store
+                .add_device(sitegate::model::DeviceId(5), "dvc_far".into())
+                .await,
+            Err(StoreError::DeviceOrder { id: 5, .. })
+        ));
+        store
+            .sample_sender()
+            .send(vec![sample(2, Property::ActivePower, T0 + 1000, 2.0)])
+            .await
+            .expect("send");
+        store.flush().await.expect("flush");
+        let latest = store.latest().await.expect("latest");
+        assert_eq!(latest.len(), 1);
+        assert_eq!(latest[0].device, "dvc_meter2");
+        assert_eq!((latest[0].ts_ms, latest[0].value), (T0 + 1000, 2.0));
         store.close().await.expect("close");
     });
 }

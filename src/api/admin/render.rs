@@ -63,8 +63,10 @@ fn outcome(o: &Outcome) -> Value {
             within_s,
             watch,
             allowed,
+            live,
         } => json!({
             "result": "pending",
+            "live": live,
             "oldSha256": old_sha256,
             "newSha256": new_sha256,
             "rollbackAfterS": within_s,
@@ -107,6 +109,7 @@ fn record(r: &ConfigRecord) -> Value {
         "result": r.result.as_str(),
         "reason": r.reason,
         "version": r.version,
+        "live": r.live,
     })
 }
 

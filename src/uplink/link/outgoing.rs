@@ -177,7 +177,9 @@ impl Link {
         if !s.connected || s.refusals.holds_retained() {
             return;
         }
-        let body = serde_json::to_vec(&device_views(&self.p.live, None)).unwrap_or_default();
+        let devices = self.p.live.devices();
+        let body =
+            serde_json::to_vec(&device_views(&self.p.live, &devices, None)).unwrap_or_default();
         self.send(s, self.p.topics.devices(), true, body, None, Tag::Retained);
     }
 

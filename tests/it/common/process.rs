@@ -143,6 +143,16 @@ impl AgentProcess {
         kill(pid, signal).unwrap_or_else(|e| panic!("send {signal} to the agent: {e}"));
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// True while the process has not exited.
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().expect("poll the agent").is_none()
+    }
+
     /// Waits for the process to end on its own (after a signal).
     pub async fn exited(&mut self, within: Duration) -> ExitStatus {
         let child = &mut self.child;
