@@ -372,13 +372,11 @@ pub const NEW_DB_PAGE_SIZE: u32 = 1024;
 
 /// A checkpoint copies the WAL's pages into the database file once this many
 /// bytes of frames are in the WAL: a page rewritten by many commits in between
-/// (the staging ring's, a rollup's) is copied once per checkpoint.
-pub const CHECKPOINT_WAL_BYTES: u64 = 32 << 20;
+/// (the staging ring's, a rollup's) is copied once per checkpoint. Several
+/// rounds of the ring at 1,000 devices (docs/store.md, "Flash wear"); below
+/// the WAL file's bound (`journal_size_limit`, 128 MiB).
+pub const CHECKPOINT_WAL_BYTES: u64 = 96 << 20;
 
-/// The write connection: WAL, fsync at every commit (`synchronous = FULL`: a
-/// commit that returned survives a power cut), a bounded WAL file, a checkpoint
-/// every [`CHECKPOINT_WAL_BYTES`] of WAL, and a count of the bytes appended to
-/// the WAL (`stats`).
 /// The full integrity check of a file too large to check before the start,
 /// on a thread of its own while the agent runs. Damage found is flagged for
 /// the next start (which sets the file aside) and shown on `/readyz`.
@@ -402,6 +400,10 @@ fn spawn_background_check(path: PathBuf, stats: Arc<StoreStats>) {
     }
 }
 
+/// The write connection: WAL, fsync at every commit (`synchronous = FULL`: a
+/// commit that returned survives a power cut), a bounded WAL file, a checkpoint
+/// every [`CHECKPOINT_WAL_BYTES`] of WAL, and a count of the bytes appended to
+/// the WAL (`stats`).
 fn open_writer(path: &Path, stats: &Arc<StoreStats>) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;
@@ -416,7 +418,7 @@ fn open_writer(path: &Path, stats: &Arc<StoreStats>) -> Result<Connection, Store
     }
     conn.execute_batch(
         "PRAGMA synchronous = FULL;
-         PRAGMA journal_size_limit = 67108864;
+         PRAGMA journal_size_limit = 134217728;
          PRAGMA cache_size = -8000;
          PRAGMA temp_store = MEMORY;",
     )?;
