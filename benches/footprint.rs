@@ -28,7 +28,6 @@
 //! `footprint/scale.rs` (how) and `footprint/layout.rs` (the sites).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
-mod store_legacy;
 #[path = "footprint/history.rs"]
 mod history;
 #[path = "footprint/layout.rs"]
@@ -37,6 +36,7 @@ mod layout;
 mod procfs;
 #[path = "footprint/scale.rs"]
 mod scale;
+mod store_legacy;
 
 use procfs::{checkpoint, cpu_ticks, io_write_bytes, memory_kb};
 

@@ -211,7 +211,12 @@ pub fn config_text(plan: &Plan, dir: &Path, http_port: u16, port: &dyn Fn(&str) 
         .unwrap();
     }
     for b in &plan.buses {
-        writeln!(t, "[[buses]]\nname = \"{b}\"\ntcp = \"127.0.0.1:{}\"", port(b)).unwrap();
+        writeln!(
+            t,
+            "[[buses]]\nname = \"{b}\"\ntcp = \"127.0.0.1:{}\"",
+            port(b)
+        )
+        .unwrap();
     }
     for d in &plan.devices {
         let extra = match d.kind {
