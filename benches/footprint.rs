@@ -1,25 +1,44 @@
-//! Memory, CPU and flash wear of the agent at steady state with 20 devices
-//! polled at 1 Hz (targets: <= 20 MB RSS, <= 2 % of one core, <= 100 bytes
-//! written per sample).
+//! Memory, CPU and flash wear of the agent, in two modes. The simulated sites
+//! run in this process; the agents are the release `sitegate` binary in child
+//! processes (`sitegate run`), so only their own memory, CPU and writes are
+//! counted: RSS from `/proc/PID/status`, CPU time from `/proc/PID/stat`, bytes
+//! written to storage from `write_bytes` of `/proc/PID/io`, samples from
+//! `sitegate_store_samples_total{result="committed"}` of `/metrics`.
 //!
-//! `cargo bench --bench footprint` (`-- SECONDS WEAR_SECONDS`: 60 s of CPU and
-//! memory measurement and 600 s of wear measurement, both after 20 s of
-//! warm-up, by default). The simulated site runs in this process; the agents
-//! are the release `sitegate` binary in child processes (`sitegate run`), so
-//! only their own memory, CPU and writes are counted: RSS from
-//! `/proc/PID/status`, CPU time from `/proc/PID/stat`, bytes written to storage
-//! from `write_bytes` of `/proc/PID/io`. The store, the bus tasks and the HTTP
-//! server all run; no requests are made but `/metrics` scrapes.
-//!
-//! Three agents poll the same site, with `storage.flush_interval_ms` 1000 (the
+//! **Flush intervals** (the default mode; `cargo bench --bench footprint`
+//! `-- [flush] SECONDS WEAR_SECONDS`, default 60 and 600): 20 devices polled
+//! at 1 Hz (targets: <= 20 MB RSS, <= 2 % of one core, <= 100 bytes written
+//! per sample); 60 s of CPU and memory measurement and 600 s of wear
+//! measurement, both after 20 s of warm-up. The store, the bus tasks and the
+//! HTTP server all run; no requests are made but `/metrics` scrapes. Three
+//! agents poll the same site, with `storage.flush_interval_ms` 1000 (the
 //! default; its CPU and memory are reported), 5000 and 30000. The wear window
 //! covers one compaction (every 10 min) and ends with a checkpoint of each
 //! database, so every byte the window's commits cost is counted. Beside each,
 //! the previous store layout (`benches/store_legacy`) runs in this process on
 //! as many series at 1 Hz, with the same flush interval, for the same window.
+//!
+//! **Scale** (`-- scale SIZES MINUTES [--layout small|commercial]
+//! [--history-h HOURS] [--window-min W]`, e.g. `-- scale 20,200,1000 60
+//! --history-h 24`): one agent and one simulated site per size, all running
+//! at once, default storage settings but the size bound; a day of history
+//! written first on request. Start-up to all devices online, RSS, CPU, bytes
+//! written per sample in the first and last W (10) minutes, bytes at rest per
+//! sample, latest-value GET and steering POST latencies: see
+//! `footprint/scale.rs` (how) and `footprint/layout.rs` (the sites).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "footprint/history.rs"]
+mod history;
+#[path = "footprint/layout.rs"]
+mod layout;
+#[path = "footprint/procfs.rs"]
+mod procfs;
+#[path = "footprint/scale.rs"]
+mod scale;
 mod store_legacy;
+
+use procfs::{checkpoint, cpu_ticks, io_write_bytes, memory_kb};
 
 use std::fmt::Write as _;
 use std::process::{Child, Command, Stdio};
@@ -63,41 +82,6 @@ fn config_text(dir: &std::path::Path, http_port: u16, flush_ms: u64) -> String {
         }
     }
     t
-}
-
-/// VmRSS and VmHWM in kB.
-fn memory_kb(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
-/// utime + stime in clock ticks (100 per second on Linux).
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
-}
-
-/// `write_bytes` of a `/proc/.../io` file.
-fn io_write_bytes(file: &str) -> u64 {
-    std::fs::read_to_string(file)
-        .ok()
-        .and_then(|io| {
-            io.lines()
-                .find_map(|l| l.strip_prefix("write_bytes: "))
-                .and_then(|v| v.trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// One agent under measurement.
@@ -174,18 +158,6 @@ fn start_agent(sim: &SimSite, flush_ms: u64) -> Agent {
     }
 }
 
-/// Copies an agent's WAL into its database file (from this thread, whose own
-/// `write_bytes` counts it) and returns the bytes that took.
-fn checkpoint(db: &std::path::Path) -> u64 {
-    let before = io_write_bytes("/proc/thread-self/io");
-    let conn = rusqlite::Connection::open(db).unwrap();
-    conn.busy_timeout(Duration::from_secs(5)).unwrap();
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-        .unwrap();
-    drop(conn);
-    io_write_bytes("/proc/thread-self/io") - before
-}
-
 /// The previous store layout on `series` series at 1 Hz for `seconds`, a
 /// commit every `flush_s`, a compaction a minute, a checkpoint at the end, on
 /// its own thread: returns (bytes written, samples).
@@ -219,9 +191,21 @@ fn legacy(series: i64, flush_s: u64, seconds: u64) -> std::thread::JoinHandle<(u
 }
 
 fn main() {
-    let mut numbers = std::env::args()
+    // `cargo bench` adds `--bench`.
+    let args: Vec<String> = std::env::args()
         .skip(1)
-        .filter_map(|a| a.parse::<u64>().ok());
+        .filter(|a| a != "--bench")
+        .collect();
+    match args.first().map(String::as_str) {
+        Some("scale") => scale::main(&args[1..]),
+        Some("flush") => flush_intervals(&args[1..]),
+        _ => flush_intervals(&args),
+    }
+}
+
+/// The default mode: 20 devices, three agents with three flush intervals.
+fn flush_intervals(args: &[String]) {
+    let mut numbers = args.iter().filter_map(|a| a.parse::<u64>().ok());
     let seconds = numbers.next().unwrap_or(60);
     let wear_seconds = numbers.next().unwrap_or(600).max(seconds);
     let rt = tokio::runtime::Builder::new_multi_thread()
