@@ -266,7 +266,9 @@ impl Ingest {
         rows: Vec<Row>,
         stats: &mut IngestStats,
     ) -> rusqlite::Result<Vec<Row>> {
-        let mut staged: Option<HashSet<(i64, i64)>> = None;
+        // Staged times of the series looked up so far, read series by series
+        // (the slots holding one series: about one per commit).
+        let mut staged: HashMap<i64, HashSet<i64>> = HashMap::new();
         let mut kept = Vec::with_capacity(rows.len());
         for (series, ts, value) in rows {
             let newest = self.newest(conn, series)?;
@@ -277,11 +279,11 @@ impl Ingest {
                         .prepare_cached(IN_RECENT)?
                         .exists(params![ts, series])?
                     || (self.stage.may_hold(series, ts) && {
-                        if staged.is_none() {
-                            let rows = self.stage.rows(conn)?;
-                            staged = Some(rows.into_iter().map(|r| (r.0, r.1)).collect());
+                        if !staged.contains_key(&series) {
+                            let rows = self.stage.rows_of(conn, series, series + 1)?;
+                            staged.insert(series, rows.into_iter().map(|r| r.1).collect());
                         }
-                        staged.as_ref().is_some_and(|s| s.contains(&(series, ts)))
+                        staged.get(&series).is_some_and(|t| t.contains(&ts))
                     })
             };
             if stored {

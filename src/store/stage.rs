@@ -46,13 +46,29 @@ pub(crate) fn slot_bytes(page_size: usize) -> usize {
     fit.min(page_size - 40)
 }
 
+/// A slot holding staged samples: its commit's sequence number, its id, and
+/// the first and last series in it (samples are sorted by series), so a
+/// compaction part reads only the slots that hold its series.
+#[derive(Clone, Copy, Debug)]
+struct LiveSlot {
+    seq: u64,
+    slot: i64,
+    series: (i64, i64),
+}
+
+impl LiveSlot {
+    fn holds_any(&self, lo: i64, hi: i64) -> bool {
+        self.series.0 < hi && self.series.1 >= lo
+    }
+}
+
 /// The writer's view of the ring.
 pub(crate) struct Stage {
     slot_bytes: usize,
     /// Free slot ids, reused lowest first so consecutive commits share a page.
     free: BTreeSet<i64>,
     /// Live slots (staged samples), by sequence number.
-    live: Vec<(u64, i64)>,
+    live: Vec<LiveSlot>,
     next_slot: i64,
     seq: u64,
     compacted: u64,
@@ -84,20 +100,26 @@ impl Stage {
             let seq = slot_seq(body).map_err(malformed)?;
             stage.seq = stage.seq.max(seq);
             if seq > compacted {
-                stage.live.push((seq, slot));
                 let ranges = &mut stage.ranges;
                 let mut n = 0;
+                let mut span = (i64::MAX, i64::MIN);
                 decode_slot(body, |series, ts, _| {
                     n += 1;
+                    span = (span.0.min(series), span.1.max(series));
                     widen(ranges, series, ts);
                 })
                 .map_err(malformed)?;
+                stage.live.push(LiveSlot {
+                    seq,
+                    slot,
+                    series: span,
+                });
                 stage.staged += n;
             } else {
                 stage.free.insert(slot);
             }
         }
-        stage.live.sort_unstable();
+        stage.live.sort_unstable_by_key(|l| (l.seq, l.slot));
         Ok(stage)
     }
 
@@ -150,44 +172,54 @@ impl Stage {
         };
         self.seq += 1;
         let mut slot = SlotWriter::new(self.slot_bytes, self.seq, base);
+        // The first and last series of the slot being filled.
+        let mut span = (rows[0].0, rows[0].0);
         for &(series, ts, value) in rows {
             if !slot.push(series, ts, value) {
-                self.put(conn, slot.finish())?;
+                self.put(conn, slot.finish(), span)?;
                 slot = SlotWriter::new(self.slot_bytes, self.seq, base);
                 // An empty slot takes any one sample (at most 30 bytes).
                 slot.push(series, ts, value);
+                span.0 = series;
             }
+            span.1 = series;
             widen(&mut self.ranges, series, ts);
         }
-        self.put(conn, slot.finish())?;
+        self.put(conn, slot.finish(), span)?;
         self.staged += rows.len();
         Ok(())
     }
 
-    fn put(&mut self, conn: &Connection, body: Vec<u8>) -> rusqlite::Result<()> {
-        match self.free.pop_first() {
+    fn put(
+        &mut self,
+        conn: &Connection,
+        body: Vec<u8>,
+        series: (i64, i64),
+    ) -> rusqlite::Result<()> {
+        let slot = match self.free.pop_first() {
             Some(slot) => {
                 conn.prepare_cached("UPDATE stage_slot SET body = ?1 WHERE slot = ?2")?
                     .execute(params![body, slot])?;
-                self.live.push((self.seq, slot));
+                slot
             }
             None => {
                 let slot = self.next_slot;
                 self.next_slot += 1;
                 conn.prepare_cached("INSERT INTO stage_slot (slot, body) VALUES (?1, ?2)")?
                     .execute(params![slot, body])?;
-                self.live.push((self.seq, slot));
+                slot
             }
-        }
+        };
+        self.live.push(LiveSlot {
+            seq: self.seq,
+            slot,
+            series,
+        });
         Ok(())
     }
 
-    /// Every staged sample, in staging order.
-    pub fn rows(&self, conn: &Connection) -> rusqlite::Result<Vec<Row>> {
-        self.rows_of(conn, 0, i64::MAX)
-    }
-
-    /// The staged samples of the series in `[lo, hi)`, in staging order.
+    /// The staged samples of the series in `[lo, hi)`, in staging order; only
+    /// the slots that hold one of them are read.
     pub fn rows_of(&self, conn: &Connection, lo: i64, hi: i64) -> rusqlite::Result<Vec<Row>> {
         let n = self
             .ranges
@@ -197,8 +229,8 @@ impl Stage {
             .sum();
         let mut out = Vec::with_capacity(n);
         let mut stmt = conn.prepare_cached("SELECT body FROM stage_slot WHERE slot = ?1")?;
-        for &(_, slot) in &self.live {
-            stmt.query_row([slot], |r| {
+        for live in self.live.iter().filter(|l| l.holds_any(lo, hi)) {
+            stmt.query_row([live.slot], |r| {
                 decode_slot_range(r.get_ref(0)?.as_blob()?, lo, hi, |s, t, v| {
                     out.push((s, t, v))
                 })
@@ -220,7 +252,7 @@ impl Stage {
         )?
         .execute(params![COMPACTED_KEY, self.seq as i64])?;
         self.compacted = self.seq;
-        self.free.extend(self.live.drain(..).map(|(_, slot)| slot));
+        self.free.extend(self.live.drain(..).map(|l| l.slot));
         self.ranges.clear();
         self.staged = 0;
         Ok(())
@@ -476,7 +508,10 @@ mod tests {
         assert_eq!(staged(&conn, None), rows);
         assert_eq!(staged(&conn, Some(2)), rows[150..300].to_vec());
         assert!(stage.may_hold(1, rows[0].1) && !stage.may_hold(1, rows[0].1 - 1));
-        assert_eq!(stage.rows(&conn).expect("rows"), rows);
+        assert_eq!(
+            stage.rows_of(&conn, i64::MIN, i64::MAX).expect("rows"),
+            rows
+        );
         // Parts of at most 200 samples: each series whole, in order.
         assert_eq!(stage.partitions(200), [(1, 2), (2, 3), (3, i64::MAX)]);
         assert_eq!(stage.partitions(300), [(1, 3), (3, i64::MAX)]);
@@ -505,7 +540,10 @@ mod tests {
         // A fresh writer (a restart) sees the same state.
         let again = Stage::load(&conn, 4096).expect("reload");
         assert_eq!(again.staged(), 20);
-        assert_eq!(again.rows(&conn).expect("rows"), rows[..20].to_vec());
+        assert_eq!(
+            again.rows_of(&conn, i64::MIN, i64::MAX).expect("rows"),
+            rows[..20].to_vec()
+        );
         assert_eq!(again.seq, stage.seq);
     }
 
@@ -567,5 +605,58 @@ mod tests {
         );
         assert!(decode_slot_range(&body, 9, 10, |_, _, _| seen += 1).is_err());
         assert_eq!(seen, 0);
+    }
+
+    #[test]
+    fn a_part_reads_only_the_slots_that_hold_its_series() {
+        let conn = ring();
+        let mut stage = Stage::load(&conn, 4096).expect("load");
+        // 600 samples of 3 series: several slots, each series in some of them.
+        let rows: Vec<Row> = (0..600)
+            .map(|i| {
+                (
+                    1 + i / 200,
+                    1_717_200_000_000 + (i % 200) * 1000,
+                    1000.5 + i as f64,
+                )
+            })
+            .collect();
+        stage.write(&conn, &rows).expect("write");
+        // A reload finds the same spans in the slots themselves.
+        let again = Stage::load(&conn, 4096).expect("reload");
+        let spans = |st: &Stage| {
+            st.live
+                .iter()
+                .map(|l| (l.slot, l.series))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(spans(&again), spans(&stage));
+        let only_first = stage
+            .live
+            .iter()
+            .find(|l| l.series == (1, 1))
+            .expect("a slot of series 1 alone")
+            .slot;
+        // Damage its samples, and its header's last series so that decoding
+        // would not skip it either: only not reading it gets past it.
+        let mut body: Vec<u8> = conn
+            .query_row(
+                "SELECT body FROM stage_slot WHERE slot = ?1",
+                [only_first],
+                |r| r.get(0),
+            )
+            .expect("body");
+        body[18..HEADER].copy_from_slice(&u32::MAX.to_le_bytes());
+        body[HEADER..].fill(0xff);
+        conn.execute(
+            "UPDATE stage_slot SET body = ?1 WHERE slot = ?2",
+            params![body, only_first],
+        )
+        .expect("damage it");
+        assert_eq!(
+            stage.rows_of(&conn, 3, 4).expect("series 3"),
+            rows[400..].to_vec()
+        );
+        assert!(stage.rows_of(&conn, 1, 2).is_err());
     }
 }
