@@ -23,6 +23,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::agg::{align, Agg};
 use super::chunks;
 use super::plan::{HOUR_MS, MINUTE_MS};
+use super::query::PERIODS_CTE;
 use super::restamp::{self, Restamp, Restamped};
 use super::stage::{Row, Stage};
 use crate::model::{DeviceId, Property, Sample};
@@ -236,8 +237,7 @@ impl Ingest {
                     for (table, period) in [("rollup_1m", MINUTE_MS), ("rollup_1h", HOUR_MS)] {
                         // One seek per period: the key is (bucket, series).
                         conn.prepare_cached(&format!(
-                            "WITH RECURSIVE b(bucket) AS (
-                                 SELECT ?2 UNION ALL SELECT bucket + ?4 FROM b WHERE bucket + ?4 < ?3)
+                            "{PERIODS_CTE}
                              DELETE FROM {table} WHERE series = ?1 AND bucket IN (SELECT bucket FROM b)"
                         ))?
                         .execute(params![series, start, end, period])?;

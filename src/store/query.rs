@@ -162,13 +162,18 @@ pub fn buckets(
     Ok(out)
 }
 
+/// The periods `b(bucket)` from `?2` to before `?3`, `?4` apart: with the
+/// rollups keyed (bucket, series), a statement joining them reaches one
+/// series' rows by one seek per period (`?1` is the series).
+pub(crate) const PERIODS_CTE: &str = "WITH RECURSIVE b(bucket) AS (
+     SELECT ?2 UNION ALL SELECT bucket + ?4 FROM b WHERE bucket + ?4 < ?3)";
+
 /// The rows of one series in a rollup table for whole periods from `?2` to
 /// `?3` (period `?4`): the key is (bucket, series), so one seek per period,
 /// the periods made by SQLite itself.
 fn rollup_rows_sql(table: &str) -> String {
     format!(
-        "WITH RECURSIVE b(bucket) AS (
-             SELECT ?2 UNION ALL SELECT bucket + ?4 FROM b WHERE bucket + ?4 < ?3)
+        "{PERIODS_CTE}
          SELECT r.bucket, n, total, lo, hi, first_off, first_v, last_off, last_v
          FROM b CROSS JOIN {table} r ON r.bucket = b.bucket AND r.series = ?1
          ORDER BY r.bucket"

@@ -140,27 +140,35 @@ pub(crate) fn raw_samples(
 /// longer stored at its old time). Chunks of earlier runs are not searched:
 /// their times are taken to be older than this run's (their clock was right).
 pub(crate) fn renew_series_last(conn: &Connection, r: &Restamp) -> rusqlite::Result<()> {
-    let mut newest: BTreeMap<i64, (i64, f64)> = BTreeMap::new();
+    // The chunk that ends last, per series: its last sample is the newest.
+    let mut last_chunk: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
     {
-        let mut stmt =
-            conn.prepare("SELECT series, start_ts, n, body FROM raw_chunk WHERE id > ?1")?;
+        let mut stmt = conn.prepare("SELECT series, end_ts, id FROM raw_chunk WHERE id > ?1")?;
         let mut rows = stmt.query([r.after_chunk])?;
         while let Some(row) = rows.next()? {
-            let series: i64 = row.get(0)?;
-            let first: i64 = row.get(1)?;
-            let n: i64 = row.get(2)?;
-            let slot = newest.entry(series).or_insert((i64::MIN, 0.0));
+            let (series, end, id): (i64, i64, i64) = (row.get(0)?, row.get(1)?, row.get(2)?);
+            let best = last_chunk.entry(series).or_insert((end, id));
+            if end > best.0 {
+                *best = (end, id);
+            }
+        }
+    }
+    let mut body = conn.prepare_cached("SELECT start_ts, n, body FROM raw_chunk WHERE id = ?1")?;
+    let mut newest: BTreeMap<i64, (i64, f64)> = BTreeMap::new();
+    for (series, (_, id)) in last_chunk {
+        let last = body.query_row([id], |row| {
+            let mut last = None;
             decode_chunk(
-                first,
-                usize::try_from(n).unwrap_or(0),
-                row.get_ref(3)?.as_blob()?,
-                |ts, v| {
-                    if ts > slot.0 {
-                        *slot = (ts, v);
-                    }
-                },
+                row.get(0)?,
+                usize::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+                row.get_ref(2)?.as_blob()?,
+                |ts, v| last = Some((ts, v)),
             )
             .map_err(malformed)?;
+            Ok(last)
+        })?;
+        if let Some(last) = last {
+            newest.insert(series, last);
         }
     }
     let mut recorded =

@@ -88,6 +88,16 @@ async fn an_epochs_samples_move_by_the_step_and_nothing_else_does() {
             );
         }
     }
+    // The newest value moved with the epoch.
+    let newest = |store: &sitegate::store::StoreHandle| {
+        let store = store.clone();
+        async move {
+            let latest = store.latest().await.expect("latest");
+            assert_eq!(latest.len(), 1);
+            (latest[0].ts_ms, latest[0].value)
+        }
+    };
+    assert_eq!(newest(&store).await, moved[moved.len() - 1]);
     // Samples that arrive afterwards go on as usual.
     tx.send(vec![sample(
         0,
@@ -111,5 +121,6 @@ async fn an_epochs_samples_move_by_the_step_and_nothing_else_does() {
     all.push((T0 + 10 * DAY_MS + 1_000_000, 7.0));
     let mean = all.iter().map(|s| s.1).sum::<f64>() / all.len() as f64;
     assert!((got[0].value - mean).abs() < 1e-9, "{got:?}");
+    assert_eq!(newest(&store).await, (T0 + 10 * DAY_MS + 1_000_000, 7.0));
     store.close().await.expect("close");
 }
