@@ -128,6 +128,18 @@ fn strip_position(message: &str) -> &str {
         .map_or(message, |(head, _)| head)
 }
 
+/// What a JSON value is, for a problem's detail ("found a string").
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

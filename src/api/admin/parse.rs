@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use tracing::Level;
 
 use crate::api::error::{ApiError, ErrorCode};
+use crate::api::extract::json_kind;
 use crate::ops::{
     parse_level, ConfigChange, OpId, OpKind, OpRequest, CONFIG_HISTORY_DEFAULT, CONFIG_HISTORY_MAX,
     LOG_BYTES_DEFAULT, LOG_BYTES_MAX, LOG_LINES_DEFAULT, LOG_LINES_MAX, SCAN_TIMEOUT_MS_DEFAULT,
@@ -129,7 +130,7 @@ fn config_change(args: &Map<String, Value>) -> Result<ConfigChange, ApiError> {
             "args.toml",
             format!(
                 "args.toml must be the whole config as TOML text, found {}",
-                kind_of(v)
+                json_kind(v)
             ),
         )),
         (None, Some(Value::Object(m))) => super::patch::entries(m)
@@ -139,7 +140,7 @@ fn config_change(args: &Map<String, Value>) -> Result<ConfigChange, ApiError> {
             "args.patch",
             format!(
                 "args.patch must be a JSON merge patch object, found {}",
-                kind_of(v)
+                json_kind(v)
             ),
         )),
         (Some(_), Some(_)) => Err(ApiError::invalid_value(
@@ -147,17 +148,6 @@ fn config_change(args: &Map<String, Value>) -> Result<ConfigChange, ApiError> {
             "give either args.toml (the whole config) or args.patch (a merge patch), not both",
         )),
         (None, None) => Err(ApiError::missing_field("args.toml")),
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

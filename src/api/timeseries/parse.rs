@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::api::extract::json_kind;
 use crate::model::{time, Property};
 use crate::store::{Aggregation, SeriesQuery};
 
@@ -71,7 +72,7 @@ pub fn parse_request(body: &Value, offered: &[Property]) -> Result<SeriesQuery> 
         RequestError::new(
             RequestCode::InvalidJson,
             "",
-            format!("the body must be a JSON object, found {}", kind(body)),
+            format!("the body must be a JSON object, found {}", json_kind(body)),
         )
     })?;
     check_fields(obj, "", TOP_FIELDS, &["property", "range", "resolution"])?;
@@ -104,17 +105,6 @@ fn join(prefix: &str, name: &str) -> String {
         name.to_string()
     } else {
         format!("{prefix}.{name}")
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -151,7 +141,7 @@ fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>> {
         RequestError::new(
             RequestCode::InvalidValue,
             field,
-            format!("{field} must be an object, found {}", kind(v)),
+            format!("{field} must be an object, found {}", json_kind(v)),
         )
     })
 }
@@ -161,7 +151,7 @@ fn string<'a>(v: &'a Value, field: &str) -> Result<&'a str> {
         RequestError::new(
             RequestCode::InvalidValue,
             field,
-            format!("{field} must be a string, found {}", kind(v)),
+            format!("{field} must be a string, found {}", json_kind(v)),
         )
     })
 }
