@@ -16,6 +16,7 @@
 //! (the writer does); after a rollback the writer calls [`Ingest::reload`],
 //! since the ring's bookkeeping here may be ahead of the database.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -279,11 +280,14 @@ impl Ingest {
                         .prepare_cached(IN_RECENT)?
                         .exists(params![ts, series])?
                     || (self.stage.may_hold(series, ts) && {
-                        if !staged.contains_key(&series) {
-                            let rows = self.stage.rows_of(conn, series, series + 1)?;
-                            staged.insert(series, rows.into_iter().map(|r| r.1).collect());
-                        }
-                        staged.get(&series).is_some_and(|t| t.contains(&ts))
+                        let times = match staged.entry(series) {
+                            Entry::Occupied(e) => e.into_mut(),
+                            Entry::Vacant(e) => {
+                                let rows = self.stage.rows_of(conn, series, series + 1)?;
+                                e.insert(rows.into_iter().map(|r| r.1).collect())
+                            }
+                        };
+                        times.contains(&ts)
                     })
             };
             if stored {
