@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod liveness;
 pub mod logging;
+pub mod memory;
 pub mod metrics;
 pub mod modbus;
 pub mod model;

@@ -61,6 +61,7 @@ const EXIT_USAGE: u8 = 64;
 const EXIT_CONFIG: u8 = sitegate::agent::EXIT_CONFIG;
 
 fn main() -> ExitCode {
+    sitegate::memory::tune();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

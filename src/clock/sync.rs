@@ -4,7 +4,8 @@
 //! creates once it has synchronised.
 //!
 //! Reads only: `adjtimex` with no mode bits set changes nothing (and needs no
-//! capability). The one `unsafe` block of the crate is here, for that call.
+//! capability). One of the two `unsafe` places of the crate is here, for that
+//! call (the other is `memory.rs`, the allocator settings).
 
 use std::path::Path;
 

@@ -236,6 +236,8 @@ impl Writer {
         if result.is_err() {
             self.rolled_back();
         }
+        // The parts' rows are freed now: give their pages back (memory.rs).
+        crate::memory::give_back();
         Ok(result?)
     }
 
