@@ -16,8 +16,8 @@
 //! (the writer does); after a rollback the writer calls [`Ingest::reload`],
 //! since the ring's bookkeeping here may be ahead of the database.
 
+use super::id_hash::{IdMap, IdSet};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -81,9 +81,9 @@ pub struct IngestStats {
 pub(crate) struct Ingest {
     /// Device reference by `DeviceId` index.
     devices: Vec<String>,
-    series: HashMap<(u16, Property), i64>,
+    series: IdMap<(u16, Property), i64>,
     /// Newest stored time per series, loaded on first use.
-    newest: HashMap<i64, i64>,
+    newest: IdMap<i64, i64>,
     stage: Stage,
     page_size: usize,
     upsert_minute: String,
@@ -96,8 +96,8 @@ impl Ingest {
         let page_size = usize::try_from(page_size).unwrap_or(4096);
         Ok(Self {
             devices,
-            series: HashMap::new(),
-            newest: HashMap::new(),
+            series: IdMap::default(),
+            newest: IdMap::default(),
             stage: Stage::load(conn, page_size)?,
             page_size,
             upsert_minute: upsert_sql("rollup_1m"),
@@ -167,7 +167,8 @@ impl Ingest {
         stats.duplicates += before - rows.len();
         let rows = self.drop_stored(conn, rows, &mut stats)?;
         stats.stored = rows.len();
-        let series = rows.iter().map(|r| r.0).collect::<HashSet<_>>().len();
+        // Sorted by series: each new series starts a run.
+        let series = rows.chunk_by(|a, b| a.0 == b.0).count();
         if rows.len() >= DIRECT_PER_SERIES * series.max(1) {
             self.compact(conn)?;
             self.write_raw(conn, &rows)?;
@@ -269,7 +270,7 @@ impl Ingest {
     ) -> rusqlite::Result<Vec<Row>> {
         // Staged times of the series looked up so far, read series by series
         // (the slots holding one series: about one per commit).
-        let mut staged: HashMap<i64, HashSet<i64>> = HashMap::new();
+        let mut staged: IdMap<i64, IdSet<i64>> = IdMap::default();
         let mut kept = Vec::with_capacity(rows.len());
         for (series, ts, value) in rows {
             let newest = self.newest(conn, series)?;

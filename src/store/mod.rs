@@ -21,6 +21,7 @@ mod codec;
 pub mod diagnose;
 mod error;
 mod hook;
+mod id_hash;
 mod ingest;
 pub mod integrity;
 mod migrate;

@@ -18,11 +18,12 @@
 //! [`for_each_staged`], which needs nothing but the connection. Nothing here
 //! begins or commits a transaction.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::codec::{put_value, put_varint, unzigzag, zigzag, Malformed, Reader};
+use super::id_hash::IdMap;
 
 /// (series, ts, value).
 pub(crate) type Row = (i64, i64, f64);
@@ -74,7 +75,7 @@ pub(crate) struct Stage {
     compacted: u64,
     staged: usize,
     /// Oldest and newest staged time, and the sample count, per series.
-    ranges: HashMap<i64, (i64, i64, usize)>,
+    ranges: IdMap<i64, (i64, i64, usize)>,
 }
 
 impl Stage {
@@ -89,7 +90,7 @@ impl Stage {
             seq: compacted,
             compacted,
             staged: 0,
-            ranges: HashMap::new(),
+            ranges: IdMap::default(),
         };
         let mut stmt = conn.prepare("SELECT slot, body FROM stage_slot ORDER BY slot")?;
         let mut rows = stmt.query([])?;
@@ -259,7 +260,7 @@ impl Stage {
     }
 }
 
-fn widen(ranges: &mut HashMap<i64, (i64, i64, usize)>, series: i64, ts: i64) {
+fn widen(ranges: &mut IdMap<i64, (i64, i64, usize)>, series: i64, ts: i64) {
     let r = ranges.entry(series).or_insert((ts, ts, 0));
     r.0 = r.0.min(ts);
     r.1 = r.1.max(ts);
