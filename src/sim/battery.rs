@@ -1,4 +1,5 @@
-//! A simulated battery inverter: models 1, 701, 120, 124, 802.
+//! A simulated battery inverter: models 1, 701, 120, 124, 802, presented as
+//! the simulator's own or as a Fronius GEN24 ([`Brand`]).
 //!
 //! With `StorCtl_Mod` = 0 it runs self-consumption (the site tells it its share of
 //! the PV surplus or deficit); with bits set it keeps to the model-124 window.
@@ -17,9 +18,11 @@ use super::physics::{BatteryStep, Window};
 use super::SimResponse;
 use crate::register::codec::ValueType::{I16, U16};
 
+mod brand;
 mod layout;
 mod publish;
 
+pub use brand::Brand;
 use layout::Blocks;
 use publish::Publish;
 
@@ -52,6 +55,7 @@ pub struct Battery {
     ac_w: f64,
     revert: RevertTimer,
     response: SimResponse,
+    brand: Brand,
 }
 
 impl Battery {
@@ -61,10 +65,11 @@ impl Battery {
         serial: &str,
         r: BatteryRating,
         response: SimResponse,
+        brand: Brand,
     ) -> (RegisterMap, Battery) {
         let mut b = RegisterMap::sunspec(base);
-        let model = format!("SIM-BAT-{}", (r.capacity_wh / 1000.0).round());
-        common::common(&mut b, &model, serial, unit_id);
+        let model = brand.model(r.rated_w, r.capacity_wh);
+        common::common_as(&mut b, brand.manufacturer(), &model, serial, unit_id);
         let m701 = layout::ac_measurement(&mut b, r.rated_w);
         let storage = StorageRating {
             capacity_wh: r.capacity_wh,
@@ -85,6 +90,7 @@ impl Battery {
             ac_w: 0.0,
             revert: RevertTimer::default(),
             response,
+            brand,
         };
         let mut map = b.finish();
         bat.publish(&mut map, 0, 0.0);
@@ -159,7 +165,7 @@ impl Battery {
     }
 
     /// `InOutWRte_RvrtTms` expired without a write to model 124: release control
-    /// (`StorCtl_Mod` = 0, both rates back to 100 %).
+    /// (`StorCtl_Mod` = 0, both rates back to 100 % unless the brand keeps them).
     pub fn check_revert(&mut self, map: &mut RegisterMap, now: Instant) {
         let c = self.m124();
         let timeout = map.get(c, &Model124::IN_OUT_W_RTE_RVRT_TMS, U16);
@@ -169,9 +175,11 @@ impl Battery {
                 "model 124 revert timer fired: storage control released"
             );
             map.set(c, &Model124::STOR_CTL_MOD, U16, 0.0);
-            let sf = &Model124::IN_OUT_W_RTE_SF;
-            map.set_scaled(c, &Model124::IN_W_RTE, I16, 100.0, sf);
-            map.set_scaled(c, &Model124::OUT_W_RTE, I16, 100.0, sf);
+            if self.brand.revert_resets_rates() {
+                let sf = &Model124::IN_OUT_W_RTE_SF;
+                map.set_scaled(c, &Model124::IN_W_RTE, I16, 100.0, sf);
+                map.set_scaled(c, &Model124::OUT_W_RTE, I16, 100.0, sf);
+            }
         }
     }
 

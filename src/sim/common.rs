@@ -18,8 +18,13 @@ pub const MANUFACTURER: &str = "sitegate";
 
 /// Appends the Common model (L = 66, trailing pad included).
 pub fn common(b: &mut MapBuilder, model: &str, serial: &str, unit_id: u8) {
+    common_as(b, MANUFACTURER, model, serial, unit_id);
+}
+
+/// [`common`] with another manufacturer's name (a simulated brand).
+pub fn common_as(b: &mut MapBuilder, manufacturer: &str, model: &str, serial: &str, unit_id: u8) {
     let c = b.model::<Model1>();
-    b.set_str(c, &Model1::MN, MANUFACTURER);
+    b.set_str(c, &Model1::MN, manufacturer);
     b.set_str(c, &Model1::MD, model);
     // Optional string left unimplemented (all NUL).
     b.set_str(c, &Model1::OPT, "");

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tokio_modbus::ExceptionCode;
 
-use super::battery::{Battery, BatteryRating};
+use super::battery::{Battery, BatteryRating, Brand};
 use super::inverter::Inverter;
 use super::map::RegisterMap;
 use super::meter::Meter;
@@ -78,7 +78,18 @@ impl Device {
                 initial_soc,
                 soc_min,
                 soc_max,
+            }
+            | SimKind::FroniusGen24 {
+                rated_w,
+                capacity_wh,
+                initial_soc,
+                soc_min,
+                soc_max,
             } => {
+                let brand = match spec.kind {
+                    SimKind::FroniusGen24 { .. } => Brand::FroniusGen24,
+                    _ => Brand::Sitegate,
+                };
                 let rating = BatteryRating {
                     rated_w,
                     capacity_wh,
@@ -92,6 +103,7 @@ impl Device {
                     &serial,
                     rating,
                     spec.response,
+                    brand,
                 );
                 (map, Kind::Battery(bat))
             }

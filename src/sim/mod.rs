@@ -106,6 +106,13 @@ impl SimSiteSpec {
                         initial_soc,
                         soc_min,
                         soc_max,
+                    }
+                    | SimKind::FroniusGen24 {
+                        rated_w,
+                        capacity_wh,
+                        initial_soc,
+                        soc_min,
+                        soc_max,
                     } => {
                         if !positive(rated_w) || !positive(capacity_wh) {
                             return Err(format!("{at}: rated_w and capacity_wh must be positive"));
@@ -184,6 +191,16 @@ pub enum SimKind {
     Inverter { rated_w: f64 },
     /// Battery inverter (models 1, 701, 120, 124, 802); SoC values in %.
     Battery {
+        rated_w: f64,
+        capacity_wh: f64,
+        initial_soc: f64,
+        soc_min: f64,
+        soc_max: f64,
+    },
+    /// A Fronius Symo GEN24 Plus hybrid as its battery: the battery inverter
+    /// above with the GEN24's Common model strings and its model-124 revert
+    /// (back to `StorCtl_Mod = 0`, the rates left as they were).
+    FroniusGen24 {
         rated_w: f64,
         capacity_wh: f64,
         initial_soc: f64,

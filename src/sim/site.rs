@@ -247,7 +247,9 @@ fn site_max_w(spec: &SimSiteSpec) -> f64 {
     let devices = spec.servers.iter().flat_map(|s| &s.devices);
     let rated: f64 = devices
         .map(|d| match d.kind {
-            SimKind::Inverter { rated_w } | SimKind::Battery { rated_w, .. } => rated_w,
+            SimKind::Inverter { rated_w }
+            | SimKind::Battery { rated_w, .. }
+            | SimKind::FroniusGen24 { rated_w, .. } => rated_w,
             SimKind::Meter | SimKind::Profile { .. } | SimKind::Inputs { .. } => 0.0,
             SimKind::Fixed { rated_w, .. } => rated_w,
         })

@@ -22,6 +22,7 @@ mod demo_grid;
 mod device_data;
 mod device_failure;
 mod disk_full;
+mod fronius_gen24;
 mod grid_loop;
 mod grid_transitions;
 mod metrics;

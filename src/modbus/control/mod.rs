@@ -9,16 +9,19 @@
 //! register knowledge of steering: steering chooses commands and runs plans
 //! through the device's bus task. Pure: nothing here does I/O or keeps state.
 //!
-//! Layout: `sunspec` (models 124, 123 and 704), `profile` (the recipes of a
-//! profile's `[controls]`), `restore` (the registers a recipe may write, what
+//! Layout: `sunspec` (models 124, 123 and 704), `fronius` (model 124 as a
+//! Fronius GEN24 takes it), `profile` (the recipes of a profile's
+//! `[controls]`), `restore` (the registers a recipe may write, what
 //! they held when found, and the release that writes that back), and
 //! [`Recipe`], which picks one from what [`DeviceMap::controls`] says a device
 //! has.
 
+mod fronius;
 mod profile;
 mod restore;
 mod sunspec;
 
+pub use fronius::{is_gen24, StorageGen24};
 pub use profile::{
     ess_release_writes, ess_writes, limit_writes, release_writes, ProfileEss, ProfileLimit,
 };
@@ -30,6 +33,7 @@ use super::{Controls, DeviceMap};
 use crate::model::DeviceType;
 use crate::profile::ProfileControls;
 use crate::register::plan::{self, Image, Span, Table};
+use crate::telemetry::DeviceInfo;
 
 /// What one device is told.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -154,6 +158,8 @@ fn word_at(span: Span, words: &[u16], addr: u16) -> Option<u16> {
 pub enum Recipe {
     /// SunSpec model 124 (basic storage controls).
     Storage124(Storage124),
+    /// SunSpec model 124 of a Fronius GEN24 (one limit bit per direction).
+    StorageGen24(StorageGen24),
     /// SunSpec model 704 `WSet` in W, for storage without model 124.
     Storage704(Storage704),
     /// SunSpec `WMaxLimPct` in % of `WMax`: model 123, or 704 without it.
@@ -171,7 +177,9 @@ impl Recipe {
     ///
     /// SunSpec: model 124 (batteries) and 123 (inverters) when present; model
     /// 704 only for devices that have neither (704 may stand in for them,
-    /// never beside them: two models would fight over one setpoint).
+    /// never beside them: two models would fight over one setpoint). A
+    /// battery whose Common model names a Fronius GEN24 gets that
+    /// inverter's reading of 124 ([`is_gen24`]).
     pub fn for_device(
         device_type: DeviceType,
         configured_rated_w: Option<f64>,
@@ -182,7 +190,7 @@ impl Recipe {
                 immediate,
                 storage,
                 der,
-            } => sunspec_recipe(device_type, immediate, storage, der, map.info.rated_power_w),
+            } => sunspec_recipe(device_type, immediate, storage, der, &map.info),
             Controls::Profile(p) => profile_recipe(
                 device_type,
                 p,
@@ -196,6 +204,7 @@ impl Recipe {
     pub fn calibration(&self) -> Vec<Span> {
         match self {
             Recipe::Storage124(r) => r.calibration(),
+            Recipe::StorageGen24(r) => r.calibration(),
             Recipe::Storage704(r) => r.calibration(),
             Recipe::Limit(r) => r.calibration(),
             Recipe::ProfileStorage(_) | Recipe::ProfileLimit(_) => Vec::new(),
@@ -218,6 +227,8 @@ impl Recipe {
         let writes = match (self, cmd) {
             (Recipe::Storage124(r), Command::EssPower(w)) => r.power(w, revert_s, cal)?,
             (Recipe::Storage124(r), Command::EssRelease) => r.release(cal)?,
+            (Recipe::StorageGen24(r), Command::EssPower(w)) => r.power(w, revert_s, cal)?,
+            (Recipe::StorageGen24(r), Command::EssRelease) => r.release(cal)?,
             (Recipe::Storage704(r), Command::EssPower(w)) => r.power(w, revert_s, cal)?,
             (Recipe::Storage704(r), Command::EssRelease) => r.release()?,
             (Recipe::Limit(r), Command::ProductionLimit(w)) => r.limit(w, revert_s, cal)?,
@@ -237,10 +248,12 @@ fn sunspec_recipe(
     immediate: Option<&ModelBlock>,
     storage: Option<&ModelBlock>,
     der: Option<&ModelBlock>,
-    rated_w: Option<f64>,
+    info: &DeviceInfo,
 ) -> Result<Recipe, WriteError> {
+    let rated_w = info.rated_power_w;
     match device_type {
         DeviceType::Battery => match (storage, der) {
+            (Some(b), _) if is_gen24(info) => Ok(Recipe::StorageGen24(StorageGen24 { block: *b })),
             (Some(b), _) => Ok(Recipe::Storage124(Storage124 { block: *b })),
             (None, Some(b)) => Ok(Recipe::Storage704(Storage704 { block: *b })),
             (None, None) => Err(WriteError::NoControl(

@@ -69,7 +69,10 @@ impl Originals {
 /// release for production.
 fn sample_commands(recipe: &Recipe) -> &'static [Command] {
     match recipe {
-        Recipe::Storage124(_) | Recipe::Storage704(_) | Recipe::ProfileStorage(_) => &[
+        Recipe::Storage124(_)
+        | Recipe::StorageGen24(_)
+        | Recipe::Storage704(_)
+        | Recipe::ProfileStorage(_) => &[
             Command::EssPower(1000.0),
             Command::EssPower(-1000.0),
             Command::EssPower(0.0),

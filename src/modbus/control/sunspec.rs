@@ -207,15 +207,33 @@ impl Storage124 {
 
     /// `InOutWRte_RvrtTms`, the window, `StorCtl_Mod = 3`.
     pub fn power(&self, w: f64, revert_s: u16, cal: &Image) -> Result<Vec<RegWrite>, WriteError> {
-        let b = &self.block;
-        let cha_max = self.w_cha_max(cal)?;
-        // Never beyond 100 %: the window cannot express more.
-        let pct = (w.abs() / cha_max * 100.0).min(100.0);
+        let pct = self.percent_of_w_cha_max(w, cal)?;
         let (out_pct, in_pct) = if w > 0.0 { (pct, -pct) } else { (-pct, pct) };
+        self.window_writes(3, out_pct, in_pct, revert_s, cal)
+    }
+
+    /// `|w|` in % of `WChaMax`, never beyond 100 % (the rates cannot
+    /// express more).
+    pub(super) fn percent_of_w_cha_max(&self, w: f64, cal: &Image) -> Result<f64, WriteError> {
+        let cha_max = self.w_cha_max(cal)?;
+        Ok((w.abs() / cha_max * 100.0).min(100.0))
+    }
+
+    /// `InOutWRte_RvrtTms = revert_s`, the `OutWRte`/`InWRte` pair, then
+    /// `StorCtl_Mod = mode`.
+    pub(super) fn window_writes(
+        &self,
+        mode: u16,
+        out_pct: f64,
+        in_pct: f64,
+        revert_s: u16,
+        cal: &Image,
+    ) -> Result<Vec<RegWrite>, WriteError> {
+        let b = &self.block;
         Ok(vec![
             IN_OUT_W_RTE_RVRT_TMS.write(b, f64::from(revert_s), ValueType::U16)?,
             self.rates(out_pct, in_pct, cal)?,
-            STOR_CTL_MOD.write(b, 3.0, ValueType::U16)?,
+            STOR_CTL_MOD.write(b, f64::from(mode), ValueType::U16)?,
         ])
     }
 

@@ -1,5 +1,5 @@
-//! Write recipes: SunSpec 123 and 124 here; model 704, the profile recipes and
-//! the choice of recipe in the sibling files.
+//! Write recipes: SunSpec 123 and 124 here; model 704, the Fronius GEN24's
+//! 124, the profile recipes and the choice of recipe in the sibling files.
 
 use ::sunspec::models::model123::Model123 as M123;
 use ::sunspec::models::model124::Model124 as M124;
@@ -10,6 +10,7 @@ use crate::register::plan::{Image, Span, Table};
 
 mod choice;
 mod der704;
+mod gen24;
 mod profile;
 mod profile_writes;
 mod release_words;
