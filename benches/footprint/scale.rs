@@ -143,8 +143,13 @@ impl Run {
             http_port,
             db: dir.path().join("sitegate.db"),
             config_path,
+            // The agent closes a connection that sends no request head for
+            // 10 s (`agent::http::HEAD_TIMEOUT`); a GET every 10 s on a
+            // pooled connection would race that close, so none is reused
+            // after 5 s idle.
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))
+                .pool_idle_timeout(Duration::from_secs(5))
                 .build()
                 .unwrap(),
             rt: rt.clone(),
@@ -502,6 +507,17 @@ pub fn main(args: &[String]) {
             })
         })
         .collect();
-    let reports: Vec<Report> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    // A size whose run failed is named; the others are still reported.
+    let reports: Vec<Report> = threads
+        .into_iter()
+        .zip(&args.sizes)
+        .filter_map(|(t, n)| match t.join() {
+            Ok(report) => Some(report),
+            Err(_) => {
+                println!("[n={n}] the run failed (its panic is printed above); not in the table");
+                None
+            }
+        })
+        .collect();
     print_reports(&args, &reports);
 }
