@@ -61,6 +61,7 @@ mod service;
 mod steering_api;
 mod steering_e2e;
 mod steering_profiles;
+mod steering_raise;
 mod steering_restart;
 mod steering_revert;
 mod steering_stop;

@@ -137,7 +137,18 @@ pub(super) fn cap(t: &Tick, mut storage: f64, taken: bool, lifted: bool) -> Cap 
             _ => c,
         }
     };
-    let ramp = t.settings.production_ramp_w_per_s * t.relax_dt_s;
+    // The ramp (and the wait for a meter reading from after the last change)
+    // is for moves away from a limit that can bind. Where the site can take
+    // all the inverters could give, none can: the cap moves at once, so a
+    // partner's raise of its curtailment is written on the evaluation its
+    // change wakes, not a tick or a meter reading later. A cap lifted for the
+    // import keeps the ramp: the storage's hand-back waits on the production
+    // coming up to it (`hold.rs`, `hand_back`).
+    let ramp = if !lifted && room >= t.rated + 1.0 {
+        f64::INFINITY
+    } else {
+        t.settings.production_ramp_w_per_s * t.relax_dt_s
+    };
     let want = c;
     let c = super::settle(t.last_cap, c, 1.0, t.db, ramp).max(0.0);
     Cap {
