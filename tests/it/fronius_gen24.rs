@@ -147,63 +147,39 @@ async fn fronius_gen24_is_told_by_its_common_model() {
     rig.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fronius_gen24_charge_is_a_negative_discharge_rate() {
+/// Steers the GEN24 to `kw` (+ discharge) and checks the model-124 words it
+/// holds and the power it then runs at.
+async fn steered_to(kw: f64, (stor_ctl_mod, out_w_rte, in_w_rte): (u16, i16, i16), runs_w: f64) {
     let rig = start().await;
     let dev = rig.device(BUS);
-    steer_ess(&rig, -5.0).await;
-    // StorCtl_Mod 2 (discharge limit), OutWRte −50 %, InWRte 100 % (SF −2).
-    holds(
-        &dev,
-        Words {
-            stor_ctl_mod: 2,
-            out_w_rte: -5000,
-            in_w_rte: 10_000,
-            rvrt_tms: REVERT_S,
-        },
-    )
-    .await;
-    runs_at(&dev, -5000.0).await;
+    steer_ess(&rig, kw).await;
+    let expected = Words {
+        stor_ctl_mod,
+        out_w_rte,
+        in_w_rte,
+        rvrt_tms: REVERT_S,
+    };
+    holds(&dev, expected).await;
+    runs_at(&dev, runs_w).await;
     rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fronius_gen24_charge_is_a_negative_discharge_rate() {
+    // StorCtl_Mod 2 (discharge limit), OutWRte −50 %, InWRte 100 % (SF −2).
+    steered_to(-5.0, (2, -5000, 10_000), -5000.0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fronius_gen24_discharge_is_a_negative_charge_rate() {
-    let rig = start().await;
-    let dev = rig.device(BUS);
-    steer_ess(&rig, 4.0).await;
     // StorCtl_Mod 1 (charge limit), InWRte −40 %, OutWRte 100 %.
-    holds(
-        &dev,
-        Words {
-            stor_ctl_mod: 1,
-            out_w_rte: 10_000,
-            in_w_rte: -4000,
-            rvrt_tms: REVERT_S,
-        },
-    )
-    .await;
-    runs_at(&dev, 4000.0).await;
-    rig.shutdown().await;
+    steered_to(4.0, (1, 10_000, -4000), 4000.0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fronius_gen24_idle_blocks_charge_and_discharge() {
-    let rig = start().await;
-    let dev = rig.device(BUS);
-    steer_ess(&rig, 0.0).await;
-    holds(
-        &dev,
-        Words {
-            stor_ctl_mod: 3,
-            out_w_rte: 0,
-            in_w_rte: 0,
-            rvrt_tms: REVERT_S,
-        },
-    )
-    .await;
-    runs_at(&dev, 0.0).await;
-    rig.shutdown().await;
+    // StorCtl_Mod 3 (both limits), both rates 0.
+    steered_to(0.0, (3, 0, 0), 0.0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
