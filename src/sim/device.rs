@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use tokio_modbus::ExceptionCode;
 
-use super::battery::{Battery, BatteryRating, Brand};
+use super::battery::Battery;
 use super::inverter::Inverter;
 use super::map::RegisterMap;
 use super::meter::Meter;
@@ -72,30 +72,10 @@ impl Device {
                 );
                 (map, Kind::Inverter(inv))
             }
-            SimKind::Battery {
-                rated_w,
-                capacity_wh,
-                initial_soc,
-                soc_min,
-                soc_max,
-            }
-            | SimKind::FroniusGen24 {
-                rated_w,
-                capacity_wh,
-                initial_soc,
-                soc_min,
-                soc_max,
-            } => {
-                let brand = match spec.kind {
-                    SimKind::FroniusGen24 { .. } => Brand::FroniusGen24,
-                    _ => Brand::Sitegate,
-                };
-                let rating = BatteryRating {
-                    rated_w,
-                    capacity_wh,
-                    initial_soc,
-                    soc_min,
-                    soc_max,
+            SimKind::Battery { .. } | SimKind::FroniusGen24 { .. } => {
+                // Matched as a battery: `battery()` is Some for both arms.
+                let Some((rating, brand)) = spec.kind.battery() else {
+                    unreachable!("a battery kind has a rating")
                 };
                 let (map, bat) = Battery::build(
                     spec.sunspec_base,

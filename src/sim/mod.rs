@@ -96,36 +96,23 @@ impl SimSiteSpec {
                         r.lag_s, r.ramp_percent_per_s
                     ));
                 }
-                match d.kind {
-                    SimKind::Inverter { rated_w } if !positive(rated_w) => {
+                if let SimKind::Inverter { rated_w } = d.kind {
+                    if !positive(rated_w) {
                         return Err(format!("{at}: rated_w must be positive, found {rated_w}"));
                     }
-                    SimKind::Battery {
-                        rated_w,
-                        capacity_wh,
-                        initial_soc,
-                        soc_min,
-                        soc_max,
+                }
+                if let Some((r, _)) = d.kind.battery() {
+                    if !positive(r.rated_w) || !positive(r.capacity_wh) {
+                        return Err(format!("{at}: rated_w and capacity_wh must be positive"));
                     }
-                    | SimKind::FroniusGen24 {
-                        rated_w,
-                        capacity_wh,
-                        initial_soc,
-                        soc_min,
-                        soc_max,
-                    } => {
-                        if !positive(rated_w) || !positive(capacity_wh) {
-                            return Err(format!("{at}: rated_w and capacity_wh must be positive"));
-                        }
-                        let ordered = 0.0 <= soc_min && soc_min < soc_max && soc_max <= 100.0;
-                        if !(ordered && initial_soc.is_finite()) {
-                            return Err(format!(
-                                "{at}: need 0 <= soc_min < soc_max <= 100 and a finite initial_soc, \
-                                 found {soc_min}, {soc_max}, {initial_soc}"
-                            ));
-                        }
+                    let ordered = 0.0 <= r.soc_min && r.soc_min < r.soc_max && r.soc_max <= 100.0;
+                    if !(ordered && r.initial_soc.is_finite()) {
+                        return Err(format!(
+                            "{at}: need 0 <= soc_min < soc_max <= 100 and a finite initial_soc, \
+                             found {}, {}, {}",
+                            r.soc_min, r.soc_max, r.initial_soc
+                        ));
                     }
-                    _ => {}
                 }
             }
         }
@@ -226,6 +213,52 @@ pub enum SimKind {
     /// inputs from 0 (function 2) and as one word of bits in input and holding
     /// register 0 (input 1 in bit 0). [`SimDeviceHandle::set_inputs`] flips them.
     Inputs { count: u8 },
+}
+
+impl SimKind {
+    /// A battery's rating and the Common model it presents (`None` for
+    /// anything but a battery).
+    pub(crate) fn battery(&self) -> Option<(battery::BatteryRating, battery::Brand)> {
+        let (brand, &rated_w, &capacity_wh, &initial_soc, &soc_min, &soc_max) = match self {
+            SimKind::Battery {
+                rated_w,
+                capacity_wh,
+                initial_soc,
+                soc_min,
+                soc_max,
+            } => (
+                battery::Brand::Sitegate,
+                rated_w,
+                capacity_wh,
+                initial_soc,
+                soc_min,
+                soc_max,
+            ),
+            SimKind::FroniusGen24 {
+                rated_w,
+                capacity_wh,
+                initial_soc,
+                soc_min,
+                soc_max,
+            } => (
+                battery::Brand::FroniusGen24,
+                rated_w,
+                capacity_wh,
+                initial_soc,
+                soc_min,
+                soc_max,
+            ),
+            _ => return None,
+        };
+        let rating = battery::BatteryRating {
+            rated_w,
+            capacity_wh,
+            initial_soc,
+            soc_min,
+            soc_max,
+        };
+        Some((rating, brand))
+    }
 }
 
 /// A device's physical state, in the agent's vocabulary and signs.

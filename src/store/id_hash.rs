@@ -73,26 +73,6 @@ impl Hasher for IdHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Property;
-
-    #[test]
-    fn maps_keep_every_key_apart() {
-        let mut series: IdMap<(u16, Property), i64> = IdMap::default();
-        let mut id = 0;
-        for device in 0..1000u16 {
-            for p in Property::ALL {
-                id += 1;
-                series.insert((device, *p), id);
-            }
-        }
-        assert_eq!(series.len(), 1000 * Property::COUNT);
-        assert_eq!(
-            series[&(999, Property::ALL[0])],
-            id - Property::COUNT as i64 + 1
-        );
-        let ids: IdSet<i64> = (1..=id).chain(1..=id).collect();
-        assert_eq!(ids.len(), id as usize);
-    }
 
     #[test]
     fn consecutive_ids_fall_in_distinct_buckets() {

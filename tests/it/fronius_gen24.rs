@@ -225,14 +225,7 @@ async fn fronius_gen24_returns_to_automatic_mode_by_its_own_timer_after_a_hard_s
     let (mut agent, base) = AgentProcess::spawn_on(&text, &config).await;
     let body = json!({"energyStorageSetting": {"value": -5, "unit": "kW"},
                       "validUntil": now_ms() + 600_000});
-    let r = reqwest::Client::new()
-        .post(format!("{base}/sites/{SITE}/steering"))
-        .bearer_auth(STEER)
-        .json(&body)
-        .send()
-        .await
-        .expect("the steering request");
-    assert_eq!(r.status(), 200);
+    post_signal(&base, &body).await;
     let charging = Words {
         stor_ctl_mod: 2,
         out_w_rte: -5000,

@@ -42,14 +42,7 @@ async fn devices_revert_by_their_own_timers_after_a_hard_stop() {
 
     let body = json!({"energyStorageSetting": {"value": 100, "unit": "kW"},
                       "productionCurtailment": {"value": 300, "unit": "kW"}, "validUntil": now_ms() + 120_000});
-    let r = client
-        .post(format!("{base}/sites/{SITE}/steering"))
-        .bearer_auth(STEER)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+    post_signal(&base, &body).await;
     let storage = |bus: &str| sim.device(bus, 1).unwrap().state().storage_control;
     let limit = |bus: &str| sim.device(bus, 1).unwrap().state().limit_pct;
     eventually("steered", Duration::from_secs(3), || async {

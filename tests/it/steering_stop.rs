@@ -181,14 +181,7 @@ async fn steer(base: &str, cases: &[&Case]) {
     if cases.iter().any(|c| c.kind == "inverter") {
         body["productionCurtailment"] = json!({"value": 4, "unit": "kW"});
     }
-    let r = reqwest::Client::new()
-        .post(format!("{base}/sites/{SITE}/steering"))
-        .bearer_auth(STEER)
-        .json(&body)
-        .send()
-        .await
-        .expect("the steering request");
-    assert_eq!(r.status(), 200);
+    post_signal(base, &body).await;
 }
 
 /// Waits until every case's registers have left the words found.

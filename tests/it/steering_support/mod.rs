@@ -404,6 +404,19 @@ pub fn now_ms() -> i64 {
     sitegate::model::time::now_ms()
 }
 
+/// POSTs a site signal to an agent at `base` (one run as a child process)
+/// with the steer token, and requires it taken.
+pub async fn post_signal(base: &str, body: &Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/sites/{SITE}/steering"))
+        .bearer_auth(STEER)
+        .json(body)
+        .send()
+        .await
+        .expect("the steering request");
+    assert_eq!(r.status(), 200, "POST {body}");
+}
+
 /// Waits until `check` is true, polling every 20 ms; panics with `what` after `within`.
 pub async fn eventually<F, Fut>(what: &str, within: Duration, mut check: F)
 where
