@@ -69,7 +69,9 @@ pub use stats::StoreStats;
 use writer::{Job, Reply, Work, Writer};
 
 /// Sample batches queued for the writer at most; publishers wait beyond that
-/// (backpressure, nothing dropped). A batch is one poll of one device.
+/// (backpressure, nothing dropped). A batch is one poll of one device. The
+/// writer takes them every 100 ms while a commit is due (`writer.rs`,
+/// `DRAIN_EVERY`), so this holds 10,240 polls a second without a wait.
 pub const SAMPLE_QUEUE: usize = 1024;
 /// Jobs queued at most; `execute` callers wait beyond that.
 pub const JOB_QUEUE: usize = 64;
