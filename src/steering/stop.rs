@@ -10,7 +10,7 @@
 //! nothing was written in this run and the store says no earlier run left it
 //! steered; anything else counts as steered.
 //!
-//! Pure: no I/O and no clock. The actuator runs the release (`actuator.rs`),
+//! Pure: no I/O and no clock. The actuator runs the release (`actuator/release.rs`),
 //! `stop_signal.rs` asks for it, and the agent waits at most
 //! [`RELEASE_BOUND`] for it before the bus tasks stop.
 

@@ -3,7 +3,7 @@
 //! it and waits for them while the bus tasks still run, then stops the rest.
 //!
 //! It decides nothing and writes nothing: each actuator runs its own release
-//! (`actuator.rs`), and what it releases is `stop.rs`'s. It must not wait
+//! (`actuator/release.rs`), and what it releases is `stop.rs`'s. It must not wait
 //! past the deadline it sets (plus the time to log what did not finish).
 
 use std::future::Future;

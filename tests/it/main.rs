@@ -60,6 +60,7 @@ mod scan;
 mod service;
 mod steering_api;
 mod steering_e2e;
+mod steering_found;
 mod steering_profiles;
 mod steering_raise;
 mod steering_restart;

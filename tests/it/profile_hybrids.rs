@@ -7,7 +7,9 @@
 //! a property the profile does not read (a counter only one source names)
 //! has no value. None of these has a control recipe, so a steering request
 //! finds "no control" (`modbus::control` tests,
-//! `read_only_hybrids_have_no_control_when_steered`).
+//! `read_only_hybrids_have_no_control_when_steered`). The Victron GX (its
+//! system service, also read only) is here too, for the function code it
+//! reads with.
 
 use std::time::Duration;
 
@@ -269,6 +271,48 @@ async fn solis_rhi_battery_power_takes_its_sign_from_the_direction_register() {
                     (P::ActivePower, -3000.0),
                     (P::Soc, 87.0),
                     (P::TotalEnergyProduced, 1_234_000.0),
+                ],
+            },
+        ],
+    )
+    .await;
+}
+
+/// Victron GX: 842 battery power (S16 W, + charging, negated), 843 SoC, 844
+/// state, read with function 3 (holding). Peers read them with function 4;
+/// the profile keeps 3 because Victron's ModbusTCP FAQ says the GX answers
+/// both alike. Other words lie at the same addresses of the input table
+/// (function 4): the agent must show the holding words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn victron_gx_battery_reads_842_to_844_with_function_3() {
+    let input = vec![(I, 842, i16w(-999)), (I, 843, vec![11]), (I, 844, vec![0])];
+    reads(
+        "victron-gx",
+        vec![
+            Case {
+                what: "charging 1.8 kW",
+                words: [
+                    vec![(H, 842, i16w(1800)), (H, 843, vec![80]), (H, 844, vec![1])],
+                    input.clone(),
+                ]
+                .concat(),
+                expect: vec![
+                    (P::ActivePower, -1800.0),
+                    (P::Soc, 80.0),
+                    (P::OperatingState, 1.0),
+                ],
+            },
+            Case {
+                what: "discharging 600 W",
+                words: [
+                    vec![(H, 842, i16w(-600)), (H, 843, vec![79]), (H, 844, vec![2])],
+                    input,
+                ]
+                .concat(),
+                expect: vec![
+                    (P::ActivePower, 600.0),
+                    (P::Soc, 79.0),
+                    (P::OperatingState, 2.0),
                 ],
             },
         ],

@@ -67,6 +67,13 @@ async fn solaredge_release_restores_limits() {
         solaredge(&rig) == [vec![3], f32_lo(2000.0), f32_lo(4000.0)].concat()
     })
     .await;
+    // Discharging 1.5 kW: mode 4, discharge limit 1.5 kW; the charge limit
+    // stays free (the rated 4 kW), never 0 W.
+    ess(&rig, 1500.0, 60_000).await;
+    eventually("discharging", Duration::from_secs(5), || async {
+        solaredge(&rig) == [vec![4], f32_lo(4000.0), f32_lo(1500.0)].concat()
+    })
+    .await;
     // Idle: command mode 0 (off), both limits free.
     ess(&rig, 0.0, 60_000).await;
     eventually("idle", Duration::from_secs(5), || async {

@@ -1,0 +1,166 @@
+//! One step of the actuator: the plan of the desired command (a release
+//! writes back the registers as first found), whether it is due
+//! (`report::due`), the writes and their read-back in one bus transaction,
+//! the word-for-word check, and the bookkeeping of the result (`Last`, the
+//! failure count the backoff reads, the write counters, the steered mark).
+//! The first write after contact is logged register by register, old and
+//! new word.
+//!
+//! It runs plans; it must not build register writes of its own (they are
+//! `modbus::control`'s) nor decide when to write (`report::due` does).
+
+use super::contact::Calibrated;
+use super::device_report::unrated_note;
+use super::{image_of, words_of, Actuator};
+use crate::modbus::control::{changes, restore, verify, Mismatch, Originals, WritePlan};
+use crate::modbus::{ModbusError, Op};
+use crate::model::time::now_ms;
+use crate::steering::decide::Command;
+use crate::steering::report::{due, Desired, Due, Last, MAX_BACKOFF_MS};
+
+/// Why a write was not confirmed: the bus transaction failed, or the
+/// read-back shows other words than were written. Its text is what the
+/// device's report, the log and the audit record show.
+#[derive(Debug, thiserror::Error)]
+enum WriteFailure {
+    #[error(transparent)]
+    Bus(#[from] ModbusError),
+    #[error(transparent)]
+    ReadBack(#[from] Mismatch),
+}
+
+impl Actuator {
+    /// Writes if due; returns when to look again (`Now` after a write).
+    pub(super) async fn step(
+        &mut self,
+        d: &Desired,
+        cal: &mut Option<Calibrated>,
+        last: &mut Option<Last>,
+        refresh_ms: i64,
+    ) -> Due {
+        let now = now_ms();
+        let c = match self.calibrate(cal).await {
+            Ok(c) => c,
+            Err(why) => {
+                self.report(|r| r.waiting(d, why.to_string()));
+                return Due::At(now + why.retry_ms());
+            }
+        };
+        let note = unrated_note(&self.device, &c.map, d.command).or(self.found_note.clone());
+        self.report(|r| r.note = note);
+        let plan = match c.recipe.plan(d.command, self.revert_s, &c.image) {
+            Ok(p) => p,
+            Err(e) => {
+                let e = e.to_string();
+                self.report(|r| r.update(d, Err(&e), last.as_ref()));
+                return Due::At(now + MAX_BACKOFF_MS);
+            }
+        };
+        // A release writes back what the registers held when first found.
+        let restoring = !d.command.is_control() && !self.restore_refused;
+        let plan = match &self.found {
+            Some(f) if restoring => restore(&plan, &f.originals, c.recipe.calibration()),
+            _ => plan,
+        };
+        match due(&plan, d.command, last.as_ref(), refresh_ms) {
+            Due::Now => {}
+            Due::At(t) if t <= now => {}
+            other => {
+                self.report(|r| r.update(d, Ok(&plan), last.as_ref()));
+                return other;
+            }
+        }
+        let changed = last.as_ref().is_none_or(|l| l.writes != plan.writes);
+        // The calibration registers, when the plan reads them back anyway.
+        let cal_spans = c.recipe.calibration();
+        let recal = !cal_spans.is_empty() && cal_spans.iter().all(|s| plan.read_back.contains(s));
+        if !c.logged {
+            self.log_first_write(&plan, &c.current, d.command);
+        }
+        if d.command.is_control() {
+            self.mark_steered(true);
+        }
+        let result = self.write(&plan).await;
+        let at = now_ms();
+        let failures = match last.as_ref() {
+            Some(l) if !changed && !l.ok => l.failures,
+            _ => 0,
+        };
+        let (failure, reads) = match result {
+            Ok(reads) => match verify(&plan, &reads) {
+                Ok(()) => (None, Some(reads)),
+                Err(e) => (Some(WriteFailure::from(e)), Some(reads)),
+            },
+            Err(e) => (Some(WriteFailure::from(e)), None),
+        };
+        let ok = failure.is_none();
+        let error = failure.as_ref().map(ToString::to_string);
+        if restoring && matches!(failure, Some(WriteFailure::Bus(ModbusError::Exception(_)))) {
+            tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""),
+                "the device refused the registers as found: its releases write the profile's own values");
+            self.restore_refused = true;
+        }
+        if let Some(c) = cal.as_mut() {
+            c.logged = true;
+        }
+        if let (Some(reads), true, Some(c)) = (reads, recal, cal.as_mut()) {
+            c.image = image_of(&plan.read_back, reads);
+        }
+        if ok && !d.command.is_control() {
+            self.mark_steered(false);
+        }
+        if let Some(c) = self.writes.get(self.slot) {
+            c.record(changed, ok);
+        }
+        if ok {
+            tracing::debug!(device = %self.device.reference, change = changed, "setpoint written and confirmed");
+        } else {
+            tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""), "steering write failed");
+        }
+        let prev_written = last.as_ref().and_then(|l| l.written_at_ms);
+        *last = Some(Last {
+            writes: plan.writes.clone(),
+            command: d.command,
+            at_ms: at,
+            ok,
+            failures: if ok { 0 } else { failures + 1 },
+            written_at_ms: if ok { Some(at) } else { prev_written },
+            error: error.clone(),
+        });
+        self.report(|r| r.update(d, Ok(&plan), last.as_ref()));
+        // Refreshes that succeed are not worth a record; changes and failures are.
+        if changed || !ok {
+            self.record(d, at, error, ok);
+        }
+        due(&plan, d.command, last.as_ref(), refresh_ms)
+    }
+
+    /// The first write after contact, register by register: what it changes.
+    fn log_first_write(&self, plan: &WritePlan, current: &Originals, cmd: Command) {
+        let device = &self.device.reference;
+        let changed = changes(plan, current);
+        if changed.is_empty() {
+            tracing::info!(%device, command = ?cmd, "first write: the device's registers already hold it");
+        }
+        for (addr, old, new) in changed {
+            let old = old.map_or("unread".to_string(), |w| w.to_string());
+            tracing::info!(%device, register = addr, %old, %new, command = ?cmd, "first write changes a register");
+        }
+    }
+
+    /// Runs the writes, then the plan's read-back, in one bus transaction;
+    /// returns the words of each read-back span.
+    async fn write(&self, plan: &WritePlan) -> Result<Vec<Vec<u16>>, ModbusError> {
+        let ops: Vec<Op> = plan
+            .writes
+            .iter()
+            .map(|w| Op::Write {
+                addr: w.addr,
+                values: w.values.clone(),
+            })
+            .chain(plan.read_back.iter().map(|s| Op::Read(*s)))
+            .collect();
+        let out = self.bus.transact(self.device.unit_id, ops).await?;
+        Ok(words_of(out))
+    }
+}
