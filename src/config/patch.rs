@@ -1,7 +1,8 @@
 //! A merge patch (RFC 7396's rules) over a config's TOML structure: objects
 //! merge key by key, a removal deletes the key, anything else replaces the
 //! value (arrays are replaced whole). The API turns a JSON merge patch into
-//! a [`Patch`]; TOML has no null, so removal is a variant of its own.
+//! a [`Patch`]; TOML has no null, so removal is a variant of its own, which
+//! a TOML merge patch ([`from_toml`]) cannot express.
 //!
 //! Pure: it must not read or write files, nor check the result (the config
 //! loader does, on the patched text).
@@ -49,6 +50,49 @@ impl Patch {
             }
         }
     }
+}
+
+/// A TOML merge patch: the entries of a TOML text whose tables (`[ops]`,
+/// inline tables) merge key by key and whose other values replace the
+/// target's (arrays, `[[devices]]` among them, whole). TOML has no null, so
+/// it removes nothing. `Err`: where the text is not TOML (line and column,
+/// counted from 1, the line's text) and why.
+pub fn from_toml(text: &str) -> Result<Vec<(String, Patch)>, String> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let message = e.message().trim().replace('\n', "; ");
+        match e.span() {
+            Some(span) => {
+                let (line, column, source) = position(text, span.start);
+                format!("not valid TOML at line {line}, column {column} ({source:?}): {message}")
+            }
+            None => format!("not valid TOML: {message}"),
+        }
+    })?;
+    Ok(table_entries(table))
+}
+
+fn table_entries(table: toml::Table) -> Vec<(String, Patch)> {
+    table
+        .into_iter()
+        .map(|(k, v)| {
+            let node = match v {
+                toml::Value::Table(t) => Patch::Merge(table_entries(t)),
+                other => Patch::Set(other),
+            };
+            (k, node)
+        })
+        .collect()
+}
+
+/// Line and column (from 1, the column in characters) of byte `offset` in
+/// `text`, and that line's text.
+fn position(text: &str, offset: usize) -> (usize, usize, &str) {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let line = text[..start].matches('\n').count() + 1;
+    let column = text[start..offset].chars().count() + 1;
+    (line, column, text[start..end].trim_end_matches('\r'))
 }
 
 /// Applies a top-level patch (an object) to a config's table.
@@ -118,6 +162,40 @@ mod tests {
             ],
             "l = [3]\n[a]\nx = true\n",
         );
+    }
+
+    #[test]
+    fn a_toml_patch_merges_tables_and_replaces_the_rest() {
+        let before =
+            "a = 1\nl = [1, 2]\n[b]\nc = 2\nd = 3\n[[devices]]\nx = 1\n[[devices]]\nx = 2\n";
+        let patch =
+            from_toml("a = 5\nl = [3]\nb = { e = \"x\" }\n[f.g]\nh = true\n[[devices]]\nx = 9\n")
+                .expect("patch");
+        check(
+            before,
+            patch,
+            "a = 5\nl = [3]\n[b]\nc = 2\nd = 3\ne = \"x\"\n[f.g]\nh = true\n[[devices]]\nx = 9\n",
+        );
+        // A table over a scalar replaces it; an empty patch changes nothing.
+        check(
+            "a = 1\n",
+            from_toml("[a]\nx = 1\n").expect("patch"),
+            "[a]\nx = 1\n",
+        );
+        check("a = 1\n", from_toml("").expect("patch"), "a = 1\n");
+    }
+
+    #[test]
+    fn a_bad_toml_patch_says_where() {
+        let e = from_toml("[ops]\nrollback_after_s = 30\nmax_export = 5 kW\n").expect_err("bad");
+        assert!(
+            e.starts_with("not valid TOML at line 3, column 14 (\"max_export = 5 kW\"): "),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        let e = from_toml("a = 1\na = 2\n").expect_err("duplicate");
+        assert!(e.contains("line 2"), "{e}");
+        assert!(e.contains("duplicate"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,8 @@ use crate::config::patch::Patch;
 use crate::config::Problem;
 
 /// A new configuration: a whole TOML text, or a merge patch over the
-/// running config's TOML structure.
+/// running config's TOML structure (given as JSON or as TOML: the same
+/// change either way).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ConfigChange {
     Whole(String),

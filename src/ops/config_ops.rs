@@ -192,7 +192,8 @@ pub async fn put(
     if !lowered.is_empty() && !allow_less_safe {
         return Err(refuse(ops, op, &running, &new_sha, Refusal::LessSafe(lowered)).await);
     }
-    let added = live_plan(ops, &config, &checked.new);
+    let plan = live_plan(ops, &config, &checked.new);
+    let added = plan.as_ref().map(|p| &p.added);
     let mut watch: Vec<String> = ctx
         .live
         .devices()
@@ -272,10 +273,10 @@ pub async fn put(
         allowed: allowed.clone(),
         live,
     };
-    if let (Some(added), Some(parts)) = (added, &ctx.live_parts) {
+    if let (Some(plan), Some(parts)) = (plan, &ctx.live_parts) {
         let mut new = checked.new;
         new.file = Some(path.clone());
-        return match live_apply::apply(parts, &ctx.store, &new, &added).await {
+        return match live_apply::apply(parts, &ctx.store, &ctx.steering, &new, &plan).await {
             Ok(()) => {
                 ops.set_running(Arc::new(new));
                 tracing::warn!(
@@ -307,17 +308,17 @@ pub async fn put(
     Ok(Done::OnTrial(outcome(false)))
 }
 
-/// The devices to add when `new` applies live to the running agent
+/// What to change when `new` applies live to the running agent
 /// (`config::live_change`); `None` when it needs a restart. The log level
 /// is the process's (`sitegate run` owns the subscriber): a change of it
 /// through this channel restarts.
-fn live_plan(ops: &Ops, old: &Config, new: &Config) -> Option<Vec<crate::config::DeviceConfig>> {
+fn live_plan(ops: &Ops, old: &Config, new: &Config) -> Option<live_apply::Plan> {
     ops.inner.ctx.live_parts.as_ref()?;
     if old.logging.level != new.logging.level {
         return None;
     }
     match live_change::decide(old, new) {
-        Apply::Live { added } => Some(added),
+        Apply::Live { limits, added } => Some(live_apply::Plan { limits, added }),
         Apply::Restart(reasons) => {
             tracing::info!(reasons = %reasons.join("; "), "config change needs a restart");
             None

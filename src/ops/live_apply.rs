@@ -1,7 +1,9 @@
 //! Applies a config change live (`config::live_change` decided it can):
-//! reloads what SIGHUP reloads and adds the new devices, each first to the
-//! store (so its samples are kept), then to the latest values and the
-//! listings, then to its bus task, which polls it from then on.
+//! reloads what SIGHUP reloads, gives each site whose grid limits changed
+//! its new limits (its control loop holds them from its next tick), and
+//! adds the new devices, each first to the store (so its samples are
+//! kept), then to the latest values and the listings, then to its bus task,
+//! which polls it from then on.
 //!
 //! It must not decide whether a change can apply live, nor write files: a
 //! failure here is answered by the caller with the last good config and a
@@ -10,8 +12,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::config::live_change::SiteLimits;
 use crate::config::{Config, DeviceConfig};
 use crate::modbus::BusHandle;
+use crate::steering::request::ConfiguredLimits;
+use crate::steering::{SteeringError, SteeringService};
 use crate::store::StoreHandle;
 use crate::telemetry::Telemetry;
 
@@ -24,6 +29,15 @@ pub struct LiveParts {
     pub telemetry: Telemetry,
     pub buses: HashMap<String, BusHandle>,
     pub reload: Reload,
+}
+
+/// What a change applied live changes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Sites whose configured grid limits change.
+    pub limits: Vec<SiteLimits>,
+    /// Devices appended to the running ones.
+    pub added: Vec<DeviceConfig>,
 }
 
 /// Why a live change did not apply whole.
@@ -39,6 +53,8 @@ pub enum LiveError {
         reference: String,
         source: crate::telemetry::AddError,
     },
+    #[error("the grid limits of site {site} did not change: {source}")]
+    Limits { site: String, source: SteeringError },
     #[error("bus {bus} of device {reference} does not run")]
     NoBus { reference: String, bus: String },
     #[error("the bus task did not take device {reference}: {source}")]
@@ -48,15 +64,29 @@ pub enum LiveError {
     },
 }
 
-/// Applies `new` with `added` appended to the running devices.
+/// Applies `new`: its sites' new grid limits, and `plan.added` appended to
+/// the running devices.
 pub async fn apply(
     parts: &LiveParts,
     store: &StoreHandle,
+    steering: &SteeringService,
     new: &Config,
-    added: &[DeviceConfig],
+    plan: &Plan,
 ) -> Result<(), LiveError> {
     (parts.reload)(new);
-    for d in added {
+    for l in &plan.limits {
+        let limits = ConfiguredLimits {
+            max_import_w: l.max_import.map(|p| p.watts()),
+            max_export_w: l.max_export.map(|p| p.watts()),
+        };
+        steering
+            .set_grid_limits(&l.site, limits)
+            .map_err(|source| LiveError::Limits {
+                site: l.site.clone(),
+                source,
+            })?;
+    }
+    for d in &plan.added {
         let reference = d.reference.clone();
         let bus = parts.buses.get(&d.bus).ok_or_else(|| LiveError::NoBus {
             reference: reference.clone(),

@@ -7,6 +7,7 @@ use super::alloc::{BatteryView, InverterView};
 use super::decide::{Measurements, SiteRules};
 use super::hold::{LoopSettings, Meter};
 use super::limits::OperatorLimits;
+use super::request::ConfiguredLimits;
 use crate::config::{DeviceConfig, SiteConfig};
 use crate::model::{DeviceId, DeviceType, Property};
 use crate::telemetry::{DeviceInfo, DeviceSnapshot, Live};
@@ -115,6 +116,9 @@ pub struct Context<'a> {
     /// The limit each inverter was last told, in the order of `SiteDevices::inverters`.
     pub inverter_limits: &'a [Option<f64>],
     pub operator: OperatorLimits,
+    /// The site's configured grid limits now (the site config's at start,
+    /// a config change's applied live since).
+    pub configured: ConfiguredLimits,
 }
 
 /// The power reading of an online device.
@@ -252,8 +256,8 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         ess: site.ess_fulfilment,
         curtailment: site.curtailment_fulfilment,
         ess_fallback: site.ess_fallback,
-        max_import_w: site.max_import.map(|p| p.watts()),
-        max_export_w: site.max_export.map(|p| p.watts()),
+        max_import_w: ctx.configured.max_import_w,
+        max_export_w: ctx.configured.max_export_w,
         rated_production_w,
         grid_loop,
     };

@@ -16,6 +16,7 @@ use super::hold::LoopState;
 use super::inputs::{gather, Context, SiteDevices};
 use super::operator::{combine, SignalStatus};
 use super::report::{Desired, DeviceReport};
+use super::request::ConfiguredLimits;
 use super::signal::SiteSignal;
 use super::stats::WriteCounters;
 use super::value::Component;
@@ -42,7 +43,12 @@ pub struct LoopStatus {
 
 /// One site: config, devices, signal, and the channels to its actuators.
 pub struct SiteRuntime {
+    /// The site's config at start; its grid limits may change since
+    /// ([`SiteRuntime::limits`]).
     pub config: SiteConfig,
+    /// The site's configured grid limits now: `config`'s at start, a
+    /// config change's once applied live.
+    limits: Mutex<ConfiguredLimits>,
     pub devices: SiteDevices,
     /// Locked across the store commit of a change, so that changes reach memory in
     /// the order they reached the disk (an `Arc` so that a change in progress
@@ -95,8 +101,13 @@ impl SiteRuntime {
                 ..SignalStatus::default()
             })
             .collect();
+        let limits = Mutex::new(ConfiguredLimits {
+            max_import_w: config.max_import.map(|p| p.watts()),
+            max_export_w: config.max_export.map(|p| p.watts()),
+        });
         Self {
             config,
+            limits,
             devices,
             signal: Arc::new(tokio::sync::Mutex::new(signal)),
             committed: AtomicU64::new(0),
@@ -189,6 +200,18 @@ impl SiteRuntime {
             .collect()
     }
 
+    /// The site's configured grid limits now.
+    pub fn limits(&self) -> ConfiguredLimits {
+        *lock(&self.limits)
+    }
+
+    /// New configured grid limits (a config change applied live): the
+    /// control loop is woken and holds them from its next tick on.
+    pub fn set_limits(&self, limits: ConfiguredLimits) {
+        *lock(&self.limits) = limits;
+        self.wake.notify_one();
+    }
+
     /// What the site's inputs are now, as the control loop sees them.
     pub fn inputs(&self, now: i64, live: &Live) -> super::inputs::Inputs {
         let limits = self.inverter_limits();
@@ -196,6 +219,7 @@ impl SiteRuntime {
             now_ms: now,
             inverter_limits: &limits,
             operator: combine(&lock(&self.signals)),
+            configured: self.limits(),
         };
         gather(live, &self.config, &self.devices, &ctx)
     }

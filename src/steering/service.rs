@@ -142,10 +142,7 @@ impl SteeringService {
         let context = Context {
             now_ms: now,
             site_soc: site_soc(&site.inputs(now, &self.inner.live).batteries),
-            limits: ConfiguredLimits {
-                max_import_w: site.config.max_import.map(|p| p.watts()),
-                max_export_w: site.config.max_export.map(|p| p.watts()),
-            },
+            limits: site.limits(),
             clock_unsynchronised: self
                 .inner
                 .clock
@@ -252,6 +249,28 @@ impl SteeringService {
     /// `GET /sites/{s}`.
     pub fn site_view(&self, site_ref: &str) -> Result<SiteView, SteeringError> {
         Ok(SiteView::of(self.site(site_ref)?, &self.inner.live))
+    }
+
+    /// The site's configured grid limits from now on (a config change
+    /// applied live): its control loop holds them from its next tick, woken
+    /// for it. Whether the change may lower safety is the caller's to check.
+    pub fn set_grid_limits(
+        &self,
+        site_ref: &str,
+        limits: ConfiguredLimits,
+    ) -> Result<(), SteeringError> {
+        let site = self.site(site_ref)?;
+        let before = site.limits();
+        site.set_limits(limits);
+        tracing::info!(
+            site = %site_ref,
+            max_import_w = ?limits.max_import_w,
+            max_export_w = ?limits.max_export_w,
+            was_import_w = ?before.max_import_w,
+            was_export_w = ?before.max_export_w,
+            "configured grid limits changed live"
+        );
+        Ok(())
     }
 }
 

@@ -44,6 +44,7 @@ pub struct SiteView {
 impl SiteView {
     pub fn of(site: &SiteRuntime, live: &Live) -> SiteView {
         let c = &site.config;
+        let limits = site.limits();
         let devices = live
             .devices()
             .iter()
@@ -58,8 +59,8 @@ impl SiteView {
             reference: c.reference.clone(),
             name: c.name.clone(),
             devices,
-            max_import_w: c.max_import.map(|p| p.watts()),
-            max_export_w: c.max_export.map(|p| p.watts()),
+            max_import_w: limits.max_import_w,
+            max_export_w: limits.max_export_w,
             rated_production_w: rated,
             ess_fulfilment: c.ess_fulfilment,
             curtailment_fulfilment: c.curtailment_fulfilment,

@@ -8,8 +8,11 @@
 //! middle of a change, after which the agent runs on a whole config and
 //! resolves the change; a change that applies live (a new meter at a site
 //! without grid limits) online in the same process, its measurements served
-//! and stored, the history saying `live`; and a live change that fails its
-//! trial, restarted on the last good config. No token hash or token appears
+//! and stored, the history saying `live`; a live change that fails its
+//! trial, restarted on the last good config; and a TOML merge patch (bad
+//! ones refused naming the field and the position) that lowers a site's
+//! `max_export` live, held by the grid loop at the meter at once, then
+//! raised again only with `allowLessSafe`. No token hash or token appears
 //! in any answer or state message.
 
 use std::path::{Path, PathBuf};
@@ -177,6 +180,23 @@ impl Site {
     async fn wait_online(&self, reference: &str) {
         crate::common::wait_for(&format!("{reference} online"), T, || async {
             self.device_online(reference).await.then_some(())
+        })
+        .await;
+    }
+
+    /// Waits until the grid loop's last evaluation held `max_export` at `w`,
+    /// from the config (`GET /sites/ste_test/steering`).
+    async fn max_export_in_force(&self, w: u32) {
+        let url = format!("{}/sites/ste_test/steering", self.base());
+        let want = json!({"value": w, "unit": "W", "source": "config"});
+        let http = self.http.clone();
+        crate::common::wait_for(&format!("maxExport {w} W in force"), T, || {
+            let get = http.get(&url).bearer_auth(READ_TOKEN).send();
+            let want = want.clone();
+            async move {
+                let v: Value = get.await.ok()?.json().await.ok()?;
+                (v["gridLoop"]["maxExport"] == want).then_some(())
+            }
         })
         .await;
     }
@@ -659,6 +679,203 @@ async fn a_live_change_that_fails_its_trial_restarts_on_the_last_good_config() {
     assert_eq!(change["live"], true, "{h}");
     site.wait_online("dvc_pv").await;
     assert!(!site.device_online("dvc_aux").await);
+    site.agent().signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(site.agent().exited(T).await.code(), Some(0));
+}
+
+/// The site's whole `[[sites]]` entry with `max_export` at `export`: a merge
+/// patch replaces an array (here `sites`) whole.
+fn sites_with_export(export: &str) -> String {
+    format!(
+        "[[sites]]\nreference = \"ste_test\"\nname = \"Test site\"\nmax_import = \"30 kW\"\nmax_export = \"{export}\"\n"
+    )
+}
+
+/// The grid meter's power at the simulator (+ import, - export), W.
+fn grid_w(sim: &sitegate::sim::SimSite) -> f64 {
+    sim.device("grid", 1)
+        .expect("the grid meter")
+        .state()
+        .ac_power_w
+}
+
+/// A `config.put` as a TOML merge patch: a bad one refused over HTTP naming
+/// the field and the position, an invalid config refused with its paths,
+/// nothing changed; then one over the ops channel that merges a table into
+/// `[http]` (the tokens stay) and lowers the site's `max_export`: applied
+/// live in the same process, and the grid loop holds the new limit at the
+/// meter at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toml_merge_patch_lowers_max_export_live_and_the_loop_holds_it() {
+    let broker = Broker::start(kinds()[0]).await;
+    let mut sub =
+        Subscriber::connect(broker.addr("5"), "config-toml", &format!("{ROOT}/ops/#")).await;
+    let (mut site, sim) = Site::start(Some(&broker), 20).await;
+    for d in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+        site.wait_online(d).await;
+    }
+    // Full sun on the 10 kW inverter, little load: the site exports several
+    // kW, well within its 20 kW limit.
+    sim.set_sun(Some(1.0));
+    sim.set_load(Some(500.0));
+    crate::common::wait_for("the site exporting more than 3 kW", T, || {
+        std::future::ready((grid_w(&sim) < -3_000.0).then_some(()))
+    })
+    .await;
+    let pid = site.agent().pid();
+    let before = site.text();
+
+    // Not TOML: 400 naming args.patchToml, the line, the column and the
+    // line's text; nothing runs, nothing changes.
+    let (status, body) = site
+        .post(json!({"id": "toml-bad", "kind": "config.put", "args": {"patchToml": "[ops]\nrollback_after_s = 3 0\n"}}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["code"], "invalid_value", "{body}");
+    assert_eq!(body["field"], "args.patchToml", "{body}");
+    let detail = body["detail"].as_str().unwrap_or("");
+    assert!(
+        detail.starts_with("args.patchToml is not valid TOML at line 2, column"),
+        "{detail}"
+    );
+    assert!(detail.contains("rollback_after_s = 3 0"), "{detail}");
+    // Two ways of saying the change at once: refused, naming both.
+    let (status, body) = site
+        .post(
+            json!({"id": "toml-two", "kind": "config.put", "args": {"patch": {}, "patchToml": ""}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["field"], "args.patchToml", "{body}");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with("not args.patch and args.patchToml"),
+        "{body}"
+    );
+    // TOML, but the config it makes is invalid: refused with the paths.
+    let (status, body) = site
+        .post(json!({"id": "toml-invalid", "kind": "config.put", "args": {"patchToml": "[ops]\nrollback_after_s = 1\n"}}))
+        .await;
+    assert!(status.is_success(), "{status} {body}");
+    let done = site.settled("toml-invalid").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    assert_eq!(done["result"]["result"], "refused", "{done}");
+    assert_eq!(
+        done["result"]["problems"][0]["path"], "ops.rollback_after_s",
+        "{done}"
+    );
+    assert_eq!(site.text(), before);
+
+    // Over the ops channel: `[http]` merged (its tokens kept), `sites`
+    // replaced whole with max_export lowered to 2 kW.
+    let patch = format!(
+        "[http]\nrate_limit = {{ requests_per_s = 500 }}\n\n{}",
+        sites_with_export("2 kW")
+    );
+    let put = ops(
+        &mut sub,
+        "toml-export",
+        json!({"kind": "config.put", "args": {"patchToml": patch}}),
+    )
+    .await;
+    assert_eq!(put["body"]["result"]["live"], true, "{put}");
+    let (states, done) = final_state(&mut sub, "toml-export").await;
+    assert_eq!(done["state"], "succeeded", "{states:?} {done}");
+    assert_eq!(done["result"]["result"], "applied", "{done}");
+    assert!(site.agent().running(), "{}", site.agent().log());
+    assert_eq!(site.agent().pid(), pid);
+    assert!(
+        site.agent()
+            .log()
+            .contains("configured grid limits changed live"),
+        "{}",
+        site.agent().log()
+    );
+    let text = site.text();
+    assert!(text.contains("max_export = \"2 kW\""), "{text}");
+    assert!(text.contains("requests_per_s = 500"), "{text}");
+    assert!(text.contains("name = \"fleet-admin\""), "{text}");
+
+    // The limit in force is the new one, from the config, and held at the
+    // meter: export at most 2 kW (within the loop's band).
+    let base = site.base();
+    site.max_export_in_force(2000).await;
+    let view: Value = site
+        .http
+        .get(format!("{base}/sites/ste_test"))
+        .bearer_auth(READ_TOKEN)
+        .send()
+        .await
+        .expect("answer")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(view["gridConnection"]["maxExport"]["value"], 2000, "{view}");
+    let mut since: Option<std::time::Instant> = None;
+    crate::common::wait_for("export held at 2 kW for 2 s", T, || {
+        let held = grid_w(&sim) >= -2_500.0;
+        let s = if held {
+            *since.get_or_insert_with(std::time::Instant::now)
+        } else {
+            since = None;
+            std::time::Instant::now()
+        };
+        std::future::ready((held && s.elapsed() >= Duration::from_secs(2)).then_some(()))
+    })
+    .await;
+
+    let h = ops(&mut sub, "toml-history", json!({"kind": "config.history"})).await;
+    let change = &h["body"]["result"]["changes"][0];
+    assert_eq!(change["id"], "toml-export", "{h}");
+    assert_eq!(change["live"], true, "{h}");
+
+    // Over the ops channel too, a bad TOML patch is a 400 naming the field.
+    let bad = ops(
+        &mut sub,
+        "toml-bad-mqtt",
+        json!({"kind": "config.put", "args": {"patchToml": "[[sites]\n"}}),
+    )
+    .await;
+    assert_eq!(bad["status"], 400, "{bad}");
+    assert_eq!(bad["body"]["field"], "args.patchToml", "{bad}");
+    assert!(
+        bad["body"]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("at line 1, column"),
+        "{bad}"
+    );
+
+    // Raising it again lowers safety: refused without the flag, applied
+    // live with it (here as a JSON merge patch).
+    let sites: toml::Table = sites_with_export("20 kW").parse().expect("toml");
+    let sites = serde_json::to_value(&sites).expect("json");
+    ops(
+        &mut sub,
+        "json-raise",
+        json!({"kind": "config.put", "args": {"patch": sites}}),
+    )
+    .await;
+    let (_, done) = final_state(&mut sub, "json-raise").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    let error = done["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("max_export raised from 2 kW to 20 kW"),
+        "{error}"
+    );
+    let put = ops(
+        &mut sub,
+        "json-raise-ok",
+        json!({"kind": "config.put", "args": {"patch": sites, "allowLessSafe": true}}),
+    )
+    .await;
+    assert_eq!(put["body"]["result"]["live"], true, "{put}");
+    let (_, done) = final_state(&mut sub, "json-raise-ok").await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    site.max_export_in_force(20_000).await;
+    assert_eq!(site.agent().pid(), pid);
     site.agent().signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(site.agent().exited(T).await.code(), Some(0));
 }

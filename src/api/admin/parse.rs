@@ -81,7 +81,7 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
         OpKind::Bundle | OpKind::Restart | OpKind::ConfigGet => &[],
         OpKind::Scan => &["bus", "units", "timeoutMs", "site"],
         OpKind::ConfigHistory => &["limit"],
-        OpKind::ConfigPut => &["toml", "patch", "allowLessSafe"],
+        OpKind::ConfigPut => &["toml", "patch", "patchToml", "allowLessSafe"],
     };
     if let Some(k) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(ApiError::unknown_field(format!("args.{k}"), allowed));
@@ -121,33 +121,67 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
     Ok((id, request))
 }
 
-/// `args.toml` (a whole config) or `args.patch` (a JSON merge patch over
-/// the running config's TOML structure): exactly one.
+/// The fields that say what `config.put` changes; exactly one is given.
+const CHANGE_FIELDS: [&str; 3] = ["toml", "patch", "patchToml"];
+
+/// `args.toml` (a whole config), `args.patch` (a JSON merge patch over the
+/// running config's TOML structure) or `args.patchToml` (a TOML merge
+/// patch, the same rules without removal): exactly one.
 fn config_change(args: &Map<String, Value>) -> Result<ConfigChange, ApiError> {
-    match (args.get("toml"), args.get("patch")) {
-        (Some(Value::String(t)), None) => Ok(ConfigChange::Whole(t.clone())),
-        (Some(v), None) => Err(ApiError::invalid_value(
+    let given: Vec<&str> = CHANGE_FIELDS
+        .into_iter()
+        .filter(|k| args.contains_key(*k))
+        .collect();
+    let (field, v) = match given.as_slice() {
+        [] => {
+            return Err(ApiError::for_field(
+                ErrorCode::MissingField,
+                "args.toml",
+                "config.put needs one of args.toml (the whole config), args.patch (a JSON merge patch) or args.patchToml (a TOML merge patch)",
+            ))
+        }
+        [one] => (*one, &args[*one]),
+        [_, second, ..] => {
+            return Err(ApiError::invalid_value(
+                format!("args.{second}"),
+                format!(
+                    "give one of args.toml (the whole config), args.patch (a JSON merge patch) or args.patchToml (a TOML merge patch), not {}",
+                    given.iter().map(|k| format!("args.{k}")).collect::<Vec<_>>().join(" and ")
+                ),
+            ))
+        }
+    };
+    match (field, v) {
+        ("toml", Value::String(t)) => Ok(ConfigChange::Whole(t.clone())),
+        ("toml", v) => Err(ApiError::invalid_value(
             "args.toml",
             format!(
                 "args.toml must be the whole config as TOML text, found {}",
                 json_kind(v)
             ),
         )),
-        (None, Some(Value::Object(m))) => super::patch::entries(m)
+        ("patch", Value::Object(m)) => super::patch::entries(m)
             .map(ConfigChange::Patch)
             .map_err(|(path, detail)| ApiError::invalid_value(path, detail)),
-        (None, Some(v)) => Err(ApiError::invalid_value(
+        ("patch", v) => Err(ApiError::invalid_value(
             "args.patch",
             format!(
                 "args.patch must be a JSON merge patch object, found {}",
                 json_kind(v)
             ),
         )),
-        (Some(_), Some(_)) => Err(ApiError::invalid_value(
-            "args.patch",
-            "give either args.toml (the whole config) or args.patch (a merge patch), not both",
+        (_, Value::String(t)) => crate::config::patch::from_toml(t)
+            .map(ConfigChange::Patch)
+            .map_err(|detail| {
+                ApiError::invalid_value("args.patchToml", format!("args.patchToml is {detail}"))
+            }),
+        (_, v) => Err(ApiError::invalid_value(
+            "args.patchToml",
+            format!(
+                "args.patchToml must be a TOML merge patch as text, found {}",
+                json_kind(v)
+            ),
         )),
-        (None, None) => Err(ApiError::missing_field("args.toml")),
     }
 }
 
@@ -236,6 +270,38 @@ mod tests {
     }
 
     #[test]
+    fn a_toml_merge_patch_is_a_patch() {
+        let (_, r) = check(json!({"id": "p", "kind": "config.put", "args": {"patchToml": "[ops]\nrollback_after_s = 30\n", "allowLessSafe": true}}))
+            .expect("ok");
+        let (_, j) = check(json!({"id": "p", "kind": "config.put", "args": {"patch": {"ops": {"rollback_after_s": 30}}, "allowLessSafe": true}}))
+            .expect("ok");
+        assert_eq!(r, j);
+        let e = operation(
+            &json!({"id": "p", "kind": "config.put", "args": {"patchToml": "[ops]\nrollback_after_s = 3 0\n"}}),
+            &HeaderMap::new(),
+        )
+        .expect_err("bad TOML");
+        let detail = e.detail().to_string();
+        assert!(
+            detail.starts_with(
+                "args.patchToml is not valid TOML at line 2, column 20 (\"rollback_after_s = 3 0\"): "
+            ),
+            "{detail}"
+        );
+        assert!(detail.contains("rollback_after_s = 3 0"), "{detail}");
+        let e = operation(
+            &json!({"id": "p", "kind": "config.put", "args": {"toml": "", "patchToml": ""}}),
+            &HeaderMap::new(),
+        )
+        .expect_err("two");
+        assert!(
+            e.detail().ends_with("not args.toml and args.patchToml"),
+            "{}",
+            e.detail()
+        );
+    }
+
+    #[test]
     fn every_bad_field_is_named() {
         let cases = [
             (json!({"kind": "logs"}), "missing_field", "id"),
@@ -310,6 +376,21 @@ mod tests {
                 json!({"id": "a", "kind": "config.put", "args": {"patch": {"a": [null]}}}),
                 "invalid_value",
                 "args.patch.a[0]",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put", "args": {"patchToml": "[ops]\nx = ", "patch": {}}}),
+                "invalid_value",
+                "args.patchToml",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put", "args": {"patchToml": {"ops": {}}}}),
+                "invalid_value",
+                "args.patchToml",
+            ),
+            (
+                json!({"id": "a", "kind": "config.put", "args": {"patchToml": "[ops]\nrollback_after_s = "}}),
+                "invalid_value",
+                "args.patchToml",
             ),
             (
                 json!({"id": "a", "kind": "config.put", "args": {"toml": "", "allowLessSafe": "yes"}}),
