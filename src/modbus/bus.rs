@@ -280,9 +280,9 @@ impl BusTask {
                     self.telemetry.set_catalog(id, offered, map.info.clone());
                     self.maps.set(id, Some(map));
                 } else if let Some(map) = &slot.state.map {
-                    let snapshot = self.telemetry.live().snapshot(id);
-                    if values.iter().any(|(p, _)| !snapshot.offers(*p)) {
-                        let mut offered = snapshot.properties;
+                    let live = self.telemetry.live();
+                    if !live.inspect(id, |s| values.iter().all(|(p, _)| s.offers(*p))) {
+                        let mut offered = live.snapshot(id).properties;
                         offered.extend(values.iter().map(|(p, _)| *p));
                         self.telemetry.set_catalog(id, offered, map.info.clone());
                     }

@@ -96,16 +96,21 @@ async fn read_plan<R: RegisterReader>(
     map: &DeviceMap,
     plan: &mut Vec<Span>,
 ) -> Result<Image, ModbusError> {
-    reader::read_splitting(reader, plan, &map.needed(), |req, parts| {
-        tracing::warn!(
-            device,
-            table = ?req.table,
-            addr = req.addr,
-            len = req.len,
-            replaced_by = ?parts,
-            "device refused a read (illegal data address); splitting it"
-        );
-    })
+    reader::read_splitting(
+        reader,
+        plan,
+        || map.needed(),
+        |req, parts| {
+            tracing::warn!(
+                device,
+                table = ?req.table,
+                addr = req.addr,
+                len = req.len,
+                replaced_by = ?parts,
+                "device refused a read (illegal data address); splitting it"
+            );
+        },
+    )
     .await
 }
 

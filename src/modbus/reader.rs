@@ -19,10 +19,12 @@ pub trait RegisterReader {
 /// stay without values) and read at once; `on_split` hears of each
 /// replacement. Any other failure ends the read. `requests` keeps the split
 /// plan, so a caller that reuses it asks the smaller requests from then on.
+/// `needed` is asked only when a request is refused (a poll's plan is read
+/// every second; its spans are needed about never).
 pub async fn read_splitting<R: RegisterReader>(
     r: &mut R,
     requests: &mut Vec<Span>,
-    needed: &[Span],
+    needed: impl Fn() -> Vec<Span>,
     mut on_split: impl FnMut(Span, &[Span]),
 ) -> Result<Image, ModbusError> {
     let mut img = Image::new();
@@ -35,7 +37,7 @@ pub async fn read_splitting<R: RegisterReader>(
                 i += 1;
             }
             Err(e) if e.is_illegal_address() => {
-                let parts = plan::split_refused(req, needed);
+                let parts = plan::split_refused(req, &needed());
                 on_split(req, &parts);
                 requests.splice(i..=i, parts);
             }
@@ -53,14 +55,19 @@ pub async fn read_spans<R: RegisterReader>(
     max_gap: u16,
 ) -> Result<Image, ModbusError> {
     let mut requests = plan::plan(spans, max_gap);
-    read_splitting(r, &mut requests, spans, |req, parts| {
-        tracing::debug!(
-            table = ?req.table,
-            addr = req.addr,
-            len = req.len,
-            replaced_by = ?parts,
-            "device refused a read (illegal data address); splitting it"
-        );
-    })
+    read_splitting(
+        r,
+        &mut requests,
+        || spans.to_vec(),
+        |req, parts| {
+            tracing::debug!(
+                table = ?req.table,
+                addr = req.addr,
+                len = req.len,
+                replaced_by = ?parts,
+                "device refused a read (illegal data address); splitting it"
+            );
+        },
+    )
     .await
 }

@@ -189,7 +189,7 @@ pub fn spans(points: &[PointSpec]) -> Vec<Span> {
 /// that has a value wins (points are listed in order of preference).
 pub fn decode_points(points: &[PointSpec], img: &Image) -> Vec<(Property, f64)> {
     let mut seen = [false; Property::COUNT];
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(points.len().min(Property::COUNT));
     for p in points {
         if seen[p.property.index()] {
             continue;

@@ -123,12 +123,12 @@ pub struct Context<'a> {
 
 /// The power reading of an online device.
 fn power_reading(live: &Live, id: DeviceId) -> Option<crate::telemetry::Reading> {
-    let s = live.snapshot(id);
-    if !s.online {
-        return None;
-    }
-    s.reading(Property::ActivePower)
-        .filter(|r| r.value.is_finite())
+    live.inspect(id, |s| {
+        s.online
+            .then(|| s.reading(Property::ActivePower))
+            .flatten()
+            .filter(|r| r.value.is_finite())
+    })
 }
 
 /// The sum of `activePower` over `ids`, when every one is online with a reading.
@@ -149,13 +149,13 @@ fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
     let mut lag = 0;
     for id in meters {
         let cfg = live.config(*id);
-        let s = live.snapshot(*id);
-        let reading = s
-            .reading(Property::ActivePower)
-            .filter(|r| r.value.is_finite());
+        let (online, reading) = live.inspect(*id, |s| {
+            let reading = s.reading(Property::ActivePower);
+            (s.online, reading.filter(|r| r.value.is_finite()))
+        });
         let max_age = STALE_POLLS * cfg.poll_interval_ms as i64;
         match reading {
-            _ if !s.online => {
+            _ if !online => {
                 return Some(Meter::Lost(format!("meter {} offline", cfg.reference)));
             }
             None => {
@@ -189,7 +189,10 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
     let batteries: Vec<BatteryView> = devices
         .batteries
         .iter()
-        .map(|id| battery_view(&live.config(*id), &live.snapshot(*id)))
+        .map(|id| {
+            let cfg = live.config(*id);
+            live.inspect(*id, |s| battery_view(&cfg, s))
+        })
         .collect();
     let inverters: Vec<InverterView> = devices
         .inverters
@@ -197,7 +200,8 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         .enumerate()
         .map(|(i, id)| {
             let limit = ctx.inverter_limits.get(i).copied().flatten();
-            inverter_view(&live.config(*id), &live.snapshot(*id), limit)
+            let cfg = live.config(*id);
+            live.inspect(*id, |s| inverter_view(&cfg, s, limit))
         })
         .collect();
     let meter = meter(live, &devices.meters, ctx.now_ms);

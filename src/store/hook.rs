@@ -67,8 +67,15 @@ impl Pending {
         self.samples.is_empty()
     }
 
+    /// Takes what is pending and leaves room for as much again, so the next
+    /// commit's batches are copied in once rather than into a buffer that
+    /// doubles from empty (at 1,000 devices, 13,000 samples a second).
     pub fn take(&mut self) -> Pending {
-        std::mem::take(self)
+        let room = Pending {
+            samples: Vec::with_capacity(self.samples.len()),
+            ends: Vec::with_capacity(self.ends.len()),
+        };
+        std::mem::replace(self, room)
     }
 
     /// Puts `older` (taken before, not committed) in front of what came

@@ -32,17 +32,8 @@ pub struct DeviceInfo {
     pub capacity_wh: Option<f64>,
 }
 
-#[derive(Debug)]
-struct DeviceState {
-    properties: Vec<Property>,
-    values: [Option<Reading>; Property::COUNT],
-    online: bool,
-    last_seen: Option<i64>,
-    /// Polled at least once, with success or failure.
-    attempted: bool,
-    last_error: Option<String>,
-    info: DeviceInfo,
-}
+/// The state kept per device is what a snapshot copies.
+type DeviceState = DeviceSnapshot;
 
 /// How far ahead of the wall clock a reading's timestamp may be and still be
 /// served as the latest: beyond it, the reading was stamped by a clock that
@@ -199,17 +190,16 @@ impl Live {
     }
 
     pub fn snapshot(&self, id: DeviceId) -> DeviceSnapshot {
+        self.inspect(id, DeviceSnapshot::clone)
+    }
+
+    /// Runs `f` on a device's state under its read lock, without copying
+    /// it: for the paths that run for every poll or every control tick.
+    /// `f` must not call back into this `Live` for the same device's writes.
+    pub fn inspect<R>(&self, id: DeviceId, f: impl FnOnce(&DeviceSnapshot) -> R) -> R {
         let state = self.state(id);
         let s = read(&state);
-        DeviceSnapshot {
-            properties: s.properties.clone(),
-            values: s.values,
-            online: s.online,
-            last_seen: s.last_seen,
-            attempted: s.attempted,
-            last_error: s.last_error.clone(),
-            info: s.info.clone(),
-        }
+        f(&s)
     }
 
     pub fn latest(&self, id: DeviceId, p: Property) -> Option<Reading> {

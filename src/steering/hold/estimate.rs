@@ -11,6 +11,7 @@
 //! held against. Pure: times are passed in.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// How long the supply is remembered, ms (far more than any meter's lag).
 const KEEP_MS: i64 = 30_000;
@@ -35,8 +36,13 @@ impl Load {
 
 /// Each commanded device's power readings by the time they were taken,
 /// oldest first, in the order of the site's steered devices.
+///
+/// Shared until changed: a tick's state is copied (the loop's memory, the
+/// decision, the dry runs), but only [`History::record`] copies the readings,
+/// once per tick, not every copy of the state (a site of 200 devices holds
+/// thousands of readings).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct History(Vec<VecDeque<(i64, f64)>>);
+pub struct History(Arc<Vec<VecDeque<(i64, f64)>>>);
 
 /// The latest reading of each steered device: (taken at, W, + discharge and
 /// production); `None` while it is offline.
@@ -48,9 +54,9 @@ impl History {
     /// can need.
     pub fn record(&mut self, readings: &Readings) {
         if self.0.len() != readings.len() {
-            self.0 = vec![VecDeque::new(); readings.len()];
+            self.0 = Arc::new(vec![VecDeque::new(); readings.len()]);
         }
-        for (series, r) in self.0.iter_mut().zip(readings) {
+        for (series, r) in Arc::make_mut(&mut self.0).iter_mut().zip(readings) {
             let Some((at_ms, w)) = *r else { continue };
             if series.back().is_some_and(|(t, _)| *t >= at_ms) {
                 continue;
