@@ -38,6 +38,7 @@ mod mqtt_fleet;
 mod mqtt_grid_limit;
 mod mqtt_incoming;
 mod mqtt_offline;
+mod mqtt_ops_acl;
 mod mqtt_outbox;
 mod mqtt_refusal;
 mod mqtt_rpc;

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rumqttc::v5::mqttbytes::v5::{Packet, PublishProperties};
+use rumqttc::v5::mqttbytes::v5::{Packet, PubAckReason, PublishProperties};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::{AsyncClient, Event, MqttOptions};
 use serde_json::Value;
@@ -53,6 +53,37 @@ fn mosquitto_binary() -> Option<PathBuf> {
     .iter()
     .map(PathBuf::from)
     .find(|p| p.is_file())
+}
+
+/// A mosquitto password file for `users` (name, password), hashed by
+/// `mosquitto_passwd -b` (the mosquitto package ships it); `None` where that
+/// binary is not installed (mosquitto 2 takes no plain-text passwords).
+pub fn mosquitto_password_file(users: &[(&str, &str)]) -> Option<String> {
+    let bin = [
+        "/usr/bin/mosquitto_passwd",
+        "/usr/sbin/mosquitto_passwd",
+        "/usr/local/bin/mosquitto_passwd",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_file())?;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("passwd");
+    std::fs::write(&file, "").expect("an empty password file");
+    for (user, password) in users {
+        let out = std::process::Command::new(&bin)
+            .arg("-b")
+            .arg(&file)
+            .args([user, password])
+            .output()
+            .expect("mosquitto_passwd runs");
+        assert!(
+            out.status.success(),
+            "mosquitto_passwd -b {user}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Some(std::fs::read_to_string(&file).expect("the password file"))
 }
 
 /// A running broker. MQTT 3.1.1 and 5 are both served (rumqttd on two ports).
@@ -397,17 +428,33 @@ impl Message {
 pub struct Subscriber {
     pub client: AsyncClient,
     messages: mpsc::UnboundedReceiver<Message>,
+    /// The reason of every PUBACK the broker sent this client, in order.
+    acks: mpsc::UnboundedReceiver<PubAckReason>,
     pub seen: Vec<Message>,
 }
 
 impl Subscriber {
     pub async fn connect(addr: SocketAddr, id: &str, filter: &str) -> Subscriber {
+        Self::connect_as(addr, id, None, filter).await
+    }
+
+    /// [`Subscriber::connect`] with a broker user name and password.
+    pub async fn connect_as(
+        addr: SocketAddr,
+        id: &str,
+        login: Option<(&str, &str)>,
+        filter: &str,
+    ) -> Subscriber {
         let mut options = MqttOptions::new(id, addr.ip().to_string(), addr.port());
+        if let Some((user, password)) = login {
+            options.set_credentials(user, password);
+        }
         options.set_keep_alive(Duration::from_secs(30));
         // Large RPC answers (the OpenAPI document) must not break the watcher.
         options.set_max_packet_size(Some(16 << 20));
         let (client, mut eventloop) = AsyncClient::new(options, 100);
         let (tx, messages) = mpsc::unbounded_channel();
+        let (acks_tx, acks) = mpsc::unbounded_channel();
         let (subscribed_tx, mut subscribed) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             loop {
@@ -431,6 +478,9 @@ impl Subscriber {
                     Ok(Event::Incoming(Packet::SubAck(_))) => {
                         let _ = subscribed_tx.send(());
                     }
+                    Ok(Event::Incoming(Packet::PubAck(a))) => {
+                        let _ = acks_tx.send(a.reason);
+                    }
                     Ok(_) => {}
                     Err(_) => {
                         if tx.is_closed() {
@@ -451,6 +501,7 @@ impl Subscriber {
         Subscriber {
             client,
             messages,
+            acks,
             seen: Vec::new(),
         }
     }
@@ -494,5 +545,22 @@ impl Subscriber {
             .publish_with_properties(topic, QoS::AtLeastOnce, false, body.to_string(), props)
             .await
             .expect("publish request");
+    }
+
+    /// [`Subscriber::request`], then the reason of the broker's PUBACK for it
+    /// (`NotAuthorized` where its ACL denies the topic). Waits for no earlier
+    /// publish of this client: only one may be unacknowledged.
+    pub async fn request_acked(
+        &mut self,
+        topic: &str,
+        body: &Value,
+        response: Option<(&str, &[u8])>,
+    ) -> PubAckReason {
+        while self.acks.try_recv().is_ok() {}
+        self.request(topic, body, response).await;
+        tokio::time::timeout(Duration::from_secs(10), self.acks.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no PUBACK for a publish to {topic} within 10 s"))
+            .expect("subscriber running")
     }
 }

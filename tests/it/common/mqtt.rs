@@ -56,6 +56,12 @@ pub async fn start(config_text: &str) -> TestSite {
     site::start(config_text, 60.0, SUMMER_MORNING_MS).await
 }
 
+/// [`start`], the agent loading its config from a file
+/// ([`site::start_from_file`]).
+pub async fn start_from_file(config_text: &str) -> TestSite {
+    site::start_from_file(config_text, 60.0, SUMMER_MORNING_MS).await
+}
+
 pub fn uplink(site: &TestSite) -> &Uplink {
     site.agent.uplink().expect("the test config has [mqtt]")
 }

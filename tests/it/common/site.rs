@@ -130,7 +130,27 @@ pub struct TestSite {
 /// `time_factor` times faster, from `start_ms`), then the agent against it.
 pub async fn start(config_text: &str, time_factor: f64, start_ms: i64) -> TestSite {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut config: Config = parse(config_text).expect("test config is valid");
+    let config: Config = parse(config_text).expect("test config is valid");
+    start_on(config, dir, time_factor, start_ms).await
+}
+
+/// [`start`], with the agent on `config_text` written to `sitegate.toml` in
+/// its directory and loaded from there, as `sitegate run` loads it: the
+/// operations that read the config file (`config.get`) have one.
+pub async fn start_from_file(config_text: &str, time_factor: f64, start_ms: i64) -> TestSite {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("sitegate.toml");
+    std::fs::write(&file, config_text).expect("write the config file");
+    let config = Config::load(&file).expect("test config is valid");
+    start_on(config, dir, time_factor, start_ms).await
+}
+
+async fn start_on(
+    mut config: Config,
+    dir: tempfile::TempDir,
+    time_factor: f64,
+    start_ms: i64,
+) -> TestSite {
     config.storage.path = dir.path().join("sitegate.db");
     let mut spec = SimSiteSpec::from_config(&config, time_factor);
     spec.start = Some(start_ms);
