@@ -241,6 +241,22 @@ async fn ops(sub: &mut Subscriber, id: &str, body: Value) -> Value {
         .json()
 }
 
+/// Asserts that an operation ended `failed`; its error text.
+fn failed_error(done: &Value) -> &str {
+    assert_eq!(done["state"], "failed", "{done}");
+    done["error"].as_str().unwrap_or("")
+}
+
+/// Puts `args` as operation `id` over MQTT and asserts that it is refused
+/// as lowering safety, naming `change`.
+async fn refused_as_less_safe(sub: &mut Subscriber, id: &str, args: Value, change: &str) {
+    ops(sub, id, json!({"kind": "config.put", "args": args})).await;
+    let (_, done) = final_state(sub, id).await;
+    let error = failed_error(&done);
+    assert!(error.contains(change), "{error}");
+    assert!(error.contains("allowLessSafe"), "{error}");
+}
+
 /// The state messages of `id` until one is final.
 async fn final_state(sub: &mut Subscriber, id: &str) -> (Vec<String>, Value) {
     let topic = format!("{ROOT}/ops/state/{id}");
@@ -318,20 +334,13 @@ async fn config_changes_over_the_ops_channel(kind: Kind) {
     // Less safe without the flag: refused, naming the change.
     let raised =
         with_block(&before, PV2).replace("max_import = \"30 kW\"", "max_import = \"40 kW\"");
-    ops(
+    refused_as_less_safe(
         &mut sub,
         "put-unsafe",
-        json!({"kind": "config.put", "args": {"toml": raised}}),
+        json!({"toml": raised}),
+        "max_import raised from 30 kW to 40 kW",
     )
     .await;
-    let (_, done) = final_state(&mut sub, "put-unsafe").await;
-    assert_eq!(done["state"], "failed", "{done}");
-    let error = done["error"].as_str().unwrap_or("");
-    assert!(
-        error.contains("max_import raised from 30 kW to 40 kW"),
-        "{error}"
-    );
-    assert!(error.contains("allowLessSafe"), "{error}");
     assert_eq!(site.text(), before);
 
     // With the flag: written, the agent restarts on it, the new device comes
@@ -433,8 +442,7 @@ async fn a_change_that_fails_its_health_trial_is_rolled_back() {
     site.restarted().await;
     assert_eq!(site.text(), before);
     let done = site.settled("put-dead").await;
-    assert_eq!(done["state"], "failed", "{done}");
-    let error = done["error"].as_str().unwrap_or("");
+    let error = failed_error(&done);
     assert!(
         error.starts_with("rolled_back: not healthy within 5 s"),
         "{error}"
@@ -664,8 +672,7 @@ async fn a_live_change_that_fails_its_trial_restarts_on_the_last_good_config() {
     site.restarted().await;
     assert_eq!(site.text(), before);
     let done = site.settled("put-silent").await;
-    assert_eq!(done["state"], "failed", "{done}");
-    let error = done["error"].as_str().unwrap_or("");
+    let error = failed_error(&done);
     assert!(
         error.starts_with("rolled_back: not healthy within 5 s"),
         "{error}"
@@ -852,19 +859,13 @@ async fn a_toml_merge_patch_lowers_max_export_live_and_the_loop_holds_it() {
     // live with it (here as a JSON merge patch).
     let sites: toml::Table = sites_with_export("20 kW").parse().expect("toml");
     let sites = serde_json::to_value(&sites).expect("json");
-    ops(
+    refused_as_less_safe(
         &mut sub,
         "json-raise",
-        json!({"kind": "config.put", "args": {"patch": sites}}),
+        json!({"patch": sites}),
+        "max_export raised from 2 kW to 20 kW",
     )
     .await;
-    let (_, done) = final_state(&mut sub, "json-raise").await;
-    assert_eq!(done["state"], "failed", "{done}");
-    let error = done["error"].as_str().unwrap_or("");
-    assert!(
-        error.contains("max_export raised from 2 kW to 20 kW"),
-        "{error}"
-    );
     let put = ops(
         &mut sub,
         "json-raise-ok",
