@@ -10,11 +10,10 @@
 //! batch that waited there while the writer was busy has used up that time) or
 //! `batch_size` are pending (the writer takes queued batches every
 //! `DRAIN_EVERY`, 100 ms, rather than waking for each), then one transaction
-//! writes them with their
-//! rollups. **A power cut loses at most the samples not yet committed: those of
-//! the last `flush_interval`, and those of the transaction being written**; a
-//! job's reply is sent only after the COMMIT that holds it (with
-//! `synchronous = FULL`, after the fsync).
+//! writes them with their rollups. **A power cut loses at most the samples
+//! not yet committed: those of the last `flush_interval`, and those of the
+//! transaction being written**; a job's reply is sent only after the COMMIT
+//! that holds it (with `synchronous = FULL`, after the fsync).
 //!
 //! It runs a current-thread tokio runtime of its own to wait on channels and
 //! timers, so blocking SQLite calls never stall the agent's runtime. It must not
