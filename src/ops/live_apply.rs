@@ -75,12 +75,8 @@ pub async fn apply(
 ) -> Result<(), LiveError> {
     (parts.reload)(new);
     for l in &plan.limits {
-        let limits = ConfiguredLimits {
-            max_import_w: l.max_import.map(|p| p.watts()),
-            max_export_w: l.max_export.map(|p| p.watts()),
-        };
         steering
-            .set_grid_limits(&l.site, limits)
+            .set_grid_limits(&l.site, ConfiguredLimits::of(l.max_import, l.max_export))
             .map_err(|source| LiveError::Limits {
                 site: l.site.clone(),
                 source,

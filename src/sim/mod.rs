@@ -219,45 +219,37 @@ impl SimKind {
     /// A battery's rating and the Common model it presents (`None` for
     /// anything but a battery).
     pub(crate) fn battery(&self) -> Option<(battery::BatteryRating, battery::Brand)> {
-        let (brand, &rated_w, &capacity_wh, &initial_soc, &soc_min, &soc_max) = match self {
+        let brand = match self {
+            SimKind::Battery { .. } => battery::Brand::Sitegate,
+            SimKind::FroniusGen24 { .. } => battery::Brand::FroniusGen24,
+            _ => return None,
+        };
+        match *self {
             SimKind::Battery {
                 rated_w,
                 capacity_wh,
                 initial_soc,
                 soc_min,
                 soc_max,
-            } => (
-                battery::Brand::Sitegate,
+            }
+            | SimKind::FroniusGen24 {
                 rated_w,
                 capacity_wh,
                 initial_soc,
                 soc_min,
                 soc_max,
-            ),
-            SimKind::FroniusGen24 {
-                rated_w,
-                capacity_wh,
-                initial_soc,
-                soc_min,
-                soc_max,
-            } => (
-                battery::Brand::FroniusGen24,
-                rated_w,
-                capacity_wh,
-                initial_soc,
-                soc_min,
-                soc_max,
-            ),
-            _ => return None,
-        };
-        let rating = battery::BatteryRating {
-            rated_w,
-            capacity_wh,
-            initial_soc,
-            soc_min,
-            soc_max,
-        };
-        Some((rating, brand))
+            } => Some((
+                battery::BatteryRating {
+                    rated_w,
+                    capacity_wh,
+                    initial_soc,
+                    soc_min,
+                    soc_max,
+                },
+                brand,
+            )),
+            _ => None,
+        }
     }
 }
 

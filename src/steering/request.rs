@@ -51,6 +51,19 @@ pub struct ConfiguredLimits {
     pub max_export_w: Option<f64>,
 }
 
+impl ConfiguredLimits {
+    /// The limits a site's config (or a change of it) gives.
+    pub fn of(
+        max_import: Option<crate::config::Power>,
+        max_export: Option<crate::config::Power>,
+    ) -> Self {
+        Self {
+            max_import_w: max_import.map(|p| p.watts()),
+            max_export_w: max_export.map(|p| p.watts()),
+        }
+    }
+}
+
 /// A request body as the caller sent it, in the API's own rendering. Steering
 /// keeps it for the audit log and for idempotent replays, and never reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]

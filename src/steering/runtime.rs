@@ -101,10 +101,7 @@ impl SiteRuntime {
                 ..SignalStatus::default()
             })
             .collect();
-        let limits = Mutex::new(ConfiguredLimits {
-            max_import_w: config.max_import.map(|p| p.watts()),
-            max_export_w: config.max_export.map(|p| p.watts()),
-        });
+        let limits = Mutex::new(ConfiguredLimits::of(config.max_import, config.max_export));
         Self {
             config,
             limits,
