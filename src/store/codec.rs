@@ -93,11 +93,24 @@ impl<'a> Reader<'a> {
         let code = self.varint()?;
         let tag = code & 7;
         if tag == RAW_TAG {
+            return self.value_body(RAW_TAG);
+        }
+        Ok(decimal_value(code >> 3, tag))
+    }
+
+    /// The body of a value whose tag (the low three bits of what
+    /// [`split_value`] returns) the caller read elsewhere.
+    pub fn value_body(&mut self, tag: u64) -> Result<f64, Malformed> {
+        if tag & 7 == RAW_TAG {
             return Ok(f64::from_bits(u64::from_le_bytes(self.fixed8()?)));
         }
-        let m = unzigzag(code >> 3);
-        Ok(m as f64 / POW10[tag as usize])
+        Ok(decimal_value(self.varint()?, tag))
     }
+}
+
+/// `unzigzag(z) / 10^tag` for a decimal tag (below [`RAW_TAG`]).
+fn decimal_value(z: u64, tag: u64) -> f64 {
+    unzigzag(z) as f64 / POW10[(tag & 7) as usize]
 }
 
 /// `value` as `(m, k)` with `value == m / 10^k` bit for bit and the smallest
@@ -129,13 +142,40 @@ fn mantissa(value: f64, k: u8) -> Option<i64> {
     ((m as f64 / p).to_bits() == value.to_bits()).then_some(m)
 }
 
-/// One value on its own: a varint `zigzag(m) << 3 | k`, or tag 7 and 8 bytes.
-pub fn put_value(out: &mut Vec<u8>, value: f64) {
+/// What follows a value's tag: the zigzag-coded mantissa of a decimal
+/// (a varint), or the 8 bytes of any other value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueBody {
+    Mantissa(u64),
+    Raw(u64),
+}
+
+/// `value` as a three-bit tag (its decimals `k`, or [`RAW_TAG`]) and a body,
+/// for an encoding that keeps the tag apart from the body (a staging slot
+/// packs it into the sample's first byte).
+pub fn split_value(value: f64) -> (u64, ValueBody) {
     match decimal(value) {
-        Some((m, k)) => put_varint(out, zigzag(m) << 3 | u64::from(k)),
-        None => {
+        Some((m, k)) => (u64::from(k), ValueBody::Mantissa(zigzag(m))),
+        None => (RAW_TAG, ValueBody::Raw(value.to_bits())),
+    }
+}
+
+/// Writes what [`Reader::value_body`] reads.
+pub fn put_value_body(out: &mut Vec<u8>, body: ValueBody) {
+    match body {
+        ValueBody::Mantissa(z) => put_varint(out, z),
+        ValueBody::Raw(bits) => out.extend_from_slice(&bits.to_le_bytes()),
+    }
+}
+
+/// One value on its own (in a chunk of values, and in the staging slots of
+/// earlier sitegates): a varint `zigzag(m) << 3 | k`, or tag 7 and 8 bytes.
+pub fn put_value(out: &mut Vec<u8>, value: f64) {
+    match split_value(value) {
+        (k, ValueBody::Mantissa(z)) => put_varint(out, z << 3 | k),
+        (_, raw) => {
             put_varint(out, RAW_TAG);
-            out.extend_from_slice(&value.to_bits().to_le_bytes());
+            put_value_body(out, raw);
         }
     }
 }

@@ -1,0 +1,4 @@
+-- Staging slots written from now on pack their samples (src/store/stage.rs,
+-- `PACKED`): an earlier sitegate would misread them. No schema changes; the
+-- record of this migration makes an earlier sitegate refuse the database
+-- (it names this id) instead of reading the ring wrong.
