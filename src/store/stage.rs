@@ -456,30 +456,25 @@ fn decode_slot_range(
     let mut series = 0i64;
     let mut ts = base;
     for _ in 0..count {
+        // A packed sample's head carries its time flag and value tag below
+        // the series step; the older formats' first varint is the step alone.
+        let head = r.varint()?;
+        let step = match format {
+            Format::Packed => head >> 4,
+            Format::Steps | Format::Offsets => head,
+        };
+        series = series.wrapping_add(step as i64);
+        if series >= hi {
+            break;
+        }
+        ts = match format {
+            Format::Packed if head & 8 == 0 => ts,
+            Format::Packed | Format::Steps => ts.wrapping_add(unzigzag(r.varint()?)),
+            Format::Offsets => base.wrapping_add(r.varint()? as i64),
+        };
         let v = match format {
-            Format::Packed => {
-                let head = r.varint()?;
-                series = series.wrapping_add((head >> 4) as i64);
-                if series >= hi {
-                    break;
-                }
-                if head & 8 != 0 {
-                    ts = ts.wrapping_add(unzigzag(r.varint()?));
-                }
-                r.value_body(head & 7)?
-            }
-            Format::Steps | Format::Offsets => {
-                series = series.wrapping_add(r.varint()? as i64);
-                if series >= hi {
-                    break;
-                }
-                ts = if format == Format::Steps {
-                    ts.wrapping_add(unzigzag(r.varint()?))
-                } else {
-                    base.wrapping_add(r.varint()? as i64)
-                };
-                r.value()?
-            }
+            Format::Packed => r.value_body(head & 7)?,
+            Format::Steps | Format::Offsets => r.value()?,
         };
         if series >= lo {
             f(series, ts, v);
