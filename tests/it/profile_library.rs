@@ -428,7 +428,7 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
             && words(&rig, "growatt_tl", 3, 1) == [50]
     })
     .await;
-    eventually("applied and confirmed", Duration::from_secs(3), || {
+    eventually("applied and confirmed", Duration::from_secs(10), || {
         all_applied(&rig)
     })
     .await;
@@ -451,7 +451,7 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
             && words(&rig, "alpha_ess", 2182, 1) == [250]
     })
     .await;
-    eventually("charge confirmed", Duration::from_secs(3), || {
+    eventually("charge confirmed", Duration::from_secs(10), || {
         all_applied(&rig)
     })
     .await;

@@ -230,7 +230,7 @@ async fn maximize_grid_import_charges_within_max_import() {
     // Production held back, storage charging hard, import at most 300 kW.
     eventually(
         "charging near the import limit",
-        Duration::from_secs(8),
+        Duration::from_secs(20),
         || async {
             let grid = rig.device("grid").state().ac_power_w;
             let charging = |bus: &str| {

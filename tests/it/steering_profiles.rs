@@ -169,7 +169,7 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
     // Huawei's timer is in minutes: 30 s round up to one.
     assert_eq!(rig.device("bat-h").registers(47083, 1), [1]);
     assert_eq!(rig.device("bat-h").registers(47246, 1), [0]);
-    eventually("all applied and confirmed", Duration::from_secs(3), || {
+    eventually("all applied and confirmed", Duration::from_secs(10), || {
         all_applied(&rig)
     })
     .await;
@@ -190,7 +190,7 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
         )
         .await;
     assert_eq!(s, 200);
-    eventually("5 kW charge", Duration::from_secs(3), || async {
+    eventually("5 kW charge", Duration::from_secs(10), || async {
         sungrow(&rig) == [2, 0xAA, 2000]
             && huawei(&rig) == (1, 1000, 0)
             && der_power(&rig)[2] == (-2000i32) as u32
@@ -243,7 +243,7 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
         (47249, vec![0, 0]),
     ];
     assert!(h.ends_with(&found), "{h:?}");
-    eventually("batteries at fallback", Duration::from_secs(3), || async {
+    eventually("batteries at fallback", Duration::from_secs(10), || async {
         rig.device_state("dvc_bat_s").await["state"] == "fallback"
             && rig.device_state("dvc_bat_h").await["state"] == "fallback"
             && rig.device_state("dvc_bat_d").await["state"] == "fallback"
@@ -254,7 +254,7 @@ async fn profile_batteries_and_a_704_inverter_follow_the_site_signal() {
     assert_eq!(der_limit(&rig), [1, 50, u32::from(REVERT_S)]);
     let (s, _) = rig.delete(&format!("/sites/{SITE}/steering"), STEER).await;
     assert_eq!(s, 200);
-    eventually("limits released", Duration::from_secs(3), || async {
+    eventually("limits released", Duration::from_secs(10), || async {
         der_limit(&rig) == [1, 80, 0] && rig.limit("pv-a").is_none()
     })
     .await;

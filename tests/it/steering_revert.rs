@@ -45,7 +45,7 @@ async fn devices_revert_by_their_own_timers_after_a_hard_stop() {
     post_signal(&base, &body).await;
     let storage = |bus: &str| sim.device(bus, 1).unwrap().state().storage_control;
     let limit = |bus: &str| sim.device(bus, 1).unwrap().state().limit_pct;
-    eventually("steered", Duration::from_secs(3), || async {
+    eventually("steered", Duration::from_secs(10), || async {
         storage("bat-a") == window(25.0)
             && storage("bat-b") == window(25.0)
             && limit("pv-a") == Some(75.0)
