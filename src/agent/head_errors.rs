@@ -98,6 +98,26 @@ pub fn rewrite(written: &[u8]) -> Option<(u16, Vec<u8>)> {
 }
 
 impl<T: AsyncWrite + Unpin> ProblemHeads<T> {
+    /// When `written` is hyper's answer to a refused head: counts it, puts
+    /// the problem+json answer in its place and starts the linger; returns
+    /// the bytes taken (all of `written`).
+    fn refuse(&mut self, cx: &mut Context<'_>, written: &[u8]) -> io::Result<Option<usize>> {
+        let Some((status, answer)) = rewrite(written) else {
+            return Ok(None);
+        };
+        let count = match status {
+            400 => &self.counts.bad_request,
+            414 => &self.counts.uri_too_long,
+            _ => &self.counts.too_large,
+        };
+        count.fetch_add(1, Ordering::Relaxed);
+        self.pending = Some((answer, 0));
+        self.linger = Some((Box::pin(tokio::time::sleep(LINGER)), LINGER_BYTES));
+        // What is not written now is written by the flush hyper sends next.
+        let _ = self.drain(cx)?;
+        Ok(Some(written.len()))
+    }
+
     /// Writes what is left of a rewritten answer.
     fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while let Some((bytes, at)) = &mut self.pending {
@@ -163,20 +183,35 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ProblemHeads<T> {
         if this.drain(cx)?.is_pending() {
             return Poll::Pending;
         }
-        if let Some((status, answer)) = rewrite(buf) {
-            let count = match status {
-                400 => &this.counts.bad_request,
-                414 => &this.counts.uri_too_long,
-                _ => &this.counts.too_large,
-            };
-            count.fetch_add(1, Ordering::Relaxed);
-            this.pending = Some((answer, 0));
-            this.linger = Some((Box::pin(tokio::time::sleep(LINGER)), LINGER_BYTES));
-            // What is not written now is written by the flush hyper sends next.
-            let _ = this.drain(cx)?;
-            return Poll::Ready(Ok(buf.len()));
+        if let Some(taken) = this.refuse(cx, buf)? {
+            return Poll::Ready(Ok(taken));
         }
         Pin::new(&mut this.inner).poll_write(cx, buf)
+    }
+
+    /// Vectored, as the connection below is: hyper then queues a body as it
+    /// is instead of copying it into its write buffer (a 2 MB `/metrics`
+    /// answer was held twice while it was sent). hyper's own answers to a
+    /// refused head have no body: their head is the first slice.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        if this.drain(cx)?.is_pending() {
+            return Poll::Pending;
+        }
+        if let Some(first) = bufs.iter().find(|b| !b.is_empty()) {
+            if let Some(taken) = this.refuse(cx, first)? {
+                return Poll::Ready(Ok(taken));
+            }
+        }
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -226,5 +261,49 @@ mod tests {
             None
         );
         assert_eq!(rewrite(b"{\"partial\": \"body\"}"), None);
+    }
+
+    /// Over a real socket: the adapter is vectored like the socket (so hyper
+    /// queues bodies instead of copying them), passes a head and its body in
+    /// one vectored write, and still rewrites a refusal that comes so.
+    #[tokio::test]
+    async fn vectored_writes_pass_bodies_and_rewrite_refusals() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let client = tokio::spawn(async move {
+            let mut c = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).await.expect("read");
+            got
+        });
+        let (server, _) = listener.accept().await.expect("accept");
+        let counts = Arc::new(HeadRefusals::default());
+        let mut io = ProblemHeads::new(server, counts.clone());
+        assert!(io.is_write_vectored());
+
+        let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\n";
+        let slices = [io::IoSlice::new(head), io::IoSlice::new(b"hello")];
+        let n = io.write_vectored(&slices).await.expect("write");
+        assert!(n > 0);
+        // A socket may take part of it: the rest goes plainly.
+        let all = [&head[..], b"hello"].concat();
+        io.write_all(&all[n..]).await.expect("rest");
+        let refused = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\n\r\n";
+        let n = io
+            .write_vectored(&[io::IoSlice::new(&[]), io::IoSlice::new(refused)])
+            .await
+            .expect("write");
+        assert_eq!(n, refused.len());
+        io.flush().await.expect("flush");
+        drop(io);
+        let got = String::from_utf8(client.await.expect("client")).expect("text");
+        let (first, second) = got.split_at(all.len());
+        assert_eq!(first.as_bytes(), all);
+        assert!(second.starts_with("HTTP/1.1 431 "), "{second}");
+        assert!(second.contains("application/problem+json"), "{second}");
+        assert_eq!(counts.too_large.load(Ordering::Relaxed), 1);
     }
 }
