@@ -35,9 +35,9 @@ const IN_RECENT: &str = "SELECT 1 FROM recent WHERE ts = ?1 AND series = ?2";
 /// Staged samples one part of a compaction moves at most: the rows held in
 /// memory at once (24 bytes each, 1.2 MB, and half that again for their
 /// sort). The peak RSS of a compaction grows with it (at 250,000: 8 to 10 MB
-/// above the steady RSS in runs at 1,000 devices; at 100,000 about 6 MB);
-/// each part rescans the ring's list of live slots to find the ones holding
-/// its series, and decodes the slots at its edges again.
+/// above the steady RSS in runs at 1,000 devices); each part rescans the
+/// ring's list of live slots to find the ones holding its series, and
+/// decodes the slots at its edges again.
 pub const COMPACT_PART: usize = 50_000;
 
 /// Samples per series from which a batch goes straight to `raw_chunk`: below
