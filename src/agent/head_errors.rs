@@ -64,18 +64,25 @@ impl<T> ProblemHeads<T> {
     }
 }
 
+/// The longest head hyper writes for a refusal (a status line, its length
+/// and its date, under 120 bytes), with room to spare.
+const REFUSAL_HEAD_MAX: usize = 512;
+
 /// The refusal hyper wrote at the start of `written`, as a problem+json
-/// answer; `None` when it is not one of hyper's own.
+/// answer; `None` when it is not one of hyper's own. Looks at no more than
+/// the first [`REFUSAL_HEAD_MAX`] bytes: it sees every write, bodies
+/// included (megabytes without a line break, such as `/metrics`).
 pub fn rewrite(written: &[u8]) -> Option<(u16, Vec<u8>)> {
-    let line_end = written.windows(2).position(|w| w == b"\r\n")?;
-    let line = std::str::from_utf8(&written[..line_end]).ok()?;
-    let (version, rest) = line.split_once(' ')?;
-    if !version.starts_with("HTTP/1.") {
+    if !written.starts_with(b"HTTP/1.") {
         return None;
     }
+    let start = &written[..written.len().min(REFUSAL_HEAD_MAX)];
+    let line_end = start.windows(2).position(|w| w == b"\r\n")?;
+    let line = std::str::from_utf8(&start[..line_end]).ok()?;
+    let (_, rest) = line.split_once(' ')?;
     let status: u16 = rest.get(..3)?.parse().ok()?;
-    let head_end = written.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&written[..head_end]).to_ascii_lowercase();
+    let head_end = start.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&start[..head_end]).to_ascii_lowercase();
     if head.contains("\r\ncontent-type:") || !head.contains("\r\ncontent-length: 0") {
         return None;
     }
@@ -261,6 +268,14 @@ mod tests {
             None
         );
         assert_eq!(rewrite(b"{\"partial\": \"body\"}"), None);
+        // A body of megabytes is passed over at its first bytes; a head
+        // longer than a refusal's is the router's.
+        assert_eq!(rewrite(&vec![b'a'; 4 << 20]), None);
+        let long = format!(
+            "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nx-pad: {}\r\n\r\n",
+            "p".repeat(REFUSAL_HEAD_MAX)
+        );
+        assert_eq!(rewrite(long.as_bytes()), None);
     }
 
     /// Over a real socket: the adapter is vectored like the socket (so hyper
