@@ -184,16 +184,24 @@ impl Run {
         })
     }
 
-    /// `sitegate_store_samples_total{result="committed"}` from `/metrics`.
-    fn committed(&self) -> u64 {
+    /// From one `/metrics` scrape: the samples committed
+    /// (`sitegate_store_samples_total{result="committed"}`) and the bytes
+    /// SQLite holds (`sitegate_store_sqlite_memory_bytes{at="now"}`).
+    fn store_figures(&self) -> (u64, f64) {
         let text = self.rt.block_on(async {
             let r = self.http.get(self.url("/metrics")).send().await.unwrap();
             r.text().await.unwrap()
         });
-        text.lines()
-            .find_map(|l| l.strip_prefix("sitegate_store_samples_total{result=\"committed\"} "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .unwrap_or(0.0) as u64
+        let value = |series: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        (
+            value("sitegate_store_samples_total{result=\"committed\"}") as u64,
+            value("sitegate_store_sqlite_memory_bytes{at=\"now\"}"),
+        )
     }
 
     /// Spawns the agent and waits until every device is online: seconds.
@@ -233,7 +241,7 @@ impl Run {
         Mark {
             bytes: io_write_bytes(&format!("/proc/{}/io", self.pid()))
                 + if count_checkpoint { ckpt } else { 0 },
-            samples: self.committed(),
+            samples: self.store_figures().0,
             ticks: cpu_ticks(self.pid()),
             at: Instant::now(),
         }
@@ -362,9 +370,10 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
             next_post += POST_EVERY;
         }
         if t >= next_minute {
+            let (samples, sqlite) = run.store_figures();
             let now = Mark {
                 bytes: io_write_bytes(&format!("/proc/{}/io", run.pid())),
-                samples: run.committed(),
+                samples,
                 ticks: cpu_ticks(run.pid()),
                 at: Instant::now(),
             };
@@ -372,9 +381,10 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
             let cpu = (now.ticks - minute_mark.ticks) as f64
                 / now.at.duration_since(minute_mark.at).as_secs_f64();
             println!(
-                "[n={n}] minute {:>3}: RSS {:.1} MB, CPU {cpu:.1} %, {b:.1} B/sample (no checkpoint), {rate:.0} samples/s",
+                "[n={n}] minute {:>3}: RSS {:.1} MB (SQLite {:.1} MB), CPU {cpu:.1} %, {b:.1} B/sample (no checkpoint), {rate:.0} samples/s",
                 next_minute.as_secs() / 60,
                 memory_kb(run.pid()).0 as f64 / 1024.0,
+                sqlite / (1024.0 * 1024.0),
             );
             minute_mark = now;
             next_minute += Duration::from_secs(60);

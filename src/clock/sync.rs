@@ -4,8 +4,9 @@
 //! creates once it has synchronised.
 //!
 //! Reads only: `adjtimex` with no mode bits set changes nothing (and needs no
-//! capability). One of the two `unsafe` places of the crate is here, for that
-//! call (the other is `memory.rs`, the allocator settings).
+//! capability). One of the three `unsafe` places of the crate is here, for
+//! that call (the others are `memory.rs`, the allocator settings, and
+//! `store/sqlite_memory.rs`, SQLite's memory counter).
 
 use std::path::Path;
 

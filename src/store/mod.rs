@@ -30,6 +30,7 @@ mod query;
 mod reader;
 mod restamp;
 mod retention;
+mod sqlite_memory;
 mod stage;
 mod stats;
 mod writer;

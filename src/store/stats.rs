@@ -1,7 +1,7 @@
 //! The store's counters: commits with their duration, samples committed or
 //! dropped, bytes appended to the write-ahead log, and (read at scrape time)
-//! the writer's queue depths and the database file size. The writer counts;
-//! `/metrics` reads.
+//! the writer's queue depths, the database file size and the memory SQLite
+//! holds. The writer counts; `/metrics` reads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -225,6 +225,15 @@ impl Collect for StoreHandle {
         )
         .sample(&[("queue", "samples")], sample_depth as f64)
         .sample(&[("queue", "jobs")], job_depth as f64);
+        if let Some((now, highest)) = super::sqlite_memory::held() {
+            out.family(
+                "sitegate_store_sqlite_memory_bytes",
+                Kind::Gauge,
+                "Memory SQLite holds: the page caches of the writer and the readers (bounded by their cache_size), prepared statements; now, and the most since start.",
+            )
+            .sample(&[("at", "now")], now as f64)
+            .sample(&[("at", "peak")], highest as f64);
+        }
         let mut size = out.family(
             "sitegate_store_file_bytes",
             Kind::Gauge,

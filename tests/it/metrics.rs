@@ -129,7 +129,16 @@ async fn metrics_describe_the_running_site_and_move_with_it() {
             "sitegate_http_request_duration_seconds_count{{transport=\"http\",route=\"{soc_route}\"}}"
         )) >= Some(3.0)
     );
-    assert!(later.get("process_resident_memory_bytes").unwrap_or(0.0) > 1e6);
+    let rss = later.get("process_resident_memory_bytes").unwrap_or(0.0);
+    assert!(rss > 1e6, "RSS {rss}");
+    // SQLite's share: the open store's page caches and statements.
+    let sqlite = later
+        .get("sitegate_store_sqlite_memory_bytes{at=\"now\"}")
+        .expect("SQLite's memory in /metrics");
+    let peak = later
+        .get("sitegate_store_sqlite_memory_bytes{at=\"peak\"}")
+        .expect("SQLite's peak in /metrics");
+    assert!(sqlite > 10e3 && sqlite <= peak, "now {sqlite}, peak {peak}");
     site.stop().await;
 }
 
