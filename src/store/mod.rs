@@ -16,6 +16,7 @@
 //! one). See `docs/store.md` for the layout, the durability bound and the figures.
 
 mod agg;
+mod cache;
 mod chunks;
 mod codec;
 pub mod diagnose;
@@ -136,7 +137,8 @@ impl StoreHandle {
                 })
             }
         }
-        let mut conn = open_writer(&path, &stats)?;
+        let cache_kib = cache::writer_cache_kib(devices.len(), config.compact_interval_s);
+        let mut conn = open_writer(&path, &stats, cache_kib)?;
         migrate::migrate(&mut conn, now_ms())?;
         if let Some(hook) = &mut hook {
             hook.open(&conn)?;
@@ -425,9 +427,14 @@ fn spawn_background_check(path: PathBuf, stats: Arc<StoreStats>) {
 
 /// The write connection: WAL, fsync at every commit (`synchronous = FULL`: a
 /// commit that returned survives a power cut), a bounded WAL file, a checkpoint
-/// every [`CHECKPOINT_WAL_BYTES`] of WAL, and a count of the bytes appended to
-/// the WAL (`stats`).
-fn open_writer(path: &Path, stats: &Arc<StoreStats>) -> Result<Connection, StoreError> {
+/// every [`CHECKPOINT_WAL_BYTES`] of WAL, a page cache of `cache_kib` KiB
+/// ([`cache::writer_cache_kib`]), and a count of the bytes appended to the WAL
+/// (`stats`).
+fn open_writer(
+    path: &Path,
+    stats: &Arc<StoreStats>,
+    cache_kib: u64,
+) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;
     // Takes effect only on a database without pages yet (a new file).
@@ -439,12 +446,12 @@ fn open_writer(path: &Path, stats: &Arc<StoreStats>) -> Result<Connection, Store
             found: format!("journal_mode {mode}"),
         });
     }
-    conn.execute_batch(
+    conn.execute_batch(&format!(
         "PRAGMA synchronous = FULL;
          PRAGMA journal_size_limit = 134217728;
-         PRAGMA cache_size = -8000;
-         PRAGMA temp_store = MEMORY;",
-    )?;
+         PRAGMA cache_size = -{cache_kib};
+         PRAGMA temp_store = MEMORY;"
+    ))?;
     let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
     let page_size = u64::try_from(page_size).unwrap_or(4096);
     let checkpoint_frames = (CHECKPOINT_WAL_BYTES / page_size).max(1);
