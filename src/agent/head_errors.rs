@@ -268,8 +268,8 @@ mod tests {
             None
         );
         assert_eq!(rewrite(b"{\"partial\": \"body\"}"), None);
-        // A body of megabytes is passed over at its first bytes; a head
-        // longer than a refusal's is the router's.
+        // A body is not a refusal; a head longer than a refusal's is the
+        // router's, whatever its status.
         assert_eq!(rewrite(&vec![b'a'; 4 << 20]), None);
         let long = format!(
             "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nx-pad: {}\r\n\r\n",

@@ -3,8 +3,9 @@
 //! while its size is the writer's share of the RSS, whatever the site. The
 //! pages worth keeping are the staging ring of one compaction interval (a
 //! compaction reads it back; the commits before it wrote it) and the upper
-//! pages of the tables; a cache past that holds pages nobody reads again.
-//! Pure: no I/O, no SQLite.
+//! pages of the tables. Past that, a larger cache keeps mostly the chunk and
+//! rollup pages compactions appended, which the writer reads again only when
+//! retention deletes them. Pure: no I/O, no SQLite.
 
 use crate::config::capacity::PROPERTIES_PER_DEVICE;
 

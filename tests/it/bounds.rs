@@ -161,9 +161,9 @@ async fn rpc_requests_past_the_queue_are_answered_429_without_new_tasks() {
         metric(&site, "sitegate_mqtt_rpc_workload{state=\"running\"}").await,
         RPC_WORKERS as f64
     );
-    // A task per request would add 128 (the queued ones are still held); the
-    // slack is for tasks that come and go beside them (a scrape's second
-    // keep-alive connection, the link's publish turn).
+    // A task per request would add 128 (the queued ones are still held). The
+    // slack is for tasks that come and go beside them: a full run under load
+    // once counted 3 more than before, from tasks not identified.
     let during = tasks();
     assert!(
         during <= before + 8,
@@ -322,12 +322,9 @@ async fn http_connections_past_the_cap_get_the_reserve_then_wait_until_one_close
         early.is_err(),
         "a connection past the cap and the reserve was served"
     );
-    // A task per request would add 128 (the queued ones are still held); the
-    // slack is for tasks that come and go beside them (a scrape's second
-    // keep-alive connection, the link's publish turn).
     let during = tasks();
     assert!(
-        during <= before + 8,
+        during <= before + 2,
         "past the cap and the reserve: {before} tasks before, {during} now"
     );
 
