@@ -59,15 +59,20 @@ fn load(url: String, seconds: u64, connections: usize) -> Run {
             .build()
             .unwrap();
         rt.block_on(async move {
-            let client = reqwest::Client::builder()
-                .pool_max_idle_per_host(connections)
-                .build()
-                .unwrap();
             let deadline = Instant::now() + Duration::from_secs(seconds);
             let start = Instant::now();
             let mut workers = Vec::new();
-            for _ in 0..connections {
-                let (client, url) = (client.clone(), url.clone());
+            for i in 0..connections {
+                // The agent holds at most 8 connections from one address (a
+                // client), so the load comes from 127.0.0.10 on, as from
+                // several clients on the site's LAN.
+                let source = std::net::Ipv4Addr::new(127, 0, 0, 10 + (i / 8) as u8);
+                let client = reqwest::Client::builder()
+                    .local_address(std::net::IpAddr::V4(source))
+                    .pool_max_idle_per_host(1)
+                    .build()
+                    .unwrap();
+                let url = url.clone();
                 workers.push(tokio::spawn(async move {
                     let mut lat = Vec::new();
                     while Instant::now() < deadline {

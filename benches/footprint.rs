@@ -5,8 +5,13 @@
 //! written to storage from `write_bytes` of `/proc/PID/io`, samples from
 //! `sitegate_store_samples_total{result="committed"}` of `/metrics`.
 //!
+//! Both modes poll a noisy simulated site (`docs/devices.md`, "Noisy mode":
+//! noise on every point every second, a fifth of the inverters and meters on
+//! float models, loads that walk on their own); `--calm` runs the calm
+//! simulator instead, for comparison with figures taken before.
+//!
 //! **Flush intervals** (the default mode; `cargo bench --bench footprint`
-//! `-- [flush] SECONDS WEAR_SECONDS`, default 60 and 600): 20 devices polled
+//! `-- [flush] SECONDS WEAR_SECONDS [--calm]`, default 60 and 600): 20 devices polled
 //! at 1 Hz (targets: <= 20 MB RSS, <= 2 % of one core, <= 100 bytes written
 //! per sample); 60 s of CPU and memory measurement and 600 s of wear
 //! measurement, both after 20 s of warm-up. The store, the bus tasks and the
@@ -19,19 +24,26 @@
 //! as many series at 1 Hz, with the same flush interval, for the same window.
 //!
 //! **Scale** (`-- scale SIZES MINUTES [--layout small|commercial]
-//! [--history-h HOURS] [--window-min W]`, e.g. `-- scale 20,200,1000 60
-//! --history-h 24`): one agent and one simulated site per size, all running
-//! at once, default storage settings but the size bound; a day of history
-//! written first on request. Start-up to all devices online, RSS, CPU, bytes
-//! written per sample in the first and last W (10) minutes, bytes at rest per
-//! sample, latest-value GET and steering POST latencies: see
-//! `footprint/scale.rs` (how) and `footprint/layout.rs` (the sites).
+//! [--history-h HOURS] [--window-min W] [--calm]`, e.g. `-- scale
+//! 20,200,1000 60 --history-h 24`): one agent and one simulated site per
+//! size, all running at once, default storage settings but the size bound; a
+//! day of history written first on request, through the store's staging and
+//! compaction (`footprint/history.rs`). Start-up to all devices online, RSS,
+//! CPU, bytes written per sample in the first and last W (10) minutes, bytes
+//! at rest per sample, latest-value GET and steering POST latencies, Modbus
+//! writes per device per hour, requests per poll, the steering audit's growth
+//! and the `/metrics` scrape's size: see `footprint/scale.rs` (how) and
+//! `footprint/layout.rs` (the sites).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "footprint/counts.rs"]
+mod counts;
 #[path = "footprint/history.rs"]
 mod history;
 #[path = "footprint/layout.rs"]
 mod layout;
+#[path = "footprint/noisy.rs"]
+mod noisy;
 #[path = "footprint/procfs.rs"]
 mod procfs;
 #[path = "footprint/scale.rs"]
@@ -54,7 +66,7 @@ const METERS: usize = 2;
 /// Flush intervals of the agents (the first is the default).
 const FLUSH_INTERVALS_MS: [u64; 3] = [1_000, 5_000, 30_000];
 
-fn config_text(dir: &std::path::Path, http_port: u16, flush_ms: u64) -> String {
+fn config_text(dir: &std::path::Path, http_port: u16, flush_ms: u64, calm: bool) -> String {
     let mut t = format!(
         "gateway_id = \"footprint\"\n[http]\nlisten = [\"127.0.0.1:{http_port}\"]\nauth = \"none\"\n[storage]\npath = {:?}\nflush_interval_ms = {flush_ms}\n[logging]\nlevel = \"warn\"\n",
         dir.join("sitegate.db").display().to_string()
@@ -81,6 +93,7 @@ fn config_text(dir: &std::path::Path, http_port: u16, flush_ms: u64) -> String {
             n += 1;
         }
     }
+    writeln!(t, "[simulator]\nnoisy = {}", !calm).unwrap();
     t
 }
 
@@ -120,7 +133,7 @@ impl Agent {
 }
 
 /// Starts an agent polling the simulated site with the given flush interval.
-fn start_agent(sim: &SimSite, flush_ms: u64) -> Agent {
+fn start_agent(sim: &SimSite, flush_ms: u64, calm: bool) -> Agent {
     let dir = tempfile::tempdir().unwrap();
     // A free port for the agent's API (metrics, and the check that it polled).
     let http_port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -128,10 +141,10 @@ fn start_agent(sim: &SimSite, flush_ms: u64) -> Agent {
         .local_addr()
         .unwrap()
         .port();
-    let mut config = parse(&config_text(dir.path(), http_port, flush_ms)).unwrap();
+    let mut config = parse(&config_text(dir.path(), http_port, flush_ms, calm)).unwrap();
     sim.point_config_at_servers(&mut config);
     // Write the config with the simulator's ports.
-    let mut text = config_text(dir.path(), http_port, flush_ms);
+    let mut text = config_text(dir.path(), http_port, flush_ms, calm);
     for bus in &config.buses {
         if let sitegate::config::Transport::Tcp { host, port } = &bus.transport {
             text = text.replacen(
@@ -160,9 +173,19 @@ fn start_agent(sim: &SimSite, flush_ms: u64) -> Agent {
 
 /// The previous store layout on `series` series at 1 Hz for `seconds`, a
 /// commit every `flush_s`, a compaction a minute, a checkpoint at the end, on
-/// its own thread: returns (bytes written, samples).
-fn legacy(series: i64, flush_s: u64, seconds: u64) -> std::thread::JoinHandle<(u64, u64)> {
+/// its own thread, with values as `noisy.rs` makes them (each series one
+/// property of an inverter of its own): returns (bytes written, samples).
+fn legacy(
+    series: i64,
+    flush_s: u64,
+    seconds: u64,
+    calm: bool,
+) -> std::thread::JoinHandle<(u64, u64)> {
     std::thread::spawn(move || {
+        let mut values: Vec<noisy::Series> = (0..series as usize)
+            .map(|i| noisy::Series::new("inverter", i, calm))
+            .collect();
+        let mut row = Vec::new();
         let dir = tempfile::tempdir().unwrap();
         let mut store = store_legacy::Legacy::create(&dir.path().join("legacy.db"), series);
         let before = io_write_bytes("/proc/thread-self/io");
@@ -173,10 +196,11 @@ fn legacy(series: i64, flush_s: u64, seconds: u64) -> std::thread::JoinHandle<(u
             let due = t0 + Duration::from_secs(s);
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
             let ts = sitegate::model::time::now_ms();
-            pending.extend((1..=series).map(|id| {
-                let v = ((s as i64 * 13 + id * 7) % 5000) as f64 / 10.0;
-                (id, ts, v)
-            }));
+            for id in 1..=series {
+                row.clear();
+                values[id as usize - 1].values(ts / 1000, &mut row);
+                pending.push((id, ts, row[id as usize % row.len()]));
+            }
             samples += series as u64;
             if s % flush_s == 0 {
                 store.commit(&std::mem::take(&mut pending));
@@ -205,6 +229,7 @@ fn main() {
 
 /// The default mode: 20 devices, three agents with three flush intervals.
 fn flush_intervals(args: &[String]) {
+    let calm = args.iter().any(|a| a == "--calm");
     let mut numbers = args.iter().filter_map(|a| a.parse::<u64>().ok());
     let seconds = numbers.next().unwrap_or(60);
     let wear_seconds = numbers.next().unwrap_or(600).max(seconds);
@@ -214,18 +239,19 @@ fn flush_intervals(args: &[String]) {
         .build()
         .unwrap();
     let sim_dir = tempfile::tempdir().unwrap();
-    let sim_config = parse(&config_text(sim_dir.path(), 1, 1000)).unwrap();
+    let sim_config = parse(&config_text(sim_dir.path(), 1, 1000, calm)).unwrap();
     let sim = rt
         .block_on(SimSite::start(SimSiteSpec::from_config(&sim_config, 1.0)))
         .unwrap();
     let mut agents: Vec<Agent> = FLUSH_INTERVALS_MS
         .iter()
-        .map(|&ms| start_agent(&sim, ms))
+        .map(|&ms| start_agent(&sim, ms, calm))
         .collect();
     println!(
-        "agent pids {:?}: {} devices at 1 Hz, flush intervals {FLUSH_INTERVALS_MS:?} ms; 20 s warm-up, then {seconds} s of CPU and memory (1 s agent) and {wear_seconds} s of writes measured",
+        "agent pids {:?}: {} devices at 1 Hz on a {} simulator, flush intervals {FLUSH_INTERVALS_MS:?} ms; 20 s warm-up, then {seconds} s of CPU and memory (1 s agent) and {wear_seconds} s of writes measured",
         agents.iter().map(Agent::pid).collect::<Vec<_>>(),
-        INVERTERS + BATTERIES + METERS
+        INVERTERS + BATTERIES + METERS,
+        if calm { "calm" } else { "noisy" }
     );
     std::thread::sleep(Duration::from_secs(20));
 
@@ -241,7 +267,7 @@ fn flush_intervals(args: &[String]) {
         .unwrap();
     let legacies: Vec<_> = FLUSH_INTERVALS_MS
         .iter()
-        .map(|&ms| legacy(series, ms / 1000, wear_seconds))
+        .map(|&ms| legacy(series, ms / 1000, wear_seconds, calm))
         .collect();
     let t0 = Instant::now();
 

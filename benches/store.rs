@@ -4,6 +4,10 @@
 //! previous layout's (kept in `benches/store_legacy/` for this), in one
 //! process.
 //!
+//! Also the bytes a sample takes at rest on noisy data with float models
+//! (`tests/it/store_support/noisy.rs`), with the chunk coding of today
+//! beside the one before migration 0011 on the same chunks.
+//!
 //! Run: `cargo bench --bench store` (set `STORE_BENCH_DAYS` to change the 30 days
 //! of 1 Hz data per series; `STORE_BENCH_PAGE_SIZES=1024,2048` adds wear rows
 //! for databases created with those page sizes). Figures are recorded in
@@ -26,6 +30,8 @@ use sitegate::model::{DeviceId, Property, Sample};
 use sitegate::store::{align, for_each_sample, Aggregation, SeriesQuery, StoreHandle};
 use store_legacy::Legacy;
 
+#[path = "../tests/it/store_support/noisy.rs"]
+mod noisy;
 mod store_legacy;
 
 const DAY_MS: i64 = 86_400_000;
@@ -176,6 +182,7 @@ fn main() {
         );
     }
 
+    noisy_table(&rt);
     let staged_store = wear_table(&rt);
 
     let mut c = Criterion::default()
@@ -475,4 +482,151 @@ fn wear_table(rt: &tokio::runtime::Runtime) -> Option<(StoreHandle, i64)> {
         );
     }
     kept
+}
+
+/// Bytes of the pages of the named tables and indexes (`dbstat`).
+fn pages_of(conn: &Connection, names: &[&str]) -> u64 {
+    let mut stmt = conn
+        .prepare("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?1 AND aggregate = TRUE")
+        .unwrap();
+    names
+        .iter()
+        .map(|n| stmt.query_row([n], |r| r.get::<_, i64>(0)).unwrap() as u64)
+        .sum()
+}
+
+const CHUNK_OBJECTS: [&str; 3] = ["raw_chunk", "raw_chunk_by_window", "raw_chunk_by_end"];
+
+/// The same chunks (series, start, end, n, samples) coded as before
+/// migration 0011, in a database of their own with the same page size and
+/// keys: the bytes of its chunk pages and of the bodies alone.
+fn chunks_coded_before(conn: &Connection, dir: &std::path::Path) -> (u64, u64) {
+    let old = Connection::open(dir.join("before.db")).unwrap();
+    old.execute_batch(
+        "PRAGMA page_size = 1024;
+         CREATE TABLE raw_chunk (id INTEGER PRIMARY KEY, series INTEGER NOT NULL,
+             start_ts INTEGER NOT NULL, end_ts INTEGER NOT NULL, n INTEGER NOT NULL,
+             body BLOB NOT NULL);
+         CREATE INDEX raw_chunk_by_window ON raw_chunk (start_ts / 600000, series, start_ts);
+         CREATE INDEX raw_chunk_by_end ON raw_chunk (end_ts);",
+    )
+    .unwrap();
+    let mut insert = old
+        .prepare(
+            "INSERT INTO raw_chunk (series, start_ts, end_ts, n, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .unwrap();
+    let mut chunks = conn
+        .prepare(
+            "SELECT c.series, s.device, s.property, c.start_ts, c.end_ts, c.n
+             FROM raw_chunk c JOIN series s ON s.id = c.series ORDER BY c.id",
+        )
+        .unwrap();
+    let mut rows = chunks.query([]).unwrap();
+    let mut bodies = 0u64;
+    old.execute_batch("BEGIN").unwrap();
+    while let Some(r) = rows.next().unwrap() {
+        let (series, device, property): (i64, String, String) =
+            (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap());
+        let (start, end, n): (i64, i64, i64) =
+            (r.get(3).unwrap(), r.get(4).unwrap(), r.get(5).unwrap());
+        let property = *Property::ALL.iter().find(|p| p.name() == property).unwrap();
+        let mut samples = Vec::with_capacity(n as usize);
+        for_each_sample(conn, &device, property, start, end + 1, |t, v| {
+            samples.push((t, v))
+        })
+        .unwrap();
+        let body = store_legacy::chunk::encode_chunk(&samples);
+        bodies += body.len() as u64;
+        insert
+            .execute(rusqlite::params![series, start, end, n, body])
+            .unwrap();
+    }
+    old.execute_batch("COMMIT").unwrap();
+    (pages_of(&old, &CHUNK_OBJECTS), bodies)
+}
+
+/// Bytes a sample takes at rest on noisy data with float models: `devices`
+/// noisy devices (13 properties, 1 Hz, a fifth on float registers) for ten
+/// minutes, compacted every `compact_s`; chunks, keys, rollups and series
+/// (everything but the staging ring), beside the chunk coding before 0011.
+fn noisy_at_rest(rt: &tokio::runtime::Runtime, devices: usize, compact_s: i64) {
+    const SECONDS: i64 = 600;
+    let dir = tempfile::tempdir().unwrap();
+    let config = StorageConfig {
+        path: dir.path().join("noisy.db"),
+        max_size_mb: 1 << 20,
+        retention_days: 10_000,
+        rollup_retention_days: 10_000,
+        minute_rollup_retention_days: Some(10_000),
+        flush_interval_ms: 60_000,
+        compact_interval_s: 3_600,
+        ..StorageConfig::default()
+    };
+    let refs = (0..devices).map(|d| format!("dvc_{d}")).collect();
+    let store = StoreHandle::open(&config, refs).unwrap();
+    let tx = store.sample_sender();
+    let mut site = noisy::NoisySite::new(devices, 35, T0);
+    rt.block_on(async {
+        for s in 0..SECONDS {
+            tx.send(site.second(s)).await.unwrap();
+            store.flush().await.unwrap();
+            if (s + 1) % compact_s == 0 {
+                store.compact().await.unwrap();
+            }
+        }
+        store.compact().await.unwrap();
+    });
+    let samples = (SECONDS as usize * site.samples_per_second()) as f64;
+    let conn = Connection::open(&config.path).unwrap();
+    let all: i64 = conn
+        .query_row(
+            "SELECT sum(pgsize) FROM dbstat WHERE aggregate = TRUE AND name <> 'stage_slot'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let chunk_pages = pages_of(&conn, &CHUNK_OBJECTS);
+    let rollups = pages_of(&conn, &["rollup_1m", "rollup_1h"]);
+    let bodies: i64 = conn
+        .query_row("SELECT sum(length(body)) FROM raw_chunk", [], |r| r.get(0))
+        .unwrap();
+    let (old_pages, old_bodies) = chunks_coded_before(&conn, dir.path());
+    let per = |b: f64| b / samples;
+    let at_rest = all as f64;
+    println!(
+        "{:>7} | {:>9} s | {:>7.2} B | {:>9.2} B | {:>9.2} B | {:>7.2} B | {:>10.2} B | {:>10.2} B",
+        devices,
+        compact_s,
+        per(at_rest),
+        per(chunk_pages as f64),
+        per(bodies as f64),
+        per(rollups as f64),
+        per(at_rest - chunk_pages as f64 + old_pages as f64),
+        per(old_bodies as f64),
+    );
+    rt.block_on(store.close()).unwrap();
+}
+
+/// The noisy at-rest table: the ring's bound at 1,000 devices starts a
+/// compaction about every 150 s; below 330 devices the default interval,
+/// 600 s, does.
+fn noisy_table(rt: &tokio::runtime::Runtime) {
+    println!(
+        "\n== at rest on noisy data with float models (13 properties a device, 1 Hz, a fifth float32, 10 min), bytes per sample"
+    );
+    println!(
+        "{:>7} | {:>11} | {:>9} | {:>11} | {:>11} | {:>9} | {:>12} | {:>12}",
+        "devices",
+        "compaction",
+        "at rest",
+        "chunk pages",
+        "of it body",
+        "rollups",
+        "before: rest",
+        "before: body"
+    );
+    for (devices, compact_s) in [(200, 150), (200, 600)] {
+        noisy_at_rest(rt, devices, compact_s);
+    }
 }

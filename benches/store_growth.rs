@@ -16,10 +16,13 @@
 //! writer triggers them (its staged-sample bound; the 10-minute interval is
 //! wall time and hardly fires here, which is what happens at this rate anyway).
 //!
-//! `cargo bench --bench store_growth -- DEVICES HISTORY_HOURS MINUTES WINDOW_MIN`
-//! (defaults 1000 24 60 10). Each history is run from a fresh database: the
-//! first run with 1 hour of history, then with `HISTORY_HOURS`, so the two can
-//! be compared in one run.
+//! `cargo bench --bench store_growth -- DEVICES HISTORY_HOURS MINUTES WINDOW_MIN
+//! [--calm]` (defaults 1000 24 60 10). Each history is run from a fresh
+//! database: the first run with 1 hour of history, then with `HISTORY_HOURS`,
+//! so the two can be compared in one run. The values are a noisy site's
+//! (`footprint/noisy.rs`: an inverter's 13 properties per device, a fifth of
+//! them float32 readings, noise on every point every second); `--calm` feeds
+//! the smooth values of the calm simulator instead.
 
 #![allow(
     clippy::print_stdout,
@@ -31,6 +34,9 @@ use std::time::Instant;
 
 use sitegate::config::StorageConfig;
 use sitegate::model::{DeviceId, Property, Sample};
+
+#[path = "footprint/noisy.rs"]
+mod noisy;
 use sitegate::store::{sample_counts, Aggregation, SeriesQuery, StoreError, StoreHandle};
 
 /// 2024-06-01T00:00:00Z.
@@ -40,29 +46,27 @@ const HOUR_S: i64 = 3600;
 /// gives the agent.
 const PROPERTIES: usize = 13;
 
-/// The value of one property of one device at one second: whole watts,
-/// one-decimal volts, slowly moving, so the chunks compress as real data does.
-fn value(device: usize, p: usize, second: i64) -> f64 {
-    let phase = ((second + device as i64 * 97) as f64 / 900.0).sin();
-    match p % 3 {
-        0 => (3000.0 + 2500.0 * phase + ((second * 31 + p as i64) % 97) as f64).round(),
-        1 => ((2300.0 + 30.0 * phase) + (second % 7) as f64).round() / 10.0,
-        _ => (second / 60 + device as i64 * 1000) as f64,
-    }
-}
-
-fn samples(device: usize, seconds: std::ops::Range<i64>) -> Vec<Sample> {
+/// The samples of one device over `seconds` (after the seconds asked of it
+/// before: a device's series go forward in time).
+fn samples(
+    device: usize,
+    series: &mut noisy::Series,
+    seconds: std::ops::Range<i64>,
+) -> Vec<Sample> {
     let mut out = Vec::with_capacity(PROPERTIES * (seconds.end - seconds.start) as usize);
-    for p in 0..PROPERTIES {
-        for s in seconds.clone() {
-            out.push(Sample {
-                device: DeviceId(device as u16),
-                property: Property::ALL[p],
-                // A poll lands a few ms off the second.
-                ts_ms: T0 + s * 1000 + (device as i64 * 7 + s * 13) % 40,
-                value: value(device, p, s),
-            });
-        }
+    let mut values = Vec::with_capacity(PROPERTIES);
+    let props = series.properties();
+    for s in seconds {
+        values.clear();
+        series.values(T0 / 1000 + s, &mut values);
+        // A poll lands a few ms off the second.
+        let ts_ms = T0 + s * 1000 + (device as i64 * 7 + s * 13) % 40;
+        out.extend(props.iter().zip(&values).map(|(&property, &value)| Sample {
+            device: DeviceId(device as u16),
+            property,
+            ts_ms,
+            value,
+        }));
     }
     out
 }
@@ -91,10 +95,12 @@ struct Window {
 fn run(
     rt: &tokio::runtime::Runtime,
     devices: usize,
-    history_h: i64,
-    minutes: i64,
-    window_min: i64,
+    (history_h, minutes, window_min): (i64, i64, i64),
+    calm: bool,
 ) -> Vec<Window> {
+    let mut series: Vec<noisy::Series> = (0..devices)
+        .map(|d| noisy::Series::new("inverter", d, calm))
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let config = StorageConfig {
         path: dir.path().join("growth.db"),
@@ -113,8 +119,8 @@ fn run(
     let t = Instant::now();
     rt.block_on(async {
         for h in 0..history_h {
-            for d in 0..devices {
-                tx.send(samples(d, h * HOUR_S..(h + 1) * HOUR_S))
+            for (d, s) in series.iter_mut().enumerate() {
+                tx.send(samples(d, s, h * HOUR_S..(h + 1) * HOUR_S))
                     .await
                     .unwrap();
             }
@@ -138,8 +144,8 @@ fn run(
         for s in 0..minutes * 60 {
             let second = start + s;
             let mut batch = Vec::with_capacity(devices * PROPERTIES);
-            for d in 0..devices {
-                batch.extend(samples(d, second..second + 1));
+            for (d, s) in series.iter_mut().enumerate() {
+                batch.extend(samples(d, s, second..second + 1));
             }
             tx.send(batch).await.unwrap();
             store.flush().await.unwrap();
@@ -223,6 +229,7 @@ fn reads(
 }
 
 fn main() {
+    let calm = std::env::args().any(|a| a == "--calm");
     let mut args = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse::<i64>().ok());
@@ -236,11 +243,12 @@ fn main() {
         .build()
         .unwrap();
     println!(
-        "\n== store growth: {devices} devices x {PROPERTIES} properties at 1 Hz ({} samples/s), {minutes} simulated minutes, windows of {window_min} min",
-        devices * PROPERTIES
+        "\n== store growth: {devices} devices x {PROPERTIES} properties at 1 Hz ({} samples/s), {minutes} simulated minutes, windows of {window_min} min, {} values",
+        devices * PROPERTIES,
+        if calm { "calm" } else { "noisy" }
     );
     for h in [1, history_h] {
-        let windows = run(&rt, devices, h, minutes, window_min);
+        let windows = run(&rt, devices, (h, minutes, window_min), calm);
         println!(
             "{:>9} | {:>8} | {:>12} | {:>13} | {:>14} | {:>9} | {:>8}",
             "history", "minute", "samples", "WAL B/sample", "disk B/sample", "wall s", "db MB"

@@ -143,7 +143,7 @@ fn main() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let config = parse("gateway_id = \"bench\"\n[http]\nlisten = [\"127.0.0.1:0\"]\nauth = \"none\"\n").expect("config");
         let live = Arc::new(Live::new(&config.devices));
-        let http = HttpConfig { listen: vec![], auth: AuthMode::None, tokens: vec![], metrics: true, request_timeout_ms: 30_000, rate_limit: Default::default() };
+        let http = HttpConfig { listen: vec![], auth: AuthMode::None, tokens: vec![], metrics: true, request_timeout_ms: 30_000, rate_limit: Default::default(), https_listen: vec![], tls: None, allow_plain_tokens: false };
         let mqtt = MqttConfig {
             url: format!("mqtt://{broker}"),
             drain_rate: 1_000_000,

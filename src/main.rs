@@ -41,6 +41,25 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// The HTTPS certificate.
+    Tls {
+        #[command(subcommand)]
+        command: TlsCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum TlsCommand {
+    /// Print the SHA-256 fingerprint of the certificate the agent serves
+    /// (a self-signed one is made first when there is none yet).
+    Fingerprint {
+        #[arg(long, short, default_value = "/etc/sitegate/sitegate.toml")]
+        config: PathBuf,
+        /// Print the public key's pin instead (`sha256//...`, what
+        /// `curl --pinnedpubkey` takes; it survives a renewal).
+        #[arg(long)]
+        pin: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -79,5 +98,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::demo::demo(args),
         Command::Scan(args) => cli::scan::scan(args),
         Command::Diag(args) => cli::diag::diag(args),
+        Command::Tls {
+            command: TlsCommand::Fingerprint { config, pin },
+        } => cli::tls_fingerprint(&config, pin),
     }
 }

@@ -6,14 +6,23 @@
 //! - `commercial`: mostly inverters (69 %), batteries (15 %) and meters,
 //!   behind gateways of [`UNITS_PER_GATEWAY`] unit ids each (one TCP port per
 //!   gateway, as RS-485-to-TCP gateways are). A solar park of up to 200
-//!   inverters, 20 batteries and its grid meter; commercial sites of about 26
-//!   inverters, their batteries and a grid meter each; the meters left over
-//!   are sub-meters on a site of their own (grid loop off: its meters are no
-//!   grid meters).
+//!   inverters of 25 kW, 20 batteries and its grid meter, behind an export
+//!   limit of a fifth of its inverters' rating (1 MW at 200) with a load of
+//!   a twenty-fifth (200 kW): at the bench's late morning it makes far more
+//!   than it may export, so the limit binds and the grid loop holds it;
+//!   commercial sites of about 26 inverters of 10 kW, their batteries and a
+//!   grid meter each, with loads of 15 to 47 % of their rating, an export
+//!   limit of 70 % of it (binding on the sites with the smaller loads) and an
+//!   import limit of 2.5 times the load; the meters left over are sub-meters
+//!   on a site of their own (grid loop off: its meters are no grid meters).
+//!   The bench steers the first commercial site (the park when there is
+//!   none), so the park's writes are the grid loop's alone.
 //!
-//! Every site has limits far away (100 MW) and the grid loop on where it has a
-//! grid meter; steering is open to anyone (`auth = "none"`). The first site is
-//! the one the bench steers.
+//! `small` sites have limits far away (100 MW) and a load of 5 kW. The grid
+//! loop is on where a site has a grid meter; steering is open to anyone
+//! (`auth = "none"`). Each site is a simulated site of its own
+//! (`[simulator.sites.<ref>]`: its load; its meter balances only its
+//! devices), noisy unless the bench runs `--calm`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -25,6 +34,11 @@ const PARK_INVERTERS: usize = 200;
 const PARK_BATTERIES: usize = 20;
 /// Inverters of a commercial site, about.
 const COMMERCIAL_INVERTERS: usize = 26;
+/// Ratings of the park's inverters and of every other inverter and battery.
+const PARK_INVERTER_W: f64 = 25_000.0;
+const RATED_W: f64 = 10_000.0;
+/// Limits far away.
+const FAR_W: f64 = 100e6;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Layout {
@@ -50,7 +64,7 @@ impl Layout {
 }
 
 /// One device: its kind (`inverter`, `battery`, `meter`), its site (index),
-/// its bus and unit id.
+/// its bus and unit id, its rating (W; 0 for meters).
 #[derive(Clone, Debug)]
 pub struct Dev {
     pub reference: String,
@@ -58,13 +72,19 @@ pub struct Dev {
     pub site: usize,
     pub bus: String,
     pub unit: u8,
+    pub rated_w: f64,
 }
 
-/// A site: whether its grid loop runs.
+/// A site: whether its grid loop runs, its limits and its simulated load (W).
 #[derive(Clone, Debug)]
 pub struct SiteDef {
     pub reference: String,
     pub grid_loop: bool,
+    pub max_import_w: f64,
+    pub max_export_w: f64,
+    pub base_load_w: f64,
+    /// The solar park of the commercial layout.
+    pub park: bool,
 }
 
 /// Everything a layout is made of.
@@ -83,11 +103,26 @@ impl Plan {
         }
     }
 
-    /// The inverters of the steered (first) site: (bus, unit id).
+    /// The site the bench steers: the first that is not the park and has
+    /// inverters, else the first.
+    pub fn steered_site(&self) -> usize {
+        (0..self.sites.len())
+            .find(|&s| {
+                !self.sites[s].park
+                    && self
+                        .devices
+                        .iter()
+                        .any(|d| d.site == s && d.kind == "inverter")
+            })
+            .unwrap_or(0)
+    }
+
+    /// The inverters of the steered site: (bus, unit id).
     pub fn steered_inverters(&self) -> Vec<(String, u8)> {
+        let site = self.steered_site();
         self.devices
             .iter()
-            .filter(|d| d.site == 0 && d.kind == "inverter")
+            .filter(|d| d.site == site && d.kind == "inverter")
             .map(|d| (d.bus.clone(), d.unit))
             .collect()
     }
@@ -113,6 +148,10 @@ fn small(n: usize) -> Plan {
         .map(|s| SiteDef {
             reference: format!("ste_{s}"),
             grid_loop: true,
+            max_import_w: FAR_W,
+            max_export_w: FAR_W,
+            base_load_w: 5_000.0,
+            park: false,
         })
         .collect();
     let mut devices = Vec::new();
@@ -126,6 +165,7 @@ fn small(n: usize) -> Plan {
                 site: devices.len() % met,
                 bus: bus.clone(),
                 unit: 1,
+                rated_w: if kind == "meter" { 0.0 } else { RATED_W },
             });
             buses.push(bus);
         }
@@ -145,13 +185,28 @@ fn commercial(n: usize) -> Plan {
     let (mut inv, mut bat, mut met) = split(n, 0.694, 0.153);
     // (site, kind) in the order the gateways take them.
     let mut order: Vec<(usize, &'static str)> = Vec::new();
-    let mut sites = Vec::new();
+    let mut sites: Vec<SiteDef> = Vec::new();
     let mut add_site = |order: &mut Vec<_>, i: usize, b: usize, m: usize| {
         let s = sites.len();
+        let park = s == 0;
+        let rated = i as f64 * if park { PARK_INVERTER_W } else { RATED_W };
+        // Meters alone are sub-meters, not a grid connection.
+        let grid_loop = m > 0 && i + b > 0;
+        let (max_import_w, max_export_w, base_load_w) = if !grid_loop {
+            (FAR_W, FAR_W, 50_000.0)
+        } else if park {
+            (0.4 * rated, 0.2 * rated, rated / 25.0)
+        } else {
+            let load = rated * (0.15 + 0.08 * (s % 5) as f64);
+            (2.5 * load, 0.7 * rated, load)
+        };
         sites.push(SiteDef {
             reference: format!("ste_{s}"),
-            // Meters alone are sub-meters, not a grid connection.
-            grid_loop: m > 0 && i + b > 0,
+            grid_loop,
+            max_import_w,
+            max_export_w,
+            base_load_w,
+            park,
         });
         order.extend(std::iter::repeat_n((s, "inverter"), i));
         order.extend(std::iter::repeat_n((s, "battery"), b));
@@ -182,6 +237,11 @@ fn commercial(n: usize) -> Plan {
             site,
             bus: format!("gw{}", i / UNITS_PER_GATEWAY),
             unit: (i % UNITS_PER_GATEWAY + 1) as u8,
+            rated_w: match kind {
+                "meter" => 0.0,
+                "inverter" if site == 0 => PARK_INVERTER_W,
+                _ => RATED_W,
+            },
         })
         .collect();
     let buses = (0..n.div_ceil(UNITS_PER_GATEWAY))
@@ -196,17 +256,25 @@ fn commercial(n: usize) -> Plan {
 
 /// The agent's config: the API on `http_port` (no auth, no rate limit), the
 /// store in `dir` (size bound far away, so a day of history stays), each bus
-/// on the port `port(bus)` gives (0 before the simulator runs).
-pub fn config_text(plan: &Plan, dir: &Path, http_port: u16, port: &dyn Fn(&str) -> u16) -> String {
+/// on the port `port(bus)` gives (0 before the simulator runs); the
+/// `[simulator]` section with each site's load, noisy unless `calm`.
+pub fn config_text(
+    plan: &Plan,
+    dir: &Path,
+    http_port: u16,
+    port: &dyn Fn(&str) -> u16,
+    calm: bool,
+) -> String {
     let mut t = format!(
         "gateway_id = \"footprint\"\n[http]\nlisten = [\"127.0.0.1:{http_port}\"]\nauth = \"none\"\nrate_limit = {{ requests_per_s = 0 }}\n[storage]\npath = {:?}\nmax_size_mb = 65536\n[logging]\nlevel = \"warn\"\n",
         dir.join("sitegate.db").display().to_string()
     );
+    let kw = |w: f64| format!("{} kW", w / 1000.0);
     for s in &plan.sites {
         writeln!(
             t,
-            "[[sites]]\nreference = \"{}\"\nname = \"{}\"\nmax_import = \"100 MW\"\nmax_export = \"100 MW\"\ngrid_loop = {{ enabled = {} }}",
-            s.reference, s.reference, s.grid_loop
+            "[[sites]]\nreference = \"{}\"\nname = \"{}\"\nmax_import = \"{}\"\nmax_export = \"{}\"\ngrid_loop = {{ enabled = {} }}",
+            s.reference, s.reference, kw(s.max_import_w), kw(s.max_export_w), s.grid_loop
         )
         .unwrap();
     }
@@ -220,14 +288,27 @@ pub fn config_text(plan: &Plan, dir: &Path, http_port: u16, port: &dyn Fn(&str) 
     }
     for d in &plan.devices {
         let extra = match d.kind {
-            "inverter" => "rated_power = \"10 kW\"\n",
-            "battery" => "rated_power = \"10 kW\"\ncapacity = \"20 kWh\"\n",
-            _ => "",
+            "inverter" => format!("rated_power = \"{}\"\n", kw(d.rated_w)),
+            "battery" => format!(
+                "rated_power = \"{}\"\ncapacity = \"20 kWh\"\n",
+                kw(d.rated_w)
+            ),
+            _ => String::new(),
         };
         writeln!(
             t,
             "[[devices]]\nreference = \"{}\"\nname = \"{}\"\ntype = \"{}\"\nsite = \"{}\"\nbus = \"{}\"\nunit_id = {}\npoll_interval_ms = 1000\n{extra}",
             d.reference, d.reference, d.kind, plan.sites[d.site].reference, d.bus, d.unit
+        )
+        .unwrap();
+    }
+    writeln!(t, "[simulator]\nnoisy = {}", !calm).unwrap();
+    for s in &plan.sites {
+        writeln!(
+            t,
+            "[simulator.sites.{}]\nbase_load = \"{}\"",
+            s.reference,
+            kw(s.base_load_w)
         )
         .unwrap();
     }

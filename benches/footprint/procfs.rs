@@ -1,5 +1,6 @@
 //! What the kernel tells about a process (`/proc/PID/...`) and about a
-//! database (SQLite pragmas), for both modes of the footprint bench.
+//! database (SQLite pragmas and `dbstat`), for both modes of the footprint
+//! bench.
 
 use std::path::Path;
 use std::time::Duration;
@@ -61,4 +62,33 @@ pub fn used_bytes(db: &Path) -> u64 {
             .unwrap() as u64
     };
     (pragma("page_count") - pragma("freelist_count")) * pragma("page_size")
+}
+
+/// Bytes of the pages of the steering audit (the tables named
+/// `steering_audit*` and their indexes), by `dbstat` on a read-only
+/// connection.
+pub fn audit_bytes(db: &Path) -> u64 {
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = rusqlite::Connection::open_with_flags(db, flags).unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut names = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE tbl_name LIKE 'steering_audit%'")
+        .unwrap();
+    let names: Vec<String> = names
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    names
+        .iter()
+        .map(|name| {
+            conn.query_row(
+                "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?1",
+                [name],
+                |r| r.get::<_, i64>(0),
+            )
+            .unwrap() as u64
+        })
+        .sum()
 }

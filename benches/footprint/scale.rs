@@ -6,13 +6,24 @@
 //! is spawned at the same moment. Start-up is the time from the spawn until
 //! `GET /devices` shows every device online. The run (`MINUTES`) counts from
 //! there. Every 5 s the RSS is read; every 10 s a latest-value GET is timed;
-//! every 30 s a curtailment POST to the first site (50 % and 60 % in turn)
+//! every 30 s a curtailment POST to the steered site (`layout.rs`; 10 % and
+//! 15 % in turn: below any limit the grid loop holds on its own, so each POST
+//! changes every inverter's limit; at 20 devices the steered site is the
+//! park, whose export limit holds its inverters near 24 %)
 //! is timed to the first and to the last of its inverters' Modbus writes at
 //! the simulator. The bytes written per sample are taken over the first and
 //! the last ten minutes: `write_bytes` of `/proc/PID/io` plus a checkpoint of
 //! the WAL from the bench at the end of each window (one at its start, not
 //! counted), over the samples committed (`/metrics`). Bytes at rest: the
-//! growth of the pages in use over the samples committed in the run.
+//! growth of the pages in use over the samples committed in the run. Over
+//! the whole run, at the simulator: Modbus writes per device per hour (the
+//! devices off the steered site: mean and the most of one device; the park's
+//! inverters apart), requests per poll (every request the servers answered
+//! over the polls `/metrics` counts; reads alone beside), and the growth of
+//! the steering audit (the `steering_audit` table and its indexes, by
+//! SQLite's `dbstat` on a read-only connection) per hour; the size of the
+//! last `/metrics` scrape. The sites are noisy (`docs/devices.md`, "Noisy
+//! mode") unless `--calm` asks for the calm simulator.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,6 +35,7 @@ use serde_json::{json, Value};
 use sitegate::config::parse;
 use sitegate::sim::{SimSite, SimSiteSpec};
 
+use super::counts::{modbus_figures, Counts, Modbus};
 use super::layout::{config_text, Layout, Plan};
 use super::procfs::{checkpoint, cpu_ticks, io_write_bytes, memory_kb, used_bytes};
 
@@ -42,6 +54,7 @@ struct Args {
     layout: Layout,
     history_h: i64,
     window_min: u64,
+    calm: bool,
 }
 
 fn parse_args(args: &[String]) -> Args {
@@ -51,6 +64,7 @@ fn parse_args(args: &[String]) -> Args {
         layout: Layout::Commercial,
         history_h: 0,
         window_min: 10,
+        calm: false,
     };
     let mut positional = 0;
     let mut it = args.iter();
@@ -59,6 +73,7 @@ fn parse_args(args: &[String]) -> Args {
             "--layout" => a.layout = Layout::parse(it.next().unwrap()),
             "--history-h" => a.history_h = it.next().unwrap().parse().unwrap(),
             "--window-min" => a.window_min = it.next().unwrap().parse().unwrap(),
+            "--calm" => a.calm = true,
             v if positional == 0 => {
                 a.sizes = v.split(',').map(|n| n.trim().parse().unwrap()).collect();
                 positional += 1;
@@ -97,6 +112,7 @@ struct Report {
     post_first_ms: Vec<f64>,
     post_last_ms: Vec<f64>,
     post_incomplete: usize,
+    modbus: Modbus,
 }
 
 /// One agent under measurement, with its simulated site.
@@ -123,16 +139,16 @@ fn free_port() -> u16 {
 
 impl Run {
     /// Starts the simulated site of `n` devices and writes the agent's config.
-    fn prepare(rt: &tokio::runtime::Handle, layout: Layout, n: usize) -> Run {
+    fn prepare(rt: &tokio::runtime::Handle, layout: Layout, n: usize, calm: bool) -> Run {
         let plan = Plan::new(layout, n);
         let dir = tempfile::tempdir().unwrap();
         let http_port = free_port();
-        let text = config_text(&plan, dir.path(), http_port, &|_| 0);
+        let text = config_text(&plan, dir.path(), http_port, &|_| 0, calm);
         let mut spec = SimSiteSpec::from_config(&parse(&text).unwrap(), 1.0);
         spec.start = Some(SUMMER_MORNING_MS);
         let sim = rt.block_on(SimSite::start(spec)).unwrap();
         let port = |bus: &str| sim.addr(bus).unwrap().port();
-        let text = config_text(&plan, dir.path(), http_port, &port);
+        let text = config_text(&plan, dir.path(), http_port, &port, calm);
         let config_path = dir.path().join("sitegate.toml");
         std::fs::write(&config_path, text).unwrap();
         Run {
@@ -158,7 +174,7 @@ impl Run {
     }
 
     /// Writes `hours` of history into the agent's database.
-    fn prefill(&self, hours: i64) -> u64 {
+    fn prefill(&self, hours: i64, calm: bool) -> super::history::Prefill {
         let config = parse(&std::fs::read_to_string(&self.config_path).unwrap()).unwrap();
         let devices: Vec<(String, &'static str)> = self
             .plan
@@ -166,7 +182,7 @@ impl Run {
             .iter()
             .map(|d| (d.reference.clone(), d.kind))
             .collect();
-        super::history::prefill(&self.rt, &config.storage, &devices, hours)
+        super::history::prefill(&self.rt, &config.storage, &devices, hours, calm)
     }
 
     fn pid(&self) -> u32 {
@@ -184,14 +200,23 @@ impl Run {
         })
     }
 
+    fn scrape(&self) -> String {
+        self.rt.block_on(async {
+            let r = self.http.get(self.url("/metrics")).send().await.unwrap();
+            r.text().await.unwrap()
+        })
+    }
+
+    /// What the simulator and the agent counted so far.
+    fn counts(&self) -> Counts {
+        Counts::now(&self.plan, &self.sim, &self.db, self.scrape())
+    }
+
     /// From one `/metrics` scrape: the samples committed
     /// (`sitegate_store_samples_total{result="committed"}`) and the bytes
     /// SQLite holds (`sitegate_store_sqlite_memory_bytes{at="now"}`).
     fn store_figures(&self) -> (u64, f64) {
-        let text = self.rt.block_on(async {
-            let r = self.http.get(self.url("/metrics")).send().await.unwrap();
-            r.text().await.unwrap()
-        });
+        let text = self.scrape();
         let value = |series: &str| {
             text.lines()
                 .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
@@ -261,13 +286,13 @@ impl Run {
         ms
     }
 
-    /// One curtailment POST to the first site: ms to the first and to the last
+    /// One curtailment POST to the steered site: ms to the first and to the last
     /// of its inverters' first write at the simulator (`None` when some did
     /// not get one within [`POST_WAIT`]).
     fn time_post(&self, round: usize) -> (Option<f64>, Option<f64>) {
         let targets = self.plan.steered_inverters();
-        let site = &self.plan.sites[0].reference;
-        let pct = if round % 2 == 0 { 50 } else { 60 };
+        let site = &self.plan.sites[self.plan.steered_site()].reference;
+        let pct = if round % 2 == 0 { 10 } else { 15 };
         let body = json!({"setting": {"value": pct, "unit": "%"},
             "validUntil": sitegate::model::time::now_ms() + 600_000});
         let url = self.url(&format!("/sites/{site}/steering/curtailment"));
@@ -327,6 +352,7 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
     let total = Duration::from_secs(args.minutes * 60);
     let win = Duration::from_secs(args.window_min * 60);
     let start = run.mark(false);
+    let counts0 = run.counts();
     let used0 = used_bytes(&run.db);
     let mut first_end = None;
     let mut last_start = None;
@@ -392,6 +418,7 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
         std::thread::sleep(Duration::from_millis(200));
     }
     let end = run.mark(true);
+    let counts1 = run.counts();
     let used1 = used_bytes(&run.db);
     let hwm_kb = memory_kb(run.pid()).1;
     run.stop();
@@ -415,6 +442,7 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
         post_first_ms: post_first,
         post_last_ms: post_last,
         post_incomplete: incomplete,
+        modbus: modbus_figures(&run.plan, &counts0, &counts1),
     }
 }
 
@@ -430,20 +458,21 @@ fn percentile(v: &[f64], p: f64) -> f64 {
 fn print_reports(args: &Args, reports: &[Report]) {
     let w = args.window_min;
     println!(
-        "\n== footprint scale: layout {}, {} min after all devices online, {} h of history, polled at 1 Hz",
+        "\n== footprint scale: layout {}, {} min after all devices online, {} h of history, polled at 1 Hz, {} simulator",
         args.layout.name(),
         args.minutes,
-        args.history_h
+        args.history_h,
+        if args.calm { "calm" } else { "noisy" }
     );
     println!(
-        "| devices (inv/bat/met) | start-up to all online | RSS mean / last {w} min / peak (VmHWM) | CPU of one core | B/sample, GiB/day: first {w} min | last {w} min | samples/s | at rest B/sample | GET latest p99 (p50) | POST -> first write p99 (p50) | POST -> last of N inverters p99 (p50) |"
+        "| devices (inv/bat/met) | start-up to all online | RSS mean / last {w} min / peak (VmHWM) | CPU of one core | B/sample, GiB/day: first {w} min | last {w} min | samples/s | at rest B/sample | GET latest p99 (p50) | POST -> first write p99 (p50) | POST -> last of N inverters p99 (p50) | Modbus writes/device/h off the steered site: mean (most) | park inverter writes/h: mean (most) | steering audit B/h | Modbus requests/poll (reads) | /metrics scrape |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in reports {
         let (i, b, m) = r.counts;
         let mb = |kb: f64| kb / 1024.0;
         println!(
-            "| {} ({i}/{b}/{m}) | {:.2} s | {:.1} / {:.1} / {:.1} MB | {:.2} % | {:.1} B, {:.2} GiB | {:.1} B, {:.2} GiB | {:.0} | {:.2} B | {:.2} ms ({:.2}) | {:.1} ms ({:.1}) | N={}: {:.1} ms ({:.1}){} |",
+            "| {} ({i}/{b}/{m}) | {:.2} s | {:.1} / {:.1} / {:.1} MB | {:.2} % | {:.1} B, {:.2} GiB | {:.1} B, {:.2} GiB | {:.0} | {:.2} B | {:.2} ms ({:.2}) | {:.1} ms ({:.1}) | N={}: {:.1} ms ({:.1}){} | {:.1} ({:.0}) | {} | {:.0} kB | {:.2} ({:.2}) | {:.0} kB |",
             r.devices,
             r.startup_s,
             mb(r.rss_mean_kb),
@@ -468,15 +497,33 @@ fn print_reports(args: &Args, reports: &[Report]) {
             } else {
                 String::new()
             },
+            r.modbus.writes_h.0,
+            r.modbus.writes_h.1,
+            r.modbus
+                .park_h
+                .map_or("-".to_string(), |(m, x, _)| format!(
+                    "{m:.0} ({x:.0}){}",
+                    if r.modbus.park_steered { ", steered" } else { "" }
+                )),
+            r.modbus.audit_b_h / 1000.0,
+            r.modbus.requests_per_poll,
+            r.modbus.reads_per_poll,
+            r.modbus.scrape_bytes as f64 / 1000.0,
         );
     }
     for r in reports {
         println!(
-            "n={}: {} history samples, {} GETs, {} POST rounds",
+            "n={}: {} history samples, {} GETs, {} POST rounds, the most writes off the steered site: {}{}",
             r.devices,
             r.history_samples,
             r.get_ms.len(),
-            r.post_first_ms.len() + r.post_incomplete
+            r.post_first_ms.len() + r.post_incomplete,
+            r.modbus.most_writes.as_deref().unwrap_or("none"),
+            r.modbus
+                .park_h
+                .map_or(String::new(), |(_, _, regs)| format!(
+                    ", park inverters: {regs:.0} registers written per inverter per hour"
+                )),
         );
     }
 }
@@ -489,12 +536,13 @@ pub fn main(args: &[String]) {
         .build()
         .unwrap();
     println!(
-        "footprint scale: sizes {:?}, layout {}, {} min, {} h of history, windows of {} min",
+        "footprint scale: sizes {:?}, layout {}, {} min, {} h of history, windows of {} min, {} simulator",
         args.sizes,
         args.layout.name(),
         args.minutes,
         args.history_h,
-        args.window_min
+        args.window_min,
+        if args.calm { "calm" } else { "noisy" }
     );
     let barrier = Arc::new(Barrier::new(args.sizes.len()));
     let threads: Vec<_> = args
@@ -503,13 +551,17 @@ pub fn main(args: &[String]) {
         .map(|&n| {
             let (args, barrier, rt) = (Arc::clone(&args), Arc::clone(&barrier), rt.handle().clone());
             std::thread::spawn(move || {
-                let mut run = Run::prepare(&rt, args.layout, n);
-                let t = Instant::now();
-                let history = if args.history_h > 0 { run.prefill(args.history_h) } else { 0 };
-                println!(
-                    "[n={n}] {history} samples of history written in {:.0} s; waiting for the other sizes",
-                    t.elapsed().as_secs_f64()
-                );
+                let mut run = Run::prepare(&rt, args.layout, n, args.calm);
+                let history = if args.history_h > 0 {
+                    let p = run.prefill(args.history_h, args.calm);
+                    println!(
+                        "[n={n}] {} samples of history written in {:.0} s through staging and compaction: {} chunks ({:.1} per series); waiting for the other sizes",
+                        p.samples, p.took_s, p.chunks, p.chunks_per_series
+                    );
+                    p.samples
+                } else {
+                    0
+                };
                 barrier.wait();
                 let report = measure(&mut run, &args, history);
                 rt.block_on(run.sim.shutdown());

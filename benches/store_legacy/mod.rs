@@ -11,6 +11,8 @@
     reason = "each benchmark uses a part; a benchmark may panic"
 )]
 
+pub mod chunk;
+
 use std::collections::HashSet;
 use std::path::Path;
 

@@ -12,8 +12,11 @@
 //!   it takes the place of that address's longest-idle connection, if one is
 //!   between requests (a browser keeps a few open for reuse): that one is shut
 //!   down gracefully. When all of them are busy (a request in flight, or a
-//!   head still arriving, as a slowloris client holds them), the new one is
-//!   answered 503 `busy` at once and closed.
+//!   head still arriving, as a slowloris client holds them), the new one gets
+//!   a reserve slot while one is free ([`Class::OverShare`]): its request line
+//!   is read within the head deadline, and health, readiness and metrics are
+//!   served on it; anything else (or no free reserve slot) is answered 503
+//!   `busy` at once and closed.
 //! - When every slot and the reserve are taken, further connections wait in
 //!   the kernel's listen backlog (refused by the kernel once that is full).
 //!
@@ -34,15 +37,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use axum::http::header::RETRY_AFTER;
-use axum::http::HeaderValue;
-
-use crate::api::{ApiError, ErrorCode};
 use crate::metrics::{Collect, Encoder, Kind};
 
 /// HTTP connections open at once, over every listener.
@@ -62,6 +61,10 @@ pub enum Class {
     Full,
     /// The reserve: health, readiness and metrics, one request.
     Reserve,
+    /// A reserve slot for an address past its share, all busy: its request
+    /// line decides between the reserve's routes and 503 `busy`
+    /// (`over_share.rs`).
+    OverShare,
 }
 
 /// What a connection last did, as far as taking its place is concerned.
@@ -113,6 +116,8 @@ pub struct Connections {
     reclaimed: AtomicU64,
     /// Connections closed because nothing moved on them for `idle`.
     idle_closed: AtomicU64,
+    /// TLS handshakes that failed or did not end within the head deadline.
+    tls_failed: AtomicU64,
     /// Connections closed because their request head did not arrive in time
     /// (counted by the server, `http.rs`).
     pub head_timeouts: AtomicU64,
@@ -137,6 +142,7 @@ impl Connections {
             refused_per_client: AtomicU64::new(0),
             reclaimed: AtomicU64::new(0),
             idle_closed: AtomicU64::new(0),
+            tls_failed: AtomicU64::new(0),
             head_timeouts: AtomicU64::new(0),
             refused_heads: Arc::default(),
             idle: request_timeout * 2,
@@ -178,6 +184,32 @@ impl Connections {
         }
         held.push(activity.clone());
         Some(activity)
+    }
+
+    /// The activity of a connection past its address's share: in no list,
+    /// so no newer connection takes its place.
+    fn unlisted(&self) -> Arc<Activity> {
+        Arc::new(Activity {
+            phase: AtomicU8::new(READ),
+            moved_ms: AtomicU64::new(self.now_ms()),
+            reclaimed: CancellationToken::new(),
+        })
+    }
+
+    /// Counts a connection answered 503 `busy` because its address holds
+    /// the most connections, all busy.
+    pub fn refused_busy(&self) {
+        self.refused_per_client.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a TLS handshake that failed or did not end in time.
+    pub fn tls_failed(&self) {
+        self.tls_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection served from the reserve.
+    pub fn served_reserve(&self) {
+        self.reserved.fetch_add(1, Ordering::Relaxed);
     }
 
     fn leave(&self, ip: IpAddr, activity: &Arc<Activity>) {
@@ -245,6 +277,12 @@ impl Collect for Connections {
             "HTTP connections closed because a request head did not arrive within its deadline.",
         )
         .sample(&[], self.head_timeouts.load(Ordering::Relaxed) as f64);
+        out.family(
+            "sitegate_http_tls_handshakes_failed_total",
+            Kind::Counter,
+            "HTTPS connections closed because the TLS handshake failed or did not end within the head deadline.",
+        )
+        .sample(&[], self.tls_failed.load(Ordering::Relaxed) as f64);
         let heads = &self.refused_heads;
         let mut family = out.family(
             "sitegate_http_bad_heads_total",
@@ -288,13 +326,27 @@ impl Capped {
                 }
             };
             self.connections.accepted.fetch_add(1, Ordering::Relaxed);
-            let Some(activity) = self.connections.admit(addr.ip()) else {
-                self.connections
-                    .refused_per_client
-                    .fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(client = %addr.ip(), max = MAX_PER_CLIENT, "HTTP connection refused: its address holds the most");
-                tokio::spawn(refuse(stream));
-                continue;
+            // Answers go out as written: a TLS handshake's last records (the
+            // session tickets) and the answer that follows them would
+            // otherwise wait for the client's delayed ACK (40 ms).
+            let _ = stream.set_nodelay(true);
+            let (slot, class, activity) = match self.connections.admit(addr.ip()) {
+                Some(activity) => (slot, class, activity),
+                None => {
+                    // Past its share: a reserve slot, if one is free, to
+                    // read what it asks for; else 503 at once.
+                    let reserve = match class {
+                        Class::Full => self.connections.reserve.clone().try_acquire_owned().ok(),
+                        Class::Reserve | Class::OverShare => Some(slot),
+                    };
+                    let Some(reserve) = reserve else {
+                        self.connections.refused_busy();
+                        tracing::debug!(client = %addr.ip(), max = MAX_PER_CLIENT, "HTTP connection refused: its address holds the most");
+                        tokio::spawn(refuse(stream));
+                        continue;
+                    };
+                    (reserve, Class::OverShare, self.connections.unlisted())
+                }
             };
             if class == Class::Reserve {
                 self.connections.reserved.fetch_add(1, Ordering::Relaxed);
@@ -344,17 +396,7 @@ impl Capped {
 /// A 503 `busy` problem for a client holding too many connections, then close
 /// (within a second: a client that does not read loses the answer).
 async fn refuse(mut stream: TcpStream) {
-    let response = ApiError::new(
-        ErrorCode::Busy,
-        format!("too many connections from your address (at most {MAX_PER_CLIENT} at once); close one and try again"),
-    )
-    .with_header(RETRY_AFTER, HeaderValue::from_static("1"))
-    .http1_bytes();
-    let write = async {
-        stream.write_all(&response).await?;
-        stream.shutdown().await
-    };
-    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+    super::over_share::refuse_busy(&mut stream).await;
 }
 
 /// As axum's own listener: a failed connection is skipped, while running out

@@ -15,12 +15,15 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::connections::{Capped, Class, Connections, Held};
 use super::head_errors::ProblemHeads;
+use super::over_share::{self, Rewind};
 use super::StartError;
 use crate::config::Config;
 use crate::metrics::Registry;
@@ -41,34 +44,52 @@ pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, Start
     Ok(listeners)
 }
 
-/// The API router over every subsystem (the operations channel included),
-/// its token table (the MQTT RPC bridge checks payload tokens against it and
-/// SIGHUP reloads it), its metrics registry (`None` with `http.metrics =
-/// false`), its readiness checks, and the operations service.
+/// What the API router is built over: every subsystem it answers for.
+pub(super) struct ApiParts {
+    pub config: Arc<Config>,
+    pub live: Arc<Live>,
+    pub store: StoreHandle,
+    pub steering: crate::steering::SteeringService,
+    pub telemetry: crate::telemetry::Telemetry,
+    /// Every bus task's handle, by bus name (the operations' live changes).
+    pub buses: HashMap<String, crate::modbus::BusHandle>,
+    /// The HTTPS certificate in service, when HTTPS is served.
+    pub https: Option<Arc<crate::https::Certs>>,
+}
+
+/// The API router and what the agent keeps of it.
+pub(super) struct Api {
+    pub router: axum::Router,
+    /// The token table: the MQTT RPC bridge checks payload tokens against it
+    /// and SIGHUP reloads it.
+    pub auth: Arc<crate::api::Auth>,
+    /// The metrics registry (`None` with `http.metrics = false`).
+    pub metrics: Option<Registry>,
+    pub readiness: crate::api::Readiness,
+    /// The operations service.
+    pub ops: crate::ops::Ops,
+}
+
+/// The API router over every subsystem, the operations channel included.
 pub(super) async fn router(
-    config: &Arc<Config>,
-    live: Arc<Live>,
-    store: StoreHandle,
-    steering: crate::steering::SteeringService,
-    devices: (
-        crate::telemetry::Telemetry,
-        HashMap<String, crate::modbus::BusHandle>,
-    ),
+    parts: ApiParts,
     tracker: &TaskTracker,
     cancel: CancellationToken,
-) -> (
-    axum::Router,
-    Arc<crate::api::Auth>,
-    Option<Registry>,
-    crate::api::Readiness,
-    crate::ops::Ops,
-) {
-    let state = crate::api::ApiState::new(config, live.clone())
+) -> Api {
+    let ApiParts {
+        config,
+        live,
+        store,
+        steering,
+        telemetry,
+        buses,
+        https,
+    } = parts;
+    let state = crate::api::ApiState::new(&config, live.clone())
         .with_store(store.clone())
         .with_steering(steering.clone());
     let auth = state.auth.clone();
     let reload: crate::ops::Reload = Arc::new(move |c: &Config| auth.reload(&c.http));
-    let (telemetry, buses) = devices;
     let ops = crate::ops::Ops::start(
         crate::ops::OpsContext {
             config: config.clone(),
@@ -81,46 +102,73 @@ pub(super) async fn router(
                 buses,
                 reload,
             }),
+            https,
         },
         tracker,
         cancel,
     )
     .await;
     let state = state.with_ops(ops.clone());
-    let auth = state.auth.clone();
-    let metrics = state.metrics.clone();
-    let readiness = state.readiness.clone();
-    (crate::api::router(state), auth, metrics, readiness, ops)
+    Api {
+        auth: state.auth.clone(),
+        metrics: state.metrics.clone(),
+        readiness: state.readiness.clone(),
+        ops,
+        router: crate::api::router(state),
+    }
 }
 
 /// The most a client may take to send a request's head (request line and
 /// headers); past it the connection is closed.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The routers a connection is served: every route, or the reserve's.
+/// The routers a connection is served: every route, or the reserve's; and
+/// for a plain connection from beyond loopback, the same with tokens refused
+/// in clear.
 #[derive(Clone)]
 pub(super) struct Apps {
     pub full: axum::Router,
     pub reserve: axum::Router,
+    pub in_clear: (axum::Router, axum::Router),
+}
+
+impl Apps {
+    /// The full router and the reserve's, for a connection from `peer`
+    /// (`tls`: over HTTPS).
+    fn for_peer(&self, peer: SocketAddr, tls: bool) -> (axum::Router, axum::Router) {
+        if !tls && !peer.ip().to_canonical().is_loopback() {
+            (self.in_clear.0.clone(), self.in_clear.1.clone())
+        } else {
+            (self.full.clone(), self.reserve.clone())
+        }
+    }
+}
+
+/// A bound listener, and its TLS when it serves HTTPS.
+pub(super) struct Listener {
+    pub tcp: TcpListener,
+    pub tls: Option<TlsAcceptor>,
 }
 
 /// Serves `apps` on every listener until `cancel`, within the connection
-/// bounds of `connections`; returns the bound addresses.
+/// bounds of `connections`; returns the bound addresses (and whether each
+/// serves HTTPS).
 pub(super) fn serve(
-    listeners: Vec<TcpListener>,
+    listeners: Vec<Listener>,
     apps: Apps,
     connections: &Arc<Connections>,
     tracker: &TaskTracker,
     cancel: CancellationToken,
-) -> Vec<SocketAddr> {
+) -> Vec<(SocketAddr, bool)> {
     let mut addrs = Vec::new();
-    for listener in listeners {
-        if let Ok(a) = listener.local_addr() {
-            addrs.push(a);
+    for Listener { tcp, tls } in listeners {
+        if let Ok(a) = tcp.local_addr() {
+            addrs.push((a, tls.is_some()));
         }
-        let listener = Capped::new(listener, connections.clone());
+        let listener = Capped::new(tcp, connections.clone());
         tracker.spawn(accept_loop(
             listener,
+            tls,
             apps.clone(),
             connections.clone(),
             tracker.clone(),
@@ -132,65 +180,129 @@ pub(super) fn serve(
 
 async fn accept_loop(
     mut listener: Capped,
+    tls: Option<TlsAcceptor>,
     apps: Apps,
     connections: Arc<Connections>,
     tracker: TaskTracker,
     cancel: CancellationToken,
 ) {
     loop {
-        let (io, _addr, class) = tokio::select! {
+        let (io, peer, class) = tokio::select! {
             () = cancel.cancelled() => return,
             accepted = listener.accept() => accepted,
         };
-        let app = match class {
-            Class::Full => apps.full.clone(),
-            Class::Reserve => apps.reserve.clone(),
-        };
-        tracker.spawn(serve_connection(
-            io,
-            app,
+        let (full, reserve) = apps.for_peer(peer, tls.is_some());
+        let conn = Conn {
+            full,
+            reserve,
             class,
-            connections.clone(),
-            cancel.clone(),
-        ));
+            connections: connections.clone(),
+            cancel: cancel.clone(),
+            reclaimed: io.reclaimed(),
+        };
+        tracker.spawn(serve_connection(io, tls.clone(), conn));
     }
 }
 
-/// One connection until it closes; on `cancel`, its request in flight
-/// finishes and it closes.
-async fn serve_connection(
-    io: Held,
-    app: axum::Router,
+/// One connection until it closes: its TLS handshake first on an HTTPS
+/// listener, which must end within the head deadline (a handshake trickled
+/// byte by byte holds its slot no longer than a slow request head).
+async fn serve_connection(io: Held, tls: Option<TlsAcceptor>, conn: Conn) {
+    let Some(acceptor) = tls else {
+        conn.serve(io).await;
+        return;
+    };
+    match tokio::time::timeout(HEAD_TIMEOUT, acceptor.accept(io)).await {
+        Ok(Ok(stream)) => conn.serve(stream).await,
+        Ok(Err(e)) => {
+            conn.connections.tls_failed();
+            tracing::debug!(error = %e, "TLS handshake failed");
+        }
+        Err(_) => {
+            conn.connections.tls_failed();
+            conn.connections
+                .head_timeouts
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::debug!("TLS handshake not done within the head deadline: closed");
+        }
+    }
+}
+
+/// What serving one connection needs besides its stream; on `cancel`, its
+/// request in flight finishes and it closes.
+struct Conn {
+    full: axum::Router,
+    reserve: axum::Router,
     class: Class,
     connections: Arc<Connections>,
     cancel: CancellationToken,
-) {
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT)
-        .keep_alive(class == Class::Full);
-    let reclaimed = io.reclaimed();
-    let io = ProblemHeads::new(io, connections.refused_heads.clone());
-    let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
-    tokio::pin!(conn);
-    let result = tokio::select! {
-        r = conn.as_mut() => r,
-        () = cancel.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
+    /// Cancelled when a newer connection from the same address takes this
+    /// one's place.
+    reclaimed: CancellationToken,
+}
+
+impl Conn {
+    /// Serves HTTP/1 on `io` (plain, or TLS once its handshake is done).
+    async fn serve<S>(self, mut io: S)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let (app, io) = match self.class {
+            Class::Full => (self.full, Rewind::new(Vec::new(), io)),
+            Class::Reserve => (self.reserve, Rewind::new(Vec::new(), io)),
+            Class::OverShare => {
+                let read = match tokio::time::timeout(
+                    HEAD_TIMEOUT,
+                    over_share::read_request_line(&mut io),
+                )
+                .await
+                {
+                    Ok(Ok(Some(read))) => read,
+                    Ok(_) => return,
+                    Err(_) => {
+                        self.connections
+                            .head_timeouts
+                            .fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                };
+                if !over_share::asks_health(over_share::first_line(&read)) {
+                    self.connections.refused_busy();
+                    over_share::refuse_busy(&mut io).await;
+                    return;
+                }
+                self.connections.served_reserve();
+                (self.reserve, Rewind::new(read, io))
+            }
+        };
+        let mut builder = http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEAD_TIMEOUT)
+            .keep_alive(self.class == Class::Full);
+        let io = ProblemHeads::new(io, self.connections.refused_heads.clone());
+        let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(app));
+        tokio::pin!(conn);
+        let result = tokio::select! {
+            r = conn.as_mut() => r,
+            () = self.cancel.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+            // Its address opened one more than it may hold while this one sat
+            // between requests: it closes (after an answer it is writing).
+            () = self.reclaimed.cancelled() => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        };
+        if let Err(e) = result {
+            if e.is_timeout() {
+                self.connections
+                    .head_timeouts
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::debug!(error = %e, "HTTP connection ended with an error");
         }
-        // Its address opened one more than it may hold while this one sat
-        // between requests: it closes (after an answer it is writing).
-        () = reclaimed.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(e) = result {
-        if e.is_timeout() {
-            connections.head_timeouts.fetch_add(1, Ordering::Relaxed);
-        }
-        tracing::debug!(error = %e, "HTTP connection ended with an error");
     }
 }

@@ -9,6 +9,10 @@ mod clock_steps;
 mod connections;
 mod head_errors;
 mod http;
+mod https;
+mod modbus_start;
+mod open_store;
+mod over_share;
 pub mod start_failures;
 pub mod systemd;
 mod temporary_store;
@@ -23,20 +27,21 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use crate::config::live_change::restart_needed;
-use crate::config::{Config, StorageConfig};
+use crate::config::Config;
 use crate::liveness::Pulse;
 use crate::metrics::Registry;
 use crate::modbus::stats::BusCollector;
 use crate::modbus::{BusHandle, BusTask, DeviceMaps};
-use crate::store::{CommitHook, StoreError, StoreHandle};
-use crate::telemetry::{Live, Reading, Telemetry};
-use crate::uplink::outbox::{self, Cap, Outbox};
+use crate::store::{StoreError, StoreHandle};
+use crate::telemetry::{Live, Telemetry};
 use crate::uplink::{SteeringFeed, Uplink, UplinkParts};
 use connections::Connections;
 pub use connections::{
     MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS, MAX_PER_CLIENT as HTTP_MAX_PER_CLIENT,
     RESERVE_CONNECTIONS as HTTP_RESERVE_CONNECTIONS,
 };
+pub use http::HEAD_TIMEOUT as HTTP_HEAD_TIMEOUT;
+use open_store::open_any_store;
 pub use temporary_store::TemporaryStore;
 
 /// How long shutdown waits for tasks to finish before giving up on them.
@@ -50,10 +55,14 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    ModbusSerial(crate::modbus_server::BindError),
     #[error("cannot open the measurement store {path}: {source}")]
     Store { path: String, source: StoreError },
     #[error("cannot restore the steering signals: {0}")]
     Steering(#[from] crate::steering::PersistError),
+    #[error("cannot serve HTTPS: {0}")]
+    Https(#[from] crate::https::HttpsError),
 }
 
 /// EX_CONFIG from sysexits.h.
@@ -73,6 +82,8 @@ impl StartError {
             {
                 EXIT_CONFIG
             }
+            // A certificate file that cannot be used: the config's to fix.
+            StartError::Https(_) => EXIT_CONFIG,
             _ => 1,
         }
     }
@@ -92,6 +103,11 @@ pub struct Agent {
     /// The actuators, stopped (their devices released) before everything else.
     actuators: crate::steering::ActuatorStop,
     http_addrs: Vec<SocketAddr>,
+    https_addrs: Vec<SocketAddr>,
+    /// The HTTPS certificate in service (SIGHUP and renewal replace it).
+    https: Option<Arc<crate::https::Certs>>,
+    /// The Modbus server's addresses (empty when it is off).
+    modbus_addrs: Vec<SocketAddr>,
     uplink: Option<Uplink>,
     steering_feed: SteeringFeed,
     auth: Arc<crate::api::Auth>,
@@ -109,147 +125,113 @@ impl Agent {
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
 
-        let listeners = http::bind(&config.http.listen).await?;
+        let (listeners, certs) = https::listeners(&config, &tracker, &cancel).await?;
+        let modbus_bound = match &config.modbus_server {
+            Some(m) => Some(crate::modbus_server::Bound::bind(m).await?),
+            None => None,
+        };
 
         let live = Arc::new(Live::new(&config.devices));
         let clock = crate::clock::ClockWatch::start(&config.clock, &tracker, cancel.child_token());
         let (store, outbox, temporary) = open_any_store(&config, &live, &clock).await?;
         let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
         let maps = Arc::new(DeviceMaps::new(config.devices.len()));
-
-        let mut buses = HashMap::new();
-        for bus in &config.buses {
-            let devices = config.devices_on_bus(&bus.name).cloned().collect();
-            let (task, handle) = BusTask::new(
-                bus,
-                devices,
-                config.polling.clone(),
-                telemetry.clone(),
-                maps.clone(),
-            );
-            tracker.spawn(task.run(cancel.child_token()));
-            buses.insert(bus.name.clone(), handle);
+        if config.modbus_server.is_some() {
+            // Before the first poll: the server answers from each poll's registers.
+            maps.keep_images();
         }
 
-        let steering_store: Arc<dyn crate::steering::SteeringStore> =
-            Arc::new(crate::steering::SqliteSteeringStore::new(store.clone()));
-        // On a temporary store the configured one's marker is kept by
-        // `keep_configured_marker`; the temporary one needs none (it is
-        // gone at the next start).
-        let marker = config.storage.path.with_extension("steering-pending");
-        let (steering, actuators) = crate::steering::start(
+        let buses = start_buses(&config, &telemetry, &maps, &tracker, &cancel);
+
+        let (steering, actuators) = start_steering(
             &config,
-            live.clone(),
-            maps.clone(),
-            &buses,
-            steering_store,
-            temporary.is_none().then_some(marker.as_path()),
+            (&live, &maps, &buses),
+            (&store, temporary.is_some()),
+            &clock,
+            &tracker,
+            &cancel,
+        )
+        .await;
+
+        let modbus_server = start_modbus_server(
+            &config,
+            modbus_bound,
+            crate::modbus_server::Parts {
+                live: live.clone(),
+                maps: maps.clone(),
+                steering: steering.clone(),
+                buses: buses.clone(),
+            },
+            &tracker,
+            &cancel,
+        )?;
+
+        let http::Api {
+            router,
+            auth,
+            metrics,
+            readiness,
+            ops,
+        } = http::router(
+            http::ApiParts {
+                config: config.clone(),
+                live: live.clone(),
+                store: store.clone(),
+                steering: steering.clone(),
+                telemetry: telemetry.clone(),
+                buses: buses.clone(),
+                https: certs.clone(),
+            },
             &tracker,
             cancel.child_token(),
         )
         .await;
-
-        steering.watch_clock(clock.clone());
-        tracker.spawn(clock_steps::run(
-            clock.clone(),
-            store.clone(),
-            cancel.child_token(),
-        ));
-
-        let (router, auth, metrics, readiness, ops) = http::router(
-            &config,
-            live.clone(),
-            store.clone(),
-            steering.clone(),
-            (telemetry.clone(), buses.clone()),
-            &tracker,
-            cancel.child_token(),
-        )
-        .await;
-        let probe = clock.clone();
-        readiness.register_degraded("clock", move || probe.problem().map_or(Ok(()), Err));
-        let durable = steering.durable().clone();
-        readiness.register_degraded("steering", move || match durable.problem() {
-            None => Ok(()),
-            Some(why) => Err(format!(
-                "{} changes in effect wait to be written: {why}",
-                durable.len()
-            )),
-        });
+        register_degraded(&readiness, &clock, &steering);
         if let Some(t) = &temporary {
-            store.stats().mark_temporary();
-            let notice = t.notice();
-            readiness.register_degraded("store", move || Err(notice.clone()));
-            tracker.spawn(t.clone().keep_configured_marker(cancel.child_token()));
+            on_temporary_store(t, &store, &readiness, &tracker, &cancel);
         }
         let steering_feed = SteeringFeed::new();
         let uplink = match (&config.mqtt, outbox) {
             (Some(mqtt), Some(outbox)) => {
-                let feed = steering_feed.clone();
-                crate::steering::follow_states(
-                    &steering,
-                    Arc::new(move |site: &str, state| feed.publish_steering_state(site, state)),
-                    &tracker,
-                    cancel.child_token(),
-                );
-                let uplink = Uplink::start(
-                    UplinkParts {
-                        config: mqtt.clone(),
-                        gateway_id: config.gateway_id.clone(),
-                        router: router.clone(),
-                        auth: auth.clone(),
-                        live: live.clone(),
-                        catalog: telemetry.catalog_changes(),
-                        outbox,
-                        steering: steering_feed.clone(),
-                        ops: Some(ops.clone()),
-                    },
-                    &tracker,
-                    cancel.child_token(),
-                );
-                // Unready while the uplink cannot be set up (its TLS files), and why.
-                let probe = uplink.clone();
-                readiness.register("mqtt", move || probe.setup_problem().map_or(Ok(()), Err));
-                Some(uplink)
+                let parts = UplinkParts {
+                    config: mqtt.clone(),
+                    gateway_id: config.gateway_id.clone(),
+                    router: router.clone(),
+                    auth: auth.clone(),
+                    live: live.clone(),
+                    catalog: telemetry.catalog_changes(),
+                    outbox,
+                    steering: steering_feed.clone(),
+                    ops: Some(ops.clone()),
+                };
+                Some(start_uplink(
+                    parts, &steering, &readiness, &tracker, &cancel,
+                ))
             }
             _ => None,
         };
         // A config change the last run left on trial: watched from here.
-        let uplink_up = uplink.clone().map(|u| {
-            let probe: crate::ops::UplinkProbe = Arc::new(move || u.is_connected());
-            probe
-        });
-        ops.resolve_config_change(uplink_up);
+        ops.resolve_config_change(
+            uplink
+                .clone()
+                .map(|u| Arc::new(move || u.is_connected()) as crate::ops::UplinkProbe),
+        );
         let connections = Arc::new(Connections::new(Duration::from_millis(
             config.http.request_timeout_ms,
         )));
         if let Some(registry) = &metrics {
-            registry.register(connections.clone());
-            registry.register(live.clone());
-            registry.register(Arc::new(BusCollector(
-                buses.values().map(|b| b.stats().clone()).collect(),
-            )));
-            registry.register(Arc::new(store.clone()));
-            registry.register(Arc::new(steering.clone()));
-            registry.register(Arc::new(clock.clone()));
-            if let Some(uplink) = &uplink {
-                registry.register(Arc::new(uplink.clone()));
-            }
+            register_metrics(
+                registry,
+                &connections,
+                (&live, &buses, &clock),
+                (&store, &steering),
+                modbus_server.as_ref(),
+                uplink.as_ref(),
+            );
         }
-        let apps = http::Apps {
-            reserve: crate::api::reserve_router(router.clone()),
-            full: router,
-        };
-        let http_addrs = http::serve(
-            listeners,
-            apps,
-            &connections,
-            &tracker,
-            cancel.child_token(),
-        );
-        for addr in &http_addrs {
-            tracing::info!(%addr, "HTTP API listening");
-        }
+        let served = serve_http(listeners, router, &connections, &tracker, &cancel);
+        let http_addrs = served.iter().filter(|a| !a.1).map(|a| a.0).collect();
+        let https_addrs = served.iter().filter(|a| a.1).map(|a| a.0).collect();
 
         Ok(Agent {
             config,
@@ -262,6 +244,12 @@ impl Agent {
             steering,
             actuators,
             http_addrs,
+            https_addrs,
+            https: certs,
+            modbus_addrs: modbus_server
+                .as_ref()
+                .map(|s| s.addrs().to_vec())
+                .unwrap_or_default(),
             uplink,
             steering_feed,
             auth,
@@ -279,6 +267,44 @@ impl Agent {
     /// The addresses the HTTP API actually listens on (port 0 resolved).
     pub fn http_addrs(&self) -> &[SocketAddr] {
         &self.http_addrs
+    }
+
+    /// The addresses HTTPS listens on (port 0 resolved); empty without TLS.
+    pub fn https_addrs(&self) -> &[SocketAddr] {
+        &self.https_addrs
+    }
+
+    /// The HTTPS certificate in service, when HTTPS is served.
+    pub fn https_certificate(&self) -> Option<crate::https::Pair> {
+        self.https.as_ref().map(|c| c.current())
+    }
+
+    /// Reads the HTTPS certificate and key again (SIGHUP): the configured
+    /// files, or the self-signed certificate (issued again when due). A pair
+    /// that cannot be used keeps the one in service; the error says why.
+    /// `Ok(None)` when HTTPS is not served.
+    pub async fn reload_certificate(&self) -> Result<Option<crate::https::Pair>, String> {
+        let Some(certs) = &self.https else {
+            return Ok(None);
+        };
+        let config = self.config.clone();
+        let loaded = tokio::task::spawn_blocking(move || crate::https::load_for(&config))
+            .await
+            .map_err(|e| format!("reading the certificate failed: {e}"))?;
+        match loaded {
+            Some(Ok((pair, _))) => {
+                certs.replace(pair.clone());
+                Ok(Some(pair))
+            }
+            Some(Err(e)) => Err(e.to_string()),
+            None => Ok(None),
+        }
+    }
+
+    /// The addresses the Modbus server listens on (port 0 resolved; empty
+    /// when `[modbus_server]` is off).
+    pub fn modbus_addrs(&self) -> &[SocketAddr] {
+        &self.modbus_addrs
     }
 
     pub fn live(&self) -> &Arc<Live> {
@@ -407,84 +433,217 @@ impl Agent {
     }
 }
 
-/// Opens the configured store, or when it cannot be opened at all a
-/// temporary one (`temporary_store.rs`): no failure of the store stops the
-/// agent from holding the grid limits. With `[mqtt]`, the store writes the
-/// telemetry outbox in its sample commits.
-async fn open_any_store(
+/// One task per bus, each the only owner of its connection; their handles
+/// by bus name.
+fn start_buses(
     config: &Config,
-    live: &Live,
+    telemetry: &Telemetry,
+    maps: &Arc<DeviceMaps>,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> HashMap<String, BusHandle> {
+    let mut buses = HashMap::new();
+    for bus in &config.buses {
+        let devices = config.devices_on_bus(&bus.name).cloned().collect();
+        let (task, handle) = BusTask::new(
+            bus,
+            devices,
+            config.polling.clone(),
+            telemetry.clone(),
+            maps.clone(),
+        );
+        tracker.spawn(task.run(cancel.child_token()));
+        buses.insert(bus.name.clone(), handle);
+    }
+    buses
+}
+
+/// The steering service and its actuators, restored from the store, with
+/// the clock watched for steps. On a temporary store (`temporary`) the
+/// configured one's marker is kept by `keep_configured_marker`; the
+/// temporary one needs none (it is gone at the next start).
+async fn start_steering(
+    config: &Arc<Config>,
+    (live, maps, buses): (&Arc<Live>, &Arc<DeviceMaps>, &HashMap<String, BusHandle>),
+    (store, temporary): (&StoreHandle, bool),
     clock: &crate::clock::ClockWatch,
-) -> Result<(StoreHandle, Option<Outbox>, Option<TemporaryStore>), StartError> {
-    let e = match open_with_outbox(config, &config.storage, live, clock).await {
-        Ok((store, outbox)) => return Ok((store, outbox, None)),
-        Err(e) => e,
-    };
-    let why = match crate::store::diagnose::cause(&config.storage.path) {
-        Some(cause) => format!("{e} ({cause})"),
-        None => e.to_string(),
-    };
-    let temporary = TemporaryStore::new(&config.storage, why);
-    tracing::error!(
-        error = %temporary.why,
-        temporary = %temporary.storage.path.display(),
-        "the measurement store cannot be opened: running on a temporary store, every site at its fallback"
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> (
+    crate::steering::SteeringService,
+    crate::steering::ActuatorStop,
+) {
+    let steering_store: Arc<dyn crate::steering::SteeringStore> =
+        Arc::new(crate::steering::SqliteSteeringStore::new(store.clone()));
+    let marker = config.storage.path.with_extension("steering-pending");
+    let (steering, actuators) = crate::steering::start(
+        config,
+        live.clone(),
+        maps.clone(),
+        buses,
+        steering_store,
+        (!temporary).then_some(marker.as_path()),
+        tracker,
+        cancel.child_token(),
+    )
+    .await;
+    steering.watch_clock(clock.clone());
+    tracker.spawn(clock_steps::run(
+        clock.clone(),
+        store.clone(),
+        cancel.child_token(),
+    ));
+    (steering, actuators)
+}
+
+/// Serves `router` on the bound listeners (the reserve's router on reserve
+/// connections; tokens refused in clear on plain connections from beyond
+/// loopback, whatever `http.allow_plain_tokens` lets the config bind); the
+/// addresses they listen on, and whether each serves HTTPS.
+fn serve_http(
+    listeners: Vec<http::Listener>,
+    router: axum::Router,
+    connections: &Arc<Connections>,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> Vec<(SocketAddr, bool)> {
+    let https: Vec<SocketAddr> = listeners
+        .iter()
+        .filter(|l| l.tls.is_some())
+        .filter_map(|l| l.tcp.local_addr().ok())
+        .collect();
+    let reserve = crate::api::reserve_router(router.clone());
+    let in_clear = (
+        crate::api::refuse_tokens_in_clear(router.clone(), &https),
+        crate::api::refuse_tokens_in_clear(reserve.clone(), &https),
     );
-    let (store, outbox) = open_with_outbox(config, &temporary.storage, live, clock).await?;
-    Ok((store, outbox, Some(temporary)))
-}
-
-async fn open_with_outbox(
-    config: &Config,
-    storage: &StorageConfig,
-    live: &Live,
-    clock: &crate::clock::ClockWatch,
-) -> Result<(StoreHandle, Option<Outbox>), StartError> {
-    match &config.mqtt {
-        Some(mqtt) => {
-            let (sink, state) = outbox::sink(Cap::from_config(mqtt));
-            let sink = sink.marking_clock(clock.clone());
-            let store = open_store(config, storage, live, Some(Box::new(sink))).await?;
-            let outbox = Outbox::new(store.clone(), state);
-            Ok((store, Some(outbox)))
-        }
-        None => Ok((open_store(config, storage, live, None).await?, None)),
-    }
-}
-
-/// Opens the store at `storage` (migrations run on a blocking thread) with
-/// the commit hook, if any, and fills the latest values from it, so a
-/// restarted agent answers before its first poll.
-async fn open_store(
-    config: &Config,
-    storage: &StorageConfig,
-    live: &Live,
-    hook: Option<Box<dyn CommitHook>>,
-) -> Result<StoreHandle, StartError> {
-    let storage = storage.clone();
-    let path = storage.path.display().to_string();
-    let devices = config.devices.iter().map(|d| d.reference.clone()).collect();
-    let fail = |source| StartError::Store {
-        path: path.clone(),
-        source,
+    let apps = http::Apps {
+        reserve,
+        full: router,
+        in_clear,
     };
-    let store =
-        tokio::task::spawn_blocking(move || StoreHandle::open_with_hook(&storage, devices, hook))
-            .await
-            .map_err(|e| fail(StoreError::OpenAborted(e)))?
-            .map_err(fail)?;
-    let latest = store.latest().await.map_err(fail)?;
-    let mut restored = 0usize;
-    for l in latest {
-        if let Some(id) = live.find(&l.device) {
-            let reading = Reading {
-                ts_ms: l.ts_ms,
-                value: l.value,
-            };
-            live.restore(id, l.property, reading);
-            restored += 1;
+    let addrs = http::serve(listeners, apps, connections, tracker, cancel.child_token());
+    for (addr, tls) in &addrs {
+        if *tls {
+            tracing::info!(%addr, "HTTPS API listening");
+        } else {
+            tracing::info!(%addr, "HTTP API listening");
         }
     }
-    tracing::info!(path = %path, restored, "measurement store open");
-    Ok(store)
+    addrs
+}
+
+/// What `/readyz` reports as degraded, not unready: a clock that is not
+/// synchronised or steps, and steering changes in effect that wait for the
+/// disk.
+fn register_degraded(
+    readiness: &crate::api::Readiness,
+    clock: &crate::clock::ClockWatch,
+    steering: &crate::steering::SteeringService,
+) {
+    let probe = clock.clone();
+    readiness.register_degraded("clock", move || probe.problem().map_or(Ok(()), Err));
+    let durable = steering.durable().clone();
+    readiness.register_degraded("steering", move || match durable.problem() {
+        None => Ok(()),
+        Some(why) => Err(format!(
+            "{} changes in effect wait to be written: {why}",
+            durable.len()
+        )),
+    });
+}
+
+/// The Modbus server on its bound listeners, when `[modbus_server]` is on.
+fn start_modbus_server(
+    config: &Config,
+    bound: Option<crate::modbus_server::Bound>,
+    parts: crate::modbus_server::Parts,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> Result<Option<crate::modbus_server::ModbusServer>, StartError> {
+    let (Some(m), Some(bound)) = (&config.modbus_server, bound) else {
+        return Ok(None);
+    };
+    crate::modbus_server::ModbusServer::start(
+        m.clone(),
+        bound,
+        parts,
+        tracker,
+        cancel.child_token(),
+    )
+    .map(Some)
+    .map_err(|source| StartError::Bind {
+        addr: m
+            .listen
+            .first()
+            .copied()
+            .unwrap_or(([0, 0, 0, 0], 0).into()),
+        source,
+    })
+}
+
+/// Every part's metrics on the registry `/metrics` renders.
+fn register_metrics(
+    registry: &crate::metrics::Registry,
+    connections: &Arc<Connections>,
+    (live, buses, clock): (
+        &Arc<Live>,
+        &HashMap<String, BusHandle>,
+        &crate::clock::ClockWatch,
+    ),
+    (store, steering): (&StoreHandle, &crate::steering::SteeringService),
+    modbus_server: Option<&crate::modbus_server::ModbusServer>,
+    uplink: Option<&Uplink>,
+) {
+    registry.register(connections.clone());
+    registry.register(live.clone());
+    registry.register(Arc::new(BusCollector(
+        buses.values().map(|b| b.stats().clone()).collect(),
+    )));
+    registry.register(Arc::new(store.clone()));
+    registry.register(Arc::new(steering.clone()));
+    registry.register(Arc::new(clock.clone()));
+    if let Some(server) = modbus_server {
+        registry.register(server.collector());
+    }
+    if let Some(uplink) = uplink {
+        registry.register(Arc::new(uplink.clone()));
+    }
+}
+
+/// The MQTT uplink, with every site's steering state followed into its feed;
+/// unready while it cannot be set up (its TLS files), and why.
+/// Running on a temporary store: said on `/readyz` and `/metrics`, and the
+/// configured store's steering marker set as soon as its folder takes it.
+fn on_temporary_store(
+    t: &TemporaryStore,
+    store: &StoreHandle,
+    readiness: &crate::api::Readiness,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) {
+    store.stats().mark_temporary();
+    let notice = t.notice();
+    readiness.register_degraded("store", move || Err(notice.clone()));
+    tracker.spawn(t.clone().keep_configured_marker(cancel.child_token()));
+}
+
+fn start_uplink(
+    parts: UplinkParts,
+    steering: &crate::steering::SteeringService,
+    readiness: &crate::api::Readiness,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> Uplink {
+    let feed = parts.steering.clone();
+    crate::steering::follow_states(
+        steering,
+        Arc::new(move |site: &str, state| feed.publish_steering_state(site, state)),
+        tracker,
+        cancel.child_token(),
+    );
+    let uplink = Uplink::start(parts, tracker, cancel.child_token());
+    let probe = uplink.clone();
+    readiness.register("mqtt", move || probe.setup_problem().map_or(Ok(()), Err));
+    uplink
 }

@@ -23,14 +23,17 @@ use crate::config::StorageConfig;
 use crate::util::Backoff;
 
 /// The temporary store's size bound at most: it lives in RAM on most
-/// controllers.
+/// controllers. The store holds it as any cap (the oldest data first, the
+/// staging ring and the newest five minutes kept), and its WAL to half of
+/// it (`store::wal_bound`). A site whose least cap is more
+/// (`config/size_floor.rs`: above about 1,200 devices at 1 Hz) gets that.
 pub const MAX_MB: u64 = 32;
 
 /// The store the agent runs on instead of the configured one, and why.
 #[derive(Clone, Debug)]
 pub struct TemporaryStore {
     /// The settings it is opened with: the configured ones, at its own path
-    /// and with at most [`MAX_MB`].
+    /// and with at most [`MAX_MB`] or the site's least cap.
     pub storage: StorageConfig,
     /// The configured database.
     pub configured: PathBuf,
@@ -39,13 +42,13 @@ pub struct TemporaryStore {
 }
 
 impl TemporaryStore {
-    /// A temporary store in place of `configured`, which failed for `why`.
-    /// Whatever an earlier run left at its path is removed first: it holds
-    /// nothing anyone waits for.
-    pub fn new(configured: &StorageConfig, why: String) -> TemporaryStore {
+    /// A temporary store in place of `configured`, which failed for `why`,
+    /// for a site whose least cap is `least_mb`. Whatever an earlier run left
+    /// at its path is removed first: it holds nothing anyone waits for.
+    pub fn new(configured: &StorageConfig, least_mb: u64, why: String) -> TemporaryStore {
         let mut storage = configured.clone();
         storage.path = location();
-        storage.max_size_mb = storage.max_size_mb.clamp(1, MAX_MB);
+        storage.max_size_mb = storage.max_size_mb.clamp(1, MAX_MB.max(least_mb));
         remove_files(&storage.path);
         TemporaryStore {
             storage,
@@ -135,14 +138,30 @@ mod tests {
             max_size_mb: 2048,
             ..StorageConfig::default()
         };
-        let t = TemporaryStore::new(&configured, "permission denied".into());
+        let t = TemporaryStore::new(&configured, 1, "permission denied".into());
         assert_eq!(t.storage.max_size_mb, MAX_MB);
+        // A site that needs more than that gets its least cap.
+        let big = TemporaryStore::new(&configured, 54, String::new());
+        assert_eq!(big.storage.max_size_mb, 54);
+        let small = StorageConfig {
+            max_size_mb: 8,
+            ..configured.clone()
+        };
+        assert_eq!(
+            TemporaryStore::new(&small, 1, String::new())
+                .storage
+                .max_size_mb,
+            8
+        );
+        // Its WAL in RAM too is bounded by the cap: half of it.
+        let cap = t.storage.max_size_mb << 20;
+        assert_eq!(crate::store::wal_bound(cap), cap / 2);
         assert_ne!(t.storage.path, configured.path);
         let notice = t.notice();
         assert!(notice.contains("/nowhere/sitegate.db"), "{notice}");
         assert!(notice.contains("permission denied"), "{notice}");
         // Two in one process do not share a file.
-        let other = TemporaryStore::new(&configured, String::new());
+        let other = TemporaryStore::new(&configured, 1, String::new());
         assert_ne!(t.storage.path, other.storage.path);
     }
 }

@@ -20,6 +20,8 @@ pub enum ErrorCode {
     DeviceNotFound,
     SiteNotFound,
     NoMeasurement,
+    /// A time range whose end is not after its start (empty or reversed).
+    InvalidRange,
     RangeTooLong,
     TooManyPoints,
     Expired,
@@ -67,6 +69,7 @@ impl ErrorCode {
         ErrorCode::DeviceNotFound,
         ErrorCode::SiteNotFound,
         ErrorCode::NoMeasurement,
+        ErrorCode::InvalidRange,
         ErrorCode::RangeTooLong,
         ErrorCode::TooManyPoints,
         ErrorCode::Expired,
@@ -98,6 +101,7 @@ impl ErrorCode {
             ErrorCode::DeviceNotFound => "device_not_found",
             ErrorCode::SiteNotFound => "site_not_found",
             ErrorCode::NoMeasurement => "no_measurement",
+            ErrorCode::InvalidRange => "invalid_range",
             ErrorCode::RangeTooLong => "range_too_long",
             ErrorCode::TooManyPoints => "too_many_points",
             ErrorCode::Expired => "expired",
@@ -128,6 +132,7 @@ impl ErrorCode {
             | ErrorCode::InvalidValue
             | ErrorCode::UnknownUnit
             | ErrorCode::UnknownProperty
+            | ErrorCode::InvalidRange
             | ErrorCode::RangeTooLong
             | ErrorCode::TooManyPoints
             | ErrorCode::Expired

@@ -77,18 +77,29 @@ pub fn device_views<'a>(
         .collect()
 }
 
-/// `GET /devices`. Unknown `site`: 404 `site_not_found`.
+/// `GET /devices`. `site` is trimmed; a reference no site has (one of blanks
+/// only too): 404 `site_not_found`; an empty `site=`: 400 `invalid_value`.
 pub async fn list(
     State(state): State<ApiState>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = QueryParams::parse(raw.as_deref(), &["site"])?;
-    let site = query.optional("site")?;
-    if let Some(site) = site {
-        if !state.sites.iter().any(|s| s.reference == site) {
-            return Err(ApiError::site_not_found(site));
+    let site = match query.get("site") {
+        None => None,
+        Some("") => {
+            return Err(ApiError::invalid_value(
+                "site",
+                "the query parameter \"site\" is empty",
+            ))
         }
-    }
+        Some(given) => {
+            let site = given.trim();
+            if !state.sites.iter().any(|s| s.reference == site) {
+                return Err(ApiError::site_not_found(given));
+            }
+            Some(site)
+        }
+    };
     let devices = state.live.devices();
     Ok(Json(device_views(&state.live, &devices, site)).into_response())
 }

@@ -43,11 +43,13 @@
 
 mod admin;
 mod auth;
+pub mod bounds;
 mod code;
 mod devices;
 mod error;
 mod extract;
 mod http_stats;
+mod in_clear;
 mod limit;
 mod measurements;
 pub mod number;
@@ -79,6 +81,7 @@ pub use extract::{
     check_json_content_type, parse_json, read_json, ApiPath, JsonBody, DEFAULT_BODY_LIMIT,
 };
 pub use http_stats::HttpStats;
+pub use in_clear::{https_url, refuse_tokens_in_clear};
 pub use measurements::MeasurementView;
 pub use number::{Exact, Num};
 pub use openapi::OPENAPI_DOCUMENT;

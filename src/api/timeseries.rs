@@ -72,6 +72,7 @@ fn request_error(
         RequestCode::MissingField => ErrorCode::MissingField,
         RequestCode::InvalidValue => ErrorCode::InvalidValue,
         RequestCode::UnknownUnit => ErrorCode::UnknownUnit,
+        RequestCode::InvalidRange => ErrorCode::InvalidRange,
         RequestCode::RangeTooLong => ErrorCode::RangeTooLong,
         RequestCode::TooManyPoints => ErrorCode::TooManyPoints,
         RequestCode::UnknownProperty => {

@@ -31,6 +31,14 @@ pub struct DemoArgs {
     /// How much faster than real time the simulated site runs.
     #[arg(long, default_value_t = 60.0)]
     speed: f64,
+    /// Noisy mode: every measured point moves every second, the load walks on
+    /// its own, a fifth of the inverters and meters speak the float models
+    /// (docs/devices.md, "Noisy mode").
+    #[arg(long)]
+    noisy: bool,
+    /// The seed of noisy mode's draws (the same seed, the same noise).
+    #[arg(long, requires = "noisy")]
+    seed: Option<u64>,
 }
 
 pub fn demo(args: DemoArgs) -> ExitCode {
@@ -49,6 +57,10 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         return ExitCode::from(super::EXIT_USAGE);
     }
     config.http.listen = vec![args.listen];
+    if args.noisy {
+        config.simulator.noisy = true;
+        config.simulator.seed = args.seed.or(config.simulator.seed);
+    }
     if let Some(id) = args.gateway_id {
         if let Err(e) = Config::check_gateway_id(&id) {
             complain(&format!("--gateway-id: {e}"));

@@ -6,9 +6,13 @@
 //! run: the file's live sections exist only in it.
 //!
 //! A token with the `admin` scope comes from `--token` or `SITEGATE_TOKEN`
-//! (none is needed with `auth = "none"`). Plain HTTP/1.1 on a loopback or
-//! LAN address of the agent's own listener: no client library.
+//! (none is needed with `auth = "none"`). HTTP/1.1 without a client
+//! library: plain on the agent's first plain listener (loopback), or HTTPS
+//! (`--https`, or the agent's HTTPS listener when it has no plain one)
+//! trusting only the pinned certificate: `--fingerprint`, else the one the
+//! config names (read from its file on this machine).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,6 +35,77 @@ pub struct DiagArgs {
     /// An API token with the admin scope (or set SITEGATE_TOKEN).
     #[arg(long)]
     token: Option<String>,
+    /// Ask over HTTPS at this address (ip:port), e.g. a controller on the LAN.
+    #[arg(long)]
+    https: Option<std::net::SocketAddr>,
+    /// The SHA-256 fingerprint of the agent's certificate to trust
+    /// (`sitegate tls fingerprint` prints it); by default the one the
+    /// config names.
+    #[arg(long)]
+    fingerprint: Option<String>,
+}
+
+/// Where the agent is asked.
+#[derive(Clone)]
+enum Target {
+    Plain(SocketAddr),
+    Https {
+        addr: SocketAddr,
+        tls: tokio_rustls::TlsConnector,
+    },
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Plain(a) => write!(f, "http://{a}"),
+            Target::Https { addr, .. } => write!(f, "https://{addr}"),
+        }
+    }
+}
+
+/// The unspecified address as loopback: the agent listens there too.
+fn reachable(mut addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(if addr.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    addr
+}
+
+/// The target the arguments and the config name.
+fn target(args: &DiagArgs, config: &sitegate::config::Config) -> Result<Target, String> {
+    let https = args.https.or_else(|| {
+        config
+            .http
+            .listen
+            .is_empty()
+            .then(|| config.http.https_listen.first().copied())
+            .flatten()
+    });
+    let Some(addr) = https else {
+        return config
+            .http
+            .listen
+            .first()
+            .map(|a| Target::Plain(reachable(*a)))
+            .ok_or_else(|| "http.listen names no address to ask the agent on".to_string());
+    };
+    let fingerprint = match &args.fingerprint {
+        Some(f) => f.clone(),
+        None => sitegate::https::configured_fingerprint(config)
+            .map_err(|e| format!("no fingerprint to pin (give --fingerprint): {e}"))?,
+    };
+    let tls = sitegate::https::pinned::client_config(&fingerprint).ok_or_else(|| {
+        format!("--fingerprint: {fingerprint:?} is not a SHA-256 fingerprint (64 hex digits, colons allowed)")
+    })?;
+    Ok(Target::Https {
+        addr: reachable(addr),
+        tls: tokio_rustls::TlsConnector::from(tls),
+    })
 }
 
 /// How long the bundle may take to be made.
@@ -41,21 +116,17 @@ pub fn diag(args: DiagArgs) -> ExitCode {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let Some(mut addr) = config.http.listen.first().copied() else {
-        complain(&format!(
-            "{}: http.listen names no address to ask the agent on",
-            args.config.display()
-        ));
-        return ExitCode::from(EXIT_USAGE);
+    let addr = match target(&args, &config) {
+        Ok(t) => t,
+        Err(e) => {
+            complain(&format!("{}: {e}", args.config.display()));
+            return ExitCode::from(EXIT_USAGE);
+        }
     };
-    if addr.ip().is_unspecified() {
-        addr.set_ip(if addr.is_ipv4() {
-            std::net::Ipv4Addr::LOCALHOST.into()
-        } else {
-            std::net::Ipv6Addr::LOCALHOST.into()
-        });
-    }
-    let token = args.token.or_else(|| std::env::var("SITEGATE_TOKEN").ok());
+    let token = args
+        .token
+        .clone()
+        .or_else(|| std::env::var("SITEGATE_TOKEN").ok());
     let id = format!("diag-{}", sitegate::model::time::now_ms());
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -67,7 +138,7 @@ pub fn diag(args: DiagArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let text = match runtime.block_on(fetch(addr, token.as_deref(), &id)) {
+    let text = match runtime.block_on(fetch(&addr, token.as_deref(), &id)) {
         Ok(text) => text,
         Err(e) => {
             complain(&format!("sitegate diag: the agent at {addr}: {e}"));
@@ -100,11 +171,7 @@ pub fn diag(args: DiagArgs) -> ExitCode {
 }
 
 /// Starts the bundle operation, waits for it, and joins its chunks.
-async fn fetch(
-    addr: std::net::SocketAddr,
-    token: Option<&str>,
-    id: &str,
-) -> Result<String, String> {
+async fn fetch(addr: &Target, token: Option<&str>, id: &str) -> Result<String, String> {
     let body = json!({"id": id, "kind": "bundle"}).to_string();
     let (status, mut op) = call(addr, token, "POST", "/admin/operations", Some(&body)).await?;
     if !(200..300).contains(&status) {
@@ -162,16 +229,30 @@ fn problem(v: &Value) -> String {
 
 /// One HTTP/1.1 request on its own connection; the status and the JSON body.
 async fn call(
-    addr: std::net::SocketAddr,
+    target: &Target,
     token: Option<&str>,
     method: &str,
     path: &str,
     body: Option<&str>,
 ) -> Result<(u16, Value), String> {
-    let mut stream = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
+    let addr = match target {
+        Target::Plain(a) | Target::Https { addr: a, .. } => *a,
+    };
+    let tcp = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
         .await
         .map_err(|_| "does not answer (is it running?)".to_string())?
         .map_err(|e| format!("cannot connect ({e}); is the agent running?"))?;
+    let mut stream: Box<dyn Stream> = match target {
+        Target::Plain(_) => Box::new(tcp),
+        Target::Https { tls, .. } => {
+            let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+            let tls = tokio::time::timeout(Duration::from_secs(10), tls.connect(name, tcp))
+                .await
+                .map_err(|_| "no TLS handshake within 10 s".to_string())?
+                .map_err(|e| format!("TLS: {e}"))?;
+            Box::new(tls)
+        }
+    };
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
     if let Some(t) = token {
         req.push_str(&format!("Authorization: Bearer {t}\r\n"));
@@ -212,6 +293,10 @@ async fn call(
     let value = serde_json::from_slice(&payload).unwrap_or(Value::Null);
     Ok((status, value))
 }
+
+/// A plain or TLS connection.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
 
 fn dechunk(mut data: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::new();

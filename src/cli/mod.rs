@@ -102,6 +102,38 @@ pub fn token_new(name: &str, scopes: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// `sitegate tls fingerprint`: the SHA-256 fingerprint of the certificate
+/// the config names (or its public key's pin), on stdout; a self-signed one
+/// is made (or issued again when due) in the state directory first, as the
+/// agent would at its start.
+pub fn tls_fingerprint(file: &Path, pin: bool) -> ExitCode {
+    let config = match load_config(file) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match sitegate::https::load_for(&config) {
+        None => {
+            complain(&format!(
+                "{}: http.tls is not set: the agent serves no HTTPS",
+                file.display()
+            ));
+            ExitCode::from(EXIT_CONFIG)
+        }
+        Some(Err(e)) => {
+            complain(&format!("{}: {e}", file.display()));
+            ExitCode::from(EXIT_CONFIG)
+        }
+        Some(Ok((pair, _))) => {
+            if pin {
+                say(pair.pin.as_deref().unwrap_or_default());
+            } else {
+                say(&pair.fingerprint);
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
 /// Loads config or reports it like `check-config` does.
 pub fn load_config(file: &Path) -> Result<Config, ExitCode> {
     Config::load(file).map_err(|e| {

@@ -1,6 +1,7 @@
 //! `sitegate run`: the agent on a real site until SIGINT or SIGTERM; SIGHUP
-//! re-reads the config file and applies what can change while running (API
-//! tokens, auth mode, rate limit, log level). Tells systemd when it is ready,
+//! reads the HTTPS certificate and key again (a pair that cannot be used
+//! keeps the one in service), re-reads the config file and applies what can
+//! change while running (API tokens, auth mode, rate limit, log level). Tells systemd when it is ready,
 //! reloading and stopping, and feeds its watchdog. A `restart` operation
 //! stops it like SIGTERM and exits 75, which the unit restarts; so does a
 //! `config.put` that wrote a new config, and the rollback of one. Before the
@@ -85,7 +86,7 @@ pub async fn serve(
         tracing::warn!(problem = %w, "config warning");
     }
     for p in &config.file_problems {
-        tracing::warn!(problem = %p, "config file problem: the MQTT uplink retries until it is fixed");
+        tracing::warn!(problem = %p, "config file problem");
     }
     let failures = start_failures::count_file();
     let agent = match Agent::start(config).await {
@@ -175,22 +176,39 @@ impl Signals {
 
 fn status_line(agent: &Agent) -> String {
     let c = agent.config();
-    format!(
-        "serving {} devices on {} buses; API on {}",
-        c.devices.len(),
-        c.buses.len(),
-        agent
-            .http_addrs()
+    let list = |addrs: &[std::net::SocketAddr]| {
+        addrs
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", ")
-    )
+    };
+    let mut line = format!(
+        "serving {} devices on {} buses; API on {}",
+        c.devices.len(),
+        c.buses.len(),
+        list(agent.http_addrs())
+    );
+    if !agent.https_addrs().is_empty() {
+        line += &format!("; HTTPS on {}", list(agent.https_addrs()));
+    }
+    line
 }
 
 /// Re-reads the config file (on a blocking thread: file reads and profile
 /// loading stay off the runtime); a file with problems changes nothing.
 async fn apply_reload(agent: &Agent, reload: Option<&Reload>) {
+    match agent.reload_certificate().await {
+        Ok(Some(pair)) => tracing::info!(
+            fingerprint_sha256 = %pair.fingerprint,
+            pubkey_pin = pair.pin.as_deref().unwrap_or("-"),
+            "SIGHUP: HTTPS certificate and key read again"
+        ),
+        Ok(None) => {}
+        Err(e) => {
+            tracing::error!(error = %e, "SIGHUP: the HTTPS certificate cannot be used; the one in service stays")
+        }
+    }
     let Some(Reload { file, log }) = reload else {
         tracing::info!("SIGHUP: the demo's config is built in; nothing to reload");
         return;

@@ -7,22 +7,23 @@
 //! An estimate from the config alone (devices, poll intervals): pure, no I/O.
 //! It never refuses a config; it is a warning (`check-config`, the start log).
 
+use super::size_floor::KEPT_NEWEST_MS;
 use super::{Config, Problem};
 
 /// Properties a device gives per poll, about: a SunSpec inverter 13, a
 /// battery 10 to 14, a meter 12 to 16.
 pub const PROPERTIES_PER_DEVICE: f64 = 13.0;
 /// Bytes at rest per raw sample in a chunk, and per chunk for its row and
-/// keys: about 3.3 B a sample in ten-minute chunks (4.2 B with the rollups,
-/// `cargo bench --bench store`), more in the small chunks a site with
-/// thousands of series compacts into.
-pub const RAW_BYTES_PER_SAMPLE: f64 = 3.2;
+/// keys: on noisy data with float models, 1.58 B a sample of chunk pages in
+/// ten-minute chunks and 1.89 B in 150 s ones (`cargo bench --bench store`),
+/// 2.5 B in the one-minute chunks of 1,000 devices under a small cap.
+pub const RAW_BYTES_PER_SAMPLE: f64 = 1.5;
 pub const BYTES_PER_CHUNK: f64 = 80.0;
 /// Staged samples that start a compaction (`store::STAGED_MAX`), and the
 /// interval that starts one otherwise (the default `compact_interval_s`).
 const STAGED_MAX: f64 = 2_000_000.0;
 /// Bytes at rest per rollup row (one series, one minute or hour).
-pub const ROLLUP_ROW_BYTES: f64 = 56.0;
+pub use super::size_floor::ROLLUP_ROW_BYTES;
 
 const MB: f64 = 1024.0 * 1024.0;
 
@@ -66,15 +67,23 @@ pub fn shortfall(config: &Config) -> Option<Shortfall> {
     if needed <= cap {
         return None;
     }
-    // The store keeps every tier's newest day, shortens raw history first,
-    // then the minute rollups.
+    // The store keeps every tier's newest day while it can, shortens raw
+    // history first, then the minute rollups, then the hour rollups.
     let hours = hour_day * hour_days;
     let after_raw = cap - hours - minute_day * minute_days;
     let (raw_held, minute_held) = if after_raw >= raw_day {
         ((after_raw / raw_day).min(raw_days), minute_days)
+    } else if cap - hours - raw_day >= minute_day {
+        // The newest day of each tier fits: fewer minute days.
+        let minutes = (cap - hours - raw_day) / minute_day;
+        (1.0_f64.min(raw_days), minutes.min(minute_days))
     } else {
-        let minutes = (cap - hours - raw_day).max(0.0) / minute_day;
-        (1.0_f64.min(raw_days), minutes.clamp(1.0, minute_days))
+        // A day does not fit: raw samples go by the minute down to the kept
+        // window, then minute rollups; hour rollups go last.
+        let window = KEPT_NEWEST_MS as f64 / 86_400_000.0;
+        let raw = ((cap - hours - minute_day) / raw_day).clamp(window, 1.0);
+        let minutes = ((cap - hours - raw * raw_day) / minute_day).clamp(0.0, 1.0);
+        (raw.min(raw_days), minutes.min(minute_days))
     };
     Some(Shortfall {
         samples_per_s,
@@ -107,8 +116,10 @@ pub fn warning(config: &Config) -> Option<Problem> {
 fn days(d: f64) -> String {
     if d >= 2.0 {
         format!("{d:.0} days")
-    } else {
+    } else if d * 24.0 >= 1.0 {
         format!("{:.0} hours", d * 24.0)
+    } else {
+        format!("{:.0} minutes", d * 1440.0)
     }
 }
 
@@ -163,18 +174,22 @@ mod tests {
     /// estimate gives: MB the defaults' retention needs, and raw days 2 GB holds.
     #[test]
     fn the_documented_table_is_what_the_estimate_gives() {
-        for (devices, needed_mb, raw_days) in [
-            (20, 4432.0, 1.6),
-            (50, 11_081.0, 1.0),
-            (200, 44_323.0, 1.0),
-            (1000, 236_109.0, 1.0),
+        for (devices, needed_mb, raw_days, minute_days) in [
+            (20, 3986.0, 1.0, 63.8),
+            (50, 9965.0, 1.0, 20.8),
+            (200, 39_859.0, 0.0035, 0.5),
+            (1000, 213_793.0, 0.0035, 0.0),
         ] {
             let f = shortfall(&site(devices, 2048)).expect("too small");
             assert!((f.needed_mb - needed_mb).abs() < 1.0, "{devices}: {f:?}");
             assert!((f.raw_days - raw_days).abs() < 0.05, "{devices}: {f:?}");
+            assert!(
+                (f.minute_days - minute_days).abs() < 0.05,
+                "{devices}: {f:?}"
+            );
         }
-        // The demo's 5 devices: 1.1 GB, within the 2 GB default.
-        assert!(shortfall(&site(5, 1100)).is_some());
-        assert_eq!(shortfall(&site(5, 1110)), None);
+        // The demo's 5 devices: 1 GB, within the 2 GB default.
+        assert!(shortfall(&site(5, 990)).is_some());
+        assert_eq!(shortfall(&site(5, 1000)), None);
     }
 }

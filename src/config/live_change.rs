@@ -64,6 +64,15 @@ fn sections_but_devices_and_sites(old: &Config, new: &Config) -> Vec<&'static st
     };
     check("gateway_id", old.gateway_id == new.gateway_id);
     check("http.listen", old.http.listen == new.http.listen);
+    check(
+        "http.https_listen",
+        old.http.https_listen == new.http.https_listen,
+    );
+    check("http.tls", old.http.tls == new.http.tls);
+    check(
+        "http.allow_plain_tokens",
+        old.http.allow_plain_tokens == new.http.allow_plain_tokens,
+    );
     check("http.metrics", old.http.metrics == new.http.metrics);
     check(
         "http.request_timeout_ms",
@@ -75,6 +84,7 @@ fn sections_but_devices_and_sites(old: &Config, new: &Config) -> Vec<&'static st
     check("logging.format", old.logging.format == new.logging.format);
     check("buses", old.buses == new.buses);
     check("mqtt", old.mqtt == new.mqtt);
+    check("modbus_server", old.modbus_server == new.modbus_server);
     check("profiles_dir", old.profiles_dir == new.profiles_dir);
     changed
 }

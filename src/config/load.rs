@@ -55,6 +55,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "buses",
     "devices",
     "mqtt",
+    "modbus_server",
     "profiles_dir",
     "simulator",
 ];
@@ -131,6 +132,8 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let clock: Option<super::ClockConfig> = optional_section(&mut table, "clock", &mut problems);
     let ops: Option<super::OpsConfig> = optional_section(&mut table, "ops", &mut problems);
     let mqtt: Option<MqttConfig> = optional_section(&mut table, "mqtt", &mut problems);
+    let modbus_server: Option<super::modbus_server::RawModbusServer> =
+        optional_section(&mut table, "modbus_server", &mut problems);
     let simulator: Option<super::SimulatorConfig> =
         optional_section(&mut table, "simulator", &mut problems);
     let declared_sites = declared_names(&table, "sites", "reference");
@@ -150,6 +153,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
             clock: clock.unwrap_or_default(),
             ops: ops.unwrap_or_default(),
             mqtt,
+            modbus_server,
             simulator: simulator.unwrap_or_default(),
             sites,
             buses,
@@ -162,6 +166,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
         &mut problems,
     );
     config.text_sha256 = text_sha256(text);
+    problems.extend(super::size_floor::refusal(&config));
     if problems.is_empty() {
         Ok(config)
     } else {
@@ -183,7 +188,9 @@ fn deserialize_at<T: DeserializeOwned>(
     problems: &mut Vec<Problem>,
 ) -> Option<T> {
     let mut unknown = Vec::new();
-    let mut on_unknown = |p: serde_ignored::Path<'_>| unknown.push(p.to_string());
+    // An optional table's path has a `?` segment for its `Some`
+    // (`serial.?.speed`): the key as written has none.
+    let mut on_unknown = |p: serde_ignored::Path<'_>| unknown.push(p.to_string().replace(".?", ""));
     let de = serde_ignored::Deserializer::new(value, &mut on_unknown);
     let result: Result<T, _> = serde_path_to_error::deserialize(de);
     for key in unknown {

@@ -9,6 +9,8 @@ pub mod capacity;
 mod gateway_id;
 pub mod live_change;
 mod load;
+pub mod log_level;
+mod modbus_server;
 mod ops;
 pub mod patch;
 mod problem;
@@ -17,7 +19,9 @@ mod raw;
 pub mod redact;
 mod resolve;
 mod simulator;
+pub mod size_floor;
 pub mod tls;
+pub mod tls_pair;
 mod values;
 
 use std::net::SocketAddr;
@@ -26,6 +30,7 @@ use std::sync::Arc;
 
 pub use gateway_id::GatewayIdSource;
 pub use load::{parse, parse_in, text_sha256, ConfigError};
+pub use modbus_server::{Cidr, ModbusServerConfig, Served, ServedSite, ServedUnit};
 pub use ops::{OpsConfig, ROLLBACK_AFTER_S_DEFAULT, ROLLBACK_AFTER_S_MAX, ROLLBACK_AFTER_S_MIN};
 pub use problem::Problem;
 pub use raw::{
@@ -33,7 +38,8 @@ pub use raw::{
     GridLoopConfig, GridSignalConfig, GridSignalLevel, LogFormat, LoggingConfig, MqttConfig,
     MqttProtocol, PollingConfig, RateLimitConfig, SiteConfig, StorageConfig, SyncSource,
 };
-pub use simulator::{SimResponseConfig, SimulatorConfig};
+pub use resolve::SITE_UNIT_BASE;
+pub use simulator::{SimResponseConfig, SimSiteConfig, SimulatorConfig};
 pub use values::{AuthMode, Parity, Power, PowerShare, Scope};
 
 use crate::model::{DeviceId, DeviceType};
@@ -57,14 +63,20 @@ pub struct Config {
     pub buses: Vec<BusConfig>,
     pub devices: Vec<DeviceConfig>,
     pub mqtt: Option<MqttConfig>,
+    /// The Modbus server (`[modbus_server]`); `None`: off.
+    pub modbus_server: Option<ModbusServerConfig>,
     /// How the simulated devices respond (read by the simulator only).
     pub simulator: SimulatorConfig,
     /// Where named register-map profiles are looked for before the built-in ones.
     pub profiles_dir: PathBuf,
-    /// Problems with the TLS files `[mqtt]` names (unreadable, not a CA, a key
-    /// that does not match its certificate). `check-config` reports them like
-    /// any other; `run` starts anyway: the uplink retries with backoff and
-    /// `/readyz` says why, while polling, storing and steering go on.
+    /// Problems `check-config` reports (exit 78) and `config.put` refuses
+    /// like any other, but `run` starts anyway: the TLS files `[mqtt]` names
+    /// (unreadable, not a CA, a key that does not match its certificate: the
+    /// uplink retries with backoff and `/readyz` says why, while polling,
+    /// storing and steering go on), a plain HTTP listener beyond loopback
+    /// under `auth = "tokens"` (a site upgraded onto such a config keeps
+    /// running; tokens sent to it from the network are answered 401), and
+    /// the HTTPS certificate files (the agent then does not start).
     pub file_problems: Vec<Problem>,
     /// The hex SHA-256 of the text this config was parsed from.
     pub text_sha256: String,
@@ -84,6 +96,25 @@ pub struct HttpConfig {
     /// Longest a request may take before it is answered 503 `timeout`.
     pub request_timeout_ms: u64,
     pub rate_limit: RateLimitConfig,
+    /// Where HTTPS listens; empty without `tls`.
+    pub https_listen: Vec<SocketAddr>,
+    /// The HTTPS certificate, when HTTPS is served.
+    pub tls: Option<HttpTls>,
+    /// Tokens may cross a plain listener bound beyond loopback.
+    pub allow_plain_tokens: bool,
+}
+
+/// Where the HTTPS certificate comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpTls {
+    /// Made by the agent and kept in the state directory (`https/`), with
+    /// these names besides the host name and the controller's addresses.
+    SelfSigned { names: Vec<String> },
+    /// A certificate chain and its private key, PEM.
+    Files {
+        cert_file: PathBuf,
+        key_file: PathBuf,
+    },
 }
 
 /// One API token: its name, the SHA-256 of its plaintext, and its scopes.
@@ -160,6 +191,15 @@ pub struct DeviceConfig {
     /// [`DEFAULT_REPORT_LAG_MS`]). The grid loop trusts no meter reading that
     /// can show the power of before its own last change.
     pub report_lag_ms: u64,
+    /// The unit id the Modbus server answers for this device as: `None`
+    /// its own `unit_id`, `Some(0)` not served.
+    pub modbus_server_unit_id: Option<u8>,
+    /// The Modbus server reads registers the agent does not poll from the
+    /// device, when the bus is idle (off: exception 02).
+    pub modbus_server_forward_reads: bool,
+    /// The Modbus server passes writes on to the device when the bus is
+    /// idle, but none to a register steering writes (off: exception 01).
+    pub modbus_server_forward_writes: bool,
 }
 
 /// A meter that refreshes every second and reports half a second late.
@@ -182,7 +222,20 @@ impl Config {
         gateway_id::warning(&self.gateway_id, self.gateway_id_source)
             .into_iter()
             .chain(capacity::warning(self))
+            .chain(self.no_token_warning())
             .collect()
+    }
+
+    /// `auth = "tokens"` without a token: the agent runs (health, readiness,
+    /// metrics, polling, the uplink) and every token route answers 401 until
+    /// one is added (SIGHUP reloads tokens). A package installs so.
+    fn no_token_warning(&self) -> Option<Problem> {
+        (self.http.auth == AuthMode::Tokens && self.http.tokens.is_empty()).then(|| {
+            Problem::new(
+                "http.tokens",
+                "auth = \"tokens\" but no [[http.tokens]] is configured: every API call that needs a token answers 401 until one is added (make one with `sitegate token new`, then `systemctl reload sitegate`)",
+            )
+        })
     }
 
     /// Checks a gateway id given outside a file (`sitegate demo --gateway-id`)

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::values::{AuthMode, Energy, Parity, Power};
 
 fn default_listen() -> Vec<String> {
-    vec!["0.0.0.0:8080".to_string()]
+    vec!["127.0.0.1:8080".to_string()]
 }
 
 fn default_true() -> bool {
@@ -37,11 +37,29 @@ pub(super) struct RawHttp {
     pub request_timeout_ms: u64,
     #[serde(default)]
     pub rate_limit: RateLimitConfig,
+    /// Where HTTPS listens (with `tls`).
+    #[serde(default)]
+    pub https_listen: Vec<String>,
+    /// `"self-signed"`, or `{ cert_file = "...", key_file = "..." }`;
+    /// resolved in `resolve/http.rs`.
+    #[serde(default)]
+    pub tls: Option<toml::Value>,
+    /// More names for a self-signed certificate (besides the host name and
+    /// the controller's addresses).
+    #[serde(default)]
+    pub tls_names: Vec<String>,
+    /// Lets tokens cross a plain listener bound beyond loopback.
+    #[serde(default)]
+    pub allow_plain_tokens: bool,
 }
 
 impl Default for RawHttp {
     fn default() -> Self {
         Self {
+            https_listen: Vec::new(),
+            tls: None,
+            tls_names: Vec::new(),
+            allow_plain_tokens: false,
             listen: default_listen(),
             auth: AuthMode::default(),
             tokens: Vec::new(),
@@ -142,6 +160,17 @@ pub(super) struct RawDevice {
     /// Meters: how old the power a reading shows can be, at most (the meter's
     /// refresh period plus its reporting delay), ms.
     pub report_lag_ms: Option<u64>,
+    /// The unit id the Modbus server answers for this device as (0: not
+    /// served); default its own `unit_id`.
+    pub modbus_server_unit_id: Option<u8>,
+    /// The Modbus server reads registers the agent does not poll from the
+    /// device (off: exception 02).
+    #[serde(default)]
+    pub modbus_server_forward_reads: bool,
+    /// The Modbus server passes writes on to the device, but for the
+    /// registers steering writes (off: exception 01).
+    #[serde(default)]
+    pub modbus_server_forward_writes: bool,
 }
 
 fn default_profile() -> String {
@@ -351,6 +380,9 @@ pub struct StorageConfig {
     /// rollups: longer writes less (fewer partly filled pages per series),
     /// shorter leaves readers fewer staged samples to decode.
     pub compact_interval_s: u64,
+    /// How often the writer starts a retention pass (the first this long
+    /// after the store opens), seconds.
+    pub retention_interval_s: u64,
     /// Raw samples older than this are deleted.
     pub retention_days: u32,
     /// Hour rollups older than this are deleted.
@@ -380,6 +412,7 @@ impl Default for StorageConfig {
             flush_interval_ms: 1000,
             batch_size: 50_000,
             compact_interval_s: 600,
+            retention_interval_s: 60,
             retention_days: 35,
             rollup_retention_days: 400,
             minute_rollup_retention_days: None,
@@ -418,6 +451,16 @@ pub struct PollingConfig {
     pub max_backoff_ms: u64,
     /// Unused registers a read may span to save a request.
     pub coalesce_gap: u16,
+    /// How often a device's static points (settings, nameplate data, the
+    /// control models' scale factors) are read again, s.
+    pub static_refresh_s: u64,
+}
+
+impl PollingConfig {
+    /// [`PollingConfig::static_refresh_s`] as a duration.
+    pub fn static_refresh(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.static_refresh_s)
+    }
 }
 
 impl Default for PollingConfig {
@@ -426,9 +469,15 @@ impl Default for PollingConfig {
             min_backoff_ms: 1000,
             max_backoff_ms: 60_000,
             coalesce_gap: 16,
+            static_refresh_s: DEFAULT_STATIC_REFRESH_S,
         }
     }
 }
+
+/// Static points are read again hourly by default.
+pub const DEFAULT_STATIC_REFRESH_S: u64 = 3600;
+/// At most a day apart.
+pub const MAX_STATIC_REFRESH_S: u64 = 86_400;
 
 /// The wall clock: where the agent learns whether it is synchronised, and
 /// what counts as a step (`docs/operations.md`, "Time").

@@ -1,6 +1,7 @@
 //! The `[simulator]` section: how the simulated devices of `sitegate demo` and
-//! the tests respond (`docs/devices.md`, "The simulator"). A real site's agent
-//! never reads it: only the simulator does, through `SimulatorConfig::response`.
+//! the tests respond, whether they are noisy, and each simulated site's load
+//! (`docs/devices.md`, "The simulator"). A real site's agent never reads it:
+//! only the simulator does.
 //!
 //! Plain data and its checks; it knows nothing of the simulator itself.
 
@@ -9,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::problem::Problem;
+use super::values::Power;
 use crate::model::DeviceType;
 
 /// How one simulated device, or every device of a kind, responds; a key left
@@ -39,9 +41,25 @@ impl SimResponseConfig {
     }
 }
 
-/// `[simulator]`: a table per device kind and one per device reference.
+/// `[simulator.sites.<site_reference>]`: one simulated site.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+pub struct SimSiteConfig {
+    /// The site's base load before the daily profile (default 600 W).
+    pub base_load: Option<Power>,
+}
+
+/// `[simulator]`: noisy mode, a table per device kind, one per device
+/// reference and one per site reference.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 pub struct SimulatorConfig {
+    /// Noisy mode (`docs/devices.md`, "Noisy mode"); default calm.
+    #[serde(default)]
+    pub noisy: bool,
+    /// The seed of noisy mode's draws (default: a fixed one, so runs repeat).
+    pub seed: Option<u64>,
+    /// By site reference.
+    #[serde(default)]
+    pub sites: BTreeMap<String, SimSiteConfig>,
     #[serde(default)]
     pub inverter: SimResponseConfig,
     #[serde(default)]
@@ -68,8 +86,31 @@ impl SimulatorConfig {
             .over(of_kind)
     }
 
-    /// Every value in range, every device table naming a configured device.
-    pub(super) fn check(&self, references: &[(&str, DeviceType)], problems: &mut Vec<Problem>) {
+    /// Every value in range, every device table naming a configured device,
+    /// every site table a configured site.
+    pub(super) fn check(
+        &self,
+        references: &[(&str, DeviceType)],
+        sites: &[&str],
+        problems: &mut Vec<Problem>,
+    ) {
+        for (reference, site) in &self.sites {
+            let path = format!("simulator.sites.{reference}");
+            if !sites.contains(&reference.as_str()) {
+                problems.push(Problem::new(
+                    path.clone(),
+                    format!("unknown site {reference:?} (no [[sites]] entry has that reference)"),
+                ));
+            }
+            if let Some(Power(w)) = site.base_load {
+                if !(w.is_finite() && (0.0..=1e9).contains(&w)) {
+                    problems.push(Problem::new(
+                        format!("{path}.base_load"),
+                        format!("must be 0 W to 1 GW, found {w} W"),
+                    ));
+                }
+            }
+        }
         let tables = [
             ("simulator.inverter".to_string(), self.inverter),
             ("simulator.battery".to_string(), self.battery),
@@ -157,7 +198,7 @@ mod tests {
             SimResponseConfig::default()
         );
         let mut problems = Vec::new();
-        s.check(&[("dvc_other", DeviceType::Inverter)], &mut problems);
+        s.check(&[("dvc_other", DeviceType::Inverter)], &[], &mut problems);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert_eq!(problems[0].path, "simulator.devices.dvc_pv");
     }

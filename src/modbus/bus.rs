@@ -3,7 +3,9 @@
 //! devices, and runs commands (steering writes, read-backs) ahead of polls.
 //!
 //! Only this task touches its `Port`. Others hold a [`BusHandle`] and send
-//! commands over a bounded channel, getting the answer on a oneshot.
+//! commands over a bounded channel, getting the answer on a oneshot; reads
+//! for others (the Modbus server's forwarded reads) wait on a channel of
+//! their own until nothing else is due.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::error::ModbusError;
+use super::image::PollImage;
 use super::link::Port;
 use super::maps::DeviceMaps;
 use super::poll::{poll_device, DeviceState, Polled};
@@ -28,6 +31,9 @@ use crate::util::Backoff;
 
 /// Commands queued at most; senders wait beyond that.
 const COMMAND_QUEUE: usize = 64;
+/// Reads for others that wait until the bus is idle, queued at most; past
+/// it they are refused at once ([`IdleReadError::Busy`]).
+const IDLE_QUEUE: usize = 4;
 
 /// One step of a command.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,10 +49,28 @@ pub enum OpOutput {
     Written,
 }
 
+/// What a transaction did: the outputs of the ops that ran, in order, and
+/// the failure that stopped it, if one did (the ops after it did not run).
+#[derive(Debug)]
+pub struct Transacted {
+    pub out: Vec<OpOutput>,
+    pub error: Option<ModbusError>,
+}
+
+/// Why a read (or write) waiting for an idle bus did not happen.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum IdleReadError {
+    /// [`IDLE_QUEUE`] reads wait already.
+    #[error("the bus has {IDLE_QUEUE} reads of others waiting already")]
+    Busy,
+    #[error(transparent)]
+    Failed(#[from] ModbusError),
+}
+
 struct Command {
     unit: u8,
     ops: Vec<Op>,
-    reply: oneshot::Sender<Result<Vec<OpOutput>, ModbusError>>,
+    reply: oneshot::Sender<Transacted>,
 }
 
 /// A device for a running bus task to poll from now on.
@@ -60,6 +84,7 @@ struct Added {
 pub struct BusHandle {
     name: Arc<str>,
     tx: mpsc::Sender<Command>,
+    idle: mpsc::Sender<Command>,
     adds: mpsc::Sender<Added>,
     stats: Arc<BusStats>,
     pulse: Pulse,
@@ -89,13 +114,78 @@ impl BusHandle {
     /// Runs `ops` in order on device `unit`, before any further poll request.
     /// Stops at the first failing op and returns its error.
     pub async fn transact(&self, unit: u8, ops: Vec<Op>) -> Result<Vec<OpOutput>, ModbusError> {
+        let done = self.transact_partial(unit, ops).await?;
+        match done.error {
+            Some(e) => Err(e),
+            None => Ok(done.out),
+        }
+    }
+
+    /// [`BusHandle::transact`] that also says which ops ran before a failure
+    /// (a write taken, then its read-back refused). `Err` only when the bus
+    /// task is gone.
+    pub async fn transact_partial(
+        &self,
+        unit: u8,
+        ops: Vec<Op>,
+    ) -> Result<Transacted, ModbusError> {
         let (reply, rx) = oneshot::channel();
         let stopped = || ModbusError::Stopped(self.name.clone());
         self.tx
             .send(Command { unit, ops, reply })
             .await
             .map_err(|_| stopped())?;
-        rx.await.map_err(|_| stopped())?
+        rx.await.map_err(|_| stopped())
+    }
+
+    /// Reads `span` of device `unit` when the bus has nothing else to do:
+    /// behind every poll that is due and every command, so it never delays
+    /// control (it may delay a poll not yet due by the one request). At
+    /// most [`IDLE_QUEUE`] wait; past that the read is refused at once.
+    pub async fn read_when_idle(&self, unit: u8, span: Span) -> Result<Vec<u16>, IdleReadError> {
+        match self.when_idle(unit, Op::Read(span)).await?.next() {
+            Some(OpOutput::Words(w)) => Ok(w),
+            _ => Err(ModbusError::Protocol("no words for a read".into()).into()),
+        }
+    }
+
+    /// Writes `values` from `addr` of device `unit` when the bus has nothing
+    /// else to do, as [`BusHandle::read_when_idle`] reads.
+    pub async fn write_when_idle(
+        &self,
+        unit: u8,
+        addr: u16,
+        values: Vec<u16>,
+    ) -> Result<(), IdleReadError> {
+        self.when_idle(unit, Op::Write { addr, values })
+            .await
+            .map(drop)
+    }
+
+    /// Queues `op` for device `unit` on the idle queue and waits for it:
+    /// its outputs, or the bus's error.
+    async fn when_idle(
+        &self,
+        unit: u8,
+        op: Op,
+    ) -> Result<std::vec::IntoIter<OpOutput>, IdleReadError> {
+        let (reply, rx) = oneshot::channel();
+        let stopped = || ModbusError::Stopped(self.name.clone());
+        let cmd = Command {
+            unit,
+            ops: vec![op],
+            reply,
+        };
+        match self.idle.try_send(cmd) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(_)) => return Err(IdleReadError::Busy),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(stopped().into()),
+        }
+        let done = rx.await.map_err(|_| stopped())?;
+        match done.error {
+            Some(e) => Err(e.into()),
+            None => Ok(done.out.into_iter()),
+        }
     }
 
     /// Has the bus task poll `device` from now on (a config change applied
@@ -124,6 +214,7 @@ pub struct BusTask {
     name: Arc<str>,
     port: Port,
     rx: mpsc::Receiver<Command>,
+    idle: mpsc::Receiver<Command>,
     adds: mpsc::Receiver<Added>,
     slots: Vec<Slot>,
     polling: PollingConfig,
@@ -145,6 +236,7 @@ impl BusTask {
     ) -> (BusTask, BusHandle) {
         let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
         let (adds_tx, adds) = mpsc::channel(1);
+        let (idle_tx, idle) = mpsc::channel(IDLE_QUEUE);
         let name: Arc<str> = bus.name.as_str().into();
         let now = Instant::now();
         let stats = Arc::new(BusStats::new(
@@ -165,6 +257,7 @@ impl BusTask {
             port: Port::new(bus.transport.clone(), Duration::from_millis(bus.timeout_ms))
                 .with_stats(stats.requests.clone()),
             rx,
+            idle,
             adds,
             slots,
             polling,
@@ -180,6 +273,7 @@ impl BusTask {
             BusHandle {
                 name,
                 tx,
+                idle: idle_tx,
                 adds: adds_tx,
                 stats,
                 pulse,
@@ -212,6 +306,8 @@ impl BusTask {
                         self.poll(i).await;
                     }
                 }
+                // Last: only when no command waits and no poll is due.
+                Some(cmd) = self.idle.recv() => execute(&mut self.port, cmd).await,
             }
         }
         self.port.close().await;
@@ -219,7 +315,8 @@ impl BusTask {
     }
 
     /// A device added at run time: polled at once, then at its interval.
-    /// Its poll counters are not in `/metrics` until the next start.
+    /// Its polls count for its bus; its own failed polls are not in
+    /// `/metrics` until the next start.
     fn add(&mut self, added: Added) {
         tracing::info!(bus = %self.name, device = %added.device.reference, "device added: polling it");
         self.slots.push(Slot {
@@ -239,17 +336,15 @@ impl BusTask {
             unit: slot.cfg.unit_id,
         };
         let started = Instant::now();
-        let gap = self.polling.coalesce_gap;
-        let result = poll_device(&mut reader, &slot.cfg, gap, &mut slot.state).await;
-        // Devices added at run time have no counters (`BusTask::add`).
-        if let Some(p) = self.stats.polls.get(i) {
-            p.record(result.is_ok(), started.elapsed());
-        }
+        let result = poll_device(&mut reader, &slot.cfg, &self.polling, &mut slot.state).await;
+        self.stats.record_poll(i, result.is_ok(), started.elapsed());
         let id = slot.cfg.id;
         match result {
             Ok(Polled {
                 values,
                 fresh: fresh_map,
+                statics_read,
+                image,
             }) => {
                 if slot.failures > 0 {
                     tracing::info!(device = %slot.cfg.reference, "device answers again");
@@ -277,17 +372,29 @@ impl BusTask {
                 slot.next_due = next.max(now);
                 if let Some(map) = fresh_map {
                     let offered: Vec<Property> = values.iter().map(|(p, _)| *p).collect();
-                    self.telemetry.set_catalog(id, offered, map.info.clone());
+                    self.telemetry.set_catalog(id, offered, map.info());
                     self.maps.set(id, Some(map));
                 } else if let Some(map) = &slot.state.map {
                     let live = self.telemetry.live();
-                    if !live.inspect(id, |s| values.iter().all(|(p, _)| s.offers(*p))) {
+                    let grown = !live.inspect(id, |s| values.iter().all(|(p, _)| s.offers(*p)));
+                    // Static points read again may carry new ratings.
+                    if grown || statics_read {
                         let mut offered = live.snapshot(id).properties;
                         offered.extend(values.iter().map(|(p, _)| *p));
-                        self.telemetry.set_catalog(id, offered, map.info.clone());
+                        self.telemetry.set_catalog(id, offered, map.info());
                     }
                 }
                 let ts = now_ms();
+                if let Some(map) = slot.state.map.as_ref().filter(|_| self.maps.keeps_images()) {
+                    let image = PollImage::build(
+                        &image,
+                        &map.discovered,
+                        &map.chain,
+                        Instant::now().into_std(),
+                        ts,
+                    );
+                    self.maps.set_image(id, Some(Arc::new(image)));
+                }
                 let samples: Vec<Sample> = values
                     .into_iter()
                     .map(|(property, value)| Sample {
@@ -312,6 +419,7 @@ impl BusTask {
                 if slot.failures >= REDISCOVER_AFTER && slot.state.map.is_some() {
                     slot.state.forget();
                     self.maps.set(id, None);
+                    self.maps.set_image(id, None);
                 }
                 if slot.failures == 1 {
                     tracing::warn!(device = %slot.cfg.reference, bus = %self.name, error = %e, "poll failed; device offline");
@@ -402,7 +510,7 @@ impl RegisterReader for PollReader<'_> {
 
 async fn execute(port: &mut Port, cmd: Command) {
     let mut out = Vec::with_capacity(cmd.ops.len());
-    let mut result = Ok(());
+    let mut error = None;
     for op in cmd.ops {
         let step = match op {
             Op::Read(span) => port.read(cmd.unit, span).await.map(OpOutput::Words),
@@ -414,11 +522,11 @@ async fn execute(port: &mut Port, cmd: Command) {
         match step {
             Ok(o) => out.push(o),
             Err(e) => {
-                result = Err(e);
+                error = Some(e);
                 break;
             }
         }
     }
     // The requester may have given up waiting; nothing to do then.
-    let _ = cmd.reply.send(result.map(|()| out));
+    let _ = cmd.reply.send(Transacted { out, error });
 }

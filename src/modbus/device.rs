@@ -1,30 +1,52 @@
 //! A device as the poller sees it after discovery: the points it reads, the
-//! planned requests, what it is, and where its controls are.
+//! planned requests, its static points, what it is, and where its controls
+//! are.
 //!
 //! [`DeviceMap::controls`] is the steering layer's entry point: SunSpec devices
 //! expose their control models (123, 124, 704) from the chain, profile devices
 //! their profile's control registers and recipes.
+//!
+//! The map is fixed at discovery (re-discovery builds a new one); what is
+//! learned of the device since lives beside it, shared by the bus task and
+//! the actuator: the static points as last read (`statics::Kept`) and whether
+//! the device refuses a write's read-back as one range.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::sunspec::{self, ModelBlock};
+use super::control;
+use super::statics::{Kept, Statics};
+use super::sunspec::{self, ModelBlock, Ratings};
 use crate::config::DeviceConfig;
+use crate::model::DeviceType;
 use crate::profile::{Profile, ProfileControls};
-use crate::register::plan::{self, Span};
+use crate::register::plan::{self, Image, Span};
 use crate::register::point::{self, PointSpec};
 use crate::telemetry::DeviceInfo;
 
-/// Read once per discovery; immutable afterwards (re-discovery builds a new one).
-#[derive(Debug, Clone)]
+/// A discovered device.
+#[derive(Debug)]
 pub struct DeviceMap {
     pub points: Vec<PointSpec>,
-    /// The fewest requests that read every point (see `plan`).
+    /// The fewest requests that read every point but the static ones (see
+    /// `plan`).
     pub requests: Vec<Span>,
+    /// Registers read at discovery and refreshed rarely (`statics`): settings,
+    /// nameplate data and the control models' scale factors, sorted. Empty for
+    /// profiles.
+    pub statics: Vec<Span>,
+    /// What discovery read; the ratings in it follow the static points
+    /// ([`DeviceMap::info`]).
     pub info: DeviceInfo,
     /// The SunSpec model chain of this logical device; empty for profiles.
     pub chain: Vec<ModelBlock>,
     /// The register-map profile the device is read with, if any.
     pub profile: Option<Arc<Profile>>,
+    /// What discovery read (the Common model among it), for those who
+    /// answer for the device as it is (`image.rs`); empty for profiles.
+    pub discovered: Image,
+    kept: Kept,
+    read_back_by_point: AtomicBool,
 }
 
 /// Where a device can be steered.
@@ -46,17 +68,41 @@ pub enum Controls<'a> {
 impl DeviceMap {
     /// Every register from the first model to the end marker of a SunSpec map is
     /// readable, so reads span any gap: the plan is the fewest requests the
-    /// 125-register limit allows.
-    pub fn from_sunspec(chain: Vec<ModelBlock>, info: DeviceInfo, device: &DeviceConfig) -> Self {
-        let points = sunspec::points_for(&chain, device.device_type, device.invert_power);
-        let requests = plan::plan(&point::spans(&points), u16::MAX);
+    /// 125-register limit allows for the points that are not static. `read`
+    /// is what discovery read: it holds the static points.
+    pub fn from_sunspec(
+        chain: Vec<ModelBlock>,
+        info: DeviceInfo,
+        read: &Image,
+        device_type: DeviceType,
+        invert_power: bool,
+    ) -> Self {
+        let points = sunspec::points_for(&chain, device_type, invert_power);
+        let statics = Self::sunspec_statics(&chain, &points);
+        let requests = plan::plan(&per_poll(&points, &statics), u16::MAX);
+        let kept = Kept::new(read.extract(&statics), sunspec::ratings(&chain, read));
         Self {
             points,
             requests,
+            statics,
             info,
             chain,
             profile: None,
+            discovered: read.clone(),
+            kept,
+            read_back_by_point: AtomicBool::new(false),
         }
+    }
+
+    /// The static spans of a SunSpec device read through `points`: the
+    /// map's (`sunspec::static_spans`) and every control recipe's
+    /// calibration registers.
+    pub fn sunspec_statics(chain: &[ModelBlock], points: &[PointSpec]) -> Vec<Span> {
+        let mut statics = sunspec::static_spans(chain, points);
+        statics.extend(control::sunspec_calibration(chain));
+        statics.sort();
+        statics.dedup();
+        statics
     }
 
     /// A profile's points, read through gaps of at most `max_gap` registers
@@ -76,9 +122,13 @@ impl DeviceMap {
         Self {
             points,
             requests,
+            statics: Vec::new(),
             info,
             chain: Vec::new(),
             profile: Some(profile),
+            discovered: Image::new(),
+            kept: Kept::new(Image::new(), Ratings::default()),
+            read_back_by_point: AtomicBool::new(false),
         }
     }
 
@@ -99,8 +149,56 @@ impl DeviceMap {
         }
     }
 
-    /// Every register span the points need (what a learned plan must cover).
+    /// Every register span a poll needs (what a learned plan must cover):
+    /// the points' spans but the static ones.
     pub fn needed(&self) -> Vec<Span> {
-        point::spans(&self.points)
+        per_poll(&self.points, &self.statics)
     }
+
+    /// The static points as last read.
+    pub fn kept_statics(&self) -> Arc<Statics> {
+        self.kept.get()
+    }
+
+    /// Keeps the static points of `read` (a read of [`DeviceMap::statics`])
+    /// as the newest; returns them.
+    pub fn keep_statics(&self, read: &Image) -> Arc<Statics> {
+        let ratings = if self.chain.is_empty() {
+            Ratings::default()
+        } else {
+            sunspec::ratings(&self.chain, read)
+        };
+        self.kept.replace(read.extract(&self.statics), ratings)
+    }
+
+    /// What discovery read, with the ratings of the newest static points
+    /// (a SunSpec device's `WMax` may change; a profile reads no rating).
+    pub fn info(&self) -> DeviceInfo {
+        let mut info = self.info.clone();
+        if self.profile.is_none() {
+            let r = self.kept.get().ratings;
+            info.rated_power_w = r.power_w.or(info.rated_power_w);
+            info.capacity_wh = r.capacity_wh.or(info.capacity_wh);
+        }
+        info
+    }
+
+    /// True once the device refused a write's read-back as one range: its
+    /// writes are read back point by point for the life of this map.
+    pub fn reads_back_by_point(&self) -> bool {
+        self.read_back_by_point.load(Ordering::Relaxed)
+    }
+
+    /// Notes that the device refuses a write's read-back as one range.
+    pub fn learn_read_back_by_point(&self) {
+        self.read_back_by_point.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The spans of `points` that are not in `statics`.
+fn per_poll(points: &[PointSpec], statics: &[Span]) -> Vec<Span> {
+    point::spans(points)
+        .into_iter()
+        .filter(|s| statics.binary_search(s).is_err())
+        .collect()
 }

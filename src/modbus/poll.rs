@@ -5,16 +5,24 @@
 //! asked the smaller requests from then on. Discovery's nameplate reads split
 //! the same way (`reader::read_spans`).
 //!
+//! Static points (`statics`) are not in the plan: they are decoded from the
+//! map's kept image, read again with the poll once
+//! `polling.static_refresh_s` has passed, or at once when the poll read one
+//! of them anyway and found another word there.
+//!
 //! Generic over [`RegisterReader`], so it never owns a connection and never
 //! sleeps; the bus task decides when to poll and what a failure costs.
 
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use super::device::DeviceMap;
 use super::error::ModbusError;
 use super::reader::{self, RegisterReader};
+use super::statics;
 use super::sunspec::{self, DiscoveryError};
-use crate::config::{DeviceConfig, ProfileRef};
+use crate::config::{DeviceConfig, PollingConfig, ProfileRef};
 use crate::model::Property;
 use crate::profile::VariantError;
 use crate::register::plan::{Image, Span};
@@ -26,12 +34,15 @@ pub struct DeviceState {
     pub map: Option<Arc<DeviceMap>>,
     /// The requests a poll makes; starts as `map.requests`, shrinks on refusals.
     pub plan: Vec<Span>,
+    /// The generation of the static points the last poll decoded with.
+    statics_seen: u64,
 }
 
 impl DeviceState {
     pub fn forget(&mut self) {
         self.map = None;
         self.plan.clear();
+        self.statics_seen = 0;
     }
 }
 
@@ -54,26 +65,35 @@ pub struct Polled {
     pub values: Vec<(Property, f64)>,
     /// Set after a discovery: the new map.
     pub fresh: Option<Arc<DeviceMap>>,
+    /// Set when the static points were read again since the previous poll
+    /// (by this poll, or by the device's actuator after a refused write);
+    /// not at discovery.
+    pub statics_read: bool,
+    /// Every register the poll decoded from: the kept static points first,
+    /// then what this poll read.
+    pub image: Image,
 }
 
-/// Discovers when needed, then reads every planned request.
+/// Discovers when needed, then reads every planned request (and the static
+/// points when they are due or moved).
 pub async fn poll_device<R: RegisterReader>(
     reader: &mut R,
     cfg: &DeviceConfig,
-    max_gap: u16,
+    polling: &PollingConfig,
     state: &mut DeviceState,
 ) -> Result<Polled, PollError> {
     let mut fresh = None;
     let map = match &state.map {
         Some(m) => m.clone(),
         None => {
-            let m = Arc::new(discover(reader, cfg, max_gap).await?);
+            let m = Arc::new(discover(reader, cfg, polling.coalesce_gap).await?);
             tracing::info!(
                 device = %cfg.reference,
                 manufacturer = m.info.manufacturer.as_deref().unwrap_or("?"),
                 model = m.info.model.as_deref().unwrap_or("?"),
                 models = ?m.info.sunspec_models,
                 requests = m.requests.len(),
+                static_points = m.statics.len(),
                 "device discovered"
             );
             state.map = Some(m.clone());
@@ -82,10 +102,28 @@ pub async fn poll_device<R: RegisterReader>(
             m
         }
     };
-    let img = read_plan(reader, &cfg.reference, &map, &mut state.plan).await?;
+    let polled = read_plan(reader, &cfg.reference, &map, &mut state.plan).await?;
+    let mut kept = map.kept_statics();
+    let due = kept.due(Instant::now(), polling.static_refresh());
+    let moved = kept.moved(&map.statics, &polled);
+    if fresh.is_none() && !map.statics.is_empty() && (due || moved) {
+        if moved {
+            tracing::info!(device = %cfg.reference, "a static point changed on the device: reading the static points again");
+        }
+        kept = statics::refresh(reader, &map).await?;
+        tracing::debug!(device = %cfg.reference, generation = kept.generation, "static points read");
+    }
+    let statics_read = kept.generation != state.statics_seen;
+    state.statics_seen = kept.generation;
+    // The kept static points first: where the poll read one through, the
+    // kept word is the one decoded (they change only when read again).
+    let mut img = kept.image.clone();
+    img.append(polled);
     Ok(Polled {
         values: point::decode_points(&map.points, &img),
         fresh,
+        statics_read,
+        image: img,
     })
 }
 
@@ -123,8 +161,16 @@ async fn discover<R: RegisterReader>(
         ProfileRef::Sunspec => {
             let chain = sunspec::discover(reader).await?;
             let chain = sunspec::select(chain, cfg.device_type);
-            let info = sunspec::read_info(reader, &chain).await?;
-            Ok(DeviceMap::from_sunspec(chain, info, cfg))
+            let points = sunspec::points_for(&chain, cfg.device_type, cfg.invert_power);
+            let statics = DeviceMap::sunspec_statics(&chain, &points);
+            let (info, read) = sunspec::read_info_with(reader, &chain, &statics).await?;
+            Ok(DeviceMap::from_sunspec(
+                chain,
+                info,
+                &read,
+                cfg.device_type,
+                cfg.invert_power,
+            ))
         }
         ProfileRef::Registers(profile) if profile.variants.is_empty() => {
             // A member named in config: the device must not contradict it.

@@ -1,6 +1,12 @@
-//! Counters of one bus: polls and poll failures per device with their duration,
-//! and Modbus requests by function and outcome. The bus task and its `Port`
-//! count; `/metrics` reads (`Collect`). Plain atomics: counting never waits.
+//! Counters of one bus: polls with their duration and Modbus requests by
+//! function and outcome, per bus; polls and failed polls per device. The bus
+//! task and its `Port` count; `/metrics` reads (`Collect`). Plain atomics:
+//! counting never waits.
+//!
+//! Histograms are per bus, never per device: a scrape of a site of 1,000
+//! devices stays small (`docs/operations.md`, "`GET /metrics`"). A device's
+//! failed polls are shown once it has one, as a client library shows a
+//! labelled counter once it is counted.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -73,15 +79,6 @@ pub struct PollStats {
     reference: String,
     ok: AtomicU64,
     failed: AtomicU64,
-    duration: Histogram,
-}
-
-impl PollStats {
-    pub fn record(&self, ok: bool, took: Duration) {
-        let c = if ok { &self.ok } else { &self.failed };
-        c.fetch_add(1, Ordering::Relaxed);
-        self.duration.observe_duration(took);
-    }
 }
 
 /// Everything counted on one bus.
@@ -91,6 +88,10 @@ pub struct BusStats {
     pub requests: Arc<RequestStats>,
     /// In the order of the bus task's devices.
     pub polls: Vec<PollStats>,
+    /// Every poll of the bus (devices added at run time included):
+    /// `[ok, failed]`, and how long each took.
+    bus_polls: [AtomicU64; 2],
+    poll_duration: Histogram,
     /// The bus task waits for room in the store's sample queue (serving
     /// commands meanwhile, polling nothing).
     pub waiting_for_store: AtomicBool,
@@ -112,13 +113,35 @@ impl BusStats {
                     reference,
                     ok: AtomicU64::new(0),
                     failed: AtomicU64::new(0),
-                    duration: Histogram::default(),
                 })
                 .collect(),
+            bus_polls: Default::default(),
+            poll_duration: Histogram::default(),
             waiting_for_store: AtomicBool::new(false),
             store_waits: AtomicU64::new(0),
             overruns: AtomicU64::new(0),
         }
+    }
+
+    /// A poll of the bus's device `i` (in the order given to [`BusStats::new`];
+    /// a device added at run time has no counters of its own).
+    pub fn record_poll(&self, i: usize, ok: bool, took: Duration) {
+        self.bus_polls[usize::from(!ok)].fetch_add(1, Ordering::Relaxed);
+        self.poll_duration.observe_duration(took);
+        if let Some(p) = self.polls.get(i) {
+            let c = if ok { &p.ok } else { &p.failed };
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// `(ok, failed)` polls of the device `reference`, if it is one of the
+    /// bus's devices from the start.
+    pub fn device_polls(&self, reference: &str) -> Option<(u64, u64)> {
+        let p = self.polls.iter().find(|p| p.reference == reference)?;
+        Some((
+            p.ok.load(Ordering::Relaxed),
+            p.failed.load(Ordering::Relaxed),
+        ))
     }
 }
 
@@ -130,44 +153,47 @@ impl Collect for BusCollector {
         for b in &self.0 {
             let bus = b.bus.as_str();
             let mut polls = out.family(
-                "sitegate_device_polls_total",
+                "sitegate_bus_polls_total",
                 Kind::Counter,
-                "Polls of a device, by result (ok: every planned read answered).",
+                "Polls of the bus's devices, by result (ok: every planned read answered).",
             );
-            for p in &b.polls {
-                let device = p.reference.as_str();
-                polls
-                    .sample(
-                        &[("device", device), ("bus", bus), ("result", "ok")],
-                        p.ok.load(Ordering::Relaxed) as f64,
-                    )
-                    .sample(
-                        &[("device", device), ("bus", bus), ("result", "failed")],
-                        p.failed.load(Ordering::Relaxed) as f64,
-                    );
-            }
-            let mut durations = out.family(
-                "sitegate_device_poll_duration_seconds",
-                Kind::Histogram,
-                "Time one poll of a device took, failed ones included.",
-            );
-            for p in &b.polls {
-                durations.histogram(
-                    &[("device", p.reference.as_str()), ("bus", bus)],
-                    &p.duration.snapshot(),
+            for (result, i) in [("ok", 0), ("failed", 1)] {
+                polls.sample(
+                    &[("bus", bus), ("result", result)],
+                    b.bus_polls[i].load(Ordering::Relaxed) as f64,
                 );
+            }
+            out.family(
+                "sitegate_bus_poll_duration_seconds",
+                Kind::Histogram,
+                "Time one poll of one of the bus's devices took, failed ones included.",
+            )
+            .histogram(&[("bus", bus)], &b.poll_duration.snapshot());
+            let mut failures = out.family(
+                "sitegate_device_poll_failures_total",
+                Kind::Counter,
+                "Failed polls of a device (shown once it has one).",
+            );
+            for p in &b.polls {
+                let failed = p.failed.load(Ordering::Relaxed);
+                if failed > 0 {
+                    failures.sample(&[("device", p.reference.as_str())], failed as f64);
+                }
             }
             let mut requests = out.family(
                 "sitegate_modbus_requests_total",
                 Kind::Counter,
-                "Modbus requests sent, by function and outcome.",
+                "Modbus requests sent, by function and outcome (each pair shown once it is counted).",
             );
             for (fname, f) in FUNCTIONS {
                 for (oname, o) in OUTCOMES {
-                    requests.sample(
-                        &[("bus", bus), ("function", fname), ("outcome", oname)],
-                        b.requests.count(f, o) as f64,
-                    );
+                    let n = b.requests.count(f, o);
+                    if n > 0 {
+                        requests.sample(
+                            &[("bus", bus), ("function", fname), ("outcome", oname)],
+                            n as f64,
+                        );
+                    }
                 }
             }
             let waiting = b.waiting_for_store.load(Ordering::Relaxed);
@@ -207,26 +233,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_every_device_and_outcome() {
-        let stats = Arc::new(BusStats::new("lan", ["dvc_a".to_string()]));
-        stats.polls[0].record(true, Duration::from_millis(20));
-        stats.polls[0].record(false, Duration::from_millis(1000));
+    fn renders_every_bus_and_each_failing_device() {
+        let stats = Arc::new(BusStats::new(
+            "lan",
+            ["dvc_a".to_string(), "dvc_b".to_string()],
+        ));
+        stats.record_poll(0, true, Duration::from_millis(20));
+        stats.record_poll(0, false, Duration::from_millis(1000));
+        stats.record_poll(1, true, Duration::from_millis(20));
+        // A device added at run time counts for its bus.
+        stats.record_poll(7, true, Duration::from_millis(20));
         stats.requests.record(
             Function::Read,
             Outcome::Timeout,
             Duration::from_millis(1000),
         );
         let mut e = Encoder::new();
-        BusCollector(vec![stats]).collect(&mut e);
+        BusCollector(vec![stats.clone()]).collect(&mut e);
         let text = e.finish();
         for want in [
-            "sitegate_device_polls_total{device=\"dvc_a\",bus=\"lan\",result=\"ok\"} 1\n",
-            "sitegate_device_polls_total{device=\"dvc_a\",bus=\"lan\",result=\"failed\"} 1\n",
-            "sitegate_device_poll_duration_seconds_count{device=\"dvc_a\",bus=\"lan\"} 2\n",
+            "sitegate_bus_polls_total{bus=\"lan\",result=\"ok\"} 3\n",
+            "sitegate_bus_polls_total{bus=\"lan\",result=\"failed\"} 1\n",
+            "sitegate_bus_poll_duration_seconds_count{bus=\"lan\"} 4\n",
+            "sitegate_device_poll_failures_total{device=\"dvc_a\"} 1\n",
             "sitegate_modbus_requests_total{bus=\"lan\",function=\"read\",outcome=\"timeout\"} 1\n",
-            "sitegate_modbus_requests_total{bus=\"lan\",function=\"write\",outcome=\"ok\"} 0\n",
         ] {
             assert!(text.contains(want), "{want:?} missing from\n{text}");
         }
+        // No histogram per device, no zero counters per device or outcome.
+        for absent in ["dvc_b", "outcome=\"ok\"", "device=\"dvc_a\",bus"] {
+            assert!(!text.contains(absent), "{absent:?} in\n{text}");
+        }
+        assert_eq!(stats.device_polls("dvc_a"), Some((1, 1)));
+        assert_eq!(stats.device_polls("dvc_c"), None);
     }
 }

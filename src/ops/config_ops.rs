@@ -15,12 +15,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::change::{ChangeResult, ConfigChange, ConfigRecord, ConfigView, Refusal};
+use super::ended::{Done, Failed};
 use super::operation::{OpState, Operation, Outcome};
 use super::pending::{self, Marker, Phase};
-use super::run::{Done, Failed};
 use super::{audit, config_file, config_history, health, live_apply, safety, Ops};
 use crate::config::live_change::{self, Apply};
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, DeviceConfig};
 use crate::model::time::now_ms;
 
 /// Tells whether the uplink is connected (given only with `[mqtt]`).
@@ -158,32 +158,19 @@ fn check(
 }
 
 /// `config.put`: refused (nothing changes), unchanged, or written and on
-/// trial after a restart.
+/// trial after a restart (or applied live, where it can be).
 pub async fn put(
     ops: &Ops,
     op: &Operation,
     change: &ConfigChange,
     allow_less_safe: bool,
 ) -> Result<Done, Failed> {
-    let ctx = &ops.inner.ctx;
     let _one = ops.inner.config_lock.lock().await;
     let config = ops.running();
     let path = config_path(&config)?;
     let running = config.text_sha256.clone();
-    let p = path.clone();
-    if let Some(m) = blocking(move || pending::read(&p)).await?? {
-        return Err(format!(
-            "config change {} is still on trial (phase {:?}): wait until it is resolved",
-            m.op_id, m.phase
-        )
-        .into());
-    }
-    let (p, r, c) = (path.clone(), running.clone(), change.clone());
-    let checked = match blocking(move || check(&p, &r, &c)).await? {
-        Ok(c) => c,
-        Err(Err(e)) => return Err(e.into()),
-        Err(Ok(refusal)) => return Err(refuse(ops, op, &running, "", refusal).await),
-    };
+    not_on_trial(&path).await?;
+    let checked = checked_change(ops, op, &path, &running, change).await?;
     let new_sha = crate::config::text_sha256(&checked.new_text);
     if new_sha == running {
         return Ok(Done::Finished(Outcome::ConfigUnchanged { sha256: new_sha }));
@@ -193,22 +180,8 @@ pub async fn put(
         return Err(refuse(ops, op, &running, &new_sha, Refusal::LessSafe(lowered)).await);
     }
     let plan = live_plan(ops, &config, &checked.new);
-    let added = plan.as_ref().map(|p| &p.added);
-    let mut watch: Vec<String> = ctx
-        .live
-        .devices()
-        .iter()
-        .filter(|d| checked.new.device(&d.reference).is_some())
-        .filter(|d| {
-            ctx.live
-                .find(&d.reference)
-                .is_some_and(|id| ctx.live.snapshot(id).online)
-        })
-        .map(|d| d.reference.clone())
-        .collect();
-    if let Some(added) = &added {
-        watch.extend(added.iter().map(|d| d.reference.clone()));
-    }
+    let added = plan.as_ref().map(|p| p.added.as_slice());
+    let watch = devices_to_watch(ops, &checked.new, added);
     let within_s = config.ops.rollback_after_s;
     let marker = Marker {
         op_id: op.id.as_str().to_string(),
@@ -224,46 +197,7 @@ pub async fn put(
         reason: None,
         live: added.is_some(),
     };
-    let live_marker = marker.clone();
-    config_history::write(
-        &ctx.store,
-        &ConfigRecord {
-            live: added.is_some(),
-            ..record(op, &running, &new_sha, ChangeResult::Pending, None)
-        },
-    )
-    .await
-    .map_err(|e| e.to_string())?;
-    let p = path.clone();
-    let new_text = checked.new_text.clone();
-    let written = blocking(move || {
-        pending::write(&p, &marker)?;
-        let r = config_file::replace_keeping_last_good(
-            &p,
-            checked.current.as_bytes(),
-            new_text.as_bytes(),
-        );
-        if r.is_err() {
-            let _ = pending::remove(&p);
-        }
-        r
-    })
-    .await?;
-    if let Err(e) = written {
-        let reason = format!("the new config could not be written: {e}");
-        let _ = config_history::write(
-            &ctx.store,
-            &record(
-                op,
-                &running,
-                &new_sha,
-                ChangeResult::Abandoned,
-                Some(reason.clone()),
-            ),
-        )
-        .await;
-        return Err(reason.into());
-    }
+    write_on_trial(ops, op, &path, &checked, &marker).await?;
     let allowed = if allow_less_safe { lowered } else { Vec::new() };
     let outcome = |live| Outcome::ConfigWritten {
         old_sha256: running.clone(),
@@ -273,29 +207,16 @@ pub async fn put(
         allowed: allowed.clone(),
         live,
     };
-    if let (Some(plan), Some(parts)) = (plan, &ctx.live_parts) {
+    if let Some(plan) = plan {
         let mut new = checked.new;
         new.file = Some(path.clone());
-        return match live_apply::apply(parts, &ctx.store, &ctx.steering, &new, &plan).await {
-            Ok(()) => {
-                ops.set_running(Arc::new(new));
-                tracing::warn!(
-                    operation = %op.id,
-                    old_sha256 = %running,
-                    new_sha256 = %new_sha,
-                    within_s,
-                    watch = %watch.join(","),
-                    "config change written and applied live: rolled back unless healthy within the window"
-                );
-                Ok(Done::Live(outcome(true), live_marker))
-            }
-            Err(e) => {
-                let reason = format!("the change did not apply live: {e}");
-                tracing::error!(operation = %op.id, reason = %reason, "restoring the last good config and restarting on it");
-                roll_back(&path, &live_marker, reason).await;
-                Ok(Done::OnTrial(outcome(false)))
-            }
-        };
+        return Ok(
+            if apply_live(ops, op, &path, new, &plan, marker.clone()).await {
+                Done::Live(outcome(true), marker)
+            } else {
+                Done::OnTrial(outcome(false))
+            },
+        );
     }
     tracing::warn!(
         operation = %op.id,
@@ -306,6 +227,136 @@ pub async fn put(
         "config change written: the agent restarts on it and rolls it back unless healthy within the window"
     );
     Ok(Done::OnTrial(outcome(false)))
+}
+
+/// Refuses a change while another is on trial.
+async fn not_on_trial(path: &Path) -> Result<(), Failed> {
+    let p = path.to_path_buf();
+    match blocking(move || pending::read(&p)).await?? {
+        Some(m) => Err(format!(
+            "config change {} is still on trial (phase {:?}): wait until it is resolved",
+            m.op_id, m.phase
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// The change applied to the running config's text and checked like
+/// `check-config`; a refusal is recorded in the history.
+async fn checked_change(
+    ops: &Ops,
+    op: &Operation,
+    path: &Path,
+    running: &str,
+    change: &ConfigChange,
+) -> Result<Checked, Failed> {
+    let (p, r, c) = (path.to_path_buf(), running.to_string(), change.clone());
+    match blocking(move || check(&p, &r, &c)).await? {
+        Ok(c) => Ok(c),
+        Err(Err(e)) => Err(e.into()),
+        Err(Ok(refusal)) => Err(refuse(ops, op, running, "", refusal).await),
+    }
+}
+
+/// The devices whose health the trial watches: those of the new config
+/// online now, and the ones a live change adds.
+fn devices_to_watch(ops: &Ops, new: &Config, added: Option<&[DeviceConfig]>) -> Vec<String> {
+    let live = &ops.inner.ctx.live;
+    let mut watch: Vec<String> = live
+        .devices()
+        .iter()
+        .filter(|d| new.device(&d.reference).is_some())
+        .filter(|d| {
+            live.find(&d.reference)
+                .is_some_and(|id| live.snapshot(id).online)
+        })
+        .map(|d| d.reference.clone())
+        .collect();
+    watch.extend(added.into_iter().flatten().map(|d| d.reference.clone()));
+    watch
+}
+
+/// Records the change as pending, then writes the marker and the new config
+/// (the last good one kept); a failed write removes the marker and records
+/// the change as abandoned.
+async fn write_on_trial(
+    ops: &Ops,
+    op: &Operation,
+    path: &Path,
+    checked: &Checked,
+    marker: &Marker,
+) -> Result<(), Failed> {
+    let store = &ops.inner.ctx.store;
+    let (old_sha, new_sha) = (&marker.old_sha256, &marker.new_sha256);
+    config_history::write(
+        store,
+        &ConfigRecord {
+            live: marker.live,
+            ..record(op, old_sha, new_sha, ChangeResult::Pending, None)
+        },
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let (p, m) = (path.to_path_buf(), marker.clone());
+    let (current, new_text) = (checked.current.clone(), checked.new_text.clone());
+    let written = blocking(move || {
+        pending::write(&p, &m)?;
+        let r = config_file::replace_keeping_last_good(&p, current.as_bytes(), new_text.as_bytes());
+        if r.is_err() {
+            let _ = pending::remove(&p);
+        }
+        r
+    })
+    .await?;
+    let Err(e) = written else { return Ok(()) };
+    let reason = format!("the new config could not be written: {e}");
+    let abandoned = record(
+        op,
+        old_sha,
+        new_sha,
+        ChangeResult::Abandoned,
+        Some(reason.clone()),
+    );
+    let _ = config_history::write(store, &abandoned).await;
+    Err(reason.into())
+}
+
+/// Applies a written change to the running agent. True when it applied; when
+/// it did not, the last good config is restored for the restart that follows.
+async fn apply_live(
+    ops: &Ops,
+    op: &Operation,
+    path: &Path,
+    new: Config,
+    plan: &live_apply::Plan,
+    marker: Marker,
+) -> bool {
+    let ctx = &ops.inner.ctx;
+    // `live_plan` gives a plan only where the parts are.
+    let Some(parts) = &ctx.live_parts else {
+        return false;
+    };
+    match live_apply::apply(parts, &ctx.store, &ctx.steering, &new, plan).await {
+        Ok(()) => {
+            ops.set_running(Arc::new(new));
+            tracing::warn!(
+                operation = %op.id,
+                old_sha256 = %marker.old_sha256,
+                new_sha256 = %marker.new_sha256,
+                within_s = marker.within_s,
+                watch = %marker.watch.join(","),
+                "config change written and applied live: rolled back unless healthy within the window"
+            );
+            true
+        }
+        Err(e) => {
+            let reason = format!("the change did not apply live: {e}");
+            tracing::error!(operation = %op.id, reason = %reason, "restoring the last good config and restarting on it");
+            roll_back(path, &marker, reason).await;
+            false
+        }
+    }
 }
 
 /// What to change when `new` applies live to the running agent
@@ -500,6 +551,14 @@ async fn conclude(ops: &Ops, path: &Path, marker: &Marker, result: ChangeResult)
             return;
         }
     };
+    // Recorded: the marker goes before the operation's end is told, so a
+    // caller who sees it may change the config again at once.
+    let p = path.to_path_buf();
+    match blocking(move || pending::remove(&p)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "config change marker not removed"),
+        Err(e) => tracing::error!(error = %e, "config change marker not removed"),
+    }
     let outcome = match result {
         ChangeResult::Applied => Outcome::ConfigApplied {
             sha256: marker.new_sha256.clone(),
@@ -538,10 +597,4 @@ async fn conclude(ops: &Ops, path: &Path, marker: &Marker, result: ChangeResult)
         }
     }
     tracing::info!(operation = %marker.op_id, result = result.as_str(), reason = marker.reason.as_deref(), "config change resolved");
-    let p = path.to_path_buf();
-    match blocking(move || pending::remove(&p)).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::error!(error = %e, "config change marker not removed"),
-        Err(e) => tracing::error!(error = %e, "config change marker not removed"),
-    }
 }

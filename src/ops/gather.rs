@@ -88,7 +88,22 @@ fn agent(ctx: &OpsContext) -> String {
         c.buses.len(),
         c.devices.len(),
         if c.mqtt.is_some() { "configured" } else { "not configured" },
-    )
+    ) + &https(ctx)
+}
+
+/// The HTTPS certificate in service: its fingerprint and key pin (public).
+fn https(ctx: &OpsContext) -> String {
+    match &ctx.https {
+        None => "https: not served\n".to_string(),
+        Some(certs) => {
+            let pair = certs.current();
+            format!(
+                "https_fingerprint_sha256: {}\nhttps_pubkey_pin: {}\n",
+                pair.fingerprint,
+                pair.pin.as_deref().unwrap_or("-")
+            )
+        }
+    }
 }
 
 fn devices(ctx: &OpsContext) -> String {

@@ -23,6 +23,7 @@ mod change;
 mod config_file;
 mod config_history;
 mod config_ops;
+mod ended;
 mod error;
 mod gather;
 mod health;
@@ -81,6 +82,9 @@ pub struct OpsContext {
     /// What a config change applied live reaches (`None`: every change
     /// restarts).
     pub live_parts: Option<LiveParts>,
+    /// The HTTPS certificate in service (its fingerprint goes into the
+    /// bundle), when HTTPS is served.
+    pub https: Option<Arc<crate::https::Certs>>,
 }
 
 /// One chunk of a bundle.

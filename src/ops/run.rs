@@ -11,34 +11,10 @@
 use std::sync::Arc;
 
 use super::bundle;
+use super::ended::{Done, Failed};
 use super::operation::{OpRequest, OpState, Operation, Outcome};
 use super::{audit, config_ops, gather, Ops, RESTART_DELAY};
 use crate::model::time::now_ms;
-
-/// How the work of an operation ended well.
-pub enum Done {
-    Finished(Outcome),
-    /// Written and waiting for a restart and its trial: still `running`.
-    OnTrial(Outcome),
-    /// Written and applied live: still `running` through its trial, which
-    /// starts once this state is recorded.
-    Live(Outcome, super::pending::Marker),
-}
-
-/// How it failed: why, and what it found (a refused config's problems).
-pub struct Failed {
-    pub error: String,
-    pub outcome: Option<Outcome>,
-}
-
-impl From<String> for Failed {
-    fn from(error: String) -> Self {
-        Failed {
-            error,
-            outcome: None,
-        }
-    }
-}
 
 pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
     let running = Arc::new(Operation {

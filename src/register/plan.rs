@@ -103,6 +103,34 @@ impl Image {
         self.blocks.push((request, words));
     }
 
+    /// Moves the blocks of `later` behind this image's own: where both hold a
+    /// register, this image's word is the one [`Image::get`] finds.
+    pub fn append(&mut self, later: Image) {
+        self.blocks.extend(later.blocks);
+    }
+
+    /// An image of exactly `spans`, each as this image holds it (a span it
+    /// does not hold whole is left out), so that the result answers for
+    /// those registers and no others.
+    pub fn extract(&self, spans: &[Span]) -> Image {
+        let blocks = spans
+            .iter()
+            .filter_map(|s| Some((*s, self.get(s.table, s.addr, s.len)?.to_vec())))
+            .collect();
+        Image { blocks }
+    }
+
+    /// The blocks in the order [`Image::get`] searches them: where two hold
+    /// a register, the first one's word is the image's.
+    pub fn blocks(&self) -> impl Iterator<Item = (Span, &[u16])> {
+        self.blocks.iter().map(|(s, w)| (*s, w.as_slice()))
+    }
+
+    /// True when the image holds no register.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
     /// `len` registers from `addr`, when one block holds them all.
     pub fn get(&self, table: Table, addr: u16, len: u16) -> Option<&[u16]> {
         let end = u32::from(addr) + u32::from(len);

@@ -13,13 +13,15 @@ use sunspec::models::model124::Model124;
 use tokio_modbus::ExceptionCode;
 
 use super::common::{self, check_range, RevertTimer, StorageRating};
+use super::device::Build;
 use super::map::{Block, RegisterMap};
-use super::physics::{BatteryStep, Window};
+use super::noise::Jitter;
+use super::physics::{BatteryStep, Tick, Window};
 use super::SimResponse;
 use crate::register::codec::ValueType::{I16, U16};
 
 mod brand;
-mod layout;
+pub(super) mod layout;
 mod publish;
 
 pub use brand::Brand;
@@ -56,21 +58,21 @@ pub struct Battery {
     revert: RevertTimer,
     response: SimResponse,
     brand: Brand,
+    jitter: Jitter,
 }
 
 impl Battery {
     pub fn build(
-        base: u16,
-        unit_id: u8,
-        serial: &str,
+        (base, unit_id, serial): (u16, u8, &str),
         r: BatteryRating,
         response: SimResponse,
         brand: Brand,
+        build: Build,
     ) -> (RegisterMap, Battery) {
         let mut b = RegisterMap::sunspec(base);
         let model = brand.model(r.rated_w, r.capacity_wh);
         common::common_as(&mut b, brand.manufacturer(), &model, serial, unit_id);
-        let m701 = layout::ac_measurement(&mut b, r.rated_w);
+        let m701 = layout::ac_measurement(&mut b, r.rated_w, build.fine());
         let storage = StorageRating {
             capacity_wh: r.capacity_wh,
             max_charge_w: r.rated_w,
@@ -78,7 +80,7 @@ impl Battery {
         };
         common::nameplate(&mut b, r.rated_w, Some(storage));
         let m124 = layout::storage_controls(&mut b, &r);
-        let m802 = layout::battery_base(&mut b, &r);
+        let m802 = layout::battery_base(&mut b, &r, build.fine());
         let soc = r.initial_soc.clamp(r.soc_min, r.soc_max);
         let bat = Battery {
             rating: r,
@@ -91,9 +93,10 @@ impl Battery {
             revert: RevertTimer::default(),
             response,
             brand,
+            jitter: build.jitter,
         };
         let mut map = b.finish();
-        bat.publish(&mut map, 0, 0.0);
+        bat.publish(&mut map, Tick::default());
         (map, bat)
     }
 
@@ -183,8 +186,7 @@ impl Battery {
         }
     }
 
-    /// Advances by one step of `dt_s` simulated seconds (`real_dt_s` real ones;
-    /// `real_s` since the site started). `own_w` is its self-consumption wish
+    /// Advances by one step. `own_w` is its self-consumption wish
     /// (charge-positive); `pv_surplus_w` its share of PV left after the load,
     /// the most it may charge while `ChaGriSet` = PV. Returns AC power, +
     /// discharging.
@@ -192,9 +194,9 @@ impl Battery {
         &mut self,
         map: &mut RegisterMap,
         (own_w, pv_surplus_w): (f64, f64),
-        sim_ms: i64,
-        (dt_s, real_dt_s, real_s): (f64, f64, f64),
+        tick: Tick,
     ) -> f64 {
+        let (dt_s, real_dt_s) = (tick.dt_s, tick.real_dt_s);
         let c = self.m124();
         let ctl = self.controls(map);
         let w_cha_max = map
@@ -230,19 +232,19 @@ impl Battery {
             self.injected_wh += -p * dt_s / 3600.0;
         }
         self.ac_w = -p;
-        self.publish(map, sim_ms, real_s);
+        self.publish(map, tick);
         self.ac_w
     }
 
-    fn publish(&self, map: &mut RegisterMap, sim_ms: i64, real_s: f64) {
+    fn publish(&self, map: &mut RegisterMap, tick: Tick) {
         Publish {
             rating: &self.rating,
             soc: self.soc,
             ac_w: self.ac_w,
             injected_wh: self.injected_wh,
             absorbed_wh: self.absorbed_wh,
-            sim_ms,
-            real_s,
+            tick,
+            jitter: self.jitter.at(tick.real_s),
         }
         .write(&self.blocks, map);
     }

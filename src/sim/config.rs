@@ -1,11 +1,15 @@
 //! A simulated site from the agent's config: every TCP bus on a loopback IP
 //! becomes a server on that address, with one simulated device per configured
 //! device, responding as the `[simulator]` section says (ideal where it is
-//! silent). Pure: reads the config, starts nothing.
+//! silent); each of the agent's sites is a simulated site of its own, with
+//! its load; `noisy = true` turns on noisy mode. Pure: reads the config,
+//! starts nothing.
 
 use std::net::{IpAddr, SocketAddr};
 
-use super::{SimDeviceSpec, SimKind, SimResponse, SimServerSpec, SimSiteSpec};
+use super::{
+    SimDeviceSpec, SimKind, SimNoise, SimResponse, SimServerSpec, SimSiteGroup, SimSiteSpec,
+};
 use crate::config::{Config, DeviceConfig, SimulatorConfig, Transport};
 use crate::model::DeviceType;
 
@@ -20,10 +24,13 @@ pub const DEFAULT_BASE_LOAD_W: f64 = 600.0;
 impl SimSiteSpec {
     /// One server per TCP bus whose host is a loopback IP (`127.x`, `::1`),
     /// listening on that host and port (0 allowed). Buses elsewhere are real
-    /// devices and are left alone. Starts at the current time with the default
-    /// base load.
+    /// devices and are left alone. One simulated site per configured site
+    /// with simulated devices, its base load from `[simulator.sites.<ref>]`
+    /// (default [`DEFAULT_BASE_LOAD_W`]); noisy with `[simulator] noisy =
+    /// true` (its `seed`, else [`SimNoise::DEFAULT_SEED`]). Starts at the
+    /// current time.
     pub fn from_config(cfg: &Config, time_factor: f64) -> SimSiteSpec {
-        let servers = cfg
+        let servers: Vec<SimServerSpec> = cfg
             .buses
             .iter()
             .filter_map(|bus| {
@@ -43,13 +50,46 @@ impl SimSiteSpec {
                 })
             })
             .collect();
+        let sites = sites(cfg, &servers);
+        let sim = &cfg.simulator;
         SimSiteSpec {
             servers,
             time_factor,
             start: None,
             base_load_w: DEFAULT_BASE_LOAD_W,
+            noise: sim
+                .noisy
+                .then(|| SimNoise::seeded(sim.seed.unwrap_or(SimNoise::DEFAULT_SEED))),
+            sites,
         }
     }
+}
+
+/// One simulated site per configured site that has simulated devices.
+fn sites(cfg: &Config, servers: &[SimServerSpec]) -> Vec<SimSiteGroup> {
+    let simulated = |bus: &str| servers.iter().any(|s| s.name == bus);
+    cfg.sites
+        .iter()
+        .filter_map(|site| {
+            let devices: Vec<(String, u8)> = cfg
+                .devices
+                .iter()
+                .filter(|d| d.site == site.reference && simulated(&d.bus))
+                .map(|d| (d.bus.clone(), d.unit_id))
+                .collect();
+            let base_load_w = cfg
+                .simulator
+                .sites
+                .get(&site.reference)
+                .and_then(|s| s.base_load)
+                .map_or(DEFAULT_BASE_LOAD_W, |p| p.watts());
+            (!devices.is_empty()).then(|| SimSiteGroup {
+                site: site.reference.clone(),
+                base_load_w,
+                devices,
+            })
+        })
+        .collect()
 }
 
 /// A digital input module for every grid signal on `bus`.
@@ -150,104 +190,4 @@ impl super::SimSite {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const CFG: &str = r#"
-[http]
-listen = ["127.0.0.1:8080"]
-auth = "none"
-
-[[sites]]
-reference = "ste_home"
-name = "Home"
-
-[[buses]]
-name = "sim"
-tcp = "127.0.0.1:0"
-
-[[buses]]
-name = "lan"
-tcp = "192.168.1.50:502"
-
-[[devices]]
-name = "Roof PV"
-type = "inverter"
-site = "ste_home"
-bus = "sim"
-unit_id = 1
-rated_power = "8 kW"
-
-[[devices]]
-reference = "dvc_bat1"
-name = "Battery"
-type = "battery"
-site = "ste_home"
-bus = "sim"
-unit_id = 2
-capacity = "12 kWh"
-soc_min = 10
-
-[[devices]]
-name = "Grid"
-type = "meter"
-site = "ste_home"
-bus = "sim"
-unit_id = 3
-
-[[devices]]
-name = "Real PV"
-type = "inverter"
-site = "ste_home"
-bus = "lan"
-unit_id = 1
-"#;
-
-    #[test]
-    fn loopback_buses_become_servers_with_defaults() {
-        let cfg = crate::config::parse(CFG).unwrap();
-        let spec = SimSiteSpec::from_config(&cfg, 60.0);
-        assert_eq!(spec.time_factor, 60.0);
-        assert_eq!(spec.servers.len(), 1, "the LAN bus is not simulated");
-        let s = &spec.servers[0];
-        assert_eq!(s.name, "sim");
-        assert_eq!(s.listen, "127.0.0.1:0".parse().unwrap());
-        assert_eq!(s.devices.len(), 3);
-        assert_eq!(s.devices[0].kind, SimKind::Inverter { rated_w: 8000.0 });
-        assert_eq!(
-            s.devices[1].kind,
-            SimKind::Battery {
-                rated_w: DEFAULT_RATED_W,
-                capacity_wh: 12_000.0,
-                initial_soc: 50.0,
-                soc_min: 10.0,
-                soc_max: DEFAULT_SOC_MAX,
-            }
-        );
-        assert_eq!(s.devices[1].serial, "SIM-DVC_BAT1");
-        assert_eq!(s.devices[2].kind, SimKind::Meter);
-        assert_eq!(s.devices[2].unit_id, 3);
-        assert_ne!(s.devices[0].serial, s.devices[2].serial);
-    }
-
-    #[test]
-    fn the_simulator_section_sets_each_devices_response() {
-        let text = format!(
-            "{CFG}\n[simulator]\ninverter = {{ lag_s = 3, ramp_percent_per_s = 10 }}\n\
-             meter = {{ refresh_ms = 1000, report_lag_ms = 500 }}\n\
-             [simulator.devices.dvc_bat1]\nlag_s = 8\n"
-        );
-        let cfg = crate::config::parse(&text).unwrap();
-        let spec = SimSiteSpec::from_config(&cfg, 1.0);
-        let r: Vec<SimResponse> = spec.servers[0].devices.iter().map(|d| d.response).collect();
-        assert_eq!((r[0].lag_s, r[0].ramp_percent_per_s), (3.0, Some(10.0)));
-        assert_eq!((r[1].lag_s, r[1].ramp_percent_per_s), (8.0, None));
-        assert_eq!((r[2].refresh_ms, r[2].report_lag_ms), (1000, 500));
-        // Without the section every device is ideal.
-        let spec = SimSiteSpec::from_config(&crate::config::parse(CFG).unwrap(), 1.0);
-        assert!(spec.servers[0]
-            .devices
-            .iter()
-            .all(|d| d.response == SimResponse::IDEAL));
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
 //! One simulated device: its register map and its kind's state behind one
-//! `std::sync::Mutex`, the Modbus read/write path, and the public handle.
+//! `std::sync::Mutex`, the Modbus read/write path and the counts of requests
+//! (the public handle is `handle.rs`).
 //!
 //! The lock is only ever held for short, synchronous sections (one request or one
 //! physics step); never across an `.await`.
@@ -13,6 +14,7 @@ use super::battery::Battery;
 use super::inverter::Inverter;
 use super::map::RegisterMap;
 use super::meter::Meter;
+use super::noise::Jitter;
 use super::profile::ProfileDevice;
 use super::{SimDeviceSpec, SimDeviceState, SimKind, StorageControl};
 use crate::model::Property;
@@ -39,6 +41,9 @@ pub struct Device {
     pub refuse_writes: bool,
     /// Read requests answered (with data or an exception).
     pub reads: u64,
+    /// Write requests answered (accepted or refused) and the registers they
+    /// carried.
+    pub writes: (u64, u64),
     /// Registers the device does not implement: a read that touches one is
     /// answered with "illegal data address", as some devices do for optional
     /// points inside a SunSpec block.
@@ -46,6 +51,33 @@ pub struct Device {
     /// `(address, word)` pairs a write may not set: answered "illegal data
     /// value", as a device does for a value it reports but does not take.
     pub refused_words: Vec<(u16, u16)>,
+}
+
+/// What a device is built with beside its spec.
+#[derive(Clone, Copy, Debug)]
+pub struct Build {
+    /// The most its site's meter may have to show, W (a meter's scale factors).
+    pub site_max_w: f64,
+    /// Its measurement noise ([`Jitter::CALM`] outside noisy mode).
+    pub jitter: Jitter,
+    /// Inverters and meters: the float models (113, 213) instead of 103, 203.
+    pub float: bool,
+}
+
+impl Build {
+    /// A calm, integer device on a site whose meter shows up to `site_max_w`.
+    pub const fn calm(site_max_w: f64) -> Build {
+        Build {
+            site_max_w,
+            jitter: Jitter::CALM,
+            float: false,
+        }
+    }
+
+    /// Noisy mode: scale factors as fine as each point's range allows.
+    pub const fn fine(&self) -> bool {
+        !self.jitter.is_calm()
+    }
 }
 
 /// A device shared between its server's connections, the physics task and handles.
@@ -58,17 +90,16 @@ pub fn lock(cell: &DeviceCell) -> MutexGuard<'_, Device> {
 }
 
 impl Device {
-    /// Builds a device; `site_max_w` bounds what a meter may show.
-    pub fn new(spec: &SimDeviceSpec, site_max_w: f64) -> Device {
+    /// Builds a device as `build` says.
+    pub fn new(spec: &SimDeviceSpec, build: Build) -> Device {
         let serial: String = spec.serial.chars().take(32).collect();
         let (map, kind) = match spec.kind {
             SimKind::Inverter { rated_w } => {
                 let (map, inv) = Inverter::build(
-                    spec.sunspec_base,
-                    spec.unit_id,
-                    &serial,
+                    (spec.sunspec_base, spec.unit_id, &serial),
                     rated_w,
                     spec.response,
+                    build,
                 );
                 (map, Kind::Inverter(inv))
             }
@@ -78,22 +109,19 @@ impl Device {
                     unreachable!("a battery kind has a rating")
                 };
                 let (map, bat) = Battery::build(
-                    spec.sunspec_base,
-                    spec.unit_id,
-                    &serial,
+                    (spec.sunspec_base, spec.unit_id, &serial),
                     rating,
                     spec.response,
                     brand,
+                    build,
                 );
                 (map, Kind::Battery(bat))
             }
             SimKind::Meter => {
                 let (map, meter) = Meter::build(
-                    spec.sunspec_base,
-                    spec.unit_id,
-                    &serial,
-                    site_max_w,
+                    (spec.sunspec_base, spec.unit_id, &serial),
                     spec.response,
+                    build,
                 );
                 (map, Kind::Meter(meter))
             }
@@ -121,6 +149,7 @@ impl Device {
             kind,
             refuse_writes: spec.refuse_writes,
             reads: 0,
+            writes: (0, 0),
             refused: Vec::new(),
             refused_words: Vec::new(),
         }
@@ -148,6 +177,8 @@ impl Device {
     /// refuses writes (exception 4), when a register is unmapped or read-only
     /// (2), or when a setpoint is out of range (3); else applied at once.
     pub fn write(&mut self, addr: u16, values: &[u16], at: Instant) -> Result<(), ExceptionCode> {
+        self.writes.0 += 1;
+        self.writes.1 += values.len() as u64;
         if self.refuse_writes {
             return Err(ExceptionCode::ServerDeviceFailure);
         }
@@ -253,111 +284,5 @@ fn read_inputs(
         }
         Table::Input | Table::Holding if addr == 0 && count == 1 => Ok(vec![bits]),
         Table::Input | Table::Holding => Err(ExceptionCode::IllegalDataAddress),
-    }
-}
-
-/// A cheap handle on one simulated device, for tests and the demo.
-#[derive(Clone)]
-pub struct SimDeviceHandle {
-    cell: DeviceCell,
-}
-
-impl std::fmt::Debug for SimDeviceHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SimDeviceHandle").finish_non_exhaustive()
-    }
-}
-
-impl SimDeviceHandle {
-    pub(crate) fn new(cell: DeviceCell) -> SimDeviceHandle {
-        SimDeviceHandle { cell }
-    }
-
-    /// Raw registers `addr..addr+count`, as a client would read them (holding
-    /// registers of a profile device); addresses outside the map are left out
-    /// (the result is then shorter).
-    pub fn registers(&self, addr: u16, count: u16) -> Vec<u16> {
-        let d = lock(&self.cell);
-        match &d.kind {
-            Kind::Profile(p) => p.peek_holding(addr, count),
-            _ => d.map.peek(addr, count),
-        }
-    }
-
-    /// The device's physical state now.
-    pub fn state(&self) -> SimDeviceState {
-        lock(&self.cell).state()
-    }
-
-    /// Read requests the device has answered so far.
-    pub fn read_count(&self) -> u64 {
-        lock(&self.cell).reads
-    }
-
-    /// Profile devices: shows `value` for `property` (vocabulary unit and sign).
-    /// Returns false for SunSpec devices, whose values come from physics.
-    pub fn set_value(&self, property: Property, value: f64) -> bool {
-        match &mut lock(&self.cell).kind {
-            Kind::Profile(p) => {
-                p.set(property, value);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Digital input modules: sets the inputs (input 1 in bit 0). Returns false
-    /// for other devices.
-    pub fn set_inputs(&self, value: u16) -> bool {
-        match &mut lock(&self.cell).kind {
-            Kind::Inputs { bits, count } => {
-                *bits = value & (((1u32 << *count) - 1) as u16);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Profile devices: lays raw words into a register table from `addr` on
-    /// (a documented register image). Returns false for SunSpec devices.
-    pub fn poke(&self, table: Table, addr: u16, words: &[u16]) -> bool {
-        match &mut lock(&self.cell).kind {
-            Kind::Profile(p) => {
-                p.poke(table, addr, words);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Profile devices with `on_timeout`: their own timer runs out `seconds`
-    /// after the last write instead of the profile's time (a fallback time
-    /// an installer set in the device's menu, or a test that cannot wait a
-    /// minute). Returns false for SunSpec devices.
-    pub fn set_own_timeout(&self, seconds: f64) -> bool {
-        match &mut lock(&self.cell).kind {
-            Kind::Profile(p) => {
-                p.set_own_timeout(seconds);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// Makes every later write answer exception 4 (ServerDeviceFailure), or not.
-    pub fn set_refuse_writes(&self, on: bool) {
-        lock(&self.cell).refuse_writes = on;
-    }
-
-    /// Makes every later write that would set `word` at `addr` answer
-    /// exception 3 ("illegal data value"), the rest of the device as before.
-    pub fn refuse_word(&self, addr: u16, word: u16) {
-        lock(&self.cell).refused_words.push((addr, word));
-    }
-
-    /// Makes every later read that touches `span` answer exception 2 ("illegal
-    /// data address"), like a device that leaves those registers out.
-    pub fn refuse_reads(&self, span: Span) {
-        lock(&self.cell).refused.push(span);
     }
 }

@@ -1,27 +1,34 @@
-//! A simulated three-phase PV inverter: models 1, 103, 120, 121, 123.
+//! A simulated three-phase PV inverter: models 1, 103 (or the float model 113
+//! in noisy mode), 120, 121, 123.
 //!
 //! Output follows the sun curve, capped by `WMax` and, while `WMaxLim_Ena` = 1,
 //! by `WMaxLimPct` % of `WMax`, with the lag and ramp of its `SimResponse` (in
-//! real time: a setpoint or a sun step is followed in seconds). Owns its register addresses and its energy
-//! counter; it must not know about sockets, other devices or the site balance.
+//! real time: a setpoint or a sun step is followed in seconds); its
+//! measurements carry its noise (`publish.rs`). Owns its register addresses
+//! and its energy counter; it must not know about sockets, other devices or
+//! the site balance.
 
 use std::time::Instant;
 
-use sunspec::models::model103::Model103;
 use sunspec::models::model120::Model120;
 use sunspec::models::model121::Model121;
 use sunspec::models::model123::Model123;
 use tokio_modbus::ExceptionCode;
 
-use super::common::{self, check_range, RevertTimer, GRID_V};
+use super::common::{self, check_range, RevertTimer};
+use super::device::Build;
 use super::map::{Block, RegisterMap};
-use super::physics::{self, sun_fraction};
+use super::noise::Jitter;
+use super::physics::{sun_fraction, Tick};
 use super::SimResponse;
-use crate::register::codec::ValueType::{I16, U16, U32};
+use crate::register::codec::ValueType::{I16, U16};
 
-/// SunSpec `St` (model 103) values used here.
 pub(super) mod layout;
+mod publish;
 
+use publish::Measure;
+
+/// SunSpec `St` (models 103 and 113) values used here.
 const ST_OFF: f64 = 1.0;
 const ST_SLEEPING: f64 = 2.0;
 const ST_MPPT: f64 = 4.0;
@@ -29,7 +36,7 @@ const ST_THROTTLED: f64 = 5.0;
 
 pub struct Inverter {
     rated_w: f64,
-    m103: Block<Model103>,
+    measure: Measure,
     m121: Block<Model121>,
     m123: Block<Model123>,
     /// Lifetime yield, Wh (starts non-zero: an acc32 of 0 reads "not implemented").
@@ -38,22 +45,27 @@ pub struct Inverter {
     available_w: f64,
     revert: RevertTimer,
     response: SimResponse,
+    jitter: Jitter,
 }
 
 impl Inverter {
     /// Lays out the inverter's map with the "SunS" marker at `base`.
     pub fn build(
-        base: u16,
-        unit_id: u8,
-        serial: &str,
+        (base, unit_id, serial): (u16, u8, &str),
         rated_w: f64,
         response: SimResponse,
+        build: Build,
     ) -> (RegisterMap, Inverter) {
         let mut b = RegisterMap::sunspec(base);
-        let model = format!("SIM-INV-{}", (rated_w / 1000.0).round());
+        let family = if build.float { "SIM-INVF" } else { "SIM-INV" };
+        let model = format!("{family}-{}", (rated_w / 1000.0).round());
         common::common(&mut b, &model, serial, unit_id);
 
-        let m = layout::measurement(&mut b, rated_w);
+        let measure = if build.float {
+            Measure::Float(layout::measurement_float(&mut b))
+        } else {
+            Measure::Int(layout::measurement(&mut b, rated_w, build.fine()))
+        };
         let n = common::nameplate(&mut b, rated_w, None);
         let w_rtg_sf = b.get(n, &Model120::W_RTG_SF, I16);
         let s = layout::settings(&mut b, rated_w, w_rtg_sf);
@@ -61,7 +73,7 @@ impl Inverter {
 
         let inv = Inverter {
             rated_w,
-            m103: m,
+            measure,
             m121: s,
             m123: c,
             wh: (rated_w * 1000.0).max(1.0),
@@ -69,9 +81,10 @@ impl Inverter {
             available_w: 0.0,
             revert: RevertTimer::default(),
             response,
+            jitter: build.jitter,
         };
         let mut map = b.finish();
-        inv.publish(&mut map, 0, ST_SLEEPING);
+        inv.publish(&mut map, Tick::default(), ST_SLEEPING);
         (map, inv)
     }
 
@@ -148,17 +161,10 @@ impl Inverter {
         }
     }
 
-    /// Advances by one step of `dt_s` simulated (`real_dt_s` real) seconds;
-    /// returns the AC output, W. `sun` overrides the sun curve (fraction of the
-    /// rating the sun offers now).
-    pub fn step(
-        &mut self,
-        map: &mut RegisterMap,
-        sim_ms: i64,
-        (dt_s, real_dt_s): (f64, f64),
-        sun: Option<f64>,
-    ) -> f64 {
-        self.available_w = self.rated_w * sun.unwrap_or_else(|| sun_fraction(sim_ms));
+    /// Advances by one step; returns the AC output, W. `sun` overrides the sun
+    /// curve (fraction of the rating the sun offers now).
+    pub fn step(&mut self, map: &mut RegisterMap, tick: Tick, sun: Option<f64>) -> f64 {
+        self.available_w = self.rated_w * sun.unwrap_or_else(|| sun_fraction(tick.sim_ms));
         let w_max = map
             .get_scaled(self.m121, &Model121::W_MAX, U16, &Model121::W_MAX_SF)
             .min(self.rated_w);
@@ -178,35 +184,10 @@ impl Inverter {
         };
         let w = self
             .response
-            .follow(self.ac_w, target, real_dt_s, self.rated_w);
+            .follow(self.ac_w, target, tick.real_dt_s, self.rated_w);
         self.ac_w = w;
-        self.wh += w * dt_s / 3600.0;
-        self.publish(map, sim_ms, st);
+        self.wh += w * tick.dt_s / 3600.0;
+        self.publish(map, tick, st);
         w
-    }
-
-    fn publish(&self, map: &mut RegisterMap, sim_ms: i64, st: f64) {
-        let m = self.m103;
-        let v = physics::wobble(sim_ms, GRID_V, 1.5, 300.0);
-        let phase_a = self.ac_w / (3.0 * v);
-        map.set_scaled(m, &Model103::A, U16, 3.0 * phase_a, &Model103::A_SF);
-        for p in [&Model103::APH_A, &Model103::APH_B, &Model103::APH_C] {
-            map.set_scaled(m, p, U16, phase_a, &Model103::A_SF);
-        }
-        for (p, skew) in [
-            (&Model103::PH_VPH_A, 0.0),
-            (&Model103::PH_VPH_B, 0.4),
-            (&Model103::PH_VPH_C, -0.3),
-        ] {
-            map.set_scaled(m, p, U16, v + skew, &Model103::V_SF);
-        }
-        map.set_scaled(m, &Model103::W, I16, self.ac_w, &Model103::W_SF);
-        let hz = physics::wobble(sim_ms, 50.0, 0.02, 97.0);
-        map.set_scaled(m, &Model103::HZ, U16, hz, &Model103::HZ_SF);
-        map.set_scaled(m, &Model103::V_AR, I16, 0.0, &Model103::V_AR_SF);
-        map.set_scaled(m, &Model103::WH, U32, self.wh.floor(), &Model103::WH_SF);
-        let tmp = 25.0 + 20.0 * self.ac_w / self.rated_w.max(1.0);
-        map.set_scaled(m, &Model103::TMP_CAB, I16, tmp, &Model103::TMP_SF);
-        map.set(m, &Model103::ST, U16, st);
     }
 }

@@ -109,7 +109,6 @@ impl RegisterMap {
     }
 
     /// The models in chain order.
-    #[cfg(test)]
     pub fn models(&self) -> &[ModelEntry] {
         &self.models
     }
@@ -164,6 +163,16 @@ impl RegisterMap {
         let i = usize::from(addr - self.base);
         self.words[i..i + values.len()].copy_from_slice(values);
         Ok(())
+    }
+
+    /// Overwrites registers as they are, writable or not: the map's owner
+    /// filling in a block it laid out raw. `None` when a register is outside
+    /// the map.
+    pub fn poke(&mut self, addr: u16, words: &[u16]) -> Option<()> {
+        let count = u16::try_from(words.len()).ok()?;
+        let i = self.index(addr, count)?;
+        self.words[i..i + words.len()].copy_from_slice(words);
+        Some(())
     }
 
     /// Stores the words of one point and records its writability.

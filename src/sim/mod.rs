@@ -1,14 +1,18 @@
 //! The simulated site: Modbus TCP servers on loopback that speak SunSpec like real
 //! devices (a PV inverter, a battery, a grid meter), with simple physics on a
-//! simulated clock. Used by `sitegate demo` and by the tests, so it is a faithful
-//! Modbus peer: real sockets, real exception codes, real revert timers.
+//! simulated clock, calm or noisy, one balance per simulated site. Used by
+//! `sitegate demo`, the tests and the benches, so it is a faithful Modbus
+//! peer: real sockets, real exception codes, real revert timers.
 //!
 //! Layout: `map` (register image and Modbus access rules), `common` (Common and
 //! Nameplate models, shared helpers), `inverter`, `battery`, `meter` (one device
 //! kind each: layout and behaviour), `physics` (pure: clock, sun, load, battery
-//! decision), `device` (one device behind a mutex, the write path), `service`
+//! decision), `noise` (pure: noisy mode's seeded draws and load walk),
+//! `balance` (the sites of a fleet, each stepped with its own load),
+//! `device` (one device behind a mutex, the write path), `service`
 //! (Modbus requests to devices), `server` (listeners and connections), `site`
-//! (start, physics task, stop), `config` (a site from the agent's config),
+//! (start, physics task, stop), `check` (what a spec may not say), `config`
+//! (a site from the agent's config),
 //! `variants` (the other inverter and meter families and DER storage, with
 //! fixed values), `profile` (register-map devices), `rtu` (a serial line), `faulty`
 //! (a fault-injecting proxy). A SunSpec map starts where its device says
@@ -16,14 +20,19 @@
 //!
 //! The simulator must never reach into the agent: it only answers Modbus.
 
+mod balance;
 mod battery;
+mod check;
 mod common;
 mod config;
 mod device;
 mod faulty;
+mod handle;
 mod inverter;
+pub mod layouts;
 mod map;
 mod meter;
+pub mod noise;
 mod physics;
 mod profile;
 mod response;
@@ -35,14 +44,16 @@ mod variants;
 
 use std::net::SocketAddr;
 
-pub use device::SimDeviceHandle;
 pub use faulty::{Fault, FaultyPeer};
+pub use handle::SimDeviceHandle;
 pub use response::Clouds;
 pub use rtu::SimRtuLine;
 pub use site::SimSite;
 pub use variants::{absent as fixed_absent, expected as fixed_values, Variant};
 
-/// Everything a simulated site is made of.
+/// Everything a simulated site is made of. `..SimSiteSpec::default()` fills
+/// what a test leaves out: no servers, real time, started now, the default
+/// base load, calm, one balance for every device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimSiteSpec {
     pub servers: Vec<SimServerSpec>,
@@ -50,74 +61,74 @@ pub struct SimSiteSpec {
     pub time_factor: f64,
     /// Simulated epoch ms at start; `None` = now.
     pub start: Option<i64>,
-    /// Household base load, W; the daily profile adds morning and evening bumps.
+    /// Base load, W, of the devices no entry of `sites` holds (every device
+    /// when `sites` is empty); the daily profile adds morning and evening bumps.
     pub base_load_w: f64,
+    /// Noisy mode (`docs/devices.md`, "Noisy mode"); `None`: calm, every value
+    /// a smooth function of the time, as most tests want.
+    pub noise: Option<SimNoise>,
+    /// Sites of their own: each has its own load and its meters balance only
+    /// its own devices. Devices no entry holds share one more balance, with
+    /// `base_load_w`; empty: every device in that one.
+    pub sites: Vec<SimSiteGroup>,
 }
 
-impl SimSiteSpec {
-    /// Refuses what the simulator cannot run: a non-positive time factor or
-    /// rating, SoC limits out of order, a server name or a unit id used twice.
-    pub(crate) fn check(&self) -> Result<(), String> {
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        if !positive(self.time_factor) {
-            return Err(format!(
-                "time_factor must be positive, found {}",
-                self.time_factor
-            ));
+impl Default for SimSiteSpec {
+    fn default() -> SimSiteSpec {
+        SimSiteSpec {
+            servers: Vec::new(),
+            time_factor: 1.0,
+            start: None,
+            base_load_w: config::DEFAULT_BASE_LOAD_W,
+            noise: None,
+            sites: Vec::new(),
         }
-        if !(self.base_load_w.is_finite() && self.base_load_w >= 0.0) {
-            return Err(format!(
-                "base_load_w must not be negative, found {}",
-                self.base_load_w
-            ));
-        }
-        let mut names = std::collections::BTreeSet::new();
-        for s in &self.servers {
-            if !names.insert(&s.name) {
-                return Err(format!("server name {:?} used twice", s.name));
-            }
-            let mut units = std::collections::BTreeSet::new();
-            for d in &s.devices {
-                let at = format!("server {:?} unit {}", s.name, d.unit_id);
-                if !units.insert(d.unit_id) {
-                    return Err(format!("{at}: unit id used twice"));
-                }
-                if u32::from(d.sunspec_base) + MAX_MAP_LEN > 1 << 16 {
-                    return Err(format!(
-                        "{at}: sunspec_base {} leaves no room for the map below register 65535",
-                        d.sunspec_base
-                    ));
-                }
-                let r = d.response;
-                let ramp_ok = r.ramp_percent_per_s.is_none_or(positive);
-                if !(r.lag_s.is_finite() && r.lag_s >= 0.0 && ramp_ok) {
-                    return Err(format!(
-                        "{at}: need a lag of at least 0 s and a positive ramp, found {} s and {:?} %/s",
-                        r.lag_s, r.ramp_percent_per_s
-                    ));
-                }
-                if let SimKind::Inverter { rated_w } = d.kind {
-                    if !positive(rated_w) {
-                        return Err(format!("{at}: rated_w must be positive, found {rated_w}"));
-                    }
-                }
-                if let Some((r, _)) = d.kind.battery() {
-                    if !positive(r.rated_w) || !positive(r.capacity_wh) {
-                        return Err(format!("{at}: rated_w and capacity_wh must be positive"));
-                    }
-                    let ordered = 0.0 <= r.soc_min && r.soc_min < r.soc_max && r.soc_max <= 100.0;
-                    if !(ordered && r.initial_soc.is_finite()) {
-                        return Err(format!(
-                            "{at}: need 0 <= soc_min < soc_max <= 100 and a finite initial_soc, \
-                             found {}, {}, {}",
-                            r.soc_min, r.soc_max, r.initial_soc
-                        ));
-                    }
-                }
-            }
-        }
-        Ok(())
     }
+}
+
+/// Noisy mode: every measured point moves every real second with measurement
+/// noise, a site's load follows a mean-reverting random walk with steps, every
+/// `float_every`-th inverter and meter speaks the float models, and integer
+/// models use scale factors as fine as their range allows. Every draw comes
+/// from `seed`: the same seed, the same noise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimNoise {
+    pub seed: u64,
+    /// Counted per kind over the servers and their devices in spec order, the
+    /// `float_every`-th inverter, the `2 × float_every`-th and so on use
+    /// models 113 (with 120, 121, 123) and 213 instead of 103 and 203: 5 is a
+    /// fifth, 1 all of them, 0 none.
+    pub float_every: u32,
+}
+
+impl SimNoise {
+    /// The seed of `[simulator] noisy = true` without `seed`.
+    pub const DEFAULT_SEED: u64 = 0x5eed_0f5e_ed0f_5172;
+
+    /// Noise from `seed`, a fifth of the inverters and meters on float models.
+    pub const fn seeded(seed: u64) -> SimNoise {
+        SimNoise {
+            seed,
+            float_every: 5,
+        }
+    }
+}
+
+impl Default for SimNoise {
+    fn default() -> SimNoise {
+        SimNoise::seeded(SimNoise::DEFAULT_SEED)
+    }
+}
+
+/// One site of a simulated fleet: its load and the devices its meters balance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimSiteGroup {
+    /// The agent's site reference ([`SimSite::set_site_load`] names it so).
+    pub site: String,
+    /// Base load, W, before the daily profile (and the random walk when noisy).
+    pub base_load_w: f64,
+    /// Its devices: (server name, unit id).
+    pub devices: Vec<(String, u8)>,
 }
 
 /// One Modbus TCP server (one listening socket) hosting devices by unit id.

@@ -45,6 +45,20 @@ impl SimClock {
     }
 }
 
+/// The time of one physics step.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Tick {
+    /// Simulated epoch ms now.
+    pub sim_ms: i64,
+    /// Simulated seconds since the last step.
+    pub dt_s: f64,
+    /// Real seconds since the last step (what responses and revert timers
+    /// follow).
+    pub real_dt_s: f64,
+    /// Real seconds since the site started (what the noise is drawn for).
+    pub real_s: f64,
+}
+
 /// Hour of the day in UTC, 0.0..24.0.
 pub fn hour_of_day(sim_ms: i64) -> f64 {
     (sim_ms as f64).rem_euclid(MS_PER_DAY) / 3_600_000.0

@@ -33,7 +33,15 @@ impl SimRtuLine {
     pub fn start(port: tokio_serial::SerialStream, devices: &[SimDeviceSpec]) -> SimRtuLine {
         let cells: BTreeMap<u8, DeviceCell> = devices
             .iter()
-            .map(|d| (d.unit_id, Arc::new(Mutex::new(Device::new(d, 50_000.0)))))
+            .map(|d| {
+                (
+                    d.unit_id,
+                    Arc::new(Mutex::new(Device::new(
+                        d,
+                        super::device::Build::calm(50_000.0),
+                    ))),
+                )
+            })
             .collect();
         let (events, _) = broadcast::channel(64);
         let shared = Arc::new(ServerShared::new("rtu".into(), cells, events));

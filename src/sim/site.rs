@@ -14,8 +14,10 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::device::{lock, Device, DeviceCell, Kind};
-use super::physics::{self, SimClock};
+use super::balance::{Physics, Plan};
+use super::device::{Build, Device, DeviceCell};
+use super::noise::{self, Jitter};
+use super::physics::SimClock;
 use super::response::Clouds;
 use super::server::SimServer;
 use super::service::ServerShared;
@@ -35,57 +37,35 @@ pub struct SimSite {
     tasks: TaskTracker,
 }
 
-/// What the physics task steps, in a fixed order: inverters, then batteries
-/// (they need the PV), then meters (they need everything).
-struct Physics {
-    clock: SimClock,
-    base_load_w: f64,
-    devices: Vec<DeviceCell>,
-    /// The simulated and the real time of the last step.
-    last: Mutex<(i64, Instant)>,
-    weather: Mutex<Weather>,
-}
-
-/// Set by a test or a benchmark instead of the daily curves.
-#[derive(Clone, Copy, Debug, Default)]
-struct Weather {
-    /// Household load, W.
-    load_w: Option<f64>,
-    /// Fraction of every inverter's rating the sun offers (0 to 1).
-    sun: Option<f64>,
-    /// A cloud pattern and the real time it started; wins over `sun`.
-    clouds: Option<(Clouds, Instant)>,
-}
-
-impl Weather {
-    /// The sun's fraction set for `now`, if any.
-    fn sun_at(&self, now: Instant) -> Option<f64> {
-        match self.clouds {
-            Some((c, since)) => Some(c.sun_at(now.saturating_duration_since(since).as_secs_f64())),
-            None => self.sun,
-        }
-    }
-}
-
 impl SimSite {
     /// Builds the devices, binds every server and starts the physics task.
     /// Fails on a bind error, a duplicate server name or a duplicate unit id.
     pub async fn start(spec: SimSiteSpec) -> io::Result<SimSite> {
         spec.check()
             .map_err(|msg| io::Error::new(io::ErrorKind::InvalidInput, msg))?;
-        let site_max_w = site_max_w(&spec);
+        let plan = Plan::new(&spec);
+        let max_w = plan.max_w(&spec);
         let start_ms = spec.start.unwrap_or_else(crate::model::time::now_ms);
         let (events, _) = broadcast::channel(EVENT_BUFFER);
         let cancel = CancellationToken::new();
         let tasks = TaskTracker::new();
-        let mut all = Vec::new();
+        let mut groups: Vec<Vec<DeviceCell>> = vec![Vec::new(); plan.groups.len()];
+        let mut floats = FloatChoice::new(&spec);
         let mut servers = BTreeMap::new();
         for s in &spec.servers {
             let mut devices = BTreeMap::new();
             for d in &s.devices {
-                let cell: DeviceCell = Arc::new(Mutex::new(Device::new(d, site_max_w)));
+                let group = plan.group_of(&s.name, d.unit_id);
+                let build = Build {
+                    site_max_w: max_w[group],
+                    jitter: spec.noise.map_or(Jitter::CALM, |n| {
+                        Jitter::seeded(noise::device_seed(n.seed, &s.name, d.unit_id))
+                    }),
+                    float: floats.next(&d.kind),
+                };
+                let cell: DeviceCell = Arc::new(Mutex::new(Device::new(d, build)));
                 devices.insert(d.unit_id, Arc::clone(&cell));
-                all.push(cell);
+                groups[group].push(cell);
             }
             let shared = Arc::new(ServerShared::new(s.name.clone(), devices, events.clone()));
             match SimServer::start(shared, s.listen, &cancel, &tasks).await {
@@ -99,24 +79,15 @@ impl SimSite {
                 }
             }
         }
-        // Batteries step after inverters, meters last.
-        all.sort_by_key(|cell| match lock(cell).kind {
-            Kind::Inverter(_) => 0,
-            Kind::Battery(_) => 1,
-            Kind::Meter(_) => 2,
-            Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => 3,
-        });
-        let physics = Arc::new(Physics {
-            clock: SimClock::new(start_ms, spec.time_factor),
-            base_load_w: spec.base_load_w,
-            devices: all,
-            last: Mutex::new((start_ms, Instant::now())),
-            weather: Mutex::new(Weather::default()),
-        });
+        let clock = SimClock::new(start_ms, spec.time_factor);
+        let seed = spec.noise.map(|n| n.seed);
+        let physics = Arc::new(Physics::new(clock, start_ms, &plan, groups, seed));
         tasks.spawn(run_physics(Arc::clone(&physics), cancel.child_token()));
         tracing::info!(
             servers = servers.len(),
             time_factor = spec.time_factor,
+            sites = spec.sites.len(),
+            noisy = spec.noise.is_some(),
             "simulated site started"
         );
         Ok(SimSite {
@@ -191,10 +162,23 @@ impl SimSite {
             .map_or(0, |s| s.shared.held_reads())
     }
 
-    /// Holds the household load at `load_w` (W) from the next physics step on;
-    /// `None` goes back to the daily profile.
+    /// Holds the load of every site at `load_w` (W) from the next physics
+    /// step on; `None` goes back to the daily profile (and the walk, when
+    /// noisy).
     pub fn set_load(&self, load_w: Option<f64>) {
-        self.physics.weather().load_w = load_w.map(|w| w.max(0.0));
+        self.physics.hold_load(None, load_w);
+    }
+
+    /// [`SimSite::set_load`] for one site of [`SimSiteSpec::sites`]; false
+    /// when no site has that name.
+    pub fn set_site_load(&self, site: &str, load_w: Option<f64>) -> bool {
+        self.physics.hold_load(Some(site), load_w)
+    }
+
+    /// The load of one site of [`SimSiteSpec::sites`] at the last physics
+    /// step, W (what its meter balances against its devices).
+    pub fn site_load_w(&self, site: &str) -> Option<f64> {
+        self.physics.load_w(site)
     }
 
     /// Holds the sun at `fraction` (0 to 1) of every inverter's rating from the
@@ -241,20 +225,33 @@ impl Drop for SimSite {
     }
 }
 
-/// The largest power the meter may have to show: all generation and storage
-/// plus a generous load.
-fn site_max_w(spec: &SimSiteSpec) -> f64 {
-    let devices = spec.servers.iter().flat_map(|s| &s.devices);
-    let rated: f64 = devices
-        .map(|d| match d.kind {
-            SimKind::Inverter { rated_w }
-            | SimKind::Battery { rated_w, .. }
-            | SimKind::FroniusGen24 { rated_w, .. } => rated_w,
-            SimKind::Meter | SimKind::Profile { .. } | SimKind::Inputs { .. } => 0.0,
-            SimKind::Fixed { rated_w, .. } => rated_w,
-        })
-        .sum();
-    rated + 4.0 * spec.base_load_w.max(1000.0)
+/// Which inverters and meters speak the float models in noisy mode: every
+/// `float_every`-th of each kind, counted in spec order.
+struct FloatChoice {
+    every: u32,
+    inverters: u32,
+    meters: u32,
+}
+
+impl FloatChoice {
+    fn new(spec: &SimSiteSpec) -> FloatChoice {
+        FloatChoice {
+            every: spec.noise.map_or(0, |n| n.float_every),
+            inverters: 0,
+            meters: 0,
+        }
+    }
+
+    /// Whether the next device, of kind `kind`, is a float one.
+    fn next(&mut self, kind: &SimKind) -> bool {
+        let count = match kind {
+            SimKind::Inverter { .. } => &mut self.inverters,
+            SimKind::Meter => &mut self.meters,
+            _ => return false,
+        };
+        *count += 1;
+        self.every > 0 && *count % self.every == 0
+    }
 }
 
 async fn run_physics(physics: Arc<Physics>, cancel: CancellationToken) {
@@ -264,71 +261,6 @@ async fn run_physics(physics: Arc<Physics>, cancel: CancellationToken) {
         tokio::select! {
             () = cancel.cancelled() => break,
             _ = tick.tick() => physics.step(Instant::now()),
-        }
-    }
-}
-
-impl Physics {
-    fn weather(&self) -> std::sync::MutexGuard<'_, Weather> {
-        // Two plain numbers: a panic elsewhere cannot leave them half-written.
-        self.weather
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// One step: revert timers (real time), then the devices over the simulated
-    /// time since the last step.
-    fn step(&self, now: Instant) {
-        let sim_ms = self.clock.at(now);
-        let (dt_s, real_dt_s) = {
-            let mut last = self
-                .last
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let dt = (sim_ms - last.0).max(0) as f64 / 1000.0;
-            let real_dt = now.saturating_duration_since(last.1).as_secs_f64();
-            *last = (sim_ms, now);
-            (dt, real_dt)
-        };
-        let real_s = self.clock.real_elapsed().as_secs_f64();
-        let weather = *self.weather();
-        let sun = weather.sun_at(now);
-        let load = weather
-            .load_w
-            .unwrap_or_else(|| physics::load_w(sim_ms, self.base_load_w));
-        let mut pv = 0.0;
-        let mut battery_rated = 0.0;
-        for cell in &self.devices {
-            let mut d = lock(cell);
-            d.check_revert(now);
-            let d = &mut *d;
-            match &mut d.kind {
-                Kind::Inverter(inv) => pv += inv.step(&mut d.map, sim_ms, (dt_s, real_dt_s), sun),
-                Kind::Battery(bat) => battery_rated += bat.rated_w(),
-                Kind::Meter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
-            }
-        }
-        let surplus = pv - load;
-        let mut battery = 0.0;
-        for cell in &self.devices {
-            let mut d = lock(cell);
-            let d = &mut *d;
-            match &mut d.kind {
-                Kind::Battery(bat) => {
-                    let share = bat.rated_w() / battery_rated.max(1.0);
-                    let own = surplus * share;
-                    battery += bat.step(
-                        &mut d.map,
-                        (own, own.max(0.0)),
-                        sim_ms,
-                        (dt_s, real_dt_s, real_s),
-                    );
-                }
-                Kind::Meter(meter) => {
-                    meter.step(&mut d.map, load - pv - battery, sim_ms, (dt_s, real_s));
-                }
-                Kind::Inverter(_) | Kind::Profile(_) | Kind::Fixed | Kind::Inputs { .. } => {}
-            }
         }
     }
 }

@@ -6,7 +6,7 @@
 //! The loop decides through the pure `decide`; it never writes to a device itself.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
@@ -55,6 +55,7 @@ fn log_mode_change(site: &str, before: LoopMode, d: &Decision, meter_seen: bool)
 pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationToken) {
     let interval = site.config.control_interval_ms as i64;
     loop {
+        let woke = Instant::now();
         site.heartbeat.beat();
         let now = now_ms();
         let (signal, revision) = {
@@ -87,14 +88,18 @@ pub async fn run(site: Arc<SiteRuntime>, live: Arc<Live>, cancel: CancellationTo
         }
         site.mark_evaluated(revision);
         site.changed.notify_one();
+        site.ticks.took.observe_duration(woke.elapsed());
         let next = signal
             .next_change_after(now)
             .map_or(now + interval, |t| t.min(now + interval));
         let sleep = Duration::from_millis((next - now_ms()).max(1) as u64).min(BEAT_EVERY);
+        let planned = Instant::now() + sleep;
         tokio::select! {
             () = cancel.cancelled() => break,
             () = site.wake.notified() => {}
-            () = tokio::time::sleep(sleep) => {}
+            () = tokio::time::sleep(sleep) => {
+                site.ticks.late.observe_duration(Instant::now().saturating_duration_since(planned));
+            }
         }
     }
 }

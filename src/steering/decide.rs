@@ -14,6 +14,7 @@ use super::hold::{
 };
 use super::limits::{in_force, GridLimits, OperatorLimits};
 use super::open_loop::{open_loop, Net};
+use super::settle::production_limits;
 use super::signal::Active;
 use super::value::{Component, EssSetting};
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
@@ -53,6 +54,8 @@ pub struct Measurements {
     pub readings: Vec<Option<(i64, f64)>>,
     /// Limits a grid operator's signal sets now.
     pub operator: OperatorLimits,
+    /// Limits a SCADA set over the Modbus server.
+    pub modbus: OperatorLimits,
 }
 
 impl Measurements {
@@ -128,84 +131,28 @@ pub fn decide(
         site.measurements,
     );
     let mut notes = Vec::new();
-    let mut reached_now = None;
     let mgi = active
         .maximize_grid_import
         .as_ref()
         .is_some_and(|e| e.value);
     let charge_cap: f64 = batteries.iter().map(BatteryView::charge_cap).sum();
-    let discharge_cap: f64 = batteries.iter().map(BatteryView::discharge_cap).sum();
 
     // What the signal asks of the site, before the grid limits.
-    let (plan, plan_storage_by, plan_production_by) = if mgi {
-        let plan = SitePlan {
-            storage: StoragePlan::Power(-charge_cap),
-            production: ProductionPlan::Limit(0.0),
-            import_order: ImportOrder::ChargeLessFirst,
-        };
-        let by = Some(Component::MaximizeGridImport);
-        (plan, by, by)
-    } else {
-        let storage = match &active.ess {
-            None => match rules.ess_fallback {
-                EssFallback::Auto => StoragePlan::Release,
-                EssFallback::Idle => StoragePlan::Power(0.0),
-            },
-            Some(entry) => {
-                let (w, done) = ess_target(&entry.value, &entry.request_id, batteries, reached);
-                if done {
-                    reached_now = Some(entry.request_id.clone());
-                }
-                StoragePlan::Power(w)
-            }
-        };
-        let production = match &active.curtailment {
-            None => ProductionPlan::Release,
-            Some(e) => ProductionPlan::Limit(e.value.watts(rules.rated_production_w)),
-        };
-        let plan = SitePlan {
-            storage,
-            production,
-            import_order: ImportOrder::LiftCurtailmentFirst,
-        };
-        let storage_by = active.ess.as_ref().map(|_| Component::Ess);
-        let production_by = active.curtailment.as_ref().map(|_| Component::Curtailment);
-        (plan, storage_by, production_by)
-    };
+    let Asked {
+        plan,
+        storage_by: plan_storage_by,
+        production_by: plan_production_by,
+        reached: reached_now,
+    } = asked(rules, active, batteries, reached, mgi, charge_cap);
 
     let limits = in_force(
         rules.max_import_w,
         rules.max_export_w,
         active.grid_limit.as_ref().map(|e| &e.value),
         &m.operator,
+        &m.modbus,
     );
-    let held: Held = match (&rules.grid_loop, &m.meter) {
-        (Some(settings), Some(meter)) => {
-            let sensed = Sensed {
-                now_ms,
-                meter: meter.clone(),
-                battery_w: m.online_battery_w,
-                readings_from_ms: m.readings_from_ms,
-                readings: m.readings.clone(),
-                // The loop counts only charging the batteries can keep up
-                // for a while: one about to be full would stop at once.
-                charge_cap_w: batteries
-                    .iter()
-                    .map(|b| b.charge_cap_for(SUSTAINED_CHARGE_S))
-                    .sum(),
-                discharge_cap_w: discharge_cap,
-            };
-            hold(settings, &limits, &plan, inverters, &sensed, prev)
-        }
-        _ => {
-            let net = Net {
-                grid_w: m.grid_w(),
-                battery_w: m.battery_w,
-                production_w: m.production_w,
-            };
-            open_loop(&limits, &plan, &net, mgi.then_some(charge_cap), now_ms)
-        }
-    };
+    let held = held_at_the_grid(site, &limits, &plan, prev, now_ms, mgi);
 
     let planned_batteries = storage_commands(rules.ess, batteries, plan.storage);
     let planned_inverters = production_commands(rules.curtailment, inverters, plan.production);
@@ -273,6 +220,108 @@ pub fn decide(
     }
 }
 
+/// What the active signal asks of the site before the grid limits, and the
+/// components that ask it.
+struct Asked {
+    plan: SitePlan,
+    storage_by: Option<Component>,
+    production_by: Option<Component>,
+    /// An `untilSoc` request whose target the site reached now.
+    reached: Option<String>,
+}
+
+fn asked(
+    rules: &SiteRules,
+    active: &Active,
+    batteries: &[BatteryView],
+    reached: &BTreeSet<String>,
+    mgi: bool,
+    charge_cap: f64,
+) -> Asked {
+    if mgi {
+        let by = Some(Component::MaximizeGridImport);
+        return Asked {
+            plan: SitePlan {
+                storage: StoragePlan::Power(-charge_cap),
+                production: ProductionPlan::Limit(0.0),
+                import_order: ImportOrder::ChargeLessFirst,
+            },
+            storage_by: by,
+            production_by: by,
+            reached: None,
+        };
+    }
+    let mut reached_now = None;
+    let storage = match &active.ess {
+        None => match rules.ess_fallback {
+            EssFallback::Auto => StoragePlan::Release,
+            EssFallback::Idle => StoragePlan::Power(0.0),
+        },
+        Some(entry) => {
+            let (w, done) = ess_target(&entry.value, &entry.request_id, batteries, reached);
+            if done {
+                reached_now = Some(entry.request_id.clone());
+            }
+            StoragePlan::Power(w)
+        }
+    };
+    let production = match &active.curtailment {
+        None => ProductionPlan::Release,
+        Some(e) => ProductionPlan::Limit(e.value.watts(rules.rated_production_w)),
+    };
+    Asked {
+        plan: SitePlan {
+            storage,
+            production,
+            import_order: ImportOrder::LiftCurtailmentFirst,
+        },
+        storage_by: active.ess.as_ref().map(|_| Component::Ess),
+        production_by: active.curtailment.as_ref().map(|_| Component::Curtailment),
+        reached: reached_now,
+    }
+}
+
+/// The plan held within the grid limits: by the grid loop where the site has
+/// one and a meter, else by the open loop's clamps.
+fn held_at_the_grid(
+    site: &Site<'_>,
+    limits: &GridLimits,
+    plan: &SitePlan,
+    prev: &LoopState,
+    now_ms: i64,
+    mgi: bool,
+) -> Held {
+    let (rules, batteries, m) = (site.rules, site.batteries, site.measurements);
+    match (&rules.grid_loop, &m.meter) {
+        (Some(settings), Some(meter)) => {
+            let sensed = Sensed {
+                now_ms,
+                meter: meter.clone(),
+                battery_w: m.online_battery_w,
+                readings_from_ms: m.readings_from_ms,
+                readings: m.readings.clone(),
+                // The loop counts only charging the batteries can keep up
+                // for a while: one about to be full would stop at once.
+                charge_cap_w: batteries
+                    .iter()
+                    .map(|b| b.charge_cap_for(SUSTAINED_CHARGE_S))
+                    .sum(),
+                discharge_cap_w: batteries.iter().map(BatteryView::discharge_cap).sum(),
+            };
+            hold(settings, limits, plan, site.inverters, &sensed, prev)
+        }
+        _ => {
+            let net = Net {
+                grid_w: m.grid_w(),
+                battery_w: m.battery_w,
+                production_w: m.production_w,
+            };
+            let charge_cap: f64 = batteries.iter().map(BatteryView::charge_cap).sum();
+            open_loop(limits, plan, &net, mgi.then_some(charge_cap), now_ms)
+        }
+    }
+}
+
 /// The site storage power an ESS entry asks for now, and whether an `untilSoc`
 /// target was reached in this decision (then it is idle).
 fn ess_target(
@@ -316,23 +365,20 @@ fn storage_commands(
     }
 }
 
-/// Per-inverter commands: a site limit spread by the curtailment rule.
+/// Per-inverter commands: a site limit spread by the curtailment rule; the
+/// loop's own cap with each inverter keeping what it was told where that
+/// still fits (`settle.rs`), a partner's limit exactly by the rule.
 fn production_commands(
     rule: CurtailmentFulfilment,
     inverters: &[InverterView],
     p: ProductionPlan,
 ) -> Vec<Command> {
-    match p {
-        ProductionPlan::Release => vec![Command::ProductionRelease; inverters.len()],
-        ProductionPlan::Limit(l) => allocate_production(rule, inverters, l)
-            .into_iter()
-            .map(Command::ProductionLimit)
-            .collect(),
-        ProductionPlan::Cap(c) => allocate_production(cap_rule(rule), inverters, c)
-            .into_iter()
-            .map(Command::ProductionLimit)
-            .collect(),
-    }
+    let limits = match p {
+        ProductionPlan::Release => return vec![Command::ProductionRelease; inverters.len()],
+        ProductionPlan::Limit(l) => allocate_production(rule, inverters, l),
+        ProductionPlan::Cap(c) => production_limits(cap_rule(rule), inverters, c),
+    };
+    limits.into_iter().map(Command::ProductionLimit).collect()
 }
 
 fn changed_slots(before: &[Command], after: &[Command], offset: usize) -> Vec<usize> {

@@ -136,6 +136,7 @@ pub fn hold(
                 prev.changed_at_ms
             },
             estimated_at_ms: t.estimated_at_ms,
+            counted: t.counted.clone(),
             storage_w: storage_taken.then_some(storage),
             auto_w: (plan.storage == StoragePlan::Release).then_some(t.auto_w),
             storage_since_ms: since.0,
@@ -164,10 +165,12 @@ fn on_way(last: Option<f64>, now: f64, want: f64, relax: f64) -> bool {
 }
 
 /// The storage the loop sets, after the deadband and the ramp, whether it
-/// sets one, and whether the ramp kept it short of where it goes: a storage handed back moves towards the plan at the ramp and is
-/// released once within a deadband of it; but not while the site imports and
-/// the production is still coming up to a cap that rose (a released storage
-/// would cover the import on its own and add to the production as it comes).
+/// sets one, and whether the ramp kept it short of where it goes: a storage
+/// handed back moves towards the plan at the ramp and is released once within
+/// a deadband of it; but not while the site imports and the production is
+/// still coming up to a cap that rose (a released storage would cover the
+/// import on its own and add to the production as it comes), nor where
+/// letting it go would cut the production ([`lets_go`]).
 fn hand_back(t: &Tick, import: &import::ImportHold, export_storage: bool) -> (f64, bool, bool) {
     let (s, prev) = (t.s, t.prev);
     let storage = import.storage;
@@ -184,11 +187,32 @@ fn hand_back(t: &Tick, import: &import::ImportHold, export_storage: bool) -> (f6
     let rising = t.last_cap.is_some_and(|c| t.pv_now < c - t.margin)
         && s.now_ms - prev.cap_since_ms < t.settings.settle_ms;
     let hold_on = t.budget.is_some() && t.grid_w > t.db && rising;
-    if !moved && !hold_on && (storage - t.plan_own).abs() < t.db.max(1.0) {
+    if !moved
+        && !hold_on
+        && (storage - t.plan_own).abs() < t.db.max(1.0)
+        && lets_go(t, storage, import.lifted)
+    {
         (t.plan_own, false, false)
     } else {
         (storage, true, on_way)
     }
+}
+
+/// Whether a storage the loop holds at `storage` may be let go: the cap that
+/// makes room for it released (`export::cap`) leaves the production, within a
+/// deadband, what the cap for it held leaves. A released storage counts at its
+/// worst for the export (its discharge, not its charging: it may stop), and
+/// the largest cap whose production's worst fits what is left can be far lower
+/// (an inverter whose limit stays above what it produces counts at that
+/// limit). Let go there, the storage would be let go faster than the
+/// production comes down: the cap would fall at once and the site would import
+/// what the load needs (2 kW over a zero import limit, in a cycle of hand-back,
+/// cut and import hold). Held, `export::cap` keeps it where the production
+/// leaves room.
+fn lets_go(t: &Tick, storage: f64, lifted: bool) -> bool {
+    let gives = |c: export::Cap| pv::expected(t.rule, t.inverters, c.cap);
+    let released = gives(export::cap(t, t.plan_own, false, lifted));
+    released >= gives(export::cap(t, storage, true, lifted)) - t.db
 }
 
 /// What the loop changed of the plan, with the reasons the steering state
@@ -273,14 +297,22 @@ fn aim(l: Limit) -> f64 {
     l.w - 0.5 * tolerance_w(l.w)
 }
 
-/// Moves smaller than half the tightest tolerance are not worth a write.
-fn deadband(limits: &GridLimits) -> f64 {
-    [limits.export, limits.import]
+/// Moves smaller than half the tightest tolerance are not worth a write: the
+/// band scales with the limit (a 1 MW limit moves in steps of 10 kW, not of
+/// the meter's noise), and with the aim half a tolerance inside the limit, a
+/// site held within it never passes the limit on a move it leaves unwritten.
+/// Without a limit (nothing to hold), 500 W.
+pub fn deadband(limits: &GridLimits) -> f64 {
+    let db = [limits.export, limits.import]
         .into_iter()
         .flatten()
         .map(|l| 0.5 * tolerance_w(l.w))
-        .fold(f64::INFINITY, f64::min)
-        .min(500.0)
+        .fold(f64::INFINITY, f64::min);
+    if db.is_finite() {
+        db
+    } else {
+        500.0
+    }
 }
 
 /// The new output given the last one: unchanged within the deadband; a move in
@@ -305,6 +337,8 @@ fn describe(l: Option<Limit>) -> String {
     l.map_or_else(|| "grid limit".to_string(), |l| l.describe())
 }
 
+#[cfg(test)]
+mod joining;
 #[cfg(test)]
 mod plant;
 #[cfg(test)]

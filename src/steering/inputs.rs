@@ -116,6 +116,8 @@ pub struct Context<'a> {
     /// The limit each inverter was last told, in the order of `SiteDevices::inverters`.
     pub inverter_limits: &'a [Option<f64>],
     pub operator: OperatorLimits,
+    /// Limits a SCADA set over the Modbus server.
+    pub modbus: OperatorLimits,
     /// The site's configured grid limits now (the site config's at start,
     /// a config change's applied live since).
     pub configured: ConfiguredLimits,
@@ -229,6 +231,7 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         readings_from_ms,
         readings,
         operator: ctx.operator,
+        modbus: ctx.modbus,
     };
     let rated_production_w = site
         .rated_production_power

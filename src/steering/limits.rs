@@ -1,6 +1,7 @@
 //! The grid limits in force at a site: the tightest of the configured limits, an
-//! active `gridLimit` entry (it may only tighten them) and a grid operator's local
-//! signal (it wins over every partner signal). Each limit says where it came from,
+//! active `gridLimit` entry (it may only tighten them), a grid operator's local
+//! signal (it wins over every partner signal) and a SCADA's limit written over
+//! the Modbus server (it, too, only tightens). Each limit says where it came from,
 //! so the steering state can tell which limit changed a device and why.
 //!
 //! Pure: plain values in, plain values out.
@@ -16,6 +17,8 @@ pub enum LimitSource {
     GridLimit,
     /// A grid operator's signal on the site's digital inputs.
     GridSignal,
+    /// A SCADA's limit written over the Modbus server.
+    Modbus,
 }
 
 impl LimitSource {
@@ -24,6 +27,7 @@ impl LimitSource {
             LimitSource::Config => "config",
             LimitSource::GridLimit => "gridLimit",
             LimitSource::GridSignal => "gridSignal",
+            LimitSource::Modbus => "modbus",
         }
     }
 }
@@ -78,15 +82,17 @@ pub struct OperatorLimits {
     pub max_export_w: Option<f64>,
 }
 
-/// The tightest of the three sources, per direction. Ties keep the earlier
-/// source (config, then gridLimit, then the operator).
+/// The tightest of the four sources, per direction. Ties keep the earlier
+/// source (config, then gridLimit, then the operator's signal, then the
+/// SCADA over Modbus).
 pub fn in_force(
     max_import_w: Option<f64>,
     max_export_w: Option<f64>,
     temporary: Option<&GridLimit>,
     operator: &OperatorLimits,
+    modbus: &OperatorLimits,
 ) -> GridLimits {
-    let pick = |direction: Direction, candidates: [(Option<f64>, LimitSource); 3]| {
+    let pick = |direction: Direction, candidates: [(Option<f64>, LimitSource); 4]| {
         candidates
             .into_iter()
             .filter_map(|(w, source)| {
@@ -109,6 +115,7 @@ pub fn in_force(
                     LimitSource::GridLimit,
                 ),
                 (operator.max_import_w, LimitSource::GridSignal),
+                (modbus.max_import_w, LimitSource::Modbus),
             ],
         ),
         export: pick(
@@ -120,6 +127,7 @@ pub fn in_force(
                     LimitSource::GridLimit,
                 ),
                 (operator.max_export_w, LimitSource::GridSignal),
+                (modbus.max_export_w, LimitSource::Modbus),
             ],
         ),
     }
@@ -145,6 +153,7 @@ mod tests {
             Some(40_000.0),
             Some(&g),
             &OperatorLimits::default(),
+            &OperatorLimits::default(),
         );
         assert_eq!(
             l.export.map(|l| (l.w, l.source)),
@@ -154,13 +163,44 @@ mod tests {
             l.import.map(|l| (l.w, l.source)),
             Some((60_000.0, LimitSource::Config))
         );
-        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &op);
+        let l = in_force(
+            Some(60_000.0),
+            Some(40_000.0),
+            Some(&g),
+            &op,
+            &OperatorLimits::default(),
+        );
         assert_eq!(
             l.export.map(|l| (l.w, l.source)),
             Some((0.0, LimitSource::GridSignal))
         );
         assert_eq!(l.export.unwrap().describe(), "maxExport 0 W (gridSignal)");
-        let none = in_force(None, None, None, &OperatorLimits::default());
+        let scada = OperatorLimits {
+            max_import_w: None,
+            max_export_w: Some(5_000.0),
+        };
+        let l = in_force(
+            Some(60_000.0),
+            Some(40_000.0),
+            Some(&g),
+            &OperatorLimits::default(),
+            &scada,
+        );
+        assert_eq!(
+            l.export.map(|l| (l.w, l.source)),
+            Some((5_000.0, LimitSource::Modbus))
+        );
+        assert_eq!(l.export.unwrap().describe(), "maxExport 5000 W (modbus)");
+        // A SCADA's limit never lifts a tighter one.
+        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &op, &scada);
+        assert_eq!(l.export.map(|l| l.source), Some(LimitSource::GridSignal));
+        let none = in_force(
+            None,
+            None,
+            None,
+            &OperatorLimits::default(),
+            &OperatorLimits::default(),
+        );
         assert_eq!(none, GridLimits::default());
     }
 }

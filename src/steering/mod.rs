@@ -35,9 +35,10 @@ pub mod report;
 pub mod request;
 pub mod runtime;
 pub mod service;
+pub mod settle;
 pub mod signal;
 pub mod sqlite;
-mod stats;
+pub mod stats;
 pub mod stop;
 pub mod stop_signal;
 pub mod timeline;
@@ -128,7 +129,7 @@ pub async fn start(
         }
     };
     let (audit_tx, audit_rx) = mpsc::channel(AUDIT_QUEUE);
-    tracker.spawn(write_audit(store.clone(), audit_rx));
+    tracker.spawn(write_audit(store.clone(), audit_rx, cancel.child_token()));
 
     let mut sites = Vec::new();
     for cfg in &config.sites {
@@ -191,7 +192,10 @@ pub async fn start(
         ));
         sites.push(site);
     }
-    (SteeringService::new(sites, store, durable, live), actuators)
+    (
+        SteeringService::new(sites, store, durable, live, audit_tx),
+        actuators,
+    )
 }
 
 /// Ends every component of `site` (the agent's own change at start).
@@ -232,12 +236,34 @@ async fn keep_found_registers(
     }
 }
 
-/// Drains device-write records into the store, in batches.
-async fn write_audit(store: Arc<dyn SteeringStore>, mut rx: mpsc::Receiver<AuditEvent>) {
+/// Drains audit records (device writes, the Modbus server's) into the
+/// store, in batches, until every sender is gone or `cancel`; at `cancel`
+/// what is queued is written still (the service holds a sender for as long
+/// as the agent runs, so the end of the senders alone would come too late).
+async fn write_audit(
+    store: Arc<dyn SteeringStore>,
+    mut rx: mpsc::Receiver<AuditEvent>,
+    cancel: CancellationToken,
+) {
     let mut batch = Vec::new();
-    while rx.recv_many(&mut batch, 256).await > 0 {
+    loop {
+        let n = tokio::select! {
+            n = rx.recv_many(&mut batch, 256) => n,
+            () = cancel.cancelled() => break,
+        };
+        if n == 0 {
+            return;
+        }
         if let Err(e) = store.record(std::mem::take(&mut batch)).await {
             tracing::warn!(error = %e, "steering audit records lost");
+        }
+    }
+    while let Ok(e) = rx.try_recv() {
+        batch.push(e);
+    }
+    if !batch.is_empty() {
+        if let Err(e) = store.record(batch).await {
+            tracing::warn!(error = %e, "steering audit records lost at stop");
         }
     }
 }

@@ -59,6 +59,20 @@ pub fn backoff_ms(failures: u32) -> i64 {
     delays.ceiling(failures.saturating_sub(1)).as_millis() as i64
 }
 
+/// The least time a refresh leaves before the revert timer would run out, ms:
+/// room for a bus busy with a poll and a retry or two.
+const REFRESH_MARGIN_MS: i64 = 10_000;
+
+/// How long after a confirmed write the setpoint is written again: shortly
+/// before the device's revert timer (`revert_s`) runs out, by a quarter of it
+/// or 10 s, whichever is more, but never later than half of it (45 s at the
+/// default 60 s, 1 s at 2 s).
+pub fn refresh_ms(revert_s: u16) -> i64 {
+    let revert = i64::from(revert_s) * 1000;
+    let margin = (revert / 4).max(REFRESH_MARGIN_MS.min(revert / 2));
+    (revert - margin).max(1)
+}
+
 /// Whether `plan` must be written now, later, or not at all. Changed registers
 /// are written at once (even while backing off: a new value deserves a new
 /// try); a failed write is retried with backoff; a setpoint that holds the device
@@ -233,6 +247,24 @@ mod tests {
             Due::Now
         );
         assert_eq!(backoff_ms(40), MAX_BACKOFF_MS);
+    }
+
+    #[test]
+    fn refreshes_come_shortly_before_the_revert_timer_runs_out() {
+        assert_eq!(refresh_ms(60), 45_000);
+        assert_eq!(refresh_ms(600), 450_000);
+        assert_eq!(refresh_ms(10), 5_000);
+        assert_eq!(refresh_ms(2), 1_000);
+        assert_eq!(refresh_ms(0), 1);
+        for s in 1..=900 {
+            let r = refresh_ms(s);
+            let revert = i64::from(s) * 1000;
+            assert!(r <= revert / 2 || revert - r >= 10_000, "{s} s: {r} ms");
+            assert!(
+                r >= revert / 2,
+                "{s} s: refresh at {r} ms, sooner than needed"
+            );
+        }
     }
 
     #[test]

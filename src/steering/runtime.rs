@@ -14,6 +14,7 @@ use tokio::sync::{watch, Notify};
 use super::decide::{decide, Command, Decision, GridStatus, Note, Site};
 use super::hold::LoopState;
 use super::inputs::{gather, Context, SiteDevices};
+use super::limits::OperatorLimits;
 use super::operator::{combine, SignalStatus};
 use super::report::{Desired, DeviceReport};
 use super::request::ConfiguredLimits;
@@ -68,8 +69,12 @@ pub struct SiteRuntime {
     pub writes: Arc<[WriteCounters]>,
     /// The control loop's heartbeat, for the watchdog.
     pub heartbeat: Heartbeat,
+    /// How long the control loop's ticks take, and how late timed ones wake.
+    pub ticks: super::stats::TickStats,
     /// What each grid operator's signal says now (written by `grid_signal::run`).
     pub signals: Mutex<Vec<SignalStatus>>,
+    /// Limits a SCADA set over the Modbus server (only ever tightening).
+    modbus: Mutex<OperatorLimits>,
     /// What the grid loop keeps from one tick to the next.
     loop_state: Mutex<LoopState>,
     /// The count of committed changes (`committed`) the last evaluation saw;
@@ -114,7 +119,9 @@ impl SiteRuntime {
             status: Mutex::new(LoopStatus::default()),
             writes,
             heartbeat,
+            ticks: super::stats::TickStats::default(),
             signals: Mutex::new(signals),
+            modbus: Mutex::new(OperatorLimits::default()),
             loop_state: Mutex::new(LoopState::default()),
             desired,
             evaluated: watch::channel(None).0,
@@ -216,6 +223,7 @@ impl SiteRuntime {
             now_ms: now,
             inverter_limits: &limits,
             operator: combine(&lock(&self.signals)),
+            modbus: *lock(&self.modbus),
             configured: self.limits(),
         };
         gather(live, &self.config, &self.devices, &ctx)
@@ -228,6 +236,27 @@ impl SiteRuntime {
         f: impl FnOnce(&mut SignalStatus) -> R,
     ) -> Option<R> {
         lock(&self.signals).get_mut(index).map(f)
+    }
+
+    /// A SCADA's limits over the Modbus server, in force from the control
+    /// loop's next tick (woken now); `OperatorLimits::default()` ends them.
+    pub fn set_modbus_limits(&self, limits: OperatorLimits) {
+        let changed = {
+            let mut m = lock(&self.modbus);
+            let changed = *m != limits;
+            *m = limits;
+            changed
+        };
+        if changed {
+            tracing::info!(
+                site = %self.config.reference,
+                max_import_w = ?limits.max_import_w,
+                max_export_w = ?limits.max_export_w,
+                "limits over Modbus changed"
+            );
+            self.wake.notify_one();
+            self.changed.notify_one();
+        }
     }
 
     /// What each grid signal says now.

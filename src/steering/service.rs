@@ -74,6 +74,9 @@ struct Inner {
     durable: Arc<Durable>,
     live: Arc<Live>,
     clock: std::sync::OnceLock<crate::clock::ClockWatch>,
+    /// The audit writer's queue (`mod.rs`), for records of changes made
+    /// outside a `Change`.
+    audit: tokio::sync::mpsc::Sender<AuditEvent>,
 }
 
 /// `req_` and 16 hex digits from the OS's random source (time-based if it fails).
@@ -91,6 +94,7 @@ impl SteeringService {
         store: Arc<dyn SteeringStore>,
         durable: Arc<Durable>,
         live: Arc<Live>,
+        audit: tokio::sync::mpsc::Sender<AuditEvent>,
     ) -> Self {
         let by_ref = sites
             .iter()
@@ -105,6 +109,7 @@ impl SteeringService {
                 durable,
                 live,
                 clock: std::sync::OnceLock::new(),
+                audit,
             }),
         }
     }
@@ -129,6 +134,22 @@ impl SteeringService {
 
     pub fn live(&self) -> &Arc<Live> {
         &self.inner.live
+    }
+
+    /// Queues an audit record for the site's history (the Modbus server's
+    /// SCADA limits and forwarded writes). Never waits: a full queue drops
+    /// the record with a warning.
+    pub fn note(&self, event: AuditEvent) {
+        if let Err(e) = self.inner.audit.try_send(event) {
+            let kind = match &e {
+                tokio::sync::mpsc::error::TrySendError::Full(ev)
+                | tokio::sync::mpsc::error::TrySendError::Closed(ev) => ev.kind_name(),
+            };
+            tracing::warn!(
+                kind,
+                "audit queue full or closed: a history record was dropped"
+            );
+        }
     }
 
     /// Starts a change of the site's signal (a steering POST): the site's

@@ -1,13 +1,40 @@
-//! Setpoint write counters per steered device, and the steering collector for
-//! `/metrics` (those counters plus each device's current state). Actuators
-//! count; `/metrics` reads.
+//! Setpoint write counters per steered device, the control loop's tick times,
+//! and the steering collector for `/metrics` (those counters plus each
+//! device's current state). Actuators and the loop count; `/metrics` reads.
+//!
+//! Per-device series carry the `device` label only and one sample each (its
+//! writes, its state), so a scrape of a site of 1,000 devices stays small;
+//! the writes by kind and result are summed per site.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::hold::LoopMode;
-use super::report::State;
 use super::SteeringService;
-use crate::metrics::{Collect, Encoder, Kind};
+use crate::metrics::{Collect, Encoder, Histogram, Kind};
+
+/// Bounds (seconds) for a control tick: 50 µs to 1 s (a tick is a decision
+/// in memory, well below the request latencies' 1 ms).
+pub const TICK_BUCKETS: &[f64] = &[
+    0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0,
+];
+
+/// A site's control ticks: how long each took (from its wake to its decision
+/// handed to the actuators), and how late a timed one woke after its planned
+/// time (the runtime's scheduling: what other tasks on it cost the loop).
+#[derive(Debug)]
+pub struct TickStats {
+    pub took: Histogram,
+    pub late: Histogram,
+}
+
+impl Default for TickStats {
+    fn default() -> Self {
+        TickStats {
+            took: Histogram::new(TICK_BUCKETS),
+            late: Histogram::new(TICK_BUCKETS),
+        }
+    }
+}
 
 /// Writes to one device: setpoint changes and refreshes, confirmed by the
 /// read-back or failed.
@@ -27,14 +54,16 @@ impl WriteCounters {
     fn get(&self, change: bool, confirmed: bool) -> u64 {
         self.counts[usize::from(!change)][usize::from(!confirmed)].load(Ordering::Relaxed)
     }
-}
 
-const STATES: [State; 4] = [
-    State::Applied,
-    State::Pending,
-    State::Failed,
-    State::Fallback,
-];
+    /// Every write, of either kind and result.
+    fn total(&self) -> u64 {
+        self.counts
+            .iter()
+            .flatten()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum()
+    }
+}
 
 impl Collect for SteeringService {
     fn collect(&self, out: &mut Encoder) {
@@ -53,45 +82,48 @@ impl Collect for SteeringService {
         )
         .sample(&[("result", "retried")], failed as f64)
         .sample(&[("result", "merged")], dropped as f64);
+        ticks_of_all(self, out);
         for site in self.sites() {
             let site_ref = site.config.reference.as_str();
             let reports = site.reports();
             let mut writes = out.family(
                 "sitegate_steering_writes_total",
                 Kind::Counter,
-                "Setpoint writes to a device: changes and revert-timer refreshes, confirmed by read-back or failed.",
+                "Setpoint writes to the site's devices: changes and revert-timer refreshes, confirmed by read-back or failed.",
+            );
+            for (kind, change) in [("change", true), ("refresh", false)] {
+                for (result, confirmed) in [("confirmed", true), ("failed", false)] {
+                    let n: u64 = site.writes.iter().map(|c| c.get(change, confirmed)).sum();
+                    writes.sample(
+                        &[("site", site_ref), ("kind", kind), ("result", result)],
+                        n as f64,
+                    );
+                }
+            }
+            let mut device_writes = out.family(
+                "sitegate_steering_device_writes_total",
+                Kind::Counter,
+                "Setpoint writes to a device, changes and refreshes, confirmed or failed.",
             );
             for (report, counters) in reports.iter().zip(site.writes.iter()) {
-                for (kind, change) in [("change", true), ("refresh", false)] {
-                    for (result, confirmed) in [("confirmed", true), ("failed", false)] {
-                        writes.sample(
-                            &[
-                                ("site", site_ref),
-                                ("device", report.device.as_str()),
-                                ("kind", kind),
-                                ("result", result),
-                            ],
-                            counters.get(change, confirmed) as f64,
-                        );
-                    }
-                }
+                device_writes.sample(
+                    &[("device", report.device.as_str())],
+                    counters.total() as f64,
+                );
             }
             let mut states = out.family(
                 "sitegate_steering_device_state",
                 Kind::Gauge,
-                "1 for the state each steered device is in (applied, pending, failed, fallback).",
+                "1 for the state a steered device is in (applied, pending, failed, fallback); the other states are not shown.",
             );
             for report in &reports {
-                for s in STATES {
-                    states.sample(
-                        &[
-                            ("site", site_ref),
-                            ("device", report.device.as_str()),
-                            ("state", s.as_str()),
-                        ],
-                        if report.state == s { 1.0 } else { 0.0 },
-                    );
-                }
+                states.sample(
+                    &[
+                        ("device", report.device.as_str()),
+                        ("state", report.state.as_str()),
+                    ],
+                    1.0,
+                );
             }
             let status = site.status();
             let lost = status.grid.mode == LoopMode::MeterLost;
@@ -122,6 +154,35 @@ impl Collect for SteeringService {
     }
 }
 
+/// Every site's tick histograms as one: a label per site would cost a
+/// scrape of many sites 17 lines a site and histogram.
+fn ticks_of_all(service: &SteeringService, out: &mut Encoder) {
+    let merged = |pick: fn(&TickStats) -> &Histogram| {
+        let mut all = Histogram::new(TICK_BUCKETS).snapshot();
+        for site in service.sites() {
+            let h = pick(&site.ticks).snapshot();
+            for (a, b) in all.counts.iter_mut().zip(&h.counts) {
+                *a += b;
+            }
+            all.count += h.count;
+            all.sum += h.sum;
+        }
+        all
+    };
+    out.family(
+        "sitegate_steering_tick_duration_seconds",
+        Kind::Histogram,
+        "Time one tick of a site's control loop took, from its wake to its decision handed to the actuators (every site's ticks).",
+    )
+    .histogram(&[], &merged(|t| &t.took));
+    out.family(
+        "sitegate_steering_tick_delay_seconds",
+        Kind::Histogram,
+        "How late a timed tick of a site's control loop woke after its planned time (every site's ticks).",
+    )
+    .histogram(&[], &merged(|t| &t.late));
+}
+
 const MODES: [LoopMode; 5] = [
     LoopMode::Off,
     LoopMode::Free,
@@ -145,5 +206,6 @@ mod tests {
         assert_eq!(c.get(true, false), 0);
         assert_eq!(c.get(false, true), 2);
         assert_eq!(c.get(false, false), 1);
+        assert_eq!(c.total(), 4);
     }
 }

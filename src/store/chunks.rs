@@ -13,14 +13,22 @@
 //! Chunks of one series may overlap in time (late samples); a (series, ts) is
 //! still stored once: the writer checks before it stages ([`contains`]).
 //!
+//! A device's properties share their poll's times: [`ChunkWriter`] writes a
+//! chunk whose times equal those of the previous series' chunk at the same
+//! place as a reference to that chunk (the one holding the times), and
+//! readers decode the times from there. Such chunks end at the same time as
+//! the chunk holding their times, so whoever deletes chunks deletes every
+//! chunk of an end time together ([`delete_ended_before`]), never the times
+//! without the chunks that use them.
+//!
 //! The newest sample of each series is not looked up here but kept in
 //! `series_last` (`ingest.rs`), since the index no longer orders by series.
 //!
 //! Nothing here begins or commits a transaction.
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
-use super::codec::{decode_chunk, encode_chunk};
+use super::chunk_codec::{decode_chunk, decode_shared, encode_chunk, encode_shared, times_of};
 use super::stage::malformed;
 
 /// A chunk's last sample is less than this after its first.
@@ -31,28 +39,115 @@ pub const CHUNK_MAX: usize = 4096;
 /// filed under the window its first sample falls in.
 pub const WINDOW_MS: i64 = 600_000;
 
-/// Writes the samples of one series, `ts` strictly ascending, as chunks.
+/// Writes the chunks of series after series, one transaction's worth (a
+/// compaction's), sharing times between series where they are the same.
+#[derive(Default)]
+pub(crate) struct ChunkWriter {
+    /// The chunks of the series written last: the id of the chunk holding
+    /// their times, and the times.
+    before: Vec<(i64, Vec<i64>)>,
+}
+
+impl ChunkWriter {
+    /// Writes the samples of one series, `ts` strictly ascending, as chunks.
+    pub fn write(
+        &mut self,
+        conn: &Connection,
+        series: i64,
+        samples: &[(i64, f64)],
+    ) -> rusqlite::Result<()> {
+        let mut insert = conn.prepare_cached(
+            "INSERT INTO raw_chunk (series, start_ts, end_ts, n, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        let mut written = Vec::new();
+        let mut rest = samples;
+        while let Some(&(start, _)) = rest.first() {
+            let len = rest
+                .iter()
+                .take(CHUNK_MAX)
+                .take_while(|s| s.0 - start < CHUNK_SPAN_MS)
+                .count();
+            let (chunk, tail) = rest.split_at(len);
+            let end = chunk[len - 1].0;
+            let times: Vec<i64> = chunk.iter().map(|s| s.0).collect();
+            let same = self
+                .before
+                .get(written.len())
+                .filter(|(_, before)| *before == times)
+                .map(|(holder, _)| *holder);
+            let body = match same {
+                Some(holder) => encode_shared(holder, chunk),
+                None => encode_chunk(chunk),
+            };
+            insert.execute(params![series, start, end, len as i64, body])?;
+            written.push((same.unwrap_or_else(|| conn.last_insert_rowid()), times));
+            rest = tail;
+        }
+        self.before = written;
+        Ok(())
+    }
+}
+
+/// Writes the samples of one series, `ts` strictly ascending, as chunks of
+/// their own.
+#[cfg(test)]
 pub(crate) fn write(
     conn: &Connection,
     series: i64,
     samples: &[(i64, f64)],
 ) -> rusqlite::Result<()> {
-    let mut insert = conn.prepare_cached(
-        "INSERT INTO raw_chunk (series, start_ts, end_ts, n, body) VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?;
-    let mut rest = samples;
-    while let Some(&(start, _)) = rest.first() {
-        let len = rest
-            .iter()
-            .take(CHUNK_MAX)
-            .take_while(|s| s.0 - start < CHUNK_SPAN_MS)
-            .count();
-        let (chunk, tail) = rest.split_at(len);
-        let end = chunk[len - 1].0;
-        insert.execute(params![series, start, end, len as i64, encode_chunk(chunk)])?;
-        rest = tail;
+    ChunkWriter::default().write(conn, series, samples)
+}
+
+/// Calls `f(ts, value)` for each sample of the chunk row (`start`, `n`,
+/// `body`), reading the times from the chunk that holds them when the body
+/// does not.
+pub(crate) fn decode_row(
+    conn: &Connection,
+    start: i64,
+    n: usize,
+    body: &[u8],
+    f: impl FnMut(i64, f64),
+) -> rusqlite::Result<()> {
+    let Some(holder) = times_of(body).map_err(malformed)? else {
+        return decode_chunk(start, n, body, f).map_err(malformed);
+    };
+    let mut times = Vec::with_capacity(n);
+    conn.prepare_cached("SELECT start_ts, n, body FROM raw_chunk WHERE id = ?1")?
+        .query_row([holder], |r| {
+            let n = usize::try_from(r.get::<_, i64>(1)?).unwrap_or(0);
+            decode_chunk(r.get(0)?, n, r.get_ref(2)?.as_blob()?, |t, _| times.push(t))
+                .map_err(malformed)
+        })?;
+    if times.len() != n || times.first() != Some(&start) {
+        return Err(malformed(super::codec::Malformed));
     }
-    Ok(())
+    decode_shared(&times, body, f).map_err(malformed)
+}
+
+/// Deletes at most about `limit` chunks that ended before `cutoff`, those
+/// that ended first, and with the last end time deleted every chunk of that
+/// end time (the chunks sharing times end together). Returns the samples
+/// deleted.
+pub(crate) fn delete_ended_before(
+    conn: &Connection,
+    cutoff: i64,
+    limit: i64,
+) -> rusqlite::Result<u64> {
+    let last: Option<i64> = conn
+        .prepare_cached(
+            "SELECT end_ts FROM raw_chunk WHERE end_ts < ?1 ORDER BY end_ts LIMIT 1 OFFSET ?2",
+        )?
+        .query_row(params![cutoff, limit - 1], |r| r.get(0))
+        .optional()?;
+    let upto = last.map_or(cutoff, |t| t.saturating_add(1));
+    let mut delete = conn.prepare_cached("DELETE FROM raw_chunk WHERE end_ts < ?1 RETURNING n")?;
+    let mut samples = 0u64;
+    let mut rows = delete.query([upto])?;
+    while let Some(row) = rows.next()? {
+        samples += row.get::<_, i64>(0)?.max(0) as u64;
+    }
+    Ok(samples)
 }
 
 /// Calls `f(ts, value)` for every sample of `series` with `start <= ts < end`,
@@ -94,7 +189,8 @@ pub(crate) fn for_each(
         while let Some(row) = rows.next()? {
             let first: i64 = row.get(0)?;
             let n: i64 = row.get(1)?;
-            decode_chunk(
+            decode_row(
+                conn,
                 first,
                 n.max(0) as usize,
                 row.get_ref(2)?.as_blob()?,
@@ -103,8 +199,7 @@ pub(crate) fn for_each(
                         f(ts, v);
                     }
                 },
-            )
-            .map_err(malformed)?;
+            )?;
         }
     }
     Ok(())
@@ -124,87 +219,4 @@ pub(crate) fn contains(conn: &Connection, series: i64, ts: i64) -> rusqlite::Res
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A database with every migration: the index the reads use is the
-    /// shipped one.
-    fn db() -> Connection {
-        let mut conn = Connection::open_in_memory().expect("db");
-        super::super::migrate::migrate(&mut conn, 1).expect("schema");
-        conn
-    }
-
-    fn read(conn: &Connection, series: i64, start: i64, end: i64) -> Vec<(i64, f64)> {
-        let mut out = Vec::new();
-        for_each(conn, series, start, end, |t, v| out.push((t, v))).expect("read");
-        out
-    }
-
-    #[test]
-    fn long_runs_are_cut_by_span_and_count_and_read_back_by_range() {
-        let conn = db();
-        // Three hours at 1 Hz: cut by the span into three chunks.
-        let samples: Vec<(i64, f64)> = (0..10_800).map(|i| (i * 1000, (i % 50) as f64)).collect();
-        write(&conn, 7, &samples).expect("write");
-        let spans: Vec<(i64, i64, i64)> = conn
-            .prepare("SELECT start_ts, end_ts, n FROM raw_chunk ORDER BY start_ts")
-            .and_then(|mut s| {
-                s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect()
-            })
-            .expect("chunks");
-        assert!(spans
-            .iter()
-            .all(|&(s, e, n)| e - s < CHUNK_SPAN_MS && n as usize <= CHUNK_MAX));
-        assert_eq!(spans.iter().map(|s| s.2).sum::<i64>(), 10_800);
-        assert_eq!(read(&conn, 7, 0, i64::MAX), samples);
-        assert_eq!(
-            read(&conn, 7, 3_599_500, 3_602_000),
-            samples[3600..3602].to_vec()
-        );
-        assert!(read(&conn, 8, 0, i64::MAX).is_empty());
-        // 10 kHz: cut by count.
-        let dense: Vec<(i64, f64)> = (0..10_000).map(|i| (20_000_000 + i, 1.0)).collect();
-        write(&conn, 9, &dense).expect("write");
-        assert_eq!(read(&conn, 9, 0, i64::MAX).len(), 10_000);
-        assert!(contains(&conn, 9, 20_000_000 + 4096).expect("contains"));
-        assert!(!contains(&conn, 9, 19_999_999).expect("contains"));
-    }
-
-    #[test]
-    fn a_series_is_found_by_one_seek_per_window() {
-        let conn = db();
-        let plan: Vec<String> = conn
-            .prepare(
-                "EXPLAIN QUERY PLAN SELECT start_ts, n, body FROM raw_chunk
-                 WHERE start_ts / 600000 = ?1 AND series = ?2
-                   AND start_ts > ?3 AND start_ts < ?4 AND end_ts >= ?5",
-            )
-            .and_then(|mut s| s.query_map([1, 2, 3, 4, 5], |r| r.get(3))?.collect())
-            .expect("plan");
-        assert!(
-            plan.iter()
-                .any(|p| p.contains("raw_chunk_by_window") && p.contains("<expr>=? AND series=?")),
-            "{plan:?}"
-        );
-        assert_eq!(WINDOW_MS, 600_000, "the migration's index says 600000");
-        // A chunk that starts just before a window's end is found from the next.
-        write(&conn, 3, &[(WINDOW_MS - 1, 1.0), (WINDOW_MS + 1, 2.0)]).expect("write");
-        assert_eq!(
-            read(&conn, 3, WINDOW_MS, 2 * WINDOW_MS),
-            [(WINDOW_MS + 1, 2.0)]
-        );
-    }
-
-    #[test]
-    fn a_late_chunk_that_overlaps_is_found_too() {
-        let conn = db();
-        write(&conn, 1, &[(1000, 1.0), (5000, 5.0)]).expect("write");
-        write(&conn, 1, &[(3000, 3.0)]).expect("write");
-        let mut got = read(&conn, 1, 0, 10_000);
-        got.sort_by_key(|s| s.0);
-        assert_eq!(got, [(1000, 1.0), (3000, 3.0), (5000, 5.0)]);
-        assert!(contains(&conn, 1, 3000).expect("contains"));
-    }
-}
+mod tests;

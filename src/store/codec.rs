@@ -1,21 +1,27 @@
-//! Byte encodings of samples inside SQLite blobs: the staging slots
-//! ([`stage`](super::stage)) and the raw-sample chunks ([`chunks`](super::chunks)).
+//! Byte encodings of values inside SQLite blobs, shared by the staging slots
+//! ([`stage`](super::stage)) and the raw-sample chunks
+//! ([`chunk_codec`](super::chunk_codec)).
 //!
-//! Both are exact: a decoded value has the bits of the stored one. A value that
-//! is a short decimal (whole watts, one-decimal volts, ...) is stored as the
-//! integer `m` with `value = m / 10^k`; any other finite value as its 8 bytes.
-//! Integers are LEB128 varints, signed ones zigzag-coded first.
+//! Every encoding is exact: a decoded value has the bits of the stored one. A
+//! value that is a short decimal (whole watts, one-decimal volts, ...) is
+//! stored as the integer `m` with `value = m / 10^k`; a value that is exactly
+//! a float32 (what a float register gives) as its 4 bytes; any other finite
+//! value as its 8 bytes. Integers are LEB128 varints, signed ones
+//! zigzag-coded first.
 //!
 //! Pure: no SQLite, no clock. Decoders never panic on malformed input; they
 //! return [`Malformed`] instead.
 
 /// Most decimals a value may have to be stored as a decimal.
-const MAX_DECIMALS: u8 = 6;
+pub const MAX_DECIMALS: u8 = 6;
 /// The value-code tag that says "8 raw bytes follow".
 const RAW_TAG: u64 = 7;
+/// The tag that says "the 4 bytes of a float32 follow" (staging slots of the
+/// current format only: their tags have four bits).
+pub const F32_TAG: u64 = 8;
 /// Largest mantissa stored exactly (2^53).
 const MAX_MANTISSA: f64 = 9_007_199_254_740_992.0;
-const POW10: [f64; MAX_DECIMALS as usize + 1] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
+pub const POW10: [f64; MAX_DECIMALS as usize + 1] = [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6];
 
 /// A blob that does not decode (truncated, or an unknown format byte).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,12 +86,23 @@ impl<'a> Reader<'a> {
     }
 
     pub fn fixed8(&mut self) -> Result<[u8; 8], Malformed> {
-        let end = self.at.checked_add(8).ok_or(Malformed)?;
+        let mut out = [0u8; 8];
+        out.copy_from_slice(self.take(8)?);
+        Ok(out)
+    }
+
+    pub fn fixed4(&mut self) -> Result<[u8; 4], Malformed> {
+        let mut out = [0u8; 4];
+        out.copy_from_slice(self.take(4)?);
+        Ok(out)
+    }
+
+    /// The next `n` bytes.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
+        let end = self.at.checked_add(n).ok_or(Malformed)?;
         let slice = self.bytes.get(self.at..end).ok_or(Malformed)?;
         self.at = end;
-        let mut out = [0u8; 8];
-        out.copy_from_slice(slice);
-        Ok(out)
+        Ok(slice)
     }
 
     /// A value written by [`put_value`].
@@ -98,13 +115,17 @@ impl<'a> Reader<'a> {
         Ok(decimal_value(code >> 3, tag))
     }
 
-    /// The body of a value whose tag (the low three bits of what
-    /// [`split_value`] returns) the caller read elsewhere.
+    /// The body of a value whose tag (what [`split_value`] returns) the
+    /// caller read elsewhere.
     pub fn value_body(&mut self, tag: u64) -> Result<f64, Malformed> {
-        if tag & 7 == RAW_TAG {
-            return Ok(f64::from_bits(u64::from_le_bytes(self.fixed8()?)));
+        match tag {
+            RAW_TAG => Ok(f64::from_bits(u64::from_le_bytes(self.fixed8()?))),
+            F32_TAG => Ok(f64::from(f32::from_bits(u32::from_le_bytes(
+                self.fixed4()?,
+            )))),
+            0..RAW_TAG => Ok(decimal_value(self.varint()?, tag)),
+            _ => Err(Malformed),
         }
-        Ok(decimal_value(self.varint()?, tag))
     }
 }
 
@@ -132,7 +153,7 @@ pub fn decimal(value: f64) -> Option<(i64, u8)> {
 }
 
 /// `value` as `m` for a given number of decimals `k`, if exact.
-fn mantissa(value: f64, k: u8) -> Option<i64> {
+pub fn mantissa(value: f64, k: u8) -> Option<i64> {
     let p = POW10[usize::from(k)];
     let m = (value * p).round();
     if m.is_nan() || m.abs() > MAX_MANTISSA {
@@ -142,21 +163,79 @@ fn mantissa(value: f64, k: u8) -> Option<i64> {
     ((m as f64 / p).to_bits() == value.to_bits()).then_some(m)
 }
 
+/// `value` as a float32, if it is one exactly (what a float register
+/// decodes to; its sign of zero kept).
+pub fn as_f32(value: f64) -> Option<f32> {
+    let f = value as f32;
+    (f64::from(f).to_bits() == value.to_bits()).then_some(f)
+}
+
+/// A float32's bits as an integer in the floats' own order (a step between
+/// close values is small, also across zero; -0 is just below +0).
+pub fn f32_ordered(f: f32) -> i64 {
+    let bits = f.to_bits();
+    if bits & 0x8000_0000 == 0 {
+        i64::from(bits)
+    } else {
+        -i64::from(bits & 0x7fff_ffff) - 1
+    }
+}
+
+/// The float32 of [`f32_ordered`].
+pub fn f32_from_ordered(n: i64) -> Result<f32, Malformed> {
+    let magnitude = |m: i64| {
+        u32::try_from(m)
+            .ok()
+            .filter(|&m| m <= 0x7fff_ffff)
+            .ok_or(Malformed)
+    };
+    let bits = if n >= 0 {
+        magnitude(n)?
+    } else {
+        magnitude(-(n + 1))? | 0x8000_0000
+    };
+    Ok(f32::from_bits(bits))
+}
+
+/// A float64's bits as an integer in the floats' own order (see
+/// [`f32_ordered`]); every `i64` is some float64's.
+pub fn f64_ordered(v: f64) -> i64 {
+    let bits = v.to_bits();
+    if bits >> 63 == 0 {
+        bits as i64
+    } else {
+        -((bits & !(1 << 63)) as i64) - 1
+    }
+}
+
+/// The float64 of [`f64_ordered`].
+pub fn f64_from_ordered(n: i64) -> f64 {
+    if n >= 0 {
+        f64::from_bits(n as u64)
+    } else {
+        // -(n + 1) is in 0..=i64::MAX.
+        f64::from_bits((-(n + 1)) as u64 | 1 << 63)
+    }
+}
+
 /// What follows a value's tag: the zigzag-coded mantissa of a decimal
-/// (a varint), or the 8 bytes of any other value.
+/// (a varint), the 4 bytes of a float32, or the 8 bytes of any other value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ValueBody {
     Mantissa(u64),
+    F32(u32),
     Raw(u64),
 }
 
-/// `value` as a three-bit tag (its decimals `k`, or [`RAW_TAG`]) and a body,
-/// for an encoding that keeps the tag apart from the body (a staging slot
-/// packs it into the sample's first byte).
-pub fn split_value(value: f64) -> (u64, ValueBody) {
-    match decimal(value) {
-        Some((m, k)) => (u64::from(k), ValueBody::Mantissa(zigzag(m))),
-        None => (RAW_TAG, ValueBody::Raw(value.to_bits())),
+/// `value` as a tag (its decimals `k`, [`F32_TAG`] or [`RAW_TAG`]) and a
+/// body, for an encoding that keeps the tag apart from the body (a staging
+/// slot packs it into the sample's first byte). With `f32s` false, a float32
+/// is raw (the three-bit tags of earlier slot formats).
+pub fn split_value(value: f64, f32s: bool) -> (u64, ValueBody) {
+    match (decimal(value), as_f32(value)) {
+        (Some((m, k)), _) => (u64::from(k), ValueBody::Mantissa(zigzag(m))),
+        (None, Some(f)) if f32s => (F32_TAG, ValueBody::F32(f.to_bits())),
+        _ => (RAW_TAG, ValueBody::Raw(value.to_bits())),
     }
 }
 
@@ -164,14 +243,16 @@ pub fn split_value(value: f64) -> (u64, ValueBody) {
 pub fn put_value_body(out: &mut Vec<u8>, body: ValueBody) {
     match body {
         ValueBody::Mantissa(z) => put_varint(out, z),
+        ValueBody::F32(bits) => out.extend_from_slice(&bits.to_le_bytes()),
         ValueBody::Raw(bits) => out.extend_from_slice(&bits.to_le_bytes()),
     }
 }
 
+#[cfg(test)]
 /// One value on its own (in a chunk of values, and in the staging slots of
 /// earlier sitegates): a varint `zigzag(m) << 3 | k`, or tag 7 and 8 bytes.
 pub fn put_value(out: &mut Vec<u8>, value: f64) {
-    match split_value(value) {
+    match split_value(value, false) {
         (k, ValueBody::Mantissa(z)) => put_varint(out, z << 3 | k),
         (_, raw) => {
             put_varint(out, RAW_TAG);
@@ -180,104 +261,9 @@ pub fn put_value(out: &mut Vec<u8>, value: f64) {
     }
 }
 
-/// Chunk formats (first byte of a chunk body).
-const CHUNK_DECIMAL: u8 = 1;
-const CHUNK_VALUES: u8 = 2;
-
-/// Encodes the samples of one series, `ts` strictly ascending, into a chunk
-/// body. The first timestamp is not in the body (the chunk row's `start`
-/// column holds it); nor is the count (`n`).
-///
-/// Times are stored as the change of the step between samples (a steady poll
-/// interval costs a byte); values, when every one is a decimal with at most
-/// [`MAX_DECIMALS`] places, as steps of a common mantissa, else one by one.
-pub fn encode_chunk(samples: &[(i64, f64)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(samples.len() * 4 + 2);
-    let k = samples
-        .iter()
-        .try_fold(0u8, |k, &(_, v)| decimal(v).map(|(_, kv)| k.max(kv)));
-    let mantissas: Option<Vec<i64>> =
-        k.and_then(|k| samples.iter().map(|&(_, v)| mantissa(v, k)).collect());
-    match (k, &mantissas) {
-        (Some(k), Some(_)) => {
-            out.push(CHUNK_DECIMAL);
-            out.push(k);
-        }
-        _ => out.push(CHUNK_VALUES),
-    }
-    let (mut prev_ts, mut prev_step, mut prev_m) = (samples.first().map_or(0, |s| s.0), 0i64, 0i64);
-    for (i, &(ts, v)) in samples.iter().enumerate() {
-        if i > 0 {
-            let step = ts - prev_ts;
-            put_varint(&mut out, zigzag(step - prev_step));
-            prev_step = step;
-            prev_ts = ts;
-        }
-        match &mantissas {
-            Some(ms) => {
-                put_varint(&mut out, zigzag(ms[i].wrapping_sub(prev_m)));
-                prev_m = ms[i];
-            }
-            None => put_value(&mut out, v),
-        }
-    }
-    out
-}
-
-/// Calls `f(ts, value)` for each of the `n` samples of a chunk that starts at
-/// `start`, in time order.
-pub fn decode_chunk(
-    start: i64,
-    n: usize,
-    body: &[u8],
-    mut f: impl FnMut(i64, f64),
-) -> Result<(), Malformed> {
-    let mut r = Reader::new(body);
-    let decimals = match r.byte()? {
-        CHUNK_DECIMAL => {
-            let k = r.byte()?;
-            if k > MAX_DECIMALS {
-                return Err(Malformed);
-            }
-            Some(POW10[usize::from(k)])
-        }
-        CHUNK_VALUES => None,
-        _ => return Err(Malformed),
-    };
-    let (mut ts, mut step, mut m) = (start, 0i64, 0i64);
-    for i in 0..n {
-        if i > 0 {
-            step = step.wrapping_add(r.signed()?);
-            ts = ts.wrapping_add(step);
-        }
-        let v = match decimals {
-            Some(p) => {
-                m = m.wrapping_add(r.signed()?);
-                m as f64 / p
-            }
-            None => r.value()?,
-        };
-        f(ts, v);
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn round_trip(samples: &[(i64, f64)]) -> usize {
-        let body = encode_chunk(samples);
-        let mut back = Vec::new();
-        decode_chunk(samples[0].0, samples.len(), &body, |t, v| back.push((t, v)))
-            .expect("decodes");
-        assert_eq!(back.len(), samples.len());
-        for (a, b) in samples.iter().zip(&back) {
-            assert_eq!(a.0, b.0);
-            assert_eq!(a.1.to_bits(), b.1.to_bits(), "{} vs {}", a.1, b.1);
-        }
-        body.len()
-    }
 
     #[test]
     fn varints_and_zigzag_round_trip() {
@@ -306,42 +292,44 @@ mod tests {
     }
 
     #[test]
-    fn chunks_round_trip_bit_for_bit_and_are_small() {
-        // A steady 1 Hz gauge with one decimal: about two bytes a sample.
-        let steady: Vec<(i64, f64)> = (0..600)
-            .map(|i| {
-                (
-                    1_717_200_000_000 + i * 1000 + i % 3,
-                    230.0 + (i % 17) as f64 / 10.0,
-                )
-            })
-            .collect();
-        let size = round_trip(&steady);
-        assert!(size < 600 * 3, "{size} bytes");
-        // Values that are not short decimals, negative zero, huge ones.
-        let odd = [
-            (10, 1.0 / 3.0),
-            (11, -0.0),
-            (500, 1e300),
-            (501, f64::MIN_POSITIVE),
-            (9_000, -5.5),
+    fn float32s_are_told_and_ordered() {
+        assert_eq!(as_f32(f64::from(230.1f32)), Some(230.1f32));
+        assert_eq!(as_f32(230.1), None);
+        assert_eq!(as_f32(-0.0).map(f32::to_bits), Some((-0.0f32).to_bits()));
+        assert_eq!(as_f32(1e300), None);
+        let floats = [
+            f32::MIN,
+            -1.5,
+            -f32::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            f32::MIN_POSITIVE,
+            1.0,
+            49.99,
+            f32::MAX,
         ];
-        round_trip(&odd);
-        // Decimals whose common mantissa would not be exact fall back too.
-        round_trip(&[(0, 9_007_199_254_740_991.0), (1, 0.5)]);
-        round_trip(&[(-5, 1.0)]);
-    }
-
-    #[test]
-    fn malformed_chunks_are_errors_not_panics() {
-        let body = encode_chunk(&[(0, 1.5), (1000, 2.5)]);
-        for cut in 0..body.len() {
-            assert_eq!(decode_chunk(0, 2, &body[..cut], |_, _| {}), Err(Malformed));
+        let ordered: Vec<i64> = floats.iter().map(|&f| f32_ordered(f)).collect();
+        assert!(ordered.windows(2).all(|w| w[0] < w[1]), "{ordered:?}");
+        for f in floats {
+            let back = f32_from_ordered(f32_ordered(f)).expect("a float32");
+            assert_eq!(back.to_bits(), f.to_bits());
         }
-        assert_eq!(decode_chunk(0, 1, &[9], |_, _| {}), Err(Malformed));
-        assert_eq!(
-            decode_chunk(0, 1, &[CHUNK_DECIMAL, 40, 0], |_, _| {}),
-            Err(Malformed)
-        );
+        assert_eq!(f32_from_ordered(1 << 40), Err(Malformed));
+        assert_eq!(f32_ordered(0.0) - f32_ordered(-0.0), 1);
+        for v in [f64::MIN, -1e-300, -0.0, 0.0, 5e-324, 1.0, f64::MAX] {
+            assert_eq!(f64_from_ordered(f64_ordered(v)).to_bits(), v.to_bits());
+        }
+        for n in [i64::MIN, -1, 0, i64::MAX] {
+            assert_eq!(f64_ordered(f64_from_ordered(n)), n);
+        }
+        let mut out = Vec::new();
+        let (tag, body) = split_value(f64::from(49.99f32), true);
+        assert_eq!(tag, F32_TAG);
+        put_value_body(&mut out, body);
+        assert_eq!(out.len(), 4);
+        let back = Reader::new(&out).value_body(tag).expect("decodes");
+        assert_eq!(back.to_bits(), f64::from(49.99f32).to_bits());
+        assert_eq!(split_value(f64::from(49.99f32), false).0, RAW_TAG);
+        assert_eq!(Reader::new(&[0; 8]).value_body(9), Err(Malformed));
     }
 }

@@ -123,6 +123,18 @@ impl Ingest {
         self.stage.staged()
     }
 
+    /// The newest sample's time, staged or in a chunk (`i64::MIN` when none).
+    pub fn newest_of_all(&self, conn: &Connection) -> rusqlite::Result<i64> {
+        let at_rest: Option<i64> = conn
+            .prepare_cached("SELECT max(end_ts) FROM raw_chunk")?
+            .query_row([], |r| r.get(0))?;
+        Ok([at_rest, self.stage.newest_of_all()]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(i64::MIN))
+    }
+
     /// Knows `reference` as device `id` from now on: the next id, or the
     /// one it has already (a repeated add changes nothing).
     pub fn add_device(&mut self, id: DeviceId, reference: String) -> Result<(), super::StoreError> {
@@ -338,13 +350,14 @@ impl Ingest {
         let mut minute = Rollup::new(conn, &self.upsert_minute, MINUTE_MS)?;
         let mut hour = Rollup::new(conn, &self.upsert_hour, HOUR_MS)?;
         let mut last = conn.prepare_cached(SERIES_LAST_SQL)?;
+        let mut chunk_writer = chunks::ChunkWriter::default();
         let mut samples: Vec<(i64, f64)> = Vec::new();
         for (i, &(series, ts, value)) in rows.iter().enumerate() {
             samples.push((ts, value));
             minute.add(series, ts, value)?;
             hour.add(series, ts, value)?;
             if rows.get(i + 1).is_none_or(|next| next.0 != series) {
-                chunks::write(conn, series, &samples)?;
+                chunk_writer.write(conn, series, &samples)?;
                 last.execute(params![series, ts, value])?;
                 samples.clear();
             }

@@ -16,7 +16,10 @@
 //! one). See `docs/store.md` for the layout, the durability bound and the figures.
 
 mod agg;
+mod blocks;
 mod cache;
+mod cap;
+mod chunk_codec;
 mod chunks;
 mod codec;
 pub mod diagnose;
@@ -41,7 +44,7 @@ pub use chunks::{CHUNK_MAX, CHUNK_SPAN_MS};
 pub use error::StoreError;
 pub use hook::{Batch, CommitHook};
 pub use ingest::{IngestStats, DIRECT_PER_SERIES};
-pub use plan::{plan, Segment, Source, HOUR_MS, MINUTE_MS};
+pub use plan::{plan, Held, Segment, Source, HOUR_MS, MINUTE_MS};
 pub use query::{
     for_each_sample, latest_of, sample_counts, stored_samples, LatestValue, Point, SampleCounts,
     SeriesQuery, StoredSample,
@@ -51,7 +54,7 @@ pub use reader::{
     OWN_TURNS as OWN_READS_RUNNING,
 };
 pub use restamp::{Restamp, Restamped};
-pub use retention::{RetentionReport, CHUNK_BLOBS, CHUNK_ROWS};
+pub use retention::{RetentionReport, CHUNK_BLOBS, CHUNK_ROWS, KEPT_NEWEST_MS};
 pub use writer::STAGED_MAX;
 
 use std::path::{Path, PathBuf};
@@ -138,7 +141,8 @@ impl StoreHandle {
             }
         }
         let cache_kib = cache::writer_cache_kib(devices.len(), config.compact_interval_s);
-        let mut conn = open_writer(&path, &stats, cache_kib)?;
+        let max_bytes = config.max_size_mb.saturating_mul(1024 * 1024);
+        let mut conn = open_writer(&path, &stats, cache_kib, wal_bound(max_bytes))?;
         migrate::migrate(&mut conn, now_ms())?;
         if let Some(hook) = &mut hook {
             hook.open(&conn)?;
@@ -152,6 +156,7 @@ impl StoreHandle {
             ingest,
             flush_interval: Duration::from_millis(config.flush_interval_ms.max(1)),
             compact_interval: Duration::from_secs(config.compact_interval_s.max(1)),
+            retention_every: Duration::from_secs(config.retention_interval_s.max(1)),
             batch_size: config.batch_size.max(1),
             buffer_samples: config.buffer_samples.max(1),
             path: path.clone(),
@@ -159,8 +164,9 @@ impl StoreHandle {
                 raw_ms: i64::from(config.retention_days) * MS_PER_DAY,
                 minute_ms: i64::from(config.minute_rollup_days()) * MS_PER_DAY,
                 rollup_ms: i64::from(config.rollup_retention_days) * MS_PER_DAY,
-                max_bytes: config.max_size_mb.saturating_mul(1024 * 1024),
+                max_bytes,
             },
+            cap: cap::Cap::new(max_bytes),
             hook,
             stats: stats.clone(),
             heartbeat,
@@ -399,8 +405,16 @@ pub const NEW_DB_PAGE_SIZE: u32 = 1024;
 /// bytes of frames are in the WAL: a page rewritten by many commits in between
 /// (the staging ring's, a rollup's) is copied once per checkpoint. Several
 /// rounds of the ring at 1,000 devices (docs/store.md, "Flash wear"); below
-/// the WAL file's bound (`journal_size_limit`, 128 MiB).
+/// the WAL file's bound (`journal_size_limit`, 128 MiB). A cap below 192 MiB
+/// lowers it to half the cap ([`wal_bound`]).
 pub const CHECKPOINT_WAL_BYTES: u64 = 96 << 20;
+
+/// The WAL's checkpoint threshold under a cap of `max_bytes`: at most half
+/// the cap (at least 1 MiB), so a small database (the temporary store, in
+/// RAM) does not keep a WAL many times its size.
+pub fn wal_bound(max_bytes: u64) -> u64 {
+    CHECKPOINT_WAL_BYTES.min((max_bytes / 2).max(1 << 20))
+}
 
 /// The full integrity check of a file too large to check before the start,
 /// on a thread of its own while the agent runs. Damage found is flagged for
@@ -434,6 +448,7 @@ fn open_writer(
     path: &Path,
     stats: &Arc<StoreStats>,
     cache_kib: u64,
+    checkpoint_bytes: u64,
 ) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;
@@ -446,15 +461,17 @@ fn open_writer(
             found: format!("journal_mode {mode}"),
         });
     }
+    // The WAL file is cut back to a third more than a checkpoint's worth.
+    let journal_limit = checkpoint_bytes + checkpoint_bytes / 3;
     conn.execute_batch(&format!(
         "PRAGMA synchronous = FULL;
-         PRAGMA journal_size_limit = 134217728;
+         PRAGMA journal_size_limit = {journal_limit};
          PRAGMA cache_size = -{cache_kib};
          PRAGMA temp_store = MEMORY;"
     ))?;
     let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
     let page_size = u64::try_from(page_size).unwrap_or(4096);
-    let checkpoint_frames = (CHECKPOINT_WAL_BYTES / page_size).max(1);
+    let checkpoint_frames = (checkpoint_bytes / page_size).max(1);
     let stats = stats.clone();
     let mut frames_before = 0u64;
     // Replaces SQLite's own auto-checkpoint hook with the same policy, counting

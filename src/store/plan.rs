@@ -6,7 +6,9 @@
 //! rollup row falls inside exactly one output bucket), and only for whole periods
 //! inside the range; the partial periods at the edges are read from the next finer
 //! level, down to raw samples. So the answer equals a naive fold over the raw
-//! samples. Pure: no SQLite.
+//! samples. A rollup level answers only from the first period it still holds
+//! whole ([`Held`]): retention deletes the oldest periods, and may delete
+//! part of one; before that, the finer level answers. Pure: no SQLite.
 
 /// Minute rollup period in ms.
 pub const MINUTE_MS: i64 = 60_000;
@@ -40,9 +42,33 @@ pub struct Segment {
     pub end: i64,
 }
 
+/// From which time each rollup level holds every period whole: periods
+/// before it were deleted, in full or in part (`retention.rs` records it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub minute_from: i64,
+    pub hour_from: i64,
+}
+
+impl Held {
+    /// Nothing deleted: every period whole.
+    pub const ALL: Held = Held {
+        minute_from: i64::MIN,
+        hour_from: i64::MIN,
+    };
+
+    fn from(self, source: Source) -> i64 {
+        match source {
+            Source::Raw => i64::MIN,
+            Source::Minute => self.minute_from,
+            Source::Hour => self.hour_from,
+        }
+    }
+}
+
 /// Cuts `[start, end)` into ascending, adjacent, non-empty segments for buckets of
 /// `width` ms. `width > 0` and `start < end`, else the plan is empty.
-pub fn plan(start: i64, end: i64, width: i64) -> Vec<Segment> {
+pub fn plan(start: i64, end: i64, width: i64, held: Held) -> Vec<Segment> {
     let mut levels = vec![Source::Raw];
     if width > 0 && width % MINUTE_MS == 0 {
         levels.push(Source::Minute);
@@ -52,12 +78,12 @@ pub fn plan(start: i64, end: i64, width: i64) -> Vec<Segment> {
     }
     let mut out = Vec::new();
     if width > 0 && start < end {
-        split(start, end, &levels, &mut out);
+        split(start, end, &levels, held, &mut out);
     }
     out
 }
 
-fn split(start: i64, end: i64, levels: &[Source], out: &mut Vec<Segment>) {
+fn split(start: i64, end: i64, levels: &[Source], held: Held, out: &mut Vec<Segment>) {
     let Some((&source, finer)) = levels.split_last() else {
         return;
     };
@@ -65,14 +91,14 @@ fn split(start: i64, end: i64, levels: &[Source], out: &mut Vec<Segment>) {
         out.push(Segment { source, start, end });
         return;
     };
-    let first_whole = ceil_to(start, period);
+    let first_whole = ceil_to(start.max(held.from(source)), period);
     let last_whole = end - end.rem_euclid(period);
     if first_whole >= last_whole {
-        split(start, end, finer, out);
+        split(start, end, finer, held, out);
         return;
     }
     if start < first_whole {
-        split(start, first_whole, finer, out);
+        split(start, first_whole, finer, held, out);
     }
     out.push(Segment {
         source,
@@ -80,7 +106,7 @@ fn split(start: i64, end: i64, levels: &[Source], out: &mut Vec<Segment>) {
         end: last_whole,
     });
     if last_whole < end {
-        split(last_whole, end, finer, out);
+        split(last_whole, end, finer, held, out);
     }
 }
 
@@ -94,69 +120,4 @@ fn ceil_to(ts: i64, period: i64) -> i64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(start: i64, end: i64, width: i64, expected: &[(Source, i64, i64)]) {
-        let got: Vec<_> = plan(start, end, width)
-            .into_iter()
-            .map(|s| (s.source, s.start, s.end))
-            .collect();
-        assert_eq!(got, expected);
-    }
-
-    #[test]
-    fn aligned_hours_use_only_hour_rollups() {
-        check(0, 2 * HOUR_MS, HOUR_MS, &[(Source::Hour, 0, 2 * HOUR_MS)]);
-    }
-
-    #[test]
-    fn unaligned_edges_step_down_to_minutes_then_raw() {
-        let start = HOUR_MS - MINUTE_MS - 500;
-        let end = 3 * HOUR_MS + 2 * MINUTE_MS + 7;
-        check(
-            start,
-            end,
-            HOUR_MS,
-            &[
-                (Source::Raw, start, HOUR_MS - MINUTE_MS),
-                (Source::Minute, HOUR_MS - MINUTE_MS, HOUR_MS),
-                (Source::Hour, HOUR_MS, 3 * HOUR_MS),
-                (Source::Minute, 3 * HOUR_MS, 3 * HOUR_MS + 2 * MINUTE_MS),
-                (Source::Raw, 3 * HOUR_MS + 2 * MINUTE_MS, end),
-            ],
-        );
-    }
-
-    #[test]
-    fn widths_not_a_multiple_of_a_minute_read_raw() {
-        check(0, 10 * HOUR_MS, 90_000, &[(Source::Raw, 0, 10 * HOUR_MS)]);
-        check(5, 20_000, 1_000, &[(Source::Raw, 5, 20_000)]);
-    }
-
-    #[test]
-    fn minute_multiples_never_use_hours_unless_width_divides() {
-        check(
-            0,
-            2 * HOUR_MS,
-            5 * MINUTE_MS,
-            &[(Source::Minute, 0, 2 * HOUR_MS)],
-        );
-        check(
-            -30_000,
-            90_000,
-            MINUTE_MS,
-            &[
-                (Source::Raw, -30_000, 0),
-                (Source::Minute, 0, MINUTE_MS),
-                (Source::Raw, MINUTE_MS, 90_000),
-            ],
-        );
-    }
-
-    #[test]
-    fn a_range_inside_one_period_is_raw() {
-        check(10, 20, HOUR_MS, &[(Source::Raw, 10, 20)]);
-        check(20, 10, HOUR_MS, &[]);
-    }
-}
+mod tests;

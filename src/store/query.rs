@@ -17,6 +17,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::agg::{align, Agg, Aggregation};
 use super::chunks;
 use super::plan::{plan, Source, HOUR_MS};
+use super::retention;
 use super::stage;
 use crate::model::Property;
 
@@ -102,7 +103,8 @@ pub fn buckets(
         },
         _ => out.push((bucket, agg)),
     };
-    for seg in plan(start, end, width) {
+    let held = retention::held(conn)?;
+    for seg in plan(start, end, width, held) {
         match seg.source {
             Source::Raw => {
                 // Rows of the `raw` table (written by sitegate before chunks).

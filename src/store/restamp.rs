@@ -17,8 +17,6 @@ use std::collections::BTreeMap;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::chunks;
-use super::codec::decode_chunk;
-use super::stage::malformed;
 
 /// Which samples to move, and by how much.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +70,8 @@ pub(crate) fn shift_chunks(
             let first: i64 = row.get(2)?;
             let n: i64 = row.get(3)?;
             let samples = by_series.entry(series).or_default();
-            decode_chunk(
+            chunks::decode_row(
+                conn,
                 first,
                 usize::try_from(n).unwrap_or(0),
                 row.get_ref(4)?.as_blob()?,
@@ -84,8 +83,7 @@ pub(crate) fn shift_chunks(
                         samples.push((ts, v));
                     }
                 },
-            )
-            .map_err(malformed)?;
+            )?;
             ids.push(id);
         }
     }
@@ -94,10 +92,11 @@ pub(crate) fn shift_chunks(
         delete.execute([id])?;
     }
     let mut rebuild = BTreeMap::new();
+    let mut writer = chunks::ChunkWriter::default();
     for (series, samples) in &mut by_series {
         samples.sort_by_key(|s| s.0);
         samples.dedup_by_key(|s| s.0);
-        chunks::write(conn, *series, samples)?;
+        writer.write(conn, *series, samples)?;
         rebuild.insert(
             *series,
             vec![
@@ -158,13 +157,13 @@ pub(crate) fn renew_series_last(conn: &Connection, r: &Restamp) -> rusqlite::Res
     for (series, (_, id)) in last_chunk {
         let last = body.query_row([id], |row| {
             let mut last = None;
-            decode_chunk(
+            chunks::decode_row(
+                conn,
                 row.get(0)?,
                 usize::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
                 row.get_ref(2)?.as_blob()?,
                 |ts, v| last = Some((ts, v)),
-            )
-            .map_err(malformed)?;
+            )?;
             Ok(last)
         })?;
         if let Some(last) = last {

@@ -1,9 +1,18 @@
 //! Deleting old data: raw samples (chunks, and rows of the older `raw` table)
 //! past `retention_days`, rollups past `rollup_retention_days`, and, while the
-//! database holds more than `max_size_mb`, the oldest day of the bulkiest tier first: raw samples, then
-//! minute rollups, then hour rollups, each down to its newest day. So a cap that
-//! is too small for the configured retention shortens the raw history before it
-//! touches the long, cheap rollup history.
+//! pages in use exceed `max_size_mb`, the oldest data first, a minute at a
+//! time: raw samples and minute rollups older than their newest day; when a
+//! day does not fit, raw samples older than the kept window
+//! ([`KEPT_NEWEST_MS`] before the newest sample), then minute rollups, then
+//! hour rollups. The staging ring, the raw samples of the kept window and
+//! the rollup rows of the periods it touches are never deleted to meet the
+//! cap; `check-config` refuses a cap that cannot hold them
+//! (`config/size_floor.rs`).
+//!
+//! A rollup level whose oldest periods were deleted (in full or in part)
+//! answers only from the first period it still holds whole ([`held`],
+//! recorded in `store_state`); before that, the finer level answers
+//! (`plan.rs`). So rollups may go while raw samples of their periods remain.
 //!
 //! The size counted against `max_size_mb` leaves out the tables another layer
 //! bounds on its own ([`ACCOUNTED_APART`]: the uplink's RPC record), so traffic
@@ -19,17 +28,21 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::agg::align;
+use super::plan::{Held, HOUR_MS, MINUTE_MS};
+pub use crate::config::size_floor::KEPT_NEWEST_MS;
 
 /// Most rows one step deletes.
 pub const CHUNK_ROWS: i64 = 5_000;
 /// Most `raw_chunk` rows one step deletes (each holds up to an hour of one
 /// series; ten minutes of a polled series).
 pub const CHUNK_BLOBS: i64 = 1_000;
-const DAY_MS: i64 = 86_400_000;
 /// The tiers, bulkiest first: raw samples (chunks, and rows of the older `raw`
 /// table), minute rollups, hour rollups.
 const TIERS: [&[&str]; 3] = [&["raw", "raw_chunk"], &["rollup_1m"], &["rollup_1h"]];
+const DAY_MS: i64 = 86_400_000;
+/// `store_state` keys: from when each rollup level holds its periods whole.
+const MINUTE_FROM: &str = "rollup_1m_from";
+const HOUR_FROM: &str = "rollup_1h_from";
 /// Tables (with their indexes) bounded by the layer that writes them, not by
 /// `max_size_mb`: the uplink's RPC record (`uplink/dedup.rs`, rows and bytes).
 pub const ACCOUNTED_APART: [&str; 1] = ["uplink_rpc_seen"];
@@ -54,6 +67,9 @@ pub struct RetentionReport {
     pub evicted_rows: u64,
     /// Transactions used.
     pub steps: u64,
+    /// The cap was still exceeded with nothing left to delete but the
+    /// staging ring and the newest [`KEPT_NEWEST_MS`] of raw samples.
+    pub full: bool,
 }
 
 /// Outcome of one step.
@@ -62,13 +78,24 @@ pub(crate) enum Step {
     Expired(u64),
     Evicted(u64),
     Done,
+    /// Over the cap with nothing left to delete but the staging ring and the
+    /// kept window.
+    Full,
 }
 
 impl Policy {
-    /// Runs one step at `now_ms` inside its own transaction.
-    pub fn step(&self, conn: &Connection, now_ms: i64) -> rusqlite::Result<Step> {
+    /// Runs one step at `now_ms` inside its own transaction, deleting for the
+    /// cap nothing newer than `keep_from`, while more than `max_bytes` less
+    /// `room` is in use.
+    pub fn step(
+        &self,
+        conn: &Connection,
+        now_ms: i64,
+        keep_from: i64,
+        room: u64,
+    ) -> rusqlite::Result<Step> {
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        let result = self.step_in_tx(conn, now_ms);
+        let result = self.step_in_tx(conn, now_ms, keep_from, room);
         match result {
             Ok(_) => conn.execute_batch("COMMIT")?,
             Err(_) => {
@@ -78,8 +105,23 @@ impl Policy {
         result
     }
 
-    fn step_in_tx(&self, conn: &Connection, now_ms: i64) -> rusqlite::Result<Step> {
-        let series = series_ids(conn)?;
+    fn step_in_tx(
+        &self,
+        conn: &Connection,
+        now_ms: i64,
+        keep_from: i64,
+        room: u64,
+    ) -> rusqlite::Result<Step> {
+        // The older `raw` table is walked series by series: only when it
+        // still holds rows (a database of an earlier sitegate).
+        let has_raw = conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw)")?
+            .query_row([], |r| r.get::<_, bool>(0))?;
+        let series = if has_raw {
+            series_ids(conn)?
+        } else {
+            Vec::new()
+        };
         for (tier, tables) in TIERS.iter().enumerate() {
             let keep = match tier {
                 0 => self.raw_ms,
@@ -93,46 +135,127 @@ impl Policy {
                 }
             }
         }
-        if capped_bytes(conn)? > self.max_bytes {
-            for tables in TIERS {
-                let mut oldest_day: Option<i64> = None;
-                for table in tables {
-                    if let Some(t) = oldest(conn, table, &series)? {
-                        oldest_day = Some(oldest_day.map_or(t, |o: i64| o.min(t)));
-                    }
-                }
-                let Some(oldest) = oldest_day else {
-                    continue;
-                };
-                // Whole days, and never the newest day of a tier.
-                let cutoff = (align(oldest, DAY_MS) + DAY_MS).min(align(now_ms - DAY_MS, DAY_MS));
-                for table in tables {
-                    let n = delete_chunk(conn, table, &series, cutoff)?;
-                    if n > 0 {
-                        return Ok(Step::Evicted(n));
-                    }
-                }
-            }
-            tracing::warn!(
-                max_bytes = self.max_bytes,
-                "storage.max_size_mb is smaller than one day of data; nothing more to delete"
-            );
+        if capped_bytes(conn)?.saturating_add(room) <= self.max_bytes {
+            return Ok(Step::Done);
         }
-        Ok(Step::Done)
+        Ok(match evict(conn, &series, keep_from)? {
+            Some(n) => Step::Evicted(n),
+            None => Step::Full,
+        })
     }
 
-    /// Runs steps until nothing is left to do.
-    pub fn run(&self, conn: &Connection, now_ms: i64) -> rusqlite::Result<RetentionReport> {
+    /// Runs steps until nothing is left to do (or only the kept window is).
+    pub fn run(
+        &self,
+        conn: &Connection,
+        now_ms: i64,
+        keep_from: i64,
+        room: u64,
+    ) -> rusqlite::Result<RetentionReport> {
         let mut report = RetentionReport::default();
         loop {
             report.steps += 1;
-            match self.step(conn, now_ms)? {
+            match self.step(conn, now_ms, keep_from, room)? {
                 Step::Expired(n) => report.expired_rows += n,
                 Step::Evicted(n) => report.evicted_rows += n,
                 Step::Done => return Ok(report),
+                Step::Full => {
+                    report.full = true;
+                    return Ok(report);
+                }
             }
         }
     }
+}
+
+impl Policy {
+    /// Deletes for the cap inside the caller's transaction (a compaction's,
+    /// so that no commit leaves more than the cap in use) until the pages in
+    /// use are under it; returns the rows deleted and whether only the ring
+    /// and the kept window were left.
+    pub fn evict_in_tx(&self, conn: &Connection, keep_from: i64) -> rusqlite::Result<(u64, bool)> {
+        let has_raw = conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw)")?
+            .query_row([], |r| r.get::<_, bool>(0))?;
+        let series = if has_raw {
+            series_ids(conn)?
+        } else {
+            Vec::new()
+        };
+        let mut deleted = 0;
+        while capped_bytes(conn)? > self.max_bytes {
+            match evict(conn, &series, keep_from)? {
+                Some(n) => deleted += n,
+                None => return Ok((deleted, true)),
+            }
+        }
+        Ok((deleted, false))
+    }
+}
+
+/// One step for the cap, oldest first, a minute at a time: raw samples and
+/// minute rollups older than their newest day (the day before the newest
+/// sample); when that is not enough, raw samples older than `keep_from`;
+/// then minute rollups, then hour rollups, whatever their age. `None` when
+/// none is left.
+fn evict(conn: &Connection, series: &[i64], keep_from: i64) -> rusqlite::Result<Option<u64>> {
+    let newest_day = keep_from
+        .saturating_add(KEPT_NEWEST_MS)
+        .saturating_sub(DAY_MS);
+    // The rollups of the kept window stay with it: each compaction writes
+    // them again for its periods, so deleting them would free nothing for
+    // long and rewrite them every time (`size_floor` counts them).
+    let stages = [
+        ("raw_chunk", newest_day),
+        ("raw", newest_day),
+        ("rollup_1m", newest_day),
+        ("raw_chunk", keep_from),
+        ("raw", keep_from),
+        ("rollup_1m", keep_from),
+        ("rollup_1h", keep_from),
+    ];
+    for (table, floor) in stages {
+        let Some(t) = oldest(conn, table, series)? else {
+            continue;
+        };
+        let n = match table {
+            "rollup_1m" | "rollup_1h" => {
+                let period = if table == "rollup_1h" {
+                    HOUR_MS
+                } else {
+                    MINUTE_MS
+                };
+                let cutoff = t.saturating_add(period);
+                if cutoff > floor {
+                    continue;
+                }
+                delete_rollups(conn, table, cutoff, keep_from)?
+            }
+            _ if t < floor => {
+                delete_chunk(conn, table, series, t.saturating_add(MINUTE_MS).min(floor))?
+            }
+            _ => continue,
+        };
+        if n > 0 {
+            return Ok(Some(n));
+        }
+    }
+    Ok(None)
+}
+
+/// From when each rollup level holds its periods whole (`plan.rs`).
+pub(crate) fn held(conn: &Connection) -> rusqlite::Result<Held> {
+    let mut stmt = conn.prepare_cached("SELECT value FROM store_state WHERE key = ?1")?;
+    let mut from = |key: &str| -> rusqlite::Result<i64> {
+        Ok(stmt
+            .query_row([key], |r| r.get(0))
+            .optional()?
+            .unwrap_or(i64::MIN))
+    };
+    Ok(Held {
+        minute_from: from(MINUTE_FROM)?,
+        hour_from: from(HOUR_FROM)?,
+    })
 }
 
 /// Bytes in pages that hold data (the file minus its free list).
@@ -181,10 +304,10 @@ fn delete_chunk(
     cutoff: i64,
 ) -> rusqlite::Result<u64> {
     if table == "raw_chunk" {
-        return delete_chunks(conn, cutoff);
+        return super::chunks::delete_ended_before(conn, cutoff, CHUNK_BLOBS);
     }
     if table != "raw" {
-        return delete_rollups(conn, table, cutoff);
+        return delete_rollups(conn, table, cutoff, i64::MAX);
     }
     let mut nth = conn.prepare_cached(
         "SELECT ts FROM raw WHERE series = ?1 AND ts < ?2 ORDER BY ts LIMIT 1 OFFSET ?3",
@@ -212,42 +335,50 @@ fn delete_chunk(
 }
 
 /// Deletes the oldest rows of a rollup table (keyed by bucket first, so the
-/// rows deleted fill whole pages). When hour rollups go, so does the newest
-/// sample recorded for a series none of whose hours is left (`series_last`):
-/// nothing stored remains to show it.
-fn delete_rollups(conn: &Connection, table: &str, cutoff: i64) -> rusqlite::Result<u64> {
-    let n = conn
-        .prepare_cached(&format!(
-            "DELETE FROM {table} WHERE (bucket, series) IN (
-                 SELECT bucket, series FROM {table} WHERE bucket < ?1
-                 ORDER BY bucket, series LIMIT ?2)"
-        ))?
-        .execute(params![cutoff, CHUNK_ROWS])?;
-    if table == "rollup_1h" && n > 0 {
+/// rows deleted fill whole pages), and records that the level holds whole
+/// periods only after the last one it deleted from. When hour rollups go, so
+/// does the newest sample recorded for a series none of whose hours is left
+/// (`series_last`) and that is older than `last_floor`: nothing stored
+/// remains to show it.
+fn delete_rollups(
+    conn: &Connection,
+    table: &str,
+    cutoff: i64,
+    last_floor: i64,
+) -> rusqlite::Result<u64> {
+    let (key, period) = if table == "rollup_1h" {
+        (HOUR_FROM, HOUR_MS)
+    } else {
+        (MINUTE_FROM, MINUTE_MS)
+    };
+    let mut delete = conn.prepare_cached(&format!(
+        "DELETE FROM {table} WHERE (bucket, series) IN (
+             SELECT bucket, series FROM {table} WHERE bucket < ?1
+             ORDER BY bucket, series LIMIT ?2)
+         RETURNING bucket"
+    ))?;
+    let mut rows = delete.query(params![cutoff, CHUNK_ROWS])?;
+    let (mut n, mut newest) = (0u64, i64::MIN);
+    while let Some(row) = rows.next()? {
+        n += 1;
+        newest = newest.max(row.get(0)?);
+    }
+    if n == 0 {
+        return Ok(0);
+    }
+    conn.prepare_cached(
+        "INSERT INTO store_state (key, value) VALUES (?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET value = max(value, excluded.value)",
+    )?
+    .execute(params![key, newest.saturating_add(period)])?;
+    if table == "rollup_1h" {
         conn.prepare_cached(
             "DELETE FROM series_last
-             WHERE ts < (SELECT coalesce(min(bucket), 9223372036854775807) FROM rollup_1h)",
+             WHERE ts < min(?1, (SELECT coalesce(min(bucket), 9223372036854775807) FROM rollup_1h))",
         )?
-        .execute([])?;
+        .execute([last_floor])?;
     }
-    Ok(n as u64)
-}
-
-/// Deletes the chunks that ended first, across series, so the pages they fill
-/// (written one compaction after another) are freed whole. Returns the samples
-/// deleted.
-fn delete_chunks(conn: &Connection, cutoff: i64) -> rusqlite::Result<u64> {
-    let mut delete = conn.prepare_cached(
-        "DELETE FROM raw_chunk WHERE id IN (
-             SELECT id FROM raw_chunk WHERE end_ts < ?1 ORDER BY end_ts LIMIT ?2)
-         RETURNING n",
-    )?;
-    let mut samples = 0u64;
-    let mut rows = delete.query(params![cutoff, CHUNK_BLOBS])?;
-    while let Some(row) = rows.next()? {
-        samples += row.get::<_, i64>(0)?.max(0) as u64;
-    }
-    Ok(samples)
+    Ok(n)
 }
 
 /// The oldest time held by `table`; for chunks, the earliest last time of a

@@ -142,6 +142,11 @@ impl Stage {
         self.ranges.get(&series).map(|r| r.1)
     }
 
+    /// The newest staged time of any series.
+    pub fn newest_of_all(&self) -> Option<i64> {
+        self.ranges.values().map(|r| r.1).max()
+    }
+
     /// Cuts the staged series into ascending ranges `[lo, hi)` of at most
     /// `max` samples each (a series with more is a range of its own), so a
     /// compaction can move the ring part by part in bounded memory.
@@ -345,8 +350,13 @@ const TIME_STEPS: u16 = 0x8000;
 /// in a slot marked [`TIME_STEPS`] alone (a time step and the tag in the
 /// value's varint).
 const PACKED: u16 = 0x4000;
+/// With [`TIME_STEPS`] and [`PACKED`]: the value's tag has four bits
+/// (migration `0011`), `series step << 5 | new time << 4 | tag`, so a value
+/// that is exactly a float32 (a float register's reading) is its 4 bytes
+/// ([`F32_TAG`](super::codec::F32_TAG)), not 8.
+const FLOAT32: u16 = 0x2000;
 /// Most samples a slot written now may hold (the count's bits below its flags).
-const COUNT_MAX: u16 = PACKED - 1;
+const COUNT_MAX: u16 = FLOAT32 - 1;
 
 /// How a slot's samples are laid out, from its count's flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,8 +365,10 @@ enum Format {
     Offsets,
     /// [`TIME_STEPS`]: time steps, value tags in the value's varint.
     Steps,
-    /// [`TIME_STEPS`] | [`PACKED`].
+    /// [`TIME_STEPS`] | [`PACKED`]: three-bit tags (float32s raw).
     Packed,
+    /// [`TIME_STEPS`] | [`PACKED`] | [`FLOAT32`]: what a slot is written as.
+    PackedF32,
 }
 
 impl Format {
@@ -366,8 +378,10 @@ impl Format {
             (Format::Offsets, count)
         } else if count & PACKED == 0 {
             (Format::Steps, count & !TIME_STEPS)
-        } else {
+        } else if count & FLOAT32 == 0 {
             (Format::Packed, count & COUNT_MAX)
+        } else {
+            (Format::PackedF32, count & COUNT_MAX)
         }
     }
 }
@@ -404,12 +418,12 @@ impl SlotWriter {
     fn push(&mut self, series: i64, ts: i64, value: f64) -> bool {
         self.one.clear();
         // Series ids are the store's own rowids, counted from 1 and sorted
-        // here: a step is never negative and far below 2^59, so the head's
-        // four low bits never push one out.
+        // here: a step is never negative and far below 2^58, so the head's
+        // five low bits never push one out.
         let step = (series - self.series) as u64;
         let new_time = ts != self.ts;
-        let (tag, body) = split_value(value);
-        put_varint(&mut self.one, step << 4 | u64::from(new_time) << 3 | tag);
+        let (tag, body) = split_value(value, true);
+        put_varint(&mut self.one, step << 5 | u64::from(new_time) << 4 | tag);
         if new_time {
             put_varint(&mut self.one, zigzag(ts.wrapping_sub(self.ts)));
         }
@@ -427,7 +441,8 @@ impl SlotWriter {
     }
 
     fn finish(mut self) -> Vec<u8> {
-        self.buf[8..10].copy_from_slice(&(self.count | TIME_STEPS | PACKED).to_le_bytes());
+        let flags = TIME_STEPS | PACKED | FLOAT32;
+        self.buf[8..10].copy_from_slice(&(self.count | flags).to_le_bytes());
         // A series id past u32 (never, in practice) reads as "any": no skip.
         let last = u32::try_from(self.series).unwrap_or(u32::MAX);
         self.buf[18..22].copy_from_slice(&last.to_le_bytes());
@@ -459,22 +474,25 @@ fn decode_slot_range(
         // A packed sample's head carries its time flag and value tag below
         // the series step; the older formats' first varint is the step alone.
         let head = r.varint()?;
-        let step = match format {
-            Format::Packed => head >> 4,
-            Format::Steps | Format::Offsets => head,
+        let (step, new_time, tag) = match format {
+            Format::PackedF32 => (head >> 5, head & 16 != 0, Some(head & 15)),
+            Format::Packed => (head >> 4, head & 8 != 0, Some(head & 7)),
+            Format::Steps | Format::Offsets => (head, true, None),
         };
         series = series.wrapping_add(step as i64);
         if series >= hi {
             break;
         }
         ts = match format {
-            Format::Packed if head & 8 == 0 => ts,
-            Format::Packed | Format::Steps => ts.wrapping_add(unzigzag(r.varint()?)),
+            _ if !new_time => ts,
+            Format::Packed | Format::PackedF32 | Format::Steps => {
+                ts.wrapping_add(unzigzag(r.varint()?))
+            }
             Format::Offsets => base.wrapping_add(r.varint()? as i64),
         };
-        let v = match format {
-            Format::Packed => r.value_body(head & 7)?,
-            Format::Steps | Format::Offsets => r.value()?,
+        let v = match tag {
+            Some(tag) => r.value_body(tag)?,
+            None => r.value()?,
         };
         if series >= lo {
             f(series, ts, v);
@@ -492,7 +510,7 @@ fn slot_header(body: &[u8]) -> Result<(u16, Format, i64, Reader<'_>), Malformed>
     base.copy_from_slice(&head[10..18]);
     let header = match format {
         Format::Offsets => HEADER_BEFORE_STEPS,
-        Format::Steps | Format::Packed => HEADER,
+        Format::Steps | Format::Packed | Format::PackedF32 => HEADER,
     };
     Ok((
         count,
@@ -513,302 +531,4 @@ fn last_series(body: &[u8]) -> Result<u32, Malformed> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::codec::put_value;
-
-    fn ring() -> Connection {
-        let conn = Connection::open_in_memory().expect("db");
-        conn.execute_batch(
-            "CREATE TABLE stage_slot (slot INTEGER PRIMARY KEY, body BLOB NOT NULL);
-             CREATE TABLE store_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;",
-        )
-        .expect("schema");
-        conn
-    }
-
-    fn staged(conn: &Connection, series: Option<i64>) -> Vec<Row> {
-        let mut out = Vec::new();
-        for_each_staged(conn, series, |s, t, v| out.push((s, t, v))).expect("read");
-        out
-    }
-
-    #[test]
-    fn slots_fit_whole_in_a_page() {
-        for page in [512usize, 1024, 2048, 4096, 8192, 65536] {
-            let slot = slot_bytes(page);
-            let per_page = (page / 1024).max(1);
-            assert!(per_page * (slot + 11) + 8 <= page, "{page}: {slot}");
-            assert!(slot + 3 <= page - 35, "{page}: {slot} would overflow");
-        }
-        assert_eq!(slot_bytes(4096), 1011);
-    }
-
-    #[test]
-    fn commits_reuse_free_slots_and_compaction_frees_them() {
-        let conn = ring();
-        let mut stage = Stage::load(&conn, 4096).expect("load");
-        // 400 samples of 3 series: more than one slot.
-        let rows: Vec<Row> = (0..400)
-            .map(|i| {
-                (
-                    1 + i / 150,
-                    1_717_200_000_000 + (i % 150) * 1000,
-                    (i as f64) / 10.0,
-                )
-            })
-            .collect();
-        stage.write(&conn, &rows).expect("write");
-        let slots: i64 = conn
-            .query_row("SELECT count(*) FROM stage_slot", [], |r| r.get(0))
-            .expect("count");
-        assert!(slots >= 2, "{slots}");
-        assert_eq!(staged(&conn, None), rows);
-        assert_eq!(staged(&conn, Some(2)), rows[150..300].to_vec());
-        assert!(stage.may_hold(1, rows[0].1) && !stage.may_hold(1, rows[0].1 - 1));
-        assert_eq!(
-            stage.rows_of(&conn, i64::MIN, i64::MAX).expect("rows"),
-            rows
-        );
-        // Parts of at most 200 samples: each series whole, in order.
-        assert_eq!(stage.partitions(200), [(1, 2), (2, 3), (3, i64::MAX)]);
-        assert_eq!(stage.partitions(300), [(1, 3), (3, i64::MAX)]);
-        assert_eq!(stage.partitions(100), [(1, 2), (2, 3), (3, i64::MAX)]);
-        assert_eq!(
-            stage.rows_of(&conn, 2, 3).expect("rows"),
-            rows[150..300].to_vec()
-        );
-
-        stage.mark_compacted(&conn).expect("compacted");
-        assert!(staged(&conn, None).is_empty());
-        assert_eq!(stage.staged(), 0);
-        // The next commits overwrite the same slots: no new rows.
-        stage.write(&conn, &rows[..10]).expect("write");
-        stage.write(&conn, &rows[10..20]).expect("write");
-        let after: i64 = conn
-            .query_row("SELECT count(*) FROM stage_slot", [], |r| r.get(0))
-            .expect("count");
-        assert_eq!(after, slots);
-        let lengths: Vec<i64> = conn
-            .prepare("SELECT DISTINCT length(body) FROM stage_slot")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-            .expect("lengths");
-        assert_eq!(lengths, [1011], "every slot keeps its size");
-
-        // A fresh writer (a restart) sees the same state.
-        let again = Stage::load(&conn, 4096).expect("reload");
-        assert_eq!(again.staged(), 20);
-        assert_eq!(
-            again.rows_of(&conn, i64::MIN, i64::MAX).expect("rows"),
-            rows[..20].to_vec()
-        );
-        assert_eq!(again.seq, stage.seq);
-    }
-
-    #[test]
-    fn times_are_steps_and_slots_of_an_earlier_sitegate_still_read() {
-        let conn = ring();
-        let mut stage = Stage::load(&conn, 4096).expect("load");
-        // Three devices' properties polled a few ms apart, out of order too.
-        let base = 1_717_200_000_000;
-        let rows: Vec<Row> = vec![
-            (1, base + 40, 1.0),
-            (2, base + 40, 2.0),
-            (3, base + 40, 3.5),
-            (4, base, 4.0),
-            (5, base + 1000, -5.0),
-            (6, base + 999, 6.0),
-        ];
-        stage.write(&conn, &rows).expect("write");
-        assert_eq!(staged(&conn, None), rows);
-        // The first earlier slot: the count without a flag, each time after
-        // the base.
-        let mut old = Vec::new();
-        old.extend_from_slice(&(stage.seq + 1).to_le_bytes());
-        old.extend_from_slice(&2u16.to_le_bytes());
-        old.extend_from_slice(&base.to_le_bytes());
-        for (step, off, v) in [(7u64, 500u64, 7.0), (1, 20, 8.0)] {
-            put_varint(&mut old, step);
-            put_varint(&mut old, off);
-            put_value(&mut old, v);
-        }
-        old.resize(slot_bytes(4096), 0);
-        // The second: time steps, and the value's tag in its varint.
-        let steps = steps_slot(
-            stage.seq + 2,
-            base,
-            &[(9, base + 7, 9.5), (10, base + 7, 0.1 + 0.2)],
-        );
-        for (slot, body) in [(99, &old), (100, &steps)] {
-            conn.execute(
-                "INSERT INTO stage_slot (slot, body) VALUES (?1, ?2)",
-                params![slot, body],
-            )
-            .expect("old slot");
-        }
-        let mut all = staged(&conn, None);
-        all.sort_by_key(|r| r.0);
-        let mut want = rows.clone();
-        want.extend([
-            (7, base + 500, 7.0),
-            (8, base + 20, 8.0),
-            (9, base + 7, 9.5),
-            (10, base + 7, 0.1 + 0.2),
-        ]);
-        assert_eq!(all, want);
-        assert_eq!(staged_count(&conn).expect("count"), 10);
-        assert_eq!(Stage::load(&conn, 4096).expect("reload").staged(), 10);
-    }
-
-    /// A slot as sitegate wrote it before samples were packed: [`TIME_STEPS`]
-    /// alone, each sample its series step, time step and value.
-    fn steps_slot(seq: u64, base: i64, rows: &[Row]) -> Vec<u8> {
-        let mut body = Vec::new();
-        body.extend_from_slice(&seq.to_le_bytes());
-        let count = u16::try_from(rows.len()).expect("a few rows") | TIME_STEPS;
-        body.extend_from_slice(&count.to_le_bytes());
-        body.extend_from_slice(&base.to_le_bytes());
-        let last = rows.last().map_or(0, |r| r.0);
-        body.extend_from_slice(&u32::try_from(last).expect("small").to_le_bytes());
-        body.extend(steps_samples(base, rows));
-        body.resize(slot_bytes(4096), 0);
-        body
-    }
-
-    /// The samples of a [`steps_slot`].
-    fn steps_samples(base: i64, rows: &[Row]) -> Vec<u8> {
-        let mut out = Vec::new();
-        let (mut series, mut ts) = (0, base);
-        for &(s, t, v) in rows {
-            put_varint(&mut out, (s - series) as u64);
-            put_varint(&mut out, zigzag(t - ts));
-            put_value(&mut out, v);
-            (series, ts) = (s, t);
-        }
-        out
-    }
-
-    /// Samples as a site's polls give them: `devices` devices of 13
-    /// properties, each device's polled `ms` apart: values of a few digits
-    /// with a decimal or none, an energy counter, a power factor.
-    fn polls(devices: i64, ms: i64) -> Vec<Row> {
-        let base = 1_717_200_000_000;
-        let mut rows = Vec::new();
-        for d in 0..devices {
-            for p in 0..13 {
-                let value = match p {
-                    0 => 12_345_678.0 + d as f64,
-                    1 => -(4_321.0 + d as f64),
-                    2 => 230.1,
-                    3 => 49.98,
-                    4 => 0.95,
-                    _ => 1_500.0 + (d * p) as f64,
-                };
-                rows.push((1 + d * 13 + p, base + d * ms, value));
-            }
-        }
-        rows
-    }
-
-    #[test]
-    fn packed_samples_read_back_exactly_in_fewer_bytes() {
-        let conn = ring();
-        let mut stage = Stage::load(&conn, 4096).expect("load");
-        let mut rows = polls(40, 3);
-        // A time going back, a series far from the one before.
-        rows.push((100_000, rows[0].1 - 250, f64::MAX));
-        rows.push((100_001, rows[0].1 + 86_400_000, -0.0));
-        stage.write(&conn, &rows).expect("write");
-        let back = staged(&conn, None);
-        assert_eq!(back, rows);
-        // Bit for bit: -0.0 and the largest f64 are no short decimals.
-        let bits = |r: &[Row]| r.iter().map(|x| x.2.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&back), bits(&rows));
-        assert_eq!(
-            stage.rows_of(&conn, 14, 27).expect("device 1"),
-            rows[13..26].to_vec()
-        );
-
-        // What the samples of such polls cost, against the slot format before.
-        let rows = polls(20, 3);
-        let base = rows[0].1;
-        let mut slot = SlotWriter::new(1 << 20, 1, base);
-        assert!(rows.iter().all(|&(s, t, v)| slot.push(s, t, v)));
-        let packed = (slot.buf.len() - HEADER) as f64 / rows.len() as f64;
-        let before = steps_samples(base, &rows).len() as f64 / rows.len() as f64;
-        assert!(packed <= 3.5, "packed: {packed:.2} bytes a sample");
-        assert!(packed <= 0.7 * before, "{packed:.2} against {before:.2}");
-    }
-
-    #[test]
-    fn a_reader_after_a_slots_last_series_skips_it_undecoded() {
-        let mut slot = SlotWriter::new(slot_bytes(4096), 1, 1_000);
-        for series in [3, 4, 9] {
-            assert!(slot.push(series, 1_000, 1.0));
-        }
-        let mut body = slot.finish();
-        assert_eq!(last_series(&body), Ok(9));
-        // Samples that cannot be decoded: only a skip gets past them.
-        body[HEADER..].fill(0xff);
-        let mut seen = 0;
-        assert_eq!(
-            decode_slot_range(&body, 10, 11, |_, _, _| seen += 1),
-            Ok(())
-        );
-        assert!(decode_slot_range(&body, 9, 10, |_, _, _| seen += 1).is_err());
-        assert_eq!(seen, 0);
-    }
-
-    #[test]
-    fn a_part_reads_only_the_slots_that_hold_its_series() {
-        let conn = ring();
-        let mut stage = Stage::load(&conn, 4096).expect("load");
-        // 600 samples of 3 series: several slots, each series in some of them.
-        let rows: Vec<Row> = (0..600)
-            .map(|i| {
-                (
-                    1 + i / 200,
-                    1_717_200_000_000 + (i % 200) * 1000,
-                    1000.5 + i as f64,
-                )
-            })
-            .collect();
-        stage.write(&conn, &rows).expect("write");
-        // A reload finds the same spans in the slots themselves.
-        let again = Stage::load(&conn, 4096).expect("reload");
-        let spans = |st: &Stage| {
-            st.live
-                .iter()
-                .map(|l| (l.slot, l.series))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(spans(&again), spans(&stage));
-        let only_first = stage
-            .live
-            .iter()
-            .find(|l| l.series == (1, 1))
-            .expect("a slot of series 1 alone")
-            .slot;
-        // Damage its samples, and its header's last series so that decoding
-        // would not skip it either: only not reading it gets past it.
-        let mut body: Vec<u8> = conn
-            .query_row(
-                "SELECT body FROM stage_slot WHERE slot = ?1",
-                [only_first],
-                |r| r.get(0),
-            )
-            .expect("body");
-        body[18..HEADER].copy_from_slice(&u32::MAX.to_le_bytes());
-        body[HEADER..].fill(0xff);
-        conn.execute(
-            "UPDATE stage_slot SET body = ?1 WHERE slot = ?2",
-            params![body, only_first],
-        )
-        .expect("damage it");
-        assert_eq!(
-            stage.rows_of(&conn, 3, 4).expect("series 3"),
-            rows[400..].to_vec()
-        );
-        assert!(stage.rows_of(&conn, 1, 2).is_err());
-    }
-}
+mod tests;

@@ -27,6 +27,7 @@ use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::cap::Cap;
 use super::hook::{CommitHook, Pending};
 use super::ingest::Ingest;
 use super::retention::{Policy, RetentionReport, Step};
@@ -40,8 +41,9 @@ use crate::model::{time::now_ms, Sample};
 /// compaction moves minutes of samples of each series even at 1,000 devices
 /// (chunks of a useful size, few compactions to share a chunk index window);
 /// the compaction itself holds [`COMPACT_PART`](super::ingest::COMPACT_PART)
-/// samples in memory at once.
-pub const STAGED_MAX: usize = 2_000_000;
+/// samples in memory at once. A small `max_size_mb` lowers it: the ring
+/// takes at most a fifth of the cap (`cap.rs`).
+pub const STAGED_MAX: usize = crate::config::size_floor::STAGED_MAX;
 
 /// While samples wait for their commit, how often the writer takes the
 /// batches queued since: one wake-up of its thread per interval instead of
@@ -49,10 +51,6 @@ pub const STAGED_MAX: usize = 2_000_000;
 /// queue ([`SAMPLE_QUEUE`](super::SAMPLE_QUEUE)) must hold what arrives in
 /// between, or publishers wait.
 const DRAIN_EVERY: Duration = Duration::from_millis(100);
-
-/// How often a retention pass starts (the first one this long after start, so
-/// opening the store stays quick).
-const RETENTION_EVERY: Duration = Duration::from_secs(60);
 
 /// Called once the transaction holding a job committed (or failed).
 pub(crate) type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
@@ -87,12 +85,18 @@ pub(crate) struct Writer {
     pub flush_interval: Duration,
     /// How often staged samples are compacted into chunks and rollups.
     pub compact_interval: Duration,
+    /// How often a retention pass starts (`storage.retention_interval_s`; the
+    /// first one this long after start, so opening the store stays quick).
+    pub retention_every: Duration,
     pub batch_size: usize,
     /// Samples kept at most while commits fail (`storage.buffer_samples`).
     pub buffer_samples: usize,
     /// The database file, for the OS cause of a failure.
     pub path: std::path::PathBuf,
     pub policy: Policy,
+    /// The size cap's bookkeeping (the ring's bound, the room a compaction
+    /// needs).
+    pub cap: Cap,
     pub hook: Option<Box<dyn CommitHook>>,
     pub stats: std::sync::Arc<StoreStats>,
     pub heartbeat: crate::liveness::Heartbeat,
@@ -117,7 +121,7 @@ impl Writer {
             let mut deadline: Option<Instant> = None;
             let mut next_drain = Instant::now();
             let mut samples_open = true;
-            let mut next_retention = Instant::now() + RETENTION_EVERY;
+            let mut next_retention = Instant::now() + self.retention_every;
             let mut retention_at: Option<i64> = None;
             let mut beat = crate::liveness::Heartbeat::ticker();
             loop {
@@ -136,7 +140,7 @@ impl Writer {
                             Some(Job::Execute(work)) => self.commit(&mut pending, Some(work)),
                             Some(Job::Retention { now_ms, reply }) => {
                                 self.commit(&mut pending, None);
-                                let _ = reply.send(self.policy.run(&self.conn, now_ms).map_err(Into::into));
+                                let _ = reply.send(self.retention(now_ms, 0));
                             }
                             Some(Job::Compact(reply)) => {
                                 self.commit(&mut pending, None);
@@ -208,7 +212,7 @@ impl Writer {
                         // While age retention is held, the pass runs at the
                         // start of time: nothing is old, the size bound holds.
                         retention_at = Some(if self.stats.age_retention_held() { i64::MIN } else { now_ms() });
-                        next_retention = Instant::now() + RETENTION_EVERY;
+                        next_retention = Instant::now() + self.retention_every;
                     }
                     _ = beat.tick() => {}
                     _ = std::future::ready(()), if retention_at.is_some() => {
@@ -238,21 +242,80 @@ impl Writer {
         tracing::info!("store writer stopped");
     }
 
-    /// Moves the staged samples into chunks and the rollups in one transaction.
-    /// Also run by [`StoreHandle::open`](super::StoreHandle::open) before the
-    /// thread starts, for what a crash or a shutdown left staged.
+    /// Moves the staged samples into chunks and the rollups in one transaction,
+    /// deleting the oldest data first to make room for it under the cap, and
+    /// in that transaction whatever is still over. Also run by
+    /// [`StoreHandle::open`](super::StoreHandle::open) before the thread
+    /// starts, for what a crash or a shutdown left staged.
     pub fn compact(&mut self) -> Result<usize, StoreError> {
+        let staged = self.ingest.staged();
+        if staged > 0 {
+            // Nothing expires at the start of time: only the cap deletes here.
+            if let Err(e) = self.retention(i64::MIN, self.cap.room_for(staged)) {
+                tracing::error!(error = %e, "making room under storage.max_size_mb before a compaction failed; compacting anyway");
+            }
+        }
+        let before = super::retention::used_bytes(&self.conn)?;
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let result = self
-            .ingest
-            .compact(&self.conn)
-            .and_then(|n| self.conn.execute_batch("COMMIT").map(|()| n));
+        let result = self.compact_in_tx(before);
+        let result = result.and_then(|r| self.conn.execute_batch("COMMIT").map(|()| r));
         if result.is_err() {
             self.rolled_back();
         }
         // The parts' rows are freed now: give their pages back (memory.rs).
         crate::memory::give_back();
-        Ok(result?)
+        let (moved, full) = result?;
+        if full {
+            self.warn_full();
+        }
+        Ok(moved)
+    }
+
+    /// The compaction inside its transaction, then, in the same
+    /// transaction, what the cap deletes: no commit leaves more than the cap
+    /// in use. Returns the samples moved and whether only the ring and the
+    /// kept window were left.
+    fn compact_in_tx(&mut self, before: u64) -> rusqlite::Result<(usize, bool)> {
+        let moved = self.ingest.compact(&self.conn)?;
+        let after = super::retention::used_bytes(&self.conn)?;
+        self.cap.measured(before, after, moved);
+        if after <= self.cap.max_bytes {
+            return Ok((moved, false));
+        }
+        let keep_from = Cap::keep_from(self.ingest.newest_of_all(&self.conn)?);
+        let (deleted, full) = self.policy.evict_in_tx(&self.conn, keep_from)?;
+        tracing::debug!(
+            rows = deleted,
+            "deleted oldest rows to stay under storage.max_size_mb"
+        );
+        Ok((moved, full))
+    }
+
+    /// Runs retention to completion as of `now_ms` (age, and the cap with
+    /// `room` bytes to spare), in small transactions.
+    fn retention(&mut self, now_ms: i64, room: u64) -> Result<RetentionReport, StoreError> {
+        let keep_from = Cap::keep_from(self.ingest.newest_of_all(&self.conn)?);
+        let report = self.policy.run(&self.conn, now_ms, keep_from, room)?;
+        if report.evicted_rows > 0 {
+            tracing::debug!(
+                rows = report.evicted_rows,
+                steps = report.steps,
+                "deleted oldest rows to stay under storage.max_size_mb"
+            );
+        }
+        if report.full {
+            self.warn_full();
+        }
+        Ok(report)
+    }
+
+    fn warn_full(&mut self) {
+        if self.cap.warn_full(std::time::Instant::now()) {
+            tracing::warn!(
+                max_bytes = self.cap.max_bytes,
+                "storage.max_size_mb holds no more than the staging ring and the newest 5 minutes of raw samples, which are kept: the database is over it (check-config says what this site needs)"
+            );
+        }
     }
 
     /// Moves the samples a wrong clock stamped, in one transaction.
@@ -283,20 +346,28 @@ impl Writer {
     }
 
     /// One step of the running retention pass; `None` when the pass is over.
-    fn retention_step(&self, at: i64) -> Option<i64> {
-        match self.policy.step(&self.conn, at) {
+    fn retention_step(&mut self, at: i64) -> Option<i64> {
+        let step = self
+            .ingest
+            .newest_of_all(&self.conn)
+            .and_then(|newest| self.policy.step(&self.conn, at, Cap::keep_from(newest), 0));
+        match step {
             Ok(Step::Expired(n)) => {
                 tracing::debug!(rows = n, "deleted expired rows");
                 Some(at)
             }
             Ok(Step::Evicted(n)) => {
-                tracing::info!(
+                tracing::debug!(
                     rows = n,
                     "deleted oldest rows to stay under storage.max_size_mb"
                 );
                 Some(at)
             }
             Ok(Step::Done) => None,
+            Ok(Step::Full) => {
+                self.warn_full();
+                None
+            }
             Err(e) => {
                 tracing::error!(error = %e, "retention step failed; retrying at the next pass");
                 None
@@ -360,7 +431,7 @@ impl Writer {
         if let Some(reply) = reply {
             reply(result);
         }
-        if self.ingest.staged() >= STAGED_MAX {
+        if self.ingest.staged() >= self.cap.staged_max {
             if let Err(e) = self.compact() {
                 tracing::error!(error = %e, "compacting staged samples failed; retrying later");
             }

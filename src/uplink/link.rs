@@ -23,7 +23,6 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep, sleep_until, Instant, Interval};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::backoff::{Attempts, Ended, RETRY};
 use super::client::{self, Client, EventLoop, Incoming, LinkEvent, Lost, LostKind};
@@ -65,7 +64,7 @@ pub(super) struct Parts {
     pub rpc_context: Arc<Context>,
     pub dedup: Dedup,
     /// For the dedup record's pruning (one at a time).
-    pub tracker: TaskTracker,
+    pub tasks: super::tasks::Tasks,
     pub live: Arc<Live>,
     pub catalog: watch::Receiver<u64>,
     pub steering: watch::Receiver<SteeringStates>,
@@ -466,7 +465,7 @@ impl Link {
             return;
         }
         let dedup = self.p.dedup.clone();
-        self.pruning = Some(self.p.tracker.spawn(async move {
+        self.pruning = Some(self.p.tasks.spawn(async move {
             if let Err(e) = dedup.prune(crate::model::time::now_ms()).await {
                 tracing::warn!(error = %e, "RPC dedup prune failed");
             }

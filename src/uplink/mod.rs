@@ -30,6 +30,7 @@ mod refusal;
 mod rpc;
 mod stats;
 mod steering;
+mod tasks;
 mod tls;
 mod topics;
 mod workers;
@@ -96,6 +97,7 @@ pub struct Uplink {
     rpc_load: Arc<workers::Load>,
     dedup: Dedup,
     pulse: Pulse,
+    tasks: tasks::Tasks,
 }
 
 impl Uplink {
@@ -105,6 +107,7 @@ impl Uplink {
     /// backoff ([`Uplink::setup_problem`] says why meanwhile), an unreachable
     /// broker forever.
     pub fn start(parts: UplinkParts, tracker: &TaskTracker, cancel: CancellationToken) -> Uplink {
+        let tasks = tasks::Tasks::new(tracker);
         let topics = Topics::new(&parts.config.prefix, &parts.gateway_id);
         let dedup = Dedup::new(parts.outbox.store().clone());
         let ops_bridge = Bridge::ops(
@@ -130,9 +133,9 @@ impl Uplink {
             load: rpc_load.clone(),
         });
         let (rpc, answers_tx, answers) =
-            workers::Workers::start(rpc_context.clone(), tracker, &cancel);
+            workers::Workers::start(rpc_context.clone(), &tasks, &cancel);
         if let Some(ops) = parts.ops {
-            tracker.spawn(ops_feed::run(
+            tasks.spawn(ops_feed::run(
                 ops,
                 topics.clone(),
                 answers_tx,
@@ -156,7 +159,7 @@ impl Uplink {
             rpc,
             rpc_context,
             dedup: dedup.clone(),
-            tracker: tracker.clone(),
+            tasks: tasks.clone(),
             live: parts.live,
             catalog: parts.catalog,
             steering: parts.steering.subscribe(),
@@ -166,8 +169,8 @@ impl Uplink {
             stats: link_stats.clone(),
             heartbeat,
         };
-        tracker.spawn(parts.outbox.clone().run_upkeep(cancel.child_token()));
-        let task = tracker
+        tasks.spawn(parts.outbox.clone().run_upkeep(cancel.child_token()));
+        let task = tasks
             .spawn(link::run(setup, link, answers, cancel))
             .abort_handle();
         Uplink {
@@ -180,7 +183,15 @@ impl Uplink {
             rpc_load,
             dedup,
             pulse,
+            tasks,
         }
+    }
+
+    /// The uplink's own tasks alive now: the link, the outbox's upkeep, the
+    /// RPC workers, the operations feed and a dedup prune while one runs. A
+    /// request never adds one: it waits in the workers' bounded queue.
+    pub fn tasks(&self) -> usize {
+        self.tasks.alive()
     }
 
     /// Why the uplink cannot be set up (its TLS files), while it cannot; `None`

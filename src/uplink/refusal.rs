@@ -80,7 +80,10 @@ struct Spell {
     hold_until: Option<Instant>,
     /// Telemetry seqs refused and not accepted since.
     rows: BTreeSet<u64>,
-    /// A retained publish was refused and none was accepted since.
+    /// A retained publish was refused since the last retry sent them all
+    /// again. One accepted is no sign for the others: status, listing and
+    /// steering states are separate topics, and a broker's rules may change
+    /// between two of them.
     retained: bool,
 }
 
@@ -144,8 +147,7 @@ impl Refusals {
             Tag::Telemetry(seq) => {
                 spell.rows.remove(&seq);
             }
-            Tag::Retained => spell.retained = false,
-            Tag::Answer => {}
+            Tag::Retained | Tag::Answer => {}
         }
         if spell.hold_until.is_some() || !spell.rows.is_empty() || spell.retained {
             return None;
@@ -209,7 +211,7 @@ impl Refusals {
         }
         Retry {
             telemetry,
-            retained: s.retained,
+            retained: std::mem::take(&mut s.retained),
         }
     }
 
@@ -283,6 +285,24 @@ mod tests {
         assert!(r.refused(t0 + ms(4000), Tag::Answer, 1000));
         assert_eq!(r.hold_until(), Some(t0 + ms(5000)));
         assert!(!r.holds_telemetry() && !r.holds_retained());
+    }
+
+    /// The retry publishes status and listing again; the broker's rules
+    /// change between the two (the status refused, the listing accepted):
+    /// the status is still sent again at the next retry.
+    #[test]
+    fn one_retained_publish_accepted_does_not_stand_for_another_refused() {
+        let t0 = Instant::now();
+        let mut r = Refusals::default();
+        assert!(r.refused(t0, Tag::Retained, 100));
+        assert!(r.retry(None).retained);
+        assert!(!r.refused(t0 + ms(200), Tag::Retained, 100));
+        assert_eq!(r.accepted(t0 + ms(201), Tag::Retained), None);
+        assert!(r.holds_retained());
+        assert!(r.retry(None).retained);
+        // Both get through now: the spell ends with the next acceptance.
+        assert!(r.accepted(t0 + ms(400), Tag::Retained).is_some());
+        assert!(!r.active());
     }
 
     #[test]

@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, Mutex};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::client::Incoming;
 use super::rpc::{Answer, Bridge};
@@ -118,18 +117,18 @@ pub(super) struct Context {
 }
 
 impl Workers {
-    /// Starts the workers on `tracker`; returns the queue and the receiver of
+    /// Starts the workers on `tasks`; returns the queue and the receiver of
     /// their answers (the link's).
     pub(super) fn start(
         context: Arc<Context>,
-        tracker: &TaskTracker,
+        tasks: &super::tasks::Tasks,
         cancel: &CancellationToken,
     ) -> (Workers, mpsc::Sender<Outgoing>, mpsc::Receiver<Outgoing>) {
         let (tx, rx) = mpsc::channel(QUEUE);
         let (answers_tx, answers) = mpsc::channel(ANSWERS);
         let rx = Arc::new(Mutex::new(rx));
         for _ in 0..WORKERS {
-            tracker.spawn(work(
+            tasks.spawn(work(
                 rx.clone(),
                 context.clone(),
                 answers_tx.clone(),

@@ -24,6 +24,7 @@ auth = "none"
 
 [storage]
 path = "/tmp/sitegate-check.db"
+retention_interval_s = 0
 
 [[sites]]
 reference = "ste_home"
@@ -83,6 +84,7 @@ fn every_problem_is_reported_with_its_path_and_exit_78() {
             "http.listen[0]",
             "auth = \"none\" is only allowed when every listener is on loopback",
         ),
+        ("storage.retention_interval_s", "must be 1 to 3600, found 0"),
         ("sites[0].max_import", "unknown power unit \"parsecs\""),
         (
             "buses[0].tcp",
@@ -217,4 +219,92 @@ fn a_size_bound_too_small_for_the_retention_says_what_it_holds() {
     let text = said(&out);
     assert!(out.status.success(), "{text}");
     assert!(!text.contains("max_size_mb"), "{text}");
+}
+
+/// A size bound below what the store never deletes (the staging ring and
+/// the newest five minutes of raw samples with their rollups) is refused (exit 78) with the
+/// least bound this site needs; that bound itself is accepted.
+#[test]
+fn a_size_bound_below_the_ring_and_the_newest_minutes_is_refused_with_what_it_needs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("site.toml");
+    let write = |max_size_mb: u64| {
+        let mut t = format!(
+            "gateway_id = \"sized\"\n[http]\nlisten = [\"127.0.0.1:8080\"]\nauth = \"none\"\n[storage]\npath = \"/tmp/sized.db\"\nmax_size_mb = {max_size_mb}\nretention_days = 1\nminute_rollup_retention_days = 1\nrollup_retention_days = 1\n[[sites]]\nreference = \"ste_a\"\nname = \"A\"\n"
+        );
+        for i in 0..1000 {
+            let bus = i / 200;
+            if i % 200 == 0 {
+                t += &format!(
+                    "[[buses]]\nname = \"b{bus}\"\ntcp = \"192.0.2.10:{}\"\n",
+                    502 + bus
+                );
+            }
+            t += &format!(
+                "[[devices]]\nreference = \"dvc_{i}\"\nname = \"d{i}\"\ntype = \"inverter\"\nsite = \"ste_a\"\nbus = \"b{bus}\"\nunit_id = {}\npoll_interval_ms = 1000\n",
+                i % 200 + 1
+            );
+        }
+        std::fs::write(&file, t).expect("write config");
+    };
+    let said = |o: &Output| {
+        String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+    };
+    write(8);
+    let out = check_config(&file);
+    let text = said(&out);
+    assert_eq!(out.status.code(), Some(78), "{text}");
+    let least = text
+        .split("storage.max_size_mb: 8 is below the ")
+        .nth(1)
+        .and_then(|rest| rest.split(" MB").next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no least bound in: {text}"));
+    assert!(text.contains("1000 devices"), "{text}");
+    assert!(text.contains("newest 5 minutes"), "{text}");
+    // 27 MB: the cap `tests/it/store_cap.rs` holds at 1,000 noisy devices.
+    assert_eq!(least, 27, "{text}");
+    write(least);
+    let out = check_config(&file);
+    let text = said(&out);
+    assert!(!text.contains("is below the"), "{text}");
+}
+
+/// `logging.level` takes level names and directives for sitegate's modules
+/// and the crates it logs through; a bare word (a typo, `loud`) would be read
+/// as a target and silence the agent: refused, naming the key and the levels.
+#[test]
+fn a_log_level_that_would_silence_the_agent_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("site.toml");
+    let with_level = |level: &str| {
+        std::fs::write(
+            &file,
+            format!("gateway_id = \"lv\"\n[http]\nlisten = [\"127.0.0.1:8080\"]\nauth = \"none\"\n[logging]\nlevel = {level:?}\n"),
+        )
+        .expect("write config");
+        check_config(&file)
+    };
+    for good in [
+        "debug",
+        "sitegate::modbus=trace,info",
+        "tokio_modbus=warn,sitegate=debug",
+    ] {
+        let out = with_level(good);
+        assert!(
+            out.status.success(),
+            "{good}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for bad in ["loud", "sitegate=loud", "tokio=debug,info"] {
+        let out = with_level(bad);
+        assert_eq!(out.status.code(), Some(78), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("logging.level"), "{err}");
+        assert!(
+            err.contains("off, error, warn, info, debug, trace"),
+            "{err}"
+        );
+    }
 }

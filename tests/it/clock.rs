@@ -28,8 +28,8 @@ fn libfaketime() -> Option<PathBuf> {
         .find(|p| p.exists());
     if found.is_none() {
         assert!(
-            std::env::var("SITEGATE_REQUIRE_FAKETIME").is_err(),
-            "SITEGATE_REQUIRE_FAKETIME is set but libfaketime is not installed (apt-get install faketime)"
+            !crate::common::required("FAKETIME"),
+            "SITEGATE_REQUIRE_FAKETIME=1 but libfaketime is not installed (apt-get install faketime)"
         );
         #[allow(clippy::print_stderr)]
         {

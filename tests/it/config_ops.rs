@@ -28,6 +28,10 @@ use crate::common::process::{start_sim, AgentProcess, ConfigDir};
 use crate::common::site::{small_site, ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};
 
 const T: Duration = Duration::from_secs(30);
+/// How long an agent may take to exit for a restart: a change's trial
+/// window (5 s here), the restart delay and a shutdown within its grace,
+/// once seen to take over 30 s with eight tests at once on two cores.
+const RESTART_WITHIN: Duration = Duration::from_secs(90);
 
 /// A second inverter on the PV bus: the simulator serves it from the start,
 /// the agent's config gets it through a `config.put`.
@@ -119,7 +123,7 @@ impl Site {
     /// Waits for the agent to exit 75 and starts it again on the same files.
     async fn restarted(&mut self) {
         let mut agent = self.agent.take().expect("the agent runs");
-        let code = agent.exited(T).await.code();
+        let code = agent.exited(RESTART_WITHIN).await.code();
         assert_eq!(
             code,
             Some(i32::from(sitegate::ops::EXIT_RESTART)),
@@ -212,15 +216,11 @@ fn sibling(file: &Path, suffix: &str) -> PathBuf {
     file.with_file_name(name)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Every token and token hash of the test config.
 fn secrets() -> Vec<String> {
     [READ_TOKEN, STEER_TOKEN, ADMIN_TOKEN]
         .into_iter()
-        .flat_map(|t| [t.to_string(), hex(&hash_token(t))])
+        .flat_map(|t| [t.to_string(), hex::encode(hash_token(t))])
         .collect()
 }
 
@@ -771,6 +771,26 @@ async fn a_toml_merge_patch_lowers_max_export_live_and_the_loop_holds_it() {
     assert_eq!(done["result"]["result"], "refused", "{done}");
     assert_eq!(
         done["result"]["problems"][0]["path"], "ops.rollback_after_s",
+        "{done}"
+    );
+    assert_eq!(site.text(), before);
+    // A log level that would silence the agent: refused, naming the key.
+    let (status, body) = site
+        .post(json!({"id": "toml-loud", "kind": "config.put", "args": {"patchToml": "[logging]\nlevel = \"loud\"\n"}}))
+        .await;
+    assert!(status.is_success(), "{status} {body}");
+    let done = site.settled("toml-loud").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    assert_eq!(done["result"]["result"], "refused", "{done}");
+    assert_eq!(
+        done["result"]["problems"][0]["path"], "logging.level",
+        "{done}"
+    );
+    let message = done["result"]["problems"][0]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        message.contains("off, error, warn, info, debug, trace"),
         "{done}"
     );
     assert_eq!(site.text(), before);

@@ -110,13 +110,14 @@ async fn time_series_edges() {
         .post(path, READ, &ask(now, now - 60_000, json!(1)))
         .await;
     assert_eq!((s, v["field"].as_str()), (400, Some("range.end")), "{v}");
-    assert_eq!(v["code"], "range_too_long", "{v}");
+    assert_eq!(v["code"], "invalid_range", "{v}");
     assert!(
         v["detail"].as_str().is_some_and(|d| d.contains("reversed")),
         "{v}"
     );
     let (s, v) = rig.post(path, READ, &ask(now, now, json!(1))).await;
     assert_eq!((s, v["field"].as_str()), (400, Some("range.end")), "{v}");
+    assert_eq!(v["code"], "invalid_range", "{v}");
     assert!(
         v["detail"].as_str().is_some_and(|d| d.contains("empty")),
         "{v}"

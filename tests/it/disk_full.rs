@@ -30,8 +30,8 @@ impl Tmpfs {
             .is_ok_and(|s| s.success());
         if !ok {
             assert!(
-                std::env::var("SITEGATE_REQUIRE_TMPFS").is_err(),
-                "SITEGATE_REQUIRE_TMPFS is set but a tmpfs cannot be mounted"
+                !crate::common::required("TMPFS"),
+                "SITEGATE_REQUIRE_TMPFS=1 but a tmpfs cannot be mounted"
             );
             // A notice beside the test's result, as the browser tests give.
             #[allow(clippy::print_stderr)]

@@ -26,9 +26,11 @@ async fn metrics_describe_the_running_site_and_move_with_it() {
 
     let first = scrape(&site).await;
     for family in [
-        "sitegate_device_polls_total",
-        "sitegate_device_poll_duration_seconds",
+        "sitegate_bus_polls_total",
+        "sitegate_bus_poll_duration_seconds",
+        "sitegate_device_poll_failures_total",
         "sitegate_device_online",
+        "sitegate_site_devices_online",
         "sitegate_modbus_requests_total",
         "sitegate_modbus_request_duration_seconds",
         "sitegate_store_commits_total",
@@ -36,6 +38,7 @@ async fn metrics_describe_the_running_site_and_move_with_it() {
         "sitegate_store_queue_depth",
         "sitegate_store_samples_total",
         "sitegate_steering_writes_total",
+        "sitegate_steering_device_writes_total",
         "sitegate_steering_device_state",
         "sitegate_http_requests_total",
         "sitegate_http_request_duration_seconds",
@@ -45,26 +48,32 @@ async fn metrics_describe_the_running_site_and_move_with_it() {
     ] {
         assert!(first.has_family(family), "{family} missing");
     }
-    for device in ["dvc_pv", "dvc_bat", "dvc_grid"] {
+    for (device, bus, ty) in [
+        ("dvc_pv", "pv", "inverter"),
+        ("dvc_bat", "bat", "battery"),
+        ("dvc_grid", "grid", "meter"),
+    ] {
         assert_eq!(
-            first.get(&format!(
-                "sitegate_device_online{{device=\"{device}\",site=\"ste_test\",type=\"{}\"}}",
-                match device {
-                    "dvc_pv" => "inverter",
-                    "dvc_bat" => "battery",
-                    _ => "meter",
-                }
-            )),
+            first.get(&format!("sitegate_device_online{{device=\"{device}\"}}")),
             Some(1.0),
             "{device} online"
         );
+        assert_eq!(
+            first.get(&format!(
+                "sitegate_site_devices_online{{site=\"ste_test\",type=\"{ty}\"}}"
+            )),
+            Some(1.0),
+            "{ty} online"
+        );
         assert!(
             first.sum(
-                "sitegate_device_polls_total",
-                &[("device", device), ("result", "ok")]
+                "sitegate_bus_polls_total",
+                &[("bus", bus), ("result", "ok")]
             ) >= 1.0
         );
     }
+    // No device has failed a poll: none is listed.
+    assert_eq!(first.sum("sitegate_device_poll_failures_total", &[]), 0.0);
     assert!(first.sum("sitegate_modbus_requests_total", &[("outcome", "ok")]) >= 3.0);
 
     // Requests made now are counted by route template and status.
@@ -88,22 +97,32 @@ async fn metrics_describe_the_running_site_and_move_with_it() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
-    let confirmed = "sitegate_steering_writes_total{site=\"ste_test\",device=\"dvc_bat\",kind=\"change\",result=\"confirmed\"}";
+    let confirmed =
+        "sitegate_steering_writes_total{site=\"ste_test\",kind=\"change\",result=\"confirmed\"}";
     let committed = "sitegate_store_samples_total{result=\"committed\"}";
-    let later = crate::common::wait_for("a confirmed write, more polls and commits", T, || async {
-        let s = scrape(&site).await;
-        let polled_more = ["dvc_pv", "dvc_bat", "dvc_grid"].iter().all(|d| {
-            s.sum("sitegate_device_polls_total", &[("device", d)])
-                > first.sum("sitegate_device_polls_total", &[("device", d)])
-        });
-        let committed_more = s.get(committed).unwrap_or(0.0) > first.get(committed).unwrap_or(0.0);
-        (polled_more && committed_more && s.get(confirmed).unwrap_or(0.0) >= 1.0).then_some(s)
-    })
+    let applied = "sitegate_steering_device_state{device=\"dvc_bat\",state=\"applied\"}";
+    let later = crate::common::wait_for(
+        "the battery's write confirmed, more polls and commits",
+        T,
+        || async {
+            let s = scrape(&site).await;
+            let polled_more = ["pv", "bat", "grid"].iter().all(|b| {
+                s.sum("sitegate_bus_polls_total", &[("bus", b)])
+                    > first.sum("sitegate_bus_polls_total", &[("bus", b)])
+            });
+            let committed_more =
+                s.get(committed).unwrap_or(0.0) > first.get(committed).unwrap_or(0.0);
+            let written = s.get(confirmed).unwrap_or(0.0) >= 1.0 && s.get(applied) == Some(1.0);
+            (polled_more && committed_more && written).then_some(s)
+        },
+    )
     .await;
+    // One state a device: the one it is in.
     assert_eq!(
-        later.get("sitegate_steering_device_state{site=\"ste_test\",device=\"dvc_bat\",state=\"applied\"}"),
-        Some(1.0)
+        later.sum("sitegate_steering_device_state", &[("device", "dvc_bat")]),
+        1.0
     );
+    assert!(later.get("sitegate_steering_device_writes_total{device=\"dvc_bat\"}") >= Some(1.0));
     assert!(later.get("sitegate_store_commits_total{result=\"ok\"}") >= Some(1.0));
     assert!(
         later.sum(
@@ -165,7 +184,7 @@ async fn metrics_can_be_turned_off() {
 async fn metrics_change_as_the_demo_runs() {
     let mut demo = Demo::start(&[]).await;
     let scrape_demo = || prom::scrape(&demo.http, &demo.base);
-    let polls = |s: &Scrape| s.sum("sitegate_device_polls_total", &[("result", "ok")]);
+    let polls = |s: &Scrape| s.sum("sitegate_bus_polls_total", &[("result", "ok")]);
     let first = crate::common::wait_for("the demo polled", DEADLINE, || async {
         let s = scrape_demo().await;
         (polls(&s) > 0.0).then_some(s)
@@ -211,7 +230,7 @@ async fn metrics_change_as_the_demo_runs() {
     );
     // Every demo device online (2 inverters, 2 batteries, a meter).
     assert_eq!(
-        later.sum("sitegate_device_online", &[("site", "ste_demo")]),
+        later.sum("sitegate_site_devices_online", &[("site", "ste_demo")]),
         5.0
     );
     let status = demo.stop(Signal::SIGINT).await;

@@ -89,6 +89,7 @@ async fn maps_are_found_at_40000_then_0_then_50000_and_nowhere_else() {
         time_factor: 1.0,
         start: Some(1_782_039_600_000),
         base_load_w: 500.0,
+        ..SimSiteSpec::default()
     })
     .await
     .unwrap();

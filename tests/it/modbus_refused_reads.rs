@@ -153,16 +153,7 @@ async fn devices_that_refuse_part_of_a_block_come_online_are_scanned_and_steered
         assert!(info.serial.is_some(), "{bus}: {info:?}");
     }
 
-    let agent = sitegate::agent::Agent::start(config.clone()).await.unwrap();
-    let base = format!("http://{}", agent.http_addrs()[0]);
-    let rig = Rig {
-        sim,
-        agent,
-        base,
-        http: reqwest::Client::new(),
-        config,
-        dir,
-    };
+    let rig = Rig::join(sim, config, dir).await;
     let live = rig.agent.live().clone();
     for (reference, with) in [
         ("dvc_pv_r", Property::ActivePower),
@@ -262,16 +253,7 @@ async fn a_battery_whose_rating_cannot_be_read_is_held_at_0_w_and_says_why() {
         p(&::sunspec::models::model120::Model120::W_RTG),
         p(&::sunspec::models::model120::Model120::W_RTG_SF),
     ));
-    let agent = sitegate::agent::Agent::start(config.clone()).await.unwrap();
-    let base = format!("http://{}", agent.http_addrs()[0]);
-    let rig = Rig {
-        sim,
-        agent,
-        base,
-        http: reqwest::Client::new(),
-        config,
-        dir,
-    };
+    let rig = Rig::join(sim, config, dir).await;
     eventually("at fallback", Duration::from_secs(10), || async {
         rig.device_state("dvc_bat_u").await["state"] == "fallback"
     })

@@ -90,6 +90,7 @@ async fn every_family_maps_to_the_vocabulary() {
         time_factor: 1.0,
         start: Some(1_782_039_600_000),
         base_load_w: 500.0,
+        ..SimSiteSpec::default()
     };
     let sim = SimSite::start(spec).await.unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -112,6 +112,7 @@ async fn single_split_phase_and_delta_families_map_to_the_vocabulary() {
         time_factor: 1.0,
         start: None,
         base_load_w: 500.0,
+        ..SimSiteSpec::default()
     })
     .await
     .unwrap();

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use crate::common::broker::{kinds, Broker, Gate, Kind, Message, Subscriber};
+use crate::common::broker::{kinds, on_every_kind, Broker, Gate, Kind, Message, Subscriber};
 use crate::common::logs;
 use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, uplink, ROOT};
 use sitegate::model::{DeviceId, Property, Sample};
@@ -231,7 +231,5 @@ async fn drain(kind: Kind) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_backlog_drains_at_its_rate_beside_live_telemetry() {
-    for kind in kinds() {
-        drain(kind).await;
-    }
+    on_every_kind(drain).await;
 }

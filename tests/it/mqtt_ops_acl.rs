@@ -135,7 +135,7 @@ async fn the_documented_acl_lets_only_the_operators_operate() {
         return;
     }
     let Some(passwords) = mosquitto_password_file(&[GATEWAY, PARTNER, OPERATOR]) else {
-        if std::env::var("SITEGATE_REQUIRE_MOSQUITTO").is_ok_and(|v| v == "1") {
+        if crate::common::required("MOSQUITTO") {
             panic!("SITEGATE_REQUIRE_MOSQUITTO=1 but mosquitto_passwd is not installed");
         }
         #[allow(clippy::print_stderr, reason = "a test run should say what it skipped")]

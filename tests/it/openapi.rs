@@ -362,6 +362,39 @@ fn schemas_refuse_what_the_contract_forbids() {
             json!({"deviceReference": "d", "component": "ess", "setpoint": null, "state": "done", "writtenAt": null, "confirmed": false, "error": null}),
         ),
         ("Health", json!({"status": "fine"})),
+        // Each kind's args hold its own members only, and an id its alphabet.
+        (
+            "OperationRequest",
+            json!({"id": "a", "kind": "logs", "args": {"bus": "pv"}}),
+        ),
+        (
+            "OperationRequest",
+            json!({"id": "a", "kind": "bundle", "args": {"lines": 1}}),
+        ),
+        ("OperationRequest", json!({"id": "a", "kind": "scan"})),
+        ("OperationRequest", json!({"kind": "logs"})),
+        ("OperationRequest", json!({"id": "a/b", "kind": "logs"})),
+        ("OperationRequest", json!({"id": "..", "kind": "logs"})),
+        ("OperationRequest", json!({"id": "a", "kind": "reboot"})),
+        (
+            "OperationRequest",
+            json!({"id": "a", "kind": "config.put", "args": {"toml": "", "patchToml": ""}}),
+        ),
+        (
+            "OperationRequest",
+            json!({"id": "a", "kind": "config.put", "args": {"patchToml": "x ="}}),
+        ),
+        (
+            "OperationRequest",
+            json!({"id": "a", "kind": "config.put", "args": {"patch": {"devices": [null]}}}),
+        ),
+        ("EssSetting", json!({"value": 1.0e13, "unit": "W"})),
+        (
+            "EssSetting",
+            json!({"value": -1.0e13, "unit": "MW", "untilSoc": 50}),
+        ),
+        ("LimitValue", json!({"value": 1.0e13, "unit": "kW"})),
+        ("CurtailmentValue", json!({"value": 1.0e13, "unit": "MW"})),
     ];
     for (schema, instance) in bad {
         let s = json!({"$ref": format!("#/components/schemas/{schema}")});

@@ -1,21 +1,25 @@
 //! A property test of the contract: requests made from `/openapi.json` alone
-//! (ids found through the listing operations' links, bodies, query strings
-//! and headers drawn from their schemas) sent to a running agent. Every
-//! answer must be one the document describes (status, content type, body),
-//! and a request the schema allows may be refused only for a reason the
-//! operation's description states: a time relative to now (`expired`,
-//! `range_too_long`, `too_many_points`), an id that is not there, nothing
-//! measured. A refusal of its shape (`invalid_value`, `unknown_field`,
+//! (ids found through the links of the listings' answers and of a started
+//! operation's, bodies, query strings and headers drawn from their schemas)
+//! sent to a running agent, the operations under `/admin` with an `admin`
+//! token. Every answer must be one the document describes (status, content
+//! type, body), and a request the schema allows may be refused only for a
+//! reason the operation's description states: a time relative to now
+//! (`expired`, `range_too_long`, `too_many_points`), a range whose end is not
+//! after its start (`invalid_range`), an id that is not there, nothing
+//! measured, what the config holds (a configured limit, bus or site), an id
+//! or key reused. A refusal of its shape (`invalid_value`, `unknown_field`,
 //! `missing_field`, `unknown_unit`, `invalid_json`, `unknown_property`) means
 //! the schema allows what the API refuses.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::Value;
 use sitegate::model::time::now_ms;
 
-use crate::common::site::{self, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, ADMIN_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
 use crate::openapi_support::client::{Body, Checker};
 use crate::openapi_support::generate::Gen;
 use crate::openapi_support::{deref, document, operations, Operation};
@@ -33,6 +37,7 @@ const SEEDS: &[u64] = &[
 /// that depend on the time of the request or on what the site holds.
 const STATED: &[&str] = &[
     "expired",
+    "invalid_range",
     "range_too_long",
     "too_many_points",
     "device_not_found",
@@ -45,32 +50,43 @@ const STATED: &[&str] = &[
 /// `invalid_value` on fields whose rule the descriptions state against
 /// something outside the request: now (`validUntil` later than now and
 /// `validFrom`, at most 31 days ahead), the site's SoC (`untilSoc`), the
-/// site's configured limits (a temporary limit only tightens).
+/// site's configured limits (a temporary limit only tightens), the running
+/// config's buses and sites (a scan's `bus` and `site`).
 const STATED_FIELDS: &[&str] = &[
     "validUntil",
     "validFrom",
     "untilSoc",
     "maxExport",
     "maxImport",
+    "args.bus",
+    "args.site",
 ];
-/// Operations the test leaves out: they take no input, or (the operations
-/// under `/admin`) they need the `admin` scope and would start restarts and
-/// bus scans at random; `openapi::real_answers_validate_against_the_document`
-/// covers those.
-const FIXED: &[&str] = &[
-    "healthz",
-    "readyz",
-    "metrics",
-    "openapi",
-    "startOperation",
-    "listOperations",
-    "getOperation",
-    "getBundleChunk",
-];
+/// Operations the test leaves out: they take no input.
+const FIXED: &[&str] = &["healthz", "readyz", "metrics", "openapi"];
+/// Kinds of operation never drawn: `restart` stops the agent (it exits as on
+/// SIGTERM, for its service manager to start it again), and the test has one
+/// agent. Every other kind is drawn, and the test's agent survives each:
+/// `scan` is refused on its `bus` (a drawn name is not one of the config's,
+/// and the bus is checked first), and the agent runs on a config in memory,
+/// so `config.put` (and `config.get`) end as failed operations after their
+/// arguments were parsed, changing nothing.
+const UNDRAWN_KINDS: &[&str] = &["restart"];
+/// How long the operation the test starts first may take to end.
+const FIRST_OPERATION_WAIT: Duration = Duration::from_secs(10);
 
 /// `operationId -> (parameter -> value)`, from the links of the listings'
 /// answers.
 type Linked = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The token for an operation: the `admin` one for the operations under
+/// `/admin`, else the one with `read` and `steer`.
+fn token_for(op: &Value) -> &'static str {
+    if op["security"] == serde_json::json!([{"bearer": ["admin"]}]) {
+        ADMIN_TOKEN
+    } else {
+        STEER_TOKEN
+    }
+}
 
 /// Follows the links of every `200` answer of `listing` (a GET without
 /// parameters) to the operations they name.
@@ -80,9 +96,15 @@ async fn follow(c: &mut Checker<'_>, doc: &Value, listing: &str, linked: &mut Li
         .await;
     assert_eq!(status, 200, "{listing}: {body}");
     let op = &doc["paths"][listing]["get"];
-    let links = deref(doc, &op["responses"]["200"])["links"]
+    follow_links(doc, op, "200", &body, linked);
+}
+
+/// Takes the values the links of `op`'s `status` answer give from `body`.
+fn follow_links(doc: &Value, op: &Value, status: &str, body: &Value, linked: &mut Linked) {
+    let id = op["operationId"].as_str().unwrap_or_default();
+    let links = deref(doc, &op["responses"][status])["links"]
         .as_object()
-        .unwrap_or_else(|| panic!("GET {listing}: no links to the operations that take its ids"));
+        .unwrap_or_else(|| panic!("{id} {status}: no links to the operations that take its ids"));
     for link in links.values() {
         let target = link["operationId"].as_str().expect("operationId");
         for (param, expr) in link["parameters"].as_object().expect("parameters") {
@@ -93,7 +115,7 @@ async fn follow(c: &mut Checker<'_>, doc: &Value, listing: &str, linked: &mut Li
             let value = body
                 .pointer(pointer)
                 .and_then(Value::as_str)
-                .unwrap_or_else(|| panic!("{listing}: {pointer} is not in {body}"));
+                .unwrap_or_else(|| panic!("{id}: {pointer} is not in {body}"));
             linked
                 .entry(target.to_string())
                 .or_default()
@@ -121,6 +143,8 @@ async fn generated_requests_get_documented_answers() {
     let mut linked = Linked::new();
     follow(&mut c, &doc, "/devices", &mut linked).await;
     follow(&mut c, &doc, "/sites", &mut linked).await;
+    let mut seen = Seen::default();
+    start_first_operation(&mut c, &doc, &mut linked, &mut seen).await;
 
     let ops: Vec<_> = operations(&doc)
         .into_iter()
@@ -133,7 +157,6 @@ async fn generated_requests_get_documented_answers() {
     {
         seeds.push(extra);
     }
-    let mut seen = Seen::default();
     for seed in seeds {
         let mut gen = Gen::new(&doc, seed, now_ms());
         for n in 0..REQUESTS {
@@ -174,6 +197,83 @@ struct Seen {
     keys: Vec<String>,
     /// Keys reused on another operation or body, refused as such.
     reuse_refused: usize,
+    /// Operation ids sent so far.
+    op_ids: Vec<String>,
+}
+
+/// Starts a bundle operation drawn from the document, waits until it ended
+/// (as its own answer shows), and follows its answer's links: the ids of
+/// `getOperation` and `getBundleChunk`.
+async fn start_first_operation(
+    c: &mut Checker<'_>,
+    doc: &Value,
+    linked: &mut Linked,
+    seen: &mut Seen,
+) {
+    let path = "/admin/operations";
+    let op = &doc["paths"][path]["post"];
+    let schema = &op["requestBody"]["content"]["application/json"]["schema"];
+    let mut gen = Gen::new(doc, SEEDS[0], now_ms());
+    let body = (0..256)
+        .filter_map(|_| gen.instance(schema, ""))
+        .find(|b| b["kind"] == "bundle")
+        .expect("a bundle operation drawn from the document");
+    let (status, answer) = c
+        .send(
+            Method::POST,
+            path,
+            Some(ADMIN_TOKEN),
+            &[],
+            Body::Json(body.clone()),
+        )
+        .await;
+    assert_eq!(status, 202, "{body}: {answer}");
+    seen.op_ids
+        .push(body["id"].as_str().unwrap_or_default().to_string());
+    follow_links(doc, op, "202", &answer, linked);
+    let get = format!("{path}/{}", linked["getOperation"]["operation_id"]);
+    let deadline = tokio::time::Instant::now() + FIRST_OPERATION_WAIT;
+    let mut state = answer["state"].clone();
+    while state == "running" && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (status, now) = c
+            .send(Method::GET, &get, Some(ADMIN_TOKEN), &[], Body::None)
+            .await;
+        assert_eq!(status, 200, "{get}: {now}");
+        state = now["state"].clone();
+    }
+    assert_eq!(state, "succeeded", "{body}: the bundle did not end well");
+}
+
+/// A body drawn from `schema`; for `startOperation`, never of a kind in
+/// [`UNDRAWN_KINDS`].
+fn draw_body(gen: &mut Gen<'_>, schema: &Value, id: &str) -> Value {
+    for _ in 0..256 {
+        let Some(v) = gen.instance(schema, "") else {
+            break;
+        };
+        let kind = v["kind"].as_str().unwrap_or_default();
+        if id != "startOperation" || !UNDRAWN_KINDS.contains(&kind) {
+            return v;
+        }
+    }
+    panic!("{id}: no body could be drawn from its schema")
+}
+
+/// Whether an `invalid_value` on `field` of the body `sent` is one of the
+/// rules stated against something outside the request ([`STATED_FIELDS`]).
+/// `untilSoc` is refused for its sign against the site's SoC, which a zero
+/// power has not: a zero power refused there is not a stated rule.
+fn stated_field(field: &str, sent: &str) -> bool {
+    if !STATED_FIELDS.iter().any(|f| field.ends_with(f)) {
+        return false;
+    }
+    let Some(setting) = field.strip_suffix(".untilSoc") else {
+        return true;
+    };
+    let body: Value = serde_json::from_str(sent).unwrap_or_default();
+    let pointer = format!("/{}/value", setting.replace('.', "/"));
+    body.pointer(&pointer).and_then(Value::as_f64) != Some(0.0)
 }
 
 /// One generated request: sent, its answer checked against the document,
@@ -224,7 +324,12 @@ async fn send_one(
                         headers.push((name.into(), key));
                     }
                     "header" => headers.push((name.into(), text(&v))),
-                    _ => query.push(format!("{name}={}", text(&v))),
+                    // Percent-encoded: a URL's trailing blanks are cut
+                    // before it is sent.
+                    _ => query.push(format!(
+                        "{name}={}",
+                        form_urlencoded::byte_serialize(text(&v).as_bytes()).collect::<String>()
+                    )),
                 }
             }
             _ => {}
@@ -232,10 +337,22 @@ async fn send_one(
     }
     let body = match o.op["requestBody"]["content"]["application/json"]["schema"] {
         Value::Null => Body::None,
-        ref schema => match gen.instance(schema, "") {
-            Some(v) => Body::Json(v),
-            None => panic!("{id}: no body could be drawn from its schema"),
-        },
+        ref schema => {
+            let mut v = draw_body(gen, schema, &id);
+            // An operation id: now and then one used before, with whatever
+            // request it was used with.
+            if let Some(op_id) = v.get_mut("id").filter(|_| id == "startOperation") {
+                if gen.chance(15) {
+                    if let Some(old) = gen.pick(&seen.op_ids) {
+                        *op_id = Value::String(old.clone());
+                    }
+                }
+                let op_id = op_id.as_str().unwrap_or_default().to_string();
+                reused |= seen.op_ids.contains(&op_id);
+                seen.op_ids.push(op_id);
+            }
+            Body::Json(v)
+        }
     };
     let sent = match &body {
         Body::Json(v) => v.to_string(),
@@ -250,14 +367,19 @@ async fn send_one(
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let (status, answer) = c
-        .send(method.clone(), &path, Some(STEER_TOKEN), &header_refs, body)
+        .send(
+            method.clone(),
+            &path,
+            Some(token_for(o.op)),
+            &header_refs,
+            body,
+        )
         .await;
     seen.answered.entry(id.clone()).or_default().push(status);
     if (400..500).contains(&status) {
         let code = answer["code"].as_str().unwrap_or("");
         let field = answer["field"].as_str().unwrap_or("");
-        let stated_field =
-            code == "invalid_value" && STATED_FIELDS.iter().any(|f| field.ends_with(f));
+        let stated_field = code == "invalid_value" && stated_field(field, &sent);
         let key_reused = reused && code == "idempotency_key_reused";
         if key_reused {
             seen.reuse_refused += 1;

@@ -13,7 +13,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::common::site::{self, TestSite, READ_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
-use crate::common::webdriver::{decode_base64, launch_or_skip, Browser};
+use crate::common::webdriver::{decode_base64, launch_or_skip, launch_or_skip_with, Browser};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -312,6 +312,42 @@ async fn open_access_needs_no_token() {
     )
     .await;
 
+    let errors = b.script_errors().await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
+    b.quit().await;
+    site.stop().await;
+}
+
+/// The page over HTTPS: Chromium trusts the agent's self-signed certificate
+/// only by its public key's pin (as a technician's browser would after
+/// checking the fingerprint), signs in with a token and shows the site.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_works_over_https_with_the_pinned_certificate() {
+    let config = site::small_site().replace(
+        "listen = [\"127.0.0.1:0\"]",
+        "listen = [\"127.0.0.1:0\"]\nhttps_listen = [\"127.0.0.1:0\"]\ntls = \"self-signed\"",
+    );
+    let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
+    let pair = site.agent.https_certificate().expect("HTTPS served");
+    let pin = pair.pin.expect("a key pin");
+    let spki = pin.trim_start_matches("sha256//");
+    let Some(b) = launch_or_skip_with(
+        "the_page_works_over_https_with_the_pinned_certificate",
+        &[format!("--ignore-certificate-errors-spki-list={spki}")],
+    )
+    .await
+    else {
+        site.stop().await;
+        return;
+    };
+    site.ready().await;
+    history_exists(&site).await;
+    let https = site.agent.https_addrs()[0];
+    b.goto(&format!("https://{https}/#range=1h")).await;
+    sign_in(&b, READ_TOKEN).await;
+    site_is_shown(&b).await;
+    let protocol = b.js("return location.protocol;", json!([])).await;
+    assert_eq!(protocol, json!("https:"));
     let errors = b.script_errors().await;
     assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
     b.quit().await;

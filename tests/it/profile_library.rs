@@ -584,6 +584,7 @@ async fn scan_recognises_profile_devices_and_prints_a_valid_config() {
         time_factor: 1.0,
         start: None,
         base_load_w: 500.0,
+        ..SimSiteSpec::default()
     };
     let sim = SimSite::start(spec).await.unwrap();
     let addr = sim.addr("lan").unwrap().to_string();

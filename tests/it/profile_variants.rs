@@ -283,6 +283,7 @@ async fn scan_tells_the_deye_variants_apart() {
         time_factor: 1.0,
         start: None,
         base_load_w: 500.0,
+        ..SimSiteSpec::default()
     };
     let sim = SimSite::start(spec).await.unwrap();
     let addr = sim.addr("lan").unwrap().to_string();

@@ -22,10 +22,6 @@ use sitegate::model::time::now_ms;
 /// The token the reloaded config accepts instead of [`READ_TOKEN`].
 const NEW_READ_TOKEN: &str = "sgt_test_reader_after_reload";
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// systemd's end of `NOTIFY_SOCKET`.
 struct NotifySocket(UnixDatagram);
 
@@ -122,10 +118,10 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
 
     // SIGHUP: the reader token is replaced by another one, the level goes to debug.
     let text = std::fs::read_to_string(&file).expect("config");
-    let reader_hash = hex(&hash_token(READ_TOKEN));
+    let reader_hash = hex::encode(hash_token(READ_TOKEN));
     assert!(text.contains(&reader_hash));
     let reloaded = text
-        .replace(&reader_hash, &hex(&hash_token(NEW_READ_TOKEN)))
+        .replace(&reader_hash, &hex::encode(hash_token(NEW_READ_TOKEN)))
         .replace("level = \"info\"", "level = \"debug\"");
     std::fs::write(&file, reloaded).expect("write");
     let get_devices = |token: &'static str| {

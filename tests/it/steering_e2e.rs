@@ -246,7 +246,16 @@ async fn maximize_grid_import_charges_within_max_import() {
     .await;
     for _ in 0..10 {
         let grid = rig.device("grid").state().ac_power_w;
-        assert!(grid <= 300_000.0, "import {grid} W over maxImport");
+        let power = |bus: &str| rig.device(bus).state().ac_power_w;
+        assert!(
+            grid <= 300_000.0,
+            "import {grid} W over maxImport: batteries {} and {} W ({:?}), PV {} and {} W",
+            power("bat-a"),
+            power("bat-b"),
+            rig.storage("bat-a"),
+            power("pv-a"),
+            power("pv-b"),
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let st = rig.state().await;

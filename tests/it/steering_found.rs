@@ -10,7 +10,6 @@ use std::time::Duration;
 use crate::steering_support::*;
 use ::sunspec::models::model123::Model123 as M123;
 use serde_json::json;
-use sitegate::agent::Agent;
 use sitegate::config::{parse, Transport};
 use sitegate::modbus::link::{Port, UnitReader};
 use sitegate::modbus::sunspec::discover;
@@ -95,16 +94,7 @@ async fn sunspec_inverter_found_limited_is_released_to_its_own_limit() {
     // The installer's limit, in place before the agent's first contact.
     let points = limit_as_installer(&sim).await;
     let found = [FOUND_PCT, 0, 1];
-    let agent = Agent::start(config.clone()).await.expect("agent starts");
-    let base = format!("http://{}", agent.http_addrs()[0]);
-    let rig = Rig {
-        sim,
-        agent,
-        base,
-        http: reqwest::Client::new(),
-        config,
-        dir,
-    };
+    let rig = Rig::join(sim, config, dir).await;
 
     // First contact: the limit stays, and the state says it was found.
     eventually(

@@ -27,13 +27,6 @@ const WIDTHS: [i64; 11] = [
 const SPAN: i64 = 4 * HOUR_MS;
 const BASE: i64 = T0 + 5 * HOUR_MS + 30 * MINUTE_MS;
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 fn query(
     store: &StoreHandle,
     rt: &tokio::runtime::Runtime,
@@ -101,7 +94,7 @@ proptest! {
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = open(&config(dir.path()));
-        let rt = rt();
+        let rt = runtime();
         let tx = store.sample_sender();
         let all: Vec<(i64, f64, bool)> = samples.iter().map(|(off, v, pv)| (BASE + off, *v, *pv)).collect();
         // Random batch boundaries, each batch committed on its own: small batches
@@ -186,7 +179,7 @@ fn day_of_data(store: &StoreHandle, rt: &tokio::runtime::Runtime) -> Vec<(i64, f
 fn buckets_are_epoch_aligned_whatever_the_range_start() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(&config(dir.path()));
-    let rt = rt();
+    let rt = runtime();
     let pv = day_of_data(&store, &rt);
     let start = T0 + 3 * HOUR_MS + 17 * MINUTE_MS + 4_321;
     let q = SeriesQuery {
@@ -223,7 +216,7 @@ fn buckets_are_epoch_aligned_whatever_the_range_start() {
 fn a_range_without_data_has_no_buckets() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(&config(dir.path()));
-    let rt = rt();
+    let rt = runtime();
     day_of_data(&store, &rt);
     let q = SeriesQuery {
         property: Property::ActivePower,
@@ -252,7 +245,7 @@ fn a_range_without_data_has_no_buckets() {
 fn counters_take_the_last_value_and_devices_stay_apart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(&config(dir.path()));
-    let rt = rt();
+    let rt = runtime();
     day_of_data(&store, &rt);
     let q = SeriesQuery {
         property: Property::TotalEnergyProduced,
@@ -297,7 +290,7 @@ fn counters_take_the_last_value_and_devices_stay_apart() {
 fn thirty_days_at_one_hour_come_from_rollups_and_match_raw() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(&config(dir.path()));
-    let rt = rt();
+    let rt = runtime();
     // One sample a minute for 31 days.
     let mut all = Vec::new();
     let batch: Vec<_> = (0..31 * 1440i64)
@@ -337,7 +330,7 @@ fn thirty_days_at_one_hour_come_from_rollups_and_match_raw() {
 fn duplicates_keep_the_first_and_non_finite_values_are_dropped() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(&config(dir.path()));
-    let rt = rt();
+    let rt = runtime();
     let batch = vec![
         sample(0, Property::Soc, T0, 10.0),
         sample(0, Property::Soc, T0, 99.0),

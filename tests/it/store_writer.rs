@@ -8,14 +8,6 @@ use rusqlite::OptionalExtension;
 use sitegate::model::Property;
 use sitegate::store::{StoreError, StoreHandle};
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 const CREATE_AUDIT: &str =
     "CREATE TABLE IF NOT EXISTS test_audit (id INTEGER PRIMARY KEY, what TEXT NOT NULL)";
 
@@ -42,7 +34,7 @@ async fn count_audit(store: &StoreHandle) -> i64 {
 fn execute_answers_after_commit_and_rolls_back_alone() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = config(dir.path());
-    let rt = rt();
+    let rt = runtime();
     rt.block_on(async {
         let store = open(&cfg);
         store
@@ -97,7 +89,7 @@ fn execute_answers_after_commit_and_rolls_back_alone() {
 fn data_and_latest_values_survive_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = config(dir.path());
-    let rt = rt();
+    let rt = runtime();
     rt.block_on(async {
         let store = open(&cfg);
         let tx = store.sample_sender();
@@ -150,7 +142,7 @@ fn data_and_latest_values_survive_a_restart() {
 fn device_references_not_ids_name_the_series() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = config(dir.path());
-    let rt = rt();
+    let rt = runtime();
     rt.block_on(async {
         let store = StoreHandle::open(&cfg, vec!["dvc_a".into(), "dvc_b".into()]).expect("open");
         store
@@ -188,7 +180,7 @@ fn device_references_not_ids_name_the_series() {
 fn the_flush_interval_commits_without_being_asked() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = config(dir.path()); // 50 ms
-    let rt = rt();
+    let rt = runtime();
     rt.block_on(async {
         let store = open(&cfg);
         store
@@ -214,7 +206,7 @@ fn small_batches_are_staged_and_compaction_changes_no_answer() {
     use sitegate::store::{Aggregation, SeriesQuery, DIRECT_PER_SERIES};
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = config(dir.path());
-    let rt = rt();
+    let rt = runtime();
     rt.block_on(async {
         let store = open(&cfg);
         let counts = || {
@@ -288,7 +280,7 @@ fn the_wal_counter_moves_with_each_commit_by_whole_frames() {
     use sitegate::metrics::{Collect, Encoder};
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = config(dir.path());
-    let rt = rt();
+    let rt = runtime();
     rt.block_on(async {
         let store = open(&cfg);
         let tx = store.sample_sender();
@@ -323,7 +315,7 @@ fn the_wal_counter_moves_with_each_commit_by_whole_frames() {
 fn a_device_added_at_run_time_has_its_samples_stored() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = config(dir.path());
-    let rt = rt();
+    let rt = runtime();
     rt.block_on(async {
         let store = open(&cfg);
         let id = sitegate::model::DeviceId(2);

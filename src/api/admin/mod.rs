@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::Value;
 
+use super::bounds::BUNDLE_CHUNK_MAX;
 use super::error::{ApiError, ErrorCode};
 use super::extract::read_json;
 use super::{ApiPath, ApiState, Caller, QueryParams, Transport, DEFAULT_BODY_LIMIT};
@@ -67,7 +68,7 @@ fn ops(state: &ApiState) -> Result<&Ops, ApiError> {
 }
 
 fn op_id(raw: &str) -> Result<OpId, ApiError> {
-    OpId::parse(raw).map_err(|e| ApiError::invalid_value("operation_id", e))
+    parse::op_id(raw, "operation_id")
 }
 
 /// `POST /admin/operations`: 202 with a new operation (as it stands after at
@@ -130,6 +131,20 @@ pub async fn get_operation(
     Ok(Json(render::operation(&op)))
 }
 
+/// A bundle's chunk index: 0 to [`BUNDLE_CHUNK_MAX`], the most any bundle
+/// has (a chunk past the bundle's own count is `not_found` later).
+fn chunk_index(s: &str) -> Result<usize, ApiError> {
+    s.parse::<usize>()
+        .ok()
+        .filter(|n| *n <= BUNDLE_CHUNK_MAX)
+        .ok_or_else(|| {
+            ApiError::invalid_value(
+                "chunk",
+                format!("chunk must be an integer from 0 to {BUNDLE_CHUNK_MAX} (a bundle has at most {} chunks), found {s:?}", BUNDLE_CHUNK_MAX + 1),
+            )
+        })
+}
+
 /// `GET /admin/operations/{operation_id}/bundle?chunk=N`: one chunk of a
 /// bundle operation's text (chunk 0 by default).
 pub async fn get_bundle_chunk(
@@ -140,14 +155,38 @@ pub async fn get_bundle_chunk(
     let q = QueryParams::parse(query.as_deref(), &["chunk"])?;
     let index = match q.optional("chunk")? {
         None => 0,
-        Some(s) => s.parse::<usize>().map_err(|_| {
-            ApiError::invalid_value(
-                "chunk",
-                format!("chunk must be an integer from 0, found {s:?}"),
-            )
-        })?,
+        Some(s) => chunk_index(s)?,
     };
     let id = op_id(&id)?;
     let chunk = ops(&state)?.bundle_chunk(&id, index)?;
     Ok(Json(render::chunk(id.as_str(), &chunk)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_indexes_are_taken_up_to_the_most_a_bundle_has() {
+        for s in ["0", "1", "21"] {
+            assert_eq!(chunk_index(s).ok(), s.parse().ok(), "{s}");
+        }
+        for s in ["22", "999", "-1", "x", "1.5", ""] {
+            let e = chunk_index(s).expect_err(s);
+            assert_eq!(
+                (e.code(), e.field()),
+                (ErrorCode::InvalidValue, Some("chunk"))
+            );
+            assert!(e.detail().contains("0 to 21"), "{}", e.detail());
+        }
+    }
+
+    #[test]
+    fn operation_ids_in_the_path_follow_the_ids_rule() {
+        assert!(op_id("op-42").is_ok());
+        for bad in [".", "..", "a/b", "a b", ""] {
+            let e = op_id(bad).expect_err(bad);
+            assert_eq!(e.field(), Some("operation_id"), "{bad}");
+        }
+    }
 }

@@ -17,6 +17,23 @@ use crate::ops::{
 };
 
 const FIELDS: &[&str] = &["id", "kind", "args"];
+/// The longest wait for one unit's answer in a scan (the operations layer
+/// checks the same bound).
+const SCAN_TIMEOUT_MS_MAX: usize = 5_000;
+
+/// An operation id (`ops::OpId`: 1 to 128 characters of `A-Z a-z 0-9 . _ -
+/// : ~`), neither `.` nor `..`: an id is a path segment of
+/// `/admin/operations/{id}`, where those two are dot segments a URL resolves
+/// away. `field` names where it came from (`id`, `operation_id`).
+pub fn op_id(raw: &str, field: &str) -> Result<OpId, ApiError> {
+    if raw == "." || raw == ".." {
+        return Err(ApiError::invalid_value(
+            field,
+            format!("{raw:?} is not an operation id: \".\" and \"..\" are dot segments, which a URL path cannot carry"),
+        ));
+    }
+    OpId::parse(raw).map_err(|e| ApiError::invalid_value(field, e))
+}
 
 /// The operation's id (the body's `id`, else the `Idempotency-Key` header,
 /// which the ops channel sets to the request's id) and its request.
@@ -49,7 +66,7 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
             }
         },
     };
-    let id = OpId::parse(&id).map_err(|e| ApiError::invalid_value("id", e))?;
+    let id = op_id(&id, "id")?;
     let kind = match obj.get("kind") {
         None => return Err(ApiError::missing_field("kind")),
         Some(Value::String(s)) => OpKind::parse(s).ok_or_else(|| {
@@ -76,13 +93,7 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
             ))
         }
     };
-    let allowed: &[&str] = match kind {
-        OpKind::Logs => &["lines", "level", "maxBytes"],
-        OpKind::Bundle | OpKind::Restart | OpKind::ConfigGet => &[],
-        OpKind::Scan => &["bus", "units", "timeoutMs", "site"],
-        OpKind::ConfigHistory => &["limit"],
-        OpKind::ConfigPut => &["toml", "patch", "patchToml", "allowLessSafe"],
-    };
+    let allowed = allowed_args(kind);
     if let Some(k) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(ApiError::unknown_field(format!("args.{k}"), allowed));
     }
@@ -97,7 +108,12 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
         OpKind::Scan => OpRequest::Scan {
             bus: text(args, "bus")?.ok_or_else(|| ApiError::missing_field("args.bus"))?,
             units: text(args, "units")?.unwrap_or_else(|| SCAN_UNITS_DEFAULT.into()),
-            timeout_ms: count(args, "timeoutMs", SCAN_TIMEOUT_MS_DEFAULT as usize, 5_000)? as u64,
+            timeout_ms: count(
+                args,
+                "timeoutMs",
+                SCAN_TIMEOUT_MS_DEFAULT as usize,
+                SCAN_TIMEOUT_MS_MAX,
+            )? as u64,
             site: text(args, "site")?,
         },
         OpKind::ConfigGet => OpRequest::ConfigGet,
@@ -119,6 +135,18 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
         },
     };
     Ok((id, request))
+}
+
+/// The members `args` may hold for `kind` (`openapi.json` closes each
+/// kind's `args` to these).
+fn allowed_args(kind: OpKind) -> &'static [&'static str] {
+    match kind {
+        OpKind::Logs => &["lines", "level", "maxBytes"],
+        OpKind::Bundle | OpKind::Restart | OpKind::ConfigGet => &[],
+        OpKind::Scan => &["bus", "units", "timeoutMs", "site"],
+        OpKind::ConfigHistory => &["limit"],
+        OpKind::ConfigPut => &["toml", "patch", "patchToml", "allowLessSafe"],
+    }
 }
 
 /// The fields that say what `config.put` changes; exactly one is given.
@@ -185,6 +213,8 @@ fn config_change(args: &Map<String, Value>) -> Result<ConfigChange, ApiError> {
     }
 }
 
+/// A whole number from 1 to `max`, written as an integer or not (`5.0`), as
+/// JSON Schema's `integer` allows.
 fn count(
     args: &Map<String, Value>,
     key: &str,
@@ -195,6 +225,11 @@ fn count(
         None => Ok(default),
         Some(v) => v
             .as_u64()
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.fract() == 0.0 && (1.0..=max as f64).contains(f))
+                    .map(|f| f as u64)
+            })
             .and_then(|n| usize::try_from(n).ok())
             .filter(|n| (1..=max).contains(n))
             .ok_or_else(|| {
@@ -218,10 +253,13 @@ fn level(args: &Map<String, Value>) -> Result<Level, ApiError> {
     }
 }
 
+/// A non-empty string, trimmed; one of blanks only is kept as it is, so the
+/// operations layer names it as the bus, site or units that are not there.
 fn text(args: &Map<String, Value>, key: &str) -> Result<Option<String>, ApiError> {
     match args.get(key) {
         None => Ok(None),
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.trim().to_string())),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
         Some(v) => Err(ApiError::invalid_value(
             format!("args.{key}"),
             format!("args.{key} must be a non-empty string, found {v}"),
@@ -230,187 +268,4 @@ fn text(args: &Map<String, Value>, key: &str) -> Result<Option<String>, ApiError
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn check(body: Value) -> Result<(OpId, OpRequest), (String, Option<String>)> {
-        operation(&body, &HeaderMap::new())
-            .map_err(|e| (e.code().as_str().to_string(), e.field().map(str::to_string)))
-    }
-
-    #[test]
-    fn requests_resolve_their_defaults() {
-        let (id, r) = check(json!({"id": "op-1", "kind": "logs"})).expect("ok");
-        assert_eq!(id.as_str(), "op-1");
-        assert_eq!(
-            r,
-            OpRequest::Logs {
-                lines: LOG_LINES_DEFAULT,
-                level: Level::INFO,
-                max_bytes: LOG_BYTES_DEFAULT
-            }
-        );
-        let (_, r) =
-            check(json!({"id": "s", "kind": "scan", "args": {"bus": "pv", "units": "1-3"}}))
-                .expect("ok");
-        assert_eq!(
-            r,
-            OpRequest::Scan {
-                bus: "pv".into(),
-                units: "1-3".into(),
-                timeout_ms: SCAN_TIMEOUT_MS_DEFAULT,
-                site: None
-            }
-        );
-        let mut headers = HeaderMap::new();
-        headers.insert("idempotency-key", "from-header".parse().expect("value"));
-        let (id, _) = operation(&json!({"kind": "bundle"}), &headers).expect("ok");
-        assert_eq!(id.as_str(), "from-header");
-    }
-
-    #[test]
-    fn a_toml_merge_patch_is_a_patch() {
-        let (_, r) = check(json!({"id": "p", "kind": "config.put", "args": {"patchToml": "[ops]\nrollback_after_s = 30\n", "allowLessSafe": true}}))
-            .expect("ok");
-        let (_, j) = check(json!({"id": "p", "kind": "config.put", "args": {"patch": {"ops": {"rollback_after_s": 30}}, "allowLessSafe": true}}))
-            .expect("ok");
-        assert_eq!(r, j);
-        let e = operation(
-            &json!({"id": "p", "kind": "config.put", "args": {"patchToml": "[ops]\nrollback_after_s = 3 0\n"}}),
-            &HeaderMap::new(),
-        )
-        .expect_err("bad TOML");
-        let detail = e.detail().to_string();
-        assert!(
-            detail.starts_with(
-                "args.patchToml is not valid TOML at line 2, column 20 (\"rollback_after_s = 3 0\"): "
-            ),
-            "{detail}"
-        );
-        assert!(detail.contains("rollback_after_s = 3 0"), "{detail}");
-        let e = operation(
-            &json!({"id": "p", "kind": "config.put", "args": {"toml": "", "patchToml": ""}}),
-            &HeaderMap::new(),
-        )
-        .expect_err("two");
-        assert!(
-            e.detail().ends_with("not args.toml and args.patchToml"),
-            "{}",
-            e.detail()
-        );
-    }
-
-    #[test]
-    fn every_bad_field_is_named() {
-        let cases = [
-            (json!({"kind": "logs"}), "missing_field", "id"),
-            (json!({"id": "a/b", "kind": "logs"}), "invalid_value", "id"),
-            (json!({"id": "a"}), "missing_field", "kind"),
-            (
-                json!({"id": "a", "kind": "reboot"}),
-                "invalid_value",
-                "kind",
-            ),
-            (
-                json!({"id": "a", "kind": "logs", "x": 1}),
-                "unknown_field",
-                "x",
-            ),
-            (
-                json!({"id": "a", "kind": "logs", "args": {"lines": 0}}),
-                "invalid_value",
-                "args.lines",
-            ),
-            (
-                json!({"id": "a", "kind": "logs", "args": {"lines": 1001}}),
-                "invalid_value",
-                "args.lines",
-            ),
-            (
-                json!({"id": "a", "kind": "logs", "args": {"level": "loud"}}),
-                "invalid_value",
-                "args.level",
-            ),
-            (
-                json!({"id": "a", "kind": "logs", "args": {"maxBytes": 300000}}),
-                "invalid_value",
-                "args.maxBytes",
-            ),
-            (
-                json!({"id": "a", "kind": "restart", "args": {"now": true}}),
-                "unknown_field",
-                "args.now",
-            ),
-            (
-                json!({"id": "a", "kind": "scan"}),
-                "missing_field",
-                "args.bus",
-            ),
-            (
-                json!({"id": "a", "kind": "scan", "args": {"bus": 3}}),
-                "invalid_value",
-                "args.bus",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put"}),
-                "missing_field",
-                "args.toml",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put", "args": {"toml": 1}}),
-                "invalid_value",
-                "args.toml",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put", "args": {"patch": "x"}}),
-                "invalid_value",
-                "args.patch",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put", "args": {"patch": {}, "toml": ""}}),
-                "invalid_value",
-                "args.patch",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put", "args": {"patch": {"a": [null]}}}),
-                "invalid_value",
-                "args.patch.a[0]",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put", "args": {"patchToml": "[ops]\nx = ", "patch": {}}}),
-                "invalid_value",
-                "args.patchToml",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put", "args": {"patchToml": {"ops": {}}}}),
-                "invalid_value",
-                "args.patchToml",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put", "args": {"patchToml": "[ops]\nrollback_after_s = "}}),
-                "invalid_value",
-                "args.patchToml",
-            ),
-            (
-                json!({"id": "a", "kind": "config.put", "args": {"toml": "", "allowLessSafe": "yes"}}),
-                "invalid_value",
-                "args.allowLessSafe",
-            ),
-            (
-                json!({"id": "a", "kind": "config.history", "args": {"limit": 201}}),
-                "invalid_value",
-                "args.limit",
-            ),
-            (
-                json!({"id": "a", "kind": "config.get", "args": {"x": 1}}),
-                "unknown_field",
-                "args.x",
-            ),
-        ];
-        for (body, code, field) in cases {
-            let (c, f) = check(body.clone()).expect_err(&body.to_string());
-            assert_eq!((c.as_str(), f.as_deref()), (code, Some(field)), "{body}");
-        }
-    }
-}
+mod tests;

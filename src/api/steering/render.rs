@@ -241,6 +241,40 @@ pub fn history_record(e: &AuditEvent) -> Value {
             "confirmed": confirmed,
             "error": error,
         }),
+        AuditKind::ModbusLimit {
+            client,
+            unit_id,
+            register,
+            max_export_w,
+            reason,
+        } => json!({
+            "type": "modbusLimit",
+            "time": e.at_ms,
+            "source": "modbus",
+            "client": client,
+            "unitId": unit_id,
+            "register": register,
+            "maxExport": watts(*max_export_w),
+            "reason": reason.wire_name(),
+        }),
+        AuditKind::ForwardedWrite {
+            client,
+            device,
+            register,
+            values,
+            result,
+            exception,
+        } => json!({
+            "type": "forwardedWrite",
+            "time": e.at_ms,
+            "source": "modbus",
+            "client": client,
+            "deviceReference": device,
+            "register": register,
+            "values": values,
+            "result": result.wire_name(),
+            "exception": exception,
+        }),
     }
 }
 

@@ -72,6 +72,18 @@ async fn unknown_site_is_404_site_not_found() {
     assert!(b["detail"].as_str().unwrap().contains("ste_nowhere"), "{b}");
 }
 
+/// A site reference of blanks only is one no site has; the value is trimmed.
+#[tokio::test]
+async fn a_blank_site_is_not_found_and_a_padded_one_is_trimmed() {
+    let state = state_with("tokens");
+    for query in ["site=%20", "site=%20%20%09", "site=+"] {
+        let a = get(&state, &format!("/devices?{query}")).await;
+        a.problem(404, "site_not_found");
+    }
+    let padded = get(&state, "/devices?site=%20ste_barn%20").await;
+    assert_eq!(padded.ok().as_array().map(Vec::len), Some(1));
+}
+
 #[tokio::test]
 async fn listing_query_is_strict() {
     let state = state_with("tokens");

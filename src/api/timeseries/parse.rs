@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::api::bounds::RESOLUTION_VALUE_MAX;
 use crate::api::extract::json_kind;
 use crate::model::{time, Property};
 use crate::store::{Aggregation, SeriesQuery};
@@ -39,6 +40,7 @@ pub enum RequestCode {
     InvalidValue,
     UnknownUnit,
     UnknownProperty,
+    InvalidRange,
     RangeTooLong,
     TooManyPoints,
 }
@@ -211,11 +213,9 @@ fn range(v: &Value) -> Result<(i64, i64)> {
     let start = instant("range.start")?;
     let end = instant("range.end")?;
     if end <= start {
-        // The contract gives an empty or reversed range the code of a range
-        // out of bounds; the field and the detail say which.
         let what = if end == start { "empty" } else { "reversed" };
         return Err(RequestError::new(
-            RequestCode::RangeTooLong,
+            RequestCode::InvalidRange,
             "range.end",
             format!(
                 "range.end must be after range.start: the range is {what} (start {}, end {})",
@@ -266,24 +266,16 @@ fn resolution(v: &Value, start: i64, end: i64) -> Result<i64> {
                 .filter(|f| f.fract() == 0.0 && (1.0..=MAX_WHOLE).contains(f))
                 .map(|f| f as u64)
         })
-        .filter(|n| *n > 0)
+        .filter(|n| (1..=RESOLUTION_VALUE_MAX).contains(n))
         .ok_or_else(|| {
             RequestError::new(
                 RequestCode::InvalidValue,
                 "resolution.value",
-                format!("resolution.value must be a whole number of at least 1, found {value}"),
+                format!("resolution.value must be a whole number from 1 to {RESOLUTION_VALUE_MAX} (the most days whose width in ms fits a 64-bit integer), found {value}"),
             )
         })?;
-    let width = i64::try_from(count)
-        .ok()
-        .and_then(|c| c.checked_mul(unit_ms))
-        .ok_or_else(|| {
-            RequestError::new(
-                RequestCode::InvalidValue,
-                "resolution.value",
-                format!("resolution.value {count} {unit_name} is too large"),
-            )
-        })?;
+    // At most RESOLUTION_VALUE_MAX days in ms: within i64 for every unit.
+    let width = count as i64 * unit_ms;
     let buckets = bucket_count(start, end, width);
     if buckets > MAX_POINTS {
         return Err(RequestError::new(

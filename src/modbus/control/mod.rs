@@ -2,10 +2,12 @@
 //! production limit, or the release of either) becomes a write plan, for
 //! SunSpec models 123, 124 and 704 and for register-map profiles alike.
 //!
-//! A plan says which registers to read first (calibration: reference values
-//! and scale factors, each point on its own), which writes to make in which
-//! order, which registers to read back afterwards (only those written, then the
-//! calibration registers) and which words they must show. This is all the
+//! A plan is computed from the recipe's calibration registers (reference
+//! values and scale factors: static points of the device, read with them)
+//! and says which writes to make in which order, which registers to read
+//! back afterwards (those written and what lies between them, as one range;
+//! point by point for a device that refuses the range) and which words they
+//! must show. This is all the
 //! register knowledge of steering: steering chooses commands and runs plans
 //! through the device's bus task. Pure: nothing here does I/O or keeps state.
 //!
@@ -17,6 +19,7 @@
 //! has.
 
 mod fronius;
+mod narrow;
 mod profile;
 mod restore;
 mod sunspec;
@@ -68,18 +71,21 @@ pub struct RegWrite {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WritePlan {
     pub writes: Vec<RegWrite>,
-    /// Holding registers read after the writes, in the same bus transaction.
+    /// Holding registers read after the writes, in the same bus transaction:
+    /// the registers written and what lies between them, in one request
+    /// where the 125-register limit allows (a device that refuses such a
+    /// range gets [`WritePlan::read_back_by_point`]).
     pub read_back: Vec<Span>,
     /// `(address, word)` pairs the read-back must hold.
     pub expect: Vec<(u16, u16)>,
 }
 
 impl WritePlan {
-    /// A plan that reads back exactly the registers it writes (adjacent ones
-    /// together, never a whole control block, which a device may refuse in
-    /// part) and expects the last word written to each; then `calibration`,
-    /// so that each write also refreshes the calibration registers.
-    pub fn new(writes: Vec<RegWrite>, calibration: Vec<Span>) -> WritePlan {
+    /// A plan that reads back the registers it writes as one range and
+    /// expects the last word written to each. Never a whole control block
+    /// beyond them, and no calibration registers: those are static points,
+    /// read with them (`modbus::statics`).
+    pub fn new(writes: Vec<RegWrite>) -> WritePlan {
         let mut expect: Vec<(u16, u16)> = Vec::new();
         for w in &writes {
             for (i, &word) in w.values.iter().enumerate() {
@@ -88,18 +94,35 @@ impl WritePlan {
                 expect.push((addr, word));
             }
         }
-        let spans: Vec<Span> = writes
-            .iter()
-            .map(|w| Span::new(Table::Holding, w.addr, w.values.len() as u16))
-            .collect();
-        let mut read_back = plan::plan(&spans, 0);
-        read_back.extend(calibration);
+        let read_back = plan::plan(&written(&writes), u16::MAX);
         WritePlan {
             read_back,
             writes,
             expect,
         }
     }
+
+    /// The read-back for a device that refuses a range: exactly the
+    /// registers the plan checks (those its whole recipe writes, also when
+    /// it was narrowed to fewer writes), adjacent ones together.
+    pub fn read_back_by_point(&self) -> Vec<Span> {
+        let mut addrs: Vec<u16> = self.expect.iter().map(|&(a, _)| a).collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        let spans: Vec<Span> = addrs
+            .into_iter()
+            .map(|a| Span::new(Table::Holding, a, 1))
+            .collect();
+        plan::plan(&spans, 0)
+    }
+}
+
+/// The holding registers `writes` write.
+fn written(writes: &[RegWrite]) -> Vec<Span> {
+    writes
+        .iter()
+        .map(|w| Span::new(Table::Holding, w.addr, w.values.len() as u16))
+        .collect()
 }
 
 /// Why a command cannot be written to a device.
@@ -129,28 +152,21 @@ fn shown(got: Option<u16>) -> String {
     got.map_or("nothing".to_string(), |g| g.to_string())
 }
 
-/// Checks a read-back against a plan: `reads[i]` are the words read from
-/// `plan.read_back[i]`. `Err` names the first register that differs.
-pub fn verify(plan: &WritePlan, reads: &[Vec<u16>]) -> Result<(), Mismatch> {
+/// Checks a read-back against a plan: `got` holds what was read back (the
+/// plan's range or its point-by-point read). `Err` names the first register
+/// that differs.
+pub fn verify(plan: &WritePlan, got: &Image) -> Result<(), Mismatch> {
     for &(addr, want) in &plan.expect {
-        let got = plan
-            .read_back
-            .iter()
-            .zip(reads)
-            .find_map(|(span, words)| word_at(*span, words, addr));
-        if got != Some(want) {
-            return Err(Mismatch { addr, got, want });
+        let word = got.get(Table::Holding, addr, 1).map(|w| w[0]);
+        if word != Some(want) {
+            return Err(Mismatch {
+                addr,
+                got: word,
+                want,
+            });
         }
     }
     Ok(())
-}
-
-/// The word at `addr` within a read of `span`.
-fn word_at(span: Span, words: &[u16], addr: u16) -> Option<u16> {
-    addr.checked_sub(span.addr)
-        .filter(|i| *i < span.len)
-        .and_then(|i| words.get(usize::from(i)))
-        .copied()
 }
 
 /// A device's write recipe.
@@ -190,7 +206,7 @@ impl Recipe {
                 immediate,
                 storage,
                 der,
-            } => sunspec_recipe(device_type, immediate, storage, der, &map.info),
+            } => sunspec_recipe(device_type, immediate, storage, der, &map.info()),
             Controls::Profile(p) => profile_recipe(
                 device_type,
                 p,
@@ -199,8 +215,10 @@ impl Recipe {
         }
     }
 
-    /// Registers read before planning, each point on its own (adjacent ones
-    /// together); empty when the recipe needs none.
+    /// The registers its plans are computed from (reference values and scale
+    /// factors, each point on its own, adjacent ones together): static
+    /// points of the device, in `cal` of [`Recipe::plan`]; empty when the
+    /// recipe needs none.
     pub fn calibration(&self) -> Vec<Span> {
         match self {
             Recipe::Storage124(r) => r.calibration(),
@@ -222,7 +240,8 @@ impl Recipe {
     }
 
     /// The plan for `cmd`; `revert_s` is the device's revert timeout, `cal`
-    /// holds the registers of [`Self::calibration`] as read.
+    /// holds the registers of [`Self::calibration`] as read (the device's
+    /// static points).
     pub fn plan(&self, cmd: Command, revert_s: u16, cal: &Image) -> Result<WritePlan, WriteError> {
         let writes = match (self, cmd) {
             (Recipe::Storage124(r), Command::EssPower(w)) => r.power(w, revert_s, cal)?,
@@ -239,8 +258,29 @@ impl Recipe {
             (Recipe::ProfileLimit(r), Command::ProductionRelease) => r.release(),
             (_, other) => return Err(WriteError::WrongCommand(other)),
         };
-        Ok(WritePlan::new(writes, self.calibration()))
+        Ok(WritePlan::new(writes))
     }
+}
+
+/// Every SunSpec recipe's calibration registers for the control models of
+/// `chain` (124, 123, 704): static points of any device that has them.
+pub fn sunspec_calibration(chain: &[ModelBlock]) -> Vec<Span> {
+    let mut spans = Vec::new();
+    for block in chain {
+        let block = *block;
+        match block.id {
+            124 => spans.extend(Storage124 { block }.calibration()),
+            123 | 704 => {
+                // The rating does not change which registers are read.
+                spans.extend(SunspecLimit { block, wmax_w: 1.0 }.calibration());
+                if block.id == 704 {
+                    spans.extend(Storage704 { block }.calibration());
+                }
+            }
+            _ => {}
+        }
+    }
+    spans
 }
 
 fn sunspec_recipe(

@@ -107,9 +107,8 @@ pub fn footprint(recipe: &Recipe, revert_s: u16, cal: &Image) -> Vec<Span> {
 
 /// The release `plan` with the originals written back: each word the release
 /// writes becomes the word found there, in the release's order; then every
-/// other original point, by address. `calibration` is read back after, as
-/// in every plan.
-pub fn restore(plan: &WritePlan, originals: &Originals, calibration: Vec<Span>) -> WritePlan {
+/// other original point, by address.
+pub fn restore(plan: &WritePlan, originals: &Originals) -> WritePlan {
     if originals.points.is_empty() {
         return plan.clone();
     }
@@ -142,7 +141,7 @@ pub fn restore(plan: &WritePlan, originals: &Originals, calibration: Vec<Span>) 
         .cloned()
         .collect();
     writes.extend(rest);
-    WritePlan::new(writes, calibration)
+    WritePlan::new(writes)
 }
 
 /// The words a plan changes against what the device held (`found`): one
@@ -222,7 +221,7 @@ mod tests {
             &[vec![1], vec![0x459C, 0x4000], vec![0x459C, 0x4000]],
         );
         let release = r.plan(Command::EssRelease, 60, &Image::new()).unwrap();
-        let p = restore(&release, &found, Vec::new());
+        let p = restore(&release, &found);
         assert_eq!(
             p.writes,
             [
@@ -242,10 +241,7 @@ mod tests {
         );
         assert!(p.expect.contains(&(0xE00D, 1)));
         // Nothing known: the recipe's own release.
-        assert_eq!(
-            restore(&release, &Originals::default(), Vec::new()),
-            release
-        );
+        assert_eq!(restore(&release, &Originals::default()), release);
         // The log names what a write changes.
         assert_eq!(changes(&release, &found), [(0xE00D, Some(1), 7)]);
         assert!(changes(&p, &found).is_empty());

@@ -141,7 +141,8 @@ pub fn request_len(head: &[u8]) -> Option<usize> {
     }
 }
 
-fn check_crc(frame: &[u8]) -> Result<&[u8], FrameError> {
+/// The frame without its CRC, when the CRC checks.
+pub(crate) fn check_crc(frame: &[u8]) -> Result<&[u8], FrameError> {
     if frame.len() < 4 {
         return Err(FrameError::Malformed(format!(
             "{} bytes is too short for a frame",

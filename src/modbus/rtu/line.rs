@@ -34,33 +34,10 @@ pub struct RtuLine {
 
 impl RtuLine {
     pub fn open(cfg: &RtuConfig) -> Result<RtuLine, io::Error> {
-        let data_bits = match cfg.data_bits {
-            5 => DataBits::Five,
-            6 => DataBits::Six,
-            7 => DataBits::Seven,
-            _ => DataBits::Eight,
-        };
-        let (parity, has_parity) = match cfg.parity {
-            Parity::None => (SerialParity::None, false),
-            Parity::Even => (SerialParity::Even, true),
-            Parity::Odd => (SerialParity::Odd, true),
-        };
-        let stop_bits = if cfg.stop_bits == 2 {
-            StopBits::Two
-        } else {
-            StopBits::One
-        };
-        let path = cfg.path.to_string_lossy().into_owned();
-        let stream = tokio_serial::new(&path, cfg.baud)
-            .data_bits(data_bits)
-            .parity(parity)
-            .stop_bits(stop_bits)
-            .open_native_async()
-            .map_err(|e| io::Error::other(format!("open {path}: {e}")))?;
-        let bits = frame::bits_per_char(cfg.data_bits, has_parity, cfg.stop_bits);
+        let (stream, gap) = open_port(cfg)?;
         Ok(RtuLine {
             stream,
-            gap: frame::silent_interval(cfg.baud, bits),
+            gap,
             last: Instant::now(),
         })
     }
@@ -106,4 +83,35 @@ impl RtuLine {
             }
         }
     }
+}
+
+/// Opens the serial port with the configured framing; returns it and the
+/// line's silent interval (3.5 characters). The agent's RTU client and the
+/// Modbus server's RTU slave both open their lines so.
+pub fn open_port(cfg: &RtuConfig) -> Result<(tokio_serial::SerialStream, Duration), io::Error> {
+    let data_bits = match cfg.data_bits {
+        5 => DataBits::Five,
+        6 => DataBits::Six,
+        7 => DataBits::Seven,
+        _ => DataBits::Eight,
+    };
+    let (parity, has_parity) = match cfg.parity {
+        Parity::None => (SerialParity::None, false),
+        Parity::Even => (SerialParity::Even, true),
+        Parity::Odd => (SerialParity::Odd, true),
+    };
+    let stop_bits = if cfg.stop_bits == 2 {
+        StopBits::Two
+    } else {
+        StopBits::One
+    };
+    let path = cfg.path.to_string_lossy().into_owned();
+    let stream = tokio_serial::new(&path, cfg.baud)
+        .data_bits(data_bits)
+        .parity(parity)
+        .stop_bits(stop_bits)
+        .open_native_async()
+        .map_err(|e| io::Error::other(format!("open {path}: {e}")))?;
+    let bits = frame::bits_per_char(cfg.data_bits, has_parity, cfg.stop_bits);
+    Ok((stream, frame::silent_interval(cfg.baud, bits)))
 }

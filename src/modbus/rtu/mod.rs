@@ -5,4 +5,4 @@
 pub mod frame;
 mod line;
 
-pub use line::{LineError, RtuLine};
+pub use line::{open_port, LineError, RtuLine};

@@ -1,4 +1,7 @@
-//! Nameplate information read once at discovery: identity and ratings.
+//! Nameplate information read at discovery: identity and ratings. The
+//! ratings are static points (`modbus::statics`): read again with them, and
+//! [`ratings`] gives them from any image that holds [`rating_spans`]. Pure
+//! but for the one read of [`read_info_with`].
 
 use sunspec::models::{
     model1::Model1 as Common, model120::Model120 as Nameplate, model121::Model121 as Settings,
@@ -37,24 +40,30 @@ fn text<G: Group, T: Value>(img: &Image, b: &ModelBlock, p: &Point<G, T>) -> Opt
     codec::decode_string(img.get(s.table, s.addr, s.len)?)
 }
 
-/// Reads identity (Common model) and ratings (120, 121, 702, 713, 802) in as few
-/// requests as the planner allows: a SunSpec map should be readable end to end,
-/// so reads span any gap; a device that refuses part of one (model 1's `Opt`,
-/// 103's event registers answered with "illegal data address") gets the read
-/// split, and a point it refuses alone is left out of the info.
-pub async fn read_info<R: RegisterReader>(
-    r: &mut R,
-    chain: &[ModelBlock],
-) -> Result<DeviceInfo, ModbusError> {
-    let mut spans = Vec::new();
-    for b in chain {
-        let s: Vec<Option<Span>> = match b.id {
-            1 => vec![
+/// The Common model's identity points (`Mn`, `Md`, `Vr`, `SN`).
+fn identity_spans(chain: &[ModelBlock]) -> Vec<Span> {
+    chain
+        .iter()
+        .filter(|b| b.id == 1)
+        .flat_map(|b| {
+            [
                 span(b, &Common::MN),
                 span(b, &Common::MD),
                 span(b, &Common::VR),
                 span(b, &Common::SN),
-            ],
+            ]
+        })
+        .flatten()
+        .collect()
+}
+
+/// The rating points and their scale factors: 120 `WRtg` and `WHRtg`, 121
+/// `WMax`, 702 `WMaxRtg`, 713 and 802 `WHRtg`. Settings and nameplate data:
+/// static points (`modbus::statics`).
+pub fn rating_spans(chain: &[ModelBlock]) -> Vec<Span> {
+    let mut spans = Vec::new();
+    for b in chain {
+        let s: Vec<Option<Span>> = match b.id {
             120 => vec![
                 span(b, &Nameplate::W_RTG),
                 span(b, &Nameplate::W_RTG_SF),
@@ -72,44 +81,77 @@ pub async fn read_info<R: RegisterReader>(
         };
         spans.extend(s.into_iter().flatten());
     }
+    spans
+}
+
+/// A device's power rating and storage capacity, as its models give them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Ratings {
+    /// 121 `WMax`, else 120 `WRtg`, else 702 `WMaxRtg`.
+    pub power_w: Option<f64>,
+    /// 120 `WHRtg`, else 713's, else 802's.
+    pub capacity_wh: Option<f64>,
+}
+
+/// The ratings in `img` (which holds [`rating_spans`]). Later models do not
+/// override earlier answers: `WMax` (121) is the setting the limit
+/// percentages refer to, so it wins over the `WRtg` nameplate.
+pub fn ratings(chain: &[ModelBlock], img: &Image) -> Ratings {
+    let (mut wmax, mut wrtg, mut capacity) = (None, None, None);
+    for b in chain {
+        match b.id {
+            120 => {
+                wrtg = wrtg.or(rating(img, b, &Nameplate::W_RTG, &Nameplate::W_RTG_SF));
+                capacity = capacity.or(rating(img, b, &Nameplate::WH_RTG, &Nameplate::WH_RTG_SF));
+            }
+            121 => wmax = wmax.or(rating(img, b, &Settings::W_MAX, &Settings::W_MAX_SF)),
+            702 => wrtg = wrtg.or(rating(img, b, &DerCapacity::W_MAX_RTG, &DerCapacity::W_SF)),
+            713 => capacity = capacity.or(rating(img, b, &DerStor::WH_RTG, &DerStor::WH_SF)),
+            802 => capacity = capacity.or(rating(img, b, &Battery::WH_RTG, &Battery::WH_RTG_SF)),
+            _ => {}
+        }
+    }
+    Ratings {
+        power_w: wmax.or(wrtg),
+        capacity_wh: capacity,
+    }
+}
+
+/// Reads identity (Common model) and ratings (120, 121, 702, 713, 802) in as few
+/// requests as the planner allows: a SunSpec map should be readable end to end,
+/// so reads span any gap; a device that refuses part of one (model 1's `Opt`,
+/// 103's event registers answered with "illegal data address") gets the read
+/// split, and a point it refuses alone is left out of the info.
+pub async fn read_info<R: RegisterReader>(
+    r: &mut R,
+    chain: &[ModelBlock],
+) -> Result<DeviceInfo, ModbusError> {
+    Ok(read_info_with(r, chain, &[]).await?.0)
+}
+
+/// [`read_info`], reading `extra` spans in the same requests (discovery's
+/// static points); returns the image read as well.
+pub async fn read_info_with<R: RegisterReader>(
+    r: &mut R,
+    chain: &[ModelBlock],
+    extra: &[Span],
+) -> Result<(DeviceInfo, Image), ModbusError> {
+    let mut spans = identity_spans(chain);
+    spans.extend(rating_spans(chain));
+    spans.extend_from_slice(extra);
     let img = read_spans(r, &spans, u16::MAX).await?;
     let mut info = DeviceInfo {
         sunspec_models: chain.iter().map(|b| b.id).collect(),
         ..DeviceInfo::default()
     };
-    // Later models do not override earlier answers: WMax (121) is the setting
-    // the limit percentages refer to, so it wins over the WRtg nameplate.
-    let mut wmax = None;
-    let mut wrtg = None;
-    for b in chain {
-        match b.id {
-            1 => {
-                info.manufacturer = text(&img, b, &Common::MN);
-                info.model = text(&img, b, &Common::MD);
-                info.version = text(&img, b, &Common::VR);
-                info.serial = text(&img, b, &Common::SN);
-            }
-            120 => {
-                wrtg = wrtg.or(rating(&img, b, &Nameplate::W_RTG, &Nameplate::W_RTG_SF));
-                info.capacity_wh =
-                    info.capacity_wh
-                        .or(rating(&img, b, &Nameplate::WH_RTG, &Nameplate::WH_RTG_SF));
-            }
-            121 => wmax = wmax.or(rating(&img, b, &Settings::W_MAX, &Settings::W_MAX_SF)),
-            702 => wrtg = wrtg.or(rating(&img, b, &DerCapacity::W_MAX_RTG, &DerCapacity::W_SF)),
-            713 => {
-                info.capacity_wh =
-                    info.capacity_wh
-                        .or(rating(&img, b, &DerStor::WH_RTG, &DerStor::WH_SF))
-            }
-            802 => {
-                info.capacity_wh =
-                    info.capacity_wh
-                        .or(rating(&img, b, &Battery::WH_RTG, &Battery::WH_RTG_SF))
-            }
-            _ => {}
-        }
+    if let Some(b) = chain.iter().find(|b| b.id == 1) {
+        info.manufacturer = text(&img, b, &Common::MN);
+        info.model = text(&img, b, &Common::MD);
+        info.version = text(&img, b, &Common::VR);
+        info.serial = text(&img, b, &Common::SN);
     }
-    info.rated_power_w = wmax.or(wrtg);
-    Ok(info)
+    let r = ratings(chain, &img);
+    info.rated_power_w = r.power_w;
+    info.capacity_wh = r.capacity_wh;
+    Ok((info, img))
 }

@@ -9,12 +9,14 @@
 mod discovery;
 mod info;
 mod map;
+mod static_points;
 
 pub use discovery::{
     discover, find_base, kind_of, logical_devices, select, walk_chain, DiscoveryError, BASES,
 };
-pub use info::read_info;
+pub use info::{rating_spans, ratings, read_info, read_info_with, Ratings};
 pub use map::points_for;
+pub use static_points::static_spans;
 
 /// One model block in a device's chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -52,6 +52,23 @@ fn image_finds_values_inside_blocks() {
     assert_eq!(img.get(Table::Input, 101, 1), None);
 }
 
+#[test]
+fn an_extract_answers_for_its_spans_only_and_the_first_image_wins() {
+    let mut img = Image::new();
+    img.insert(h(100, 6), vec![1, 2, 3, 4, 5, 6]);
+    let kept = img.extract(&[h(101, 1), h(104, 2), h(200, 1)]);
+    assert_eq!(kept.get(Table::Holding, 101, 1), Some(&[2][..]));
+    assert_eq!(kept.get(Table::Holding, 104, 2), Some(&[5, 6][..]));
+    assert_eq!(kept.get(Table::Holding, 102, 1), None, "not extracted");
+    assert_eq!(kept.get(Table::Holding, 200, 1), None, "never read");
+    let mut layered = kept;
+    let mut later = Image::new();
+    later.insert(h(100, 6), vec![9; 6]);
+    layered.append(later);
+    assert_eq!(layered.get(Table::Holding, 101, 1), Some(&[2][..]));
+    assert_eq!(layered.get(Table::Holding, 102, 1), Some(&[9][..]));
+}
+
 /// The fewest requests any valid plan can have, by dynamic programming over the
 /// sorted, de-overlapped spans: best[i] = min over j of best[j] + 1 where spans
 /// j..i fit in one request.
@@ -99,6 +116,40 @@ proptest! {
         }
         prop_assert_eq!(p.len(), minimum(&spans, gap));
     }
+}
+
+proptest! {
+    /// SunSpec plans read through any gap (every register from the first
+    /// model to the end marker exists): points of one or two registers over
+    /// a map of a few hundred registers from 40000, any subset of them (a
+    /// device's mix of measurement and control models, its static points
+    /// left out), are read in the fewest requests of at most 125.
+    #[test]
+    fn plans_through_any_gap_are_minimal(
+        raw in prop::collection::vec((0u16..400, 1u16..=2), 1..60),
+    ) {
+        let spans: Vec<Span> = raw.iter().map(|&(a, l)| h(40_000 + a, l)).collect();
+        let p = plan(&spans, u16::MAX);
+        for s in &spans {
+            prop_assert!(p.iter().any(|r| r.addr <= s.addr && s.end() <= r.end()), "{s:?} not covered by {p:?}");
+        }
+        for r in &p {
+            prop_assert!(r.len <= MAX_READ);
+        }
+        prop_assert_eq!(p.len(), minimum(&spans, u16::MAX));
+    }
+}
+
+#[test]
+fn an_inverters_measurements_and_limit_are_one_request_without_the_scale_factor() {
+    // 103 at 40070 (A..St, with their scale factors) and 123's WMaxLimPct
+    // and WMaxLim_Ena (40187, 40191): 119 registers. With WMaxLimPct_SF
+    // (40205), 133: two requests.
+    let mut spans: Vec<Span> = (40073..=40108).map(|a| h(a, 1)).collect();
+    spans.extend([h(40187, 1), h(40191, 1)]);
+    check(&spans, u16::MAX, &[h(40073, 119)]);
+    spans.push(h(40205, 1));
+    assert_eq!(plan(&spans, u16::MAX).len(), 2);
 }
 
 #[test]

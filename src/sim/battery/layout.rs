@@ -9,7 +9,7 @@ use tokio_modbus::ExceptionCode;
 
 use super::BatteryRating;
 use crate::register::codec::ValueType::{I16, U16, U32};
-use crate::sim::common::{check_range, fit_sf, BATTERY_V, GRID_V, I16_LIMIT, U16_LIMIT};
+use crate::sim::common::{check_range, fit_sf, BATTERY_V, GRID_LL_V, GRID_V, I16_LIMIT, U16_LIMIT};
 use crate::sim::map::{Block, MapBuilder, RegisterMap};
 
 /// `SetOp` (model 802).
@@ -21,8 +21,10 @@ pub struct Blocks {
     pub m802: Block<Model802>,
 }
 
-/// Model 701: DER AC measurement (W + discharging, as the model defines).
-pub fn ac_measurement(b: &mut MapBuilder, rated_w: f64) -> Block<Model701> {
+/// Model 701: DER AC measurement (W + discharging, as the model defines);
+/// `fine` (noisy mode): power and voltage scale factors as fine as their
+/// range allows.
+pub fn ac_measurement(b: &mut MapBuilder, rated_w: f64, fine: bool) -> Block<Model701> {
     type M = Model701;
     let m = b.model::<M>();
     b.set(m, &M::AC_TYPE, U16, 2.0);
@@ -30,11 +32,12 @@ pub fn ac_measurement(b: &mut MapBuilder, rated_w: f64) -> Block<Model701> {
     b.set(m, &M::CONN_ST, U16, 1.0);
     b.set(m, &M::ALRM, U32, 0.0);
     b.set(m, &M::DER_MODE, U32, 1.0);
+    let (w_sf, v_sf) = if fine { (-2, -2) } else { (0, -1) };
     b.set(
         m,
         &M::W_SF,
         I16,
-        f64::from(fit_sf(rated_w * 1.1, I16_LIMIT, 0)),
+        f64::from(fit_sf(rated_w * 1.1, I16_LIMIT, w_sf)),
     );
     b.set(
         m,
@@ -42,7 +45,12 @@ pub fn ac_measurement(b: &mut MapBuilder, rated_w: f64) -> Block<Model701> {
         I16,
         f64::from(fit_sf(rated_w / GRID_V, I16_LIMIT, -2)),
     );
-    b.set(m, &M::V_SF, I16, -1.0);
+    b.set(
+        m,
+        &M::V_SF,
+        I16,
+        f64::from(fit_sf(GRID_LL_V * 1.1, U16_LIMIT, v_sf)),
+    );
     b.set(m, &M::HZ_SF, I16, -2.0);
     b.set(m, &M::TOT_WH_SF, I16, 0.0);
     b.set(m, &M::TMP_SF, I16, -1.0);
@@ -145,8 +153,8 @@ pub fn storage_controls(b: &mut MapBuilder, r: &BatteryRating) -> Block<Model124
     c
 }
 
-/// Model 802: battery base model.
-pub fn battery_base(b: &mut MapBuilder, r: &BatteryRating) -> Block<Model802> {
+/// Model 802: battery base model; `fine` as for model 701.
+pub fn battery_base(b: &mut MapBuilder, r: &BatteryRating, fine: bool) -> Block<Model802> {
     type M = Model802;
     let m = b.model::<M>();
     let ah = r.capacity_wh / BATTERY_V;
@@ -246,7 +254,11 @@ pub fn battery_base(b: &mut MapBuilder, r: &BatteryRating) -> Block<Model802> {
         m,
         &M::W_SF,
         I16,
-        f64::from(fit_sf(r.rated_w * 1.1, I16_LIMIT, 0)),
+        f64::from(fit_sf(
+            r.rated_w * 1.1,
+            I16_LIMIT,
+            if fine { -2 } else { 0 },
+        )),
     );
     m
 }

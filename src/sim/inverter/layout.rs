@@ -1,37 +1,46 @@
-//! Register layout of the simulated inverter: which points of models 103, 121
-//! and 123 it implements, their scale factors and initial values. No behaviour.
+//! Register layout of the simulated inverter: which points of models 103 (or
+//! 113), 121 and 123 it implements, their scale factors and initial values.
+//! No behaviour.
 
 use sunspec::models::model103::Model103;
+use sunspec::models::model113::Model113;
 use sunspec::models::model121::Model121;
 use sunspec::models::model123::Model123;
 
-use crate::register::codec::ValueType::{I16, U16, U32};
+use crate::register::codec::ValueType::{F32, I16, U16, U32};
 use crate::sim::common::{fit_sf, GRID_V, I16_LIMIT, U16_LIMIT};
 use crate::sim::map::{Block, MapBuilder};
 
-/// Model 103: three-phase measurements (integer + scale factor).
-pub fn measurement(b: &mut MapBuilder, rated_w: f64) -> Block<Model103> {
+/// Model 103: three-phase measurements (integer + scale factor); `fine`
+/// (noisy mode): every scale factor as fine as its range allows.
+pub fn measurement(b: &mut MapBuilder, rated_w: f64, fine: bool) -> Block<Model103> {
     let m = b.model::<Model103>();
     let amps = rated_w / (3.0 * GRID_V);
+    let (v_sf, w_sf, var_sf) = if fine { (-2, -2, -2) } else { (-1, -1, 0) };
     b.set(
         m,
         &Model103::A_SF,
         I16,
         f64::from(fit_sf(amps * 1.1, U16_LIMIT, -2)),
     );
-    b.set(m, &Model103::V_SF, I16, -1.0);
+    b.set(
+        m,
+        &Model103::V_SF,
+        I16,
+        f64::from(fit_sf(GRID_V * 1.1, U16_LIMIT, v_sf)),
+    );
     b.set(
         m,
         &Model103::W_SF,
         I16,
-        f64::from(fit_sf(rated_w * 1.1, I16_LIMIT, -1)),
+        f64::from(fit_sf(rated_w * 1.1, I16_LIMIT, w_sf)),
     );
     b.set(m, &Model103::HZ_SF, I16, -2.0);
     b.set(
         m,
         &Model103::V_AR_SF,
         I16,
-        f64::from(fit_sf(rated_w, I16_LIMIT, 0)),
+        f64::from(fit_sf(rated_w, I16_LIMIT, var_sf)),
     );
     b.set(m, &Model103::WH_SF, I16, 0.0);
     b.set(m, &Model103::TMP_SF, I16, -1.0);
@@ -72,6 +81,51 @@ pub fn measurement(b: &mut MapBuilder, rated_w: f64) -> Block<Model103> {
     b.unimpl(m, &Model103::EVT_VND3);
     b.unimpl(m, &Model103::EVT_VND4);
 
+    m
+}
+
+/// Model 113: three-phase measurements as floats; what the device does not
+/// measure is NaN ("not implemented").
+pub fn measurement_float(b: &mut MapBuilder) -> Block<Model113> {
+    type M = Model113;
+    let m = b.model::<M>();
+    for p in [
+        &M::A,
+        &M::APH_A,
+        &M::APH_B,
+        &M::APH_C,
+        &M::PH_VPH_A,
+        &M::PH_VPH_B,
+        &M::PH_VPH_C,
+        &M::W,
+        &M::HZ,
+        &M::WH,
+        &M::TMP_CAB,
+    ] {
+        b.set(m, p, F32, 0.0);
+    }
+    b.set(m, &M::V_AR, F32, 0.0);
+    for p in [&M::PP_VPH_AB, &M::PP_VPH_BC, &M::PP_VPH_CA, &M::VA, &M::PF] {
+        b.unimpl(m, p);
+    }
+    for p in [
+        &M::DCA,
+        &M::DCV,
+        &M::DCW,
+        &M::TMP_SNK,
+        &M::TMP_TRNS,
+        &M::TMP_OT,
+    ] {
+        b.unimpl(m, p);
+    }
+    b.set(m, &M::ST, U16, 2.0);
+    b.unimpl(m, &M::ST_VND);
+    b.set(m, &M::EVT1, U32, 0.0);
+    b.set(m, &M::EVT2, U32, 0.0);
+    b.unimpl(m, &M::EVT_VND1);
+    b.unimpl(m, &M::EVT_VND2);
+    b.unimpl(m, &M::EVT_VND3);
+    b.unimpl(m, &M::EVT_VND4);
     m
 }
 

@@ -27,7 +27,7 @@ fn every_register_of_every_model_is_laid_out() {
         (battery(2, 50.0), vec![1, 701, 120, 124, 802]),
         (meter(3), vec![1, 203]),
     ] {
-        let d = Device::new(&spec, 30_000.0);
+        let d = Device::new(&spec, crate::sim::device::Build::calm(30_000.0));
         let got: Vec<u16> = d.map.models().iter().map(|m| m.id).collect();
         assert_eq!(got, ids);
         assert_eq!(d.map.undeclared(), Vec::<u16>::new(), "{:?}", spec.kind);
@@ -256,7 +256,10 @@ async fn access_rules_answer_modbus_exceptions() {
 #[test]
 fn oversized_writes_and_other_functions_are_refused() {
     let (events, _) = tokio::sync::broadcast::channel(4);
-    let device = Arc::new(Mutex::new(Device::new(&inverter(1), 30_000.0)));
+    let device = Arc::new(Mutex::new(Device::new(
+        &inverter(1),
+        crate::sim::device::Build::calm(30_000.0),
+    )));
     let shared = ServerShared::new("sim".into(), BTreeMap::from([(1, device)]), events);
     let req = |request| SlaveRequest { slave: 1, request };
     let limit = 40184 + sunspec::models::model123::Model123::W_MAX_LIM_PCT.offset;

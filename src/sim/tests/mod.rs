@@ -4,6 +4,7 @@
 mod control;
 mod layout;
 mod lifecycle;
+mod noisy;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -73,6 +74,7 @@ pub fn site_spec(devices: Vec<SimDeviceSpec>, start: i64, time_factor: f64) -> S
         time_factor,
         start: Some(start),
         base_load_w: 600.0,
+        ..SimSiteSpec::default()
     }
 }
 

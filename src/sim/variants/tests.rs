@@ -14,7 +14,7 @@ fn device(variant: Variant, base: u16) -> Device {
         sunspec_base: base,
         response: crate::sim::SimResponse::IDEAL,
     };
-    Device::new(&spec, 30_000.0)
+    Device::new(&spec, crate::sim::device::Build::calm(30_000.0))
 }
 
 #[test]

@@ -1,9 +1,13 @@
-//! First contact with the device: its recipe (`modbus::control`), a read of
-//! the recipe's calibration registers, and the registers the recipe may write
-//! as first found (its footprint), which a release writes back. What was found
+//! First contact with the device: its recipe (`modbus::control`), computed
+//! from the device's static points (`modbus::statics`: the recipe's
+//! calibration registers among them, read with the device's discovery and
+//! refreshed with them), and the registers the recipe may write as first
+//! found (its footprint), which a release writes back. What was found
 //! is kept in the store (`found_registers`) with a mark that says whether the
 //! agent's own values are in the device now, so a start after a crash writes
-//! back what the installer left, not what the last run wrote.
+//! back what the installer left, not what the last run wrote. After the
+//! device refused a write, its static points are read again
+//! ([`Actuator::refresh_statics`]): a scale factor or rating may have changed.
 //!
 //! It reads and keeps; it must not write to the device, and it must not take
 //! an unreachable device for one with nothing to keep (that is an error,
@@ -11,8 +15,10 @@
 
 use std::sync::Arc;
 
-use super::{image_of, words_of, Actuator};
+use super::Actuator;
+use crate::modbus::commands::{words_of, BusReader};
 use crate::modbus::control::{footprint, Originals, Recipe, WriteError};
+use crate::modbus::statics::{self, Statics};
 use crate::modbus::{DeviceMap, ModbusError, Op};
 use crate::model::time::now_ms;
 use crate::register::plan::Image;
@@ -47,11 +53,12 @@ impl NotReady {
     }
 }
 
-/// The device's recipe and the last read of its calibration registers.
+/// The device's recipe and the static points it was computed from.
 pub(super) struct Calibrated {
     pub(super) map: Arc<DeviceMap>,
     pub(super) recipe: Recipe,
-    pub(super) image: Image,
+    /// The device's static points as last read: the recipe's calibration.
+    pub(super) statics: Arc<Statics>,
     /// What the recipe's registers held when this map was first contacted,
     /// for the log of the first write.
     pub(super) current: Originals,
@@ -59,8 +66,17 @@ pub(super) struct Calibrated {
     pub(super) logged: bool,
 }
 
+impl Calibrated {
+    /// The recipe's calibration registers as read.
+    pub(super) fn image(&self) -> &Image {
+        &self.statics.image
+    }
+}
+
 impl Actuator {
-    /// The device's recipe and a fresh enough read of its calibration registers.
+    /// The device's recipe over its newest static points. First contact with
+    /// a map reads the registers as found; static points read again since
+    /// only rebuild the recipe (a rating may have changed).
     pub(super) async fn calibrate<'a>(
         &mut self,
         cal: &'a mut Option<Calibrated>,
@@ -69,37 +85,57 @@ impl Actuator {
             *cal = None;
             return Err(NotReady::Undiscovered);
         };
+        let statics = map.kept_statics();
         let current = match cal.take() {
-            Some(c) if Arc::ptr_eq(&c.map, &map) => c,
+            Some(c) if Arc::ptr_eq(&c.map, &map) && Arc::ptr_eq(&c.statics, &statics) => c,
+            Some(c) if Arc::ptr_eq(&c.map, &map) => {
+                let recipe = self.recipe(&map)?;
+                Calibrated {
+                    recipe,
+                    statics,
+                    ..c
+                }
+            }
             _ => {
-                let recipe =
-                    Recipe::for_device(self.device.device_type, self.device.rated_power_w, &map)?;
-                let spans = recipe.calibration();
-                let image = if spans.is_empty() {
-                    Image::new()
-                } else {
-                    let ops = spans.iter().map(|s| Op::Read(*s)).collect();
-                    let out = self
-                        .bus
-                        .transact(self.device.unit_id, ops)
-                        .await
-                        .map_err(NotReady::Calibration)?;
-                    image_of(&spans, words_of(out))
-                };
+                let recipe = self.recipe(&map)?;
                 let current = self
-                    .read_found(&recipe, &image)
+                    .read_found(&recipe, &statics.image)
                     .await
                     .map_err(NotReady::Calibration)?;
                 Calibrated {
                     map,
                     recipe,
-                    image,
+                    statics,
                     current,
                     logged: false,
                 }
             }
         };
         Ok(cal.insert(current))
+    }
+
+    fn recipe(&self, map: &DeviceMap) -> Result<Recipe, WriteError> {
+        Recipe::for_device(self.device.device_type, self.device.rated_power_w, map)
+    }
+
+    /// Reads the device's static points again, after it refused a write: a
+    /// scale factor or a rating may have changed, and the next plan is
+    /// computed from what it holds now. A failed read is logged; the next
+    /// refused write tries again.
+    pub(super) async fn refresh_statics(&self, map: &DeviceMap) {
+        let mut reader = BusReader {
+            bus: &self.bus,
+            unit: self.device.unit_id,
+        };
+        let device = &self.device.reference;
+        match statics::refresh(&mut reader, map).await {
+            Ok(s) => {
+                tracing::info!(%device, generation = s.generation, "the device refused a write: its static points were read again")
+            }
+            Err(e) => {
+                tracing::warn!(%device, error = %e, "the device refused a write and its static points could not be read again")
+            }
+        }
     }
 
     /// Reads every register the recipe may write (each point on its own when

@@ -4,9 +4,10 @@
 //! before the device's revert timer fires, and reports the device's state.
 //!
 //! This file holds the task and its loop; each part it runs is a file of its own:
-//! - `contact.rs`: first contact: the device's recipe, its calibration
-//!   registers, and the registers its recipe may write as first found (kept
-//!   in the store, `found_registers`), with the store's steered mark;
+//! - `contact.rs`: first contact: the device's recipe over its static points
+//!   (read again after a refused write), and the registers its recipe may
+//!   write as first found (kept in the store, `found_registers`), with the
+//!   store's steered mark;
 //! - `write.rs`: one step: plan, the write with its read-back in one bus
 //!   transaction, the check, the retry bookkeeping, the first write logged
 //!   register by register;
@@ -41,9 +42,8 @@ use super::report::{Desired, DeviceReport, Due, Last};
 use super::stats::WriteCounters;
 use super::stop_signal::StopSignal;
 use crate::config::DeviceConfig;
-use crate::modbus::{BusHandle, DeviceMaps, OpOutput};
+use crate::modbus::{BusHandle, DeviceMaps};
 use crate::model::time::now_ms;
-use crate::register::plan::{Image, Span};
 use contact::Calibrated;
 
 /// Everything one actuator needs.
@@ -134,27 +134,8 @@ impl Actuator {
         }
     }
 
-    /// How often a setpoint is written again: half the device's revert timer.
+    /// How often a setpoint is written again (`report::refresh_ms`).
     fn refresh_ms(&self) -> i64 {
-        i64::from(self.revert_s) * 1000 / 2
+        super::report::refresh_ms(self.revert_s)
     }
-}
-
-/// The words of each read of a transaction, in order.
-fn words_of(out: Vec<OpOutput>) -> Vec<Vec<u16>> {
-    out.into_iter()
-        .filter_map(|o| match o {
-            OpOutput::Words(w) => Some(w),
-            OpOutput::Written => None,
-        })
-        .collect()
-}
-
-/// The reads of `spans` (in order) as an image.
-fn image_of(spans: &[Span], reads: Vec<Vec<u16>>) -> Image {
-    let mut img = Image::new();
-    for (span, words) in spans.iter().zip(reads) {
-        img.insert(*span, words);
-    }
-    img
 }

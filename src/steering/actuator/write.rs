@@ -1,6 +1,8 @@
 //! One step of the actuator: the plan of the desired command (a release
 //! writes back the registers as first found), whether it is due
-//! (`report::due`), the writes and their read-back in one bus transaction,
+//! (`report::due`), the writes (after a confirmed one, only the words that
+//! changed, or for a refresh the first write alone: `WritePlan::narrowed`)
+//! and their read-back in one bus transaction,
 //! the word-for-word check, and the bookkeeping of the result (`Last`, the
 //! failure count the backoff reads, the write counters, the steered mark).
 //! The first write after contact is logged register by register, old and
@@ -11,10 +13,12 @@
 
 use super::contact::Calibrated;
 use super::device_report::unrated_note;
-use super::{image_of, words_of, Actuator};
+use super::Actuator;
+use crate::modbus::commands::write_and_read_back;
 use crate::modbus::control::{changes, restore, verify, Mismatch, Originals, WritePlan};
-use crate::modbus::{ModbusError, Op};
+use crate::modbus::{DeviceMap, ModbusError};
 use crate::model::time::now_ms;
+use crate::register::plan::Image;
 use crate::steering::decide::Command;
 use crate::steering::report::{due, Desired, Due, Last, MAX_BACKOFF_MS};
 
@@ -27,6 +31,17 @@ enum WriteFailure {
     Bus(#[from] ModbusError),
     #[error(transparent)]
     ReadBack(#[from] Mismatch),
+}
+
+impl WriteFailure {
+    /// The device said no (an exception) or took another word: not a
+    /// failure to reach it.
+    fn refused(&self) -> bool {
+        matches!(
+            self,
+            WriteFailure::Bus(ModbusError::Exception(_)) | WriteFailure::ReadBack(_)
+        )
+    }
 }
 
 impl Actuator {
@@ -48,7 +63,7 @@ impl Actuator {
         };
         let note = unrated_note(&self.device, &c.map, d.command).or(self.found_note.clone());
         self.report(|r| r.note = note);
-        let plan = match c.recipe.plan(d.command, self.revert_s, &c.image) {
+        let plan = match c.recipe.plan(d.command, self.revert_s, c.image()) {
             Ok(p) => p,
             Err(e) => {
                 let e = e.to_string();
@@ -59,7 +74,7 @@ impl Actuator {
         // A release writes back what the registers held when first found.
         let restoring = !d.command.is_control() && !self.restore_refused;
         let plan = match &self.found {
-            Some(f) if restoring => restore(&plan, &f.originals, c.recipe.calibration()),
+            Some(f) if restoring => restore(&plan, &f.originals),
             _ => plan,
         };
         match due(&plan, d.command, last.as_ref(), refresh_ms) {
@@ -71,27 +86,28 @@ impl Actuator {
             }
         }
         let changed = last.as_ref().is_none_or(|l| l.writes != plan.writes);
-        // The calibration registers, when the plan reads them back anyway.
-        let cal_spans = c.recipe.calibration();
-        let recal = !cal_spans.is_empty() && cal_spans.iter().all(|s| plan.read_back.contains(s));
+        let map = c.map.clone();
+        // Since a confirmed write on this contact, only what differs is sent
+        // (a refresh: the first write alone); the read-back is the whole plan's.
+        let sent = match last.as_ref() {
+            Some(l) if l.ok && c.logged => plan.narrowed(&l.writes),
+            _ => plan.clone(),
+        };
         if !c.logged {
             self.log_first_write(&plan, &c.current, d.command);
         }
         if d.command.is_control() {
             self.mark_steered(true);
         }
-        let result = self.write(&plan).await;
+        let result = self.write(&sent, &map).await;
         let at = now_ms();
         let failures = match last.as_ref() {
             Some(l) if !changed && !l.ok => l.failures,
             _ => 0,
         };
-        let (failure, reads) = match result {
-            Ok(reads) => match verify(&plan, &reads) {
-                Ok(()) => (None, Some(reads)),
-                Err(e) => (Some(WriteFailure::from(e)), Some(reads)),
-            },
-            Err(e) => (Some(WriteFailure::from(e)), None),
+        let failure = match result {
+            Ok(read) => verify(&plan, &read).err().map(WriteFailure::from),
+            Err(e) => Some(WriteFailure::from(e)),
         };
         let ok = failure.is_none();
         let error = failure.as_ref().map(ToString::to_string);
@@ -103,8 +119,8 @@ impl Actuator {
         if let Some(c) = cal.as_mut() {
             c.logged = true;
         }
-        if let (Some(reads), true, Some(c)) = (reads, recal, cal.as_mut()) {
-            c.image = image_of(&plan.read_back, reads);
+        if failure.as_ref().is_some_and(WriteFailure::refused) {
+            self.refresh_statics(&map).await;
         }
         if ok && !d.command.is_control() {
             self.mark_steered(false);
@@ -149,18 +165,9 @@ impl Actuator {
     }
 
     /// Runs the writes, then the plan's read-back, in one bus transaction;
-    /// returns the words of each read-back span.
-    async fn write(&self, plan: &WritePlan) -> Result<Vec<Vec<u16>>, ModbusError> {
-        let ops: Vec<Op> = plan
-            .writes
-            .iter()
-            .map(|w| Op::Write {
-                addr: w.addr,
-                values: w.values.clone(),
-            })
-            .chain(plan.read_back.iter().map(|s| Op::Read(*s)))
-            .collect();
-        let out = self.bus.transact(self.device.unit_id, ops).await?;
-        Ok(words_of(out))
+    /// returns what was read back.
+    async fn write(&self, plan: &WritePlan, map: &DeviceMap) -> Result<Image, ModbusError> {
+        let device = &self.device;
+        write_and_read_back(&self.bus, device.unit_id, &device.reference, plan, map).await
     }
 }

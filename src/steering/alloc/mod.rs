@@ -11,7 +11,7 @@ mod ess;
 mod production;
 
 pub use ess::{allocate_ess, site_soc, BatteryView, EssAllocation};
-pub use production::{allocate_production, InverterView, DYNAMIC_HEADROOM};
+pub use production::{allocate_cap, allocate_production, InverterView, DYNAMIC_HEADROOM};
 
 /// Spreads `total` over slots so that slot `i` gets `min(caps[i], level × weights[i])`
 /// for one common level; the result sums to `min(total, Σ caps)`. Slots whose weight

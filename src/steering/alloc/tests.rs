@@ -113,6 +113,32 @@ fn production_rules() {
     );
 }
 
+#[test]
+fn the_loops_cap_gives_production_before_room() {
+    let d = CurtailmentFulfilment::Dynamic;
+    // East shaded at nothing, west at 16.1 kW of 20 kW: `dynamic` gives east
+    // its 1.5 kW of room out of west's production; the loop's spread does not.
+    let i = [inv(30_000.0, Some(0.0)), inv(20_000.0, Some(16_100.0))];
+    close(&allocate_production(d, &i, 16_100.0), &[1_500.0, 14_600.0]);
+    close(&allocate_cap(d, &i, 16_100.0), &[0.0, 16_100.0]);
+    // Above the production the room goes by rating (within each one's 5 %),
+    // then the rest by rating.
+    close(&allocate_cap(d, &i, 17_100.0), &[600.0, 16_500.0]);
+    close(&allocate_cap(d, &i, 18_600.0), &[1_500.0, 17_100.0]);
+    close(&allocate_cap(d, &i, 27_100.0), &[7_100.0, 20_000.0]);
+    // Below the production: shares by rating, none above what it produces.
+    let i = [inv(30_000.0, Some(20_000.0)), inv(20_000.0, Some(5_000.0))];
+    close(&allocate_cap(d, &i, 10_000.0), &[6_000.0, 4_000.0]);
+    close(&allocate_cap(d, &i, 20_000.0), &[15_000.0, 5_000.0]);
+    // Priority stays priority; a missing measurement falls back to proportional.
+    let i = [inv(200_000.0, None), inv(200_000.0, Some(1_000.0))];
+    close(
+        &allocate_cap(CurtailmentFulfilment::Priority, &i, 300_000.0),
+        &[200_000.0, 100_000.0],
+    );
+    close(&allocate_cap(d, &i, 300_000.0), &[150_000.0, 150_000.0]);
+}
+
 fn batteries() -> impl Strategy<Value = Vec<BatteryView>> {
     prop::collection::vec(
         (
@@ -219,6 +245,32 @@ proptest! {
         let bigger = allocate_production(rule, &i, limit + more);
         for (x, y) in l.iter().zip(&bigger) {
             prop_assert!(*y >= *x - EPS * (1.0 + x.abs()), "{x} -> {y}");
+        }
+    }
+
+    /// The grid loop's spread of its own cap: the same invariants, and once
+    /// the cap covers what the inverters produce, none gets less than that.
+    #[test]
+    fn cap_invariants(i in inverters(), rule in curtail_rules(), cap in -10_000.0..2_000_000.0f64, more in 0.0..500_000.0f64) {
+        let l = allocate_cap(rule, &i, cap);
+        let rated: f64 = i.iter().map(|x| x.rated_w).sum();
+        let clamped = cap.max(0.0).min(rated);
+        let sum: f64 = l.iter().sum();
+        prop_assert!((sum - clamped).abs() <= EPS * (1.0 + clamped), "sum {sum} vs {clamped}");
+        for (x, iv) in l.iter().zip(&i) {
+            prop_assert!(*x >= -EPS && *x <= iv.rated_w + EPS);
+        }
+        let bigger = allocate_cap(rule, &i, cap + more);
+        for (x, y) in l.iter().zip(&bigger) {
+            prop_assert!(*y >= *x - EPS * (1.0 + x.abs()), "{x} -> {y}");
+        }
+        let produced: Option<Vec<f64>> = i.iter().map(|x| x.measured_w.map(|m| m.min(x.rated_w))).collect();
+        if let (Some(p), true) = (produced, rule != CurtailmentFulfilment::Priority) {
+            if cap >= p.iter().sum::<f64>() {
+                for (x, m) in l.iter().zip(&p) {
+                    prop_assert!(*x >= m - EPS * (1.0 + m), "{x} below its production {m}");
+                }
+            }
         }
     }
 }

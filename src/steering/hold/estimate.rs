@@ -34,6 +34,45 @@ impl Load {
     }
 }
 
+/// The load the loop works from after a new reading (`read`), given the last
+/// estimate and the loop's deadband `db`, W:
+/// - a reading whose range is no wider than `db` shows the noise of the
+///   meter and the devices, not a doubt about timing: it stands for its
+///   middle;
+/// - each end of the last estimate stays while the new reading's range,
+///   widened by a quarter of a deadband, holds it (the reading shows no change of
+///   the load: only noise, or the doubt of a span over the loop's own last
+///   change), and moves to the new reading once it leaves that.
+///
+/// So the loop neither chases the noise of a steady load nor moves the cap
+/// again on a reading over its own last change, and a load that moves is
+/// followed as soon as a reading shows it. The export is held against at
+/// most three quarters of a deadband more load than the reading's lowest,
+/// which the aim, half a tolerance (a deadband) inside the limit, covers.
+pub fn held(prev: Option<Load>, read: Load, db: f64) -> Load {
+    let to = if read.high_w - read.low_w <= db {
+        let mid = read.mid_w();
+        Load {
+            low_w: mid,
+            high_w: mid,
+        }
+    } else {
+        read
+    };
+    let Some(p) = prev else { return to };
+    let within = |w: f64| w >= read.low_w - 0.25 * db && w <= read.high_w + 0.25 * db;
+    let low_w = if within(p.low_w) { p.low_w } else { to.low_w };
+    let high_w = if within(p.high_w) {
+        p.high_w
+    } else {
+        to.high_w
+    };
+    Load {
+        low_w: low_w.min(high_w),
+        high_w: high_w.max(low_w),
+    }
+}
+
 /// Each commanded device's power readings by the time they were taken,
 /// oldest first, in the order of the site's steered devices.
 ///
@@ -149,6 +188,34 @@ pub fn from_reading(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn load(low_w: f64, high_w: f64) -> Load {
+        Load { low_w, high_w }
+    }
+
+    #[test]
+    fn a_steady_load_is_held_through_noise_and_doubt_and_a_move_is_followed() {
+        // A narrow reading stands for its middle.
+        assert_eq!(
+            held(None, load(900.0, 1_100.0), 1_000.0),
+            load(1_000.0, 1_000.0)
+        );
+        let steady = load(1_000.0, 1_000.0);
+        let prev = Some(steady);
+        // Noise: the reading moves a little, the estimate stays.
+        assert_eq!(held(prev, load(1_200.0, 1_400.0), 1_000.0), steady);
+        // Doubt: a reading over the loop's own change spans 20 kW; it still
+        // holds the estimate, which stays.
+        assert_eq!(held(prev, load(-19_000.0, 1_200.0), 1_000.0), steady);
+        // The load rose 2 kW: followed at once.
+        assert_eq!(
+            held(prev, load(2_900.0, 3_100.0), 1_000.0),
+            load(3_000.0, 3_000.0)
+        );
+        // It fell, with doubt: the low end goes to the reading's lowest.
+        let fell = held(prev, load(-4_000.0, -1_000.0), 1_000.0);
+        assert_eq!(fell, load(-4_000.0, -1_000.0));
+    }
 
     #[test]
     fn a_reading_is_paired_with_the_supply_of_its_span() {

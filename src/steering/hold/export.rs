@@ -150,7 +150,14 @@ pub(super) fn cap(t: &Tick, mut storage: f64, taken: bool, lifted: bool) -> Cap 
         t.settings.production_ramp_w_per_s * t.relax_dt_s
     };
     let want = c;
-    let c = super::settle(t.last_cap, c, 1.0, t.db, ramp).max(0.0);
+    // The deadband is for the loop's own cap; a plan's limit that binds is
+    // followed as it is.
+    let db = if t.plan_cap.is_some_and(|p| !lifted && want >= p - 0.5) {
+        0.0
+    } else {
+        t.db
+    };
+    let c = super::settle(t.last_cap, c, 1.0, db, ramp).max(0.0);
     Cap {
         cap: (!release || c < t.rated - 1.0).then_some(c),
         storage,

@@ -7,14 +7,18 @@
 //! So the worst an inverter can give while it moves is the larger of its
 //! measured power and its new limit. Pure.
 
-use super::super::alloc::{allocate_production, InverterView};
+use super::super::alloc::InverterView;
+use super::super::settle::{deadband_w, production_limits};
 use crate::config::CurtailmentFulfilment;
 
-/// How the loop's own cap is spread: by priority where the site curtails by
-/// priority, else `dynamic` (proportional shares, where an inverter producing
-/// below its share keeps a little room above what it produces and gives the
-/// rest to the others: the limits still sum to the cap, so a returning sun
-/// cannot pass it, and a shaded inverter costs the others nothing).
+/// How the loop's own cap is spread (`alloc::allocate_cap`): by priority
+/// where the site curtails by priority, else each inverter gets what it
+/// produces first, then a little room above it (5 % of its rating), then the
+/// rest by rating. The limits still sum to the cap, so a returning sun cannot
+/// pass it; and a shaded inverter's room never comes out of what another
+/// produces, so the room the loop counts at its worst is room the cap has
+/// beyond the production (a `dynamic` spread, room first, counted it as
+/// production and left a narrow band's import unheld).
 pub fn cap_rule(site_rule: CurtailmentFulfilment) -> CurtailmentFulfilment {
     match site_rule {
         CurtailmentFulfilment::Priority => CurtailmentFulfilment::Priority,
@@ -53,16 +57,29 @@ pub fn at_limit(inv: &[InverterView]) -> bool {
     })
 }
 
-/// Per online inverter: (measured, the limit `cap` gives it; its rating when
-/// released).
+/// What an online inverter produces, where a reading within its deadband of
+/// the limit it holds counts as that limit: an inverter at its limit reads on
+/// either side of it (the noise of its measurement). Counted a little above
+/// it, the cap would have to come down for noise; a little below it, every
+/// inverter's limit would have to move before any move of the cap could count.
+fn at_most_told(i: &InverterView) -> Option<f64> {
+    let m = i.measured_w?.max(0.0);
+    Some(match i.limit_w {
+        Some(told) if (m - told).abs() <= deadband_w(i.rated_w) => told,
+        _ => m,
+    })
+}
+
+/// Per online inverter: (measured, the limit `cap` gives it, settled against
+/// what it was told (`settle.rs`); its rating when released).
 fn moves<'a>(
     rule: CurtailmentFulfilment,
     inv: &'a [InverterView],
     cap: Option<f64>,
 ) -> impl Iterator<Item = (f64, f64)> + 'a {
-    let limits = cap.map(|c| allocate_production(rule, inv, c.max(0.0)));
+    let limits = cap.map(|c| production_limits(rule, inv, c.max(0.0)));
     inv.iter().enumerate().filter_map(move |(k, i)| {
-        let m = i.measured_w?.max(0.0);
+        let m = at_most_told(i)?;
         let rated = i.rated_w.max(0.0);
         let l = limits.as_ref().map_or(rated, |l| l[k].min(rated));
         Some((m, l))
@@ -121,19 +138,24 @@ mod tests {
 
     #[test]
     fn the_worst_counts_an_inverter_above_its_new_limit_where_it_is() {
-        let r = CurtailmentFulfilment::Proportional;
+        let r = cap_rule(CurtailmentFulfilment::Proportional);
         // East produces 28 kW, west is shaded at 5 kW.
         let i = [inv(30_000.0, Some(28_000.0)), inv(20_000.0, Some(5_000.0))];
         assert_eq!(measured(&i), 33_000.0);
         assert_eq!(worst(r, &i, None), 50_000.0);
-        // A 40 kW cap: east 24 kW (still at 28), west 16 kW (could rise to it).
-        assert_eq!(worst(r, &i, Some(40_000.0)), 44_000.0);
-        assert_eq!(expected(r, &i, Some(40_000.0)), 29_000.0);
-        // The largest cap whose worst fits 40 kW: 30 kW (east still at 28,
-        // west free to rise to 12); once east is down, the cap can rise.
-        let c = cap_within(r, &i, 40_000.0);
-        assert!((c - 30_000.0).abs() <= 1.0, "{c}");
-        assert!(worst(r, &i, Some(c + 2.0)) > 40_000.0);
+        // A 30 kW cap: east 25 kW (still at 28), west its 5 kW.
+        assert_eq!(worst(r, &i, Some(30_000.0)), 33_000.0);
+        assert_eq!(expected(r, &i, Some(30_000.0)), 30_000.0);
+        // A 40 kW cap: each its production, then its room, then the rest:
+        // east 30 kW, west 10 kW (could rise to it).
+        assert_eq!(worst(r, &i, Some(40_000.0)), 40_000.0);
+        assert_eq!(expected(r, &i, Some(40_000.0)), 33_000.0);
+        assert_eq!(cap_within(r, &i, 40_000.0), 40_000.0);
+        // An inverter producing nothing gets no room out of what another
+        // produces: the cap covers the production, and no more counts.
+        let shaded = [inv(30_000.0, Some(0.0)), inv(20_000.0, Some(16_100.0))];
+        assert_eq!(cap_within(r, &shaded, 16_100.0), 16_100.0);
+        assert_eq!(worst(r, &shaded, Some(16_100.0)), 16_100.0);
         let down = [inv(30_000.0, Some(18_000.0)), inv(20_000.0, Some(5_000.0))];
         assert_eq!(cap_within(r, &down, 40_000.0), 40_000.0);
         // Nothing fits below what is produced now: the cap they settle at.

@@ -586,3 +586,65 @@ fn a_storage_handed_back_counts_its_own_discharge() {
         assert!(-g <= 5_194.0 + 1.0, "tick {tick}: export {} W: {g:?}", -g);
     }
 }
+
+/// A storage taken over and handed back is let go only where the cap a
+/// released storage leaves keeps the production that the cap for it held
+/// does. Let go at once, the cap fell: for a storage that discharges on its
+/// own, to the largest one whose worst fitted, a fifth of the sun (an
+/// inverter's dynamic room above what it produces did not fit); for one that
+/// charges on its own, by all of its charging (a released storage may stop).
+/// The site then imported 2 kW over a zero import limit, 4.9 kW over 3.2 kW
+/// and 0.7 kW over 4 kW, in a cycle of hand-back, cut and import hold.
+#[test]
+fn a_storage_handed_back_never_cuts_the_production_below_the_load() {
+    // (load, sun, SoC, own discharge, max export, max import)
+    let cases = [
+        (
+            11_916.18,
+            [21_971.12, 3_208.75],
+            62.9,
+            983.55,
+            15_153.39,
+            0.0,
+        ),
+        (
+            11_348.54,
+            [21_247.85, 294.31],
+            17.92,
+            1_833.64,
+            13_374.79,
+            3_186.10,
+        ),
+        (
+            12_327.35,
+            [18_241.77, 6_146.03],
+            33.99,
+            -8_440.27,
+            4_381.61,
+            3_997.75,
+        ),
+    ];
+    for (load, sun, soc, auto, x, i) in cases {
+        let mut p = Plant::noon(load, soc);
+        p.sun_w = sun.to_vec();
+        p.auto_w = vec![auto * 2.0 / 3.0, auto / 3.0];
+        let mut r = rules(ExportOrder::CurtailFirst);
+        r.max_export_w = Some(x);
+        r.max_import_w = Some(i);
+        let mut run = Run::new(p);
+        let g = run.ticks(&r, &Active::default(), 12);
+        for (tick, g) in g.iter().enumerate().skip(3) {
+            assert!(
+                *g <= i + 1.0,
+                "load {load}, tick {tick}: import {g} W over {i}"
+            );
+            assert!(
+                -g <= x + 1.0,
+                "load {load}, tick {tick}: export {} W over {x}",
+                -g
+            );
+        }
+    }
+}
+
+mod spread;

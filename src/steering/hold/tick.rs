@@ -1,11 +1,12 @@
 //! What one tick of the grid loop works from: the plan's values, the limits'
 //! aim points, and the load, estimated only from a meter reading that shows
-//! power from after the loop's last change (`docs/steering.md`,
+//! power from after the loop's last change, or made again at once when a
+//! commanded device came online or went offline (`docs/steering.md`,
 //! "Transitions"). Pure.
 
 use super::super::alloc::InverterView;
 use super::super::limits::GridLimits;
-use super::estimate::{self, History, Load};
+use super::estimate::{self, History, Load, Readings};
 use super::{aim, deadband, pv};
 use super::{LoopSettings, LoopState, Sensed, SitePlan, StoragePlan};
 use crate::config::CurtailmentFulfilment;
@@ -19,6 +20,9 @@ pub(super) struct Reading {
 }
 
 pub(super) struct Tick<'a> {
+    /// Which commanded devices the load estimate counts in the supply
+    /// (those with a reading): [`LoopState::counted`].
+    pub counted: Vec<bool>,
     pub settings: &'a LoopSettings,
     pub limits: &'a GridLimits,
     pub plan: &'a SitePlan,
@@ -95,18 +99,31 @@ impl<'a> Tick<'a> {
         let shows_from = meter.ts_ms - meter.report_lag_ms;
         let fresh = shows_from > prev.changed_at_ms && s.readings_from_ms > prev.changed_at_ms;
         let overdue = s.now_ms - prev.estimated_at_ms > settings.settle_ms;
+        // The last estimate counted the output of the devices then offline
+        // (or not read yet) in the load: once one is online, or one goes
+        // offline, it is neither held nor frozen but made again, or that
+        // output would count twice (or not at all) as the device is told.
+        let counted = counted(&s.readings);
+        let same_devices = prev.counted == counted;
         let (load, estimated_at_ms) = match prev.load {
-            Some(l) if !fresh && !overdue => (l, prev.estimated_at_ms),
-            _ => (
-                estimate::from_reading(
+            Some(l) if same_devices && !fresh && !overdue => (l, prev.estimated_at_ms),
+            _ => {
+                let read = estimate::from_reading(
                     meter.grid_w,
                     &supply,
                     &s.readings,
                     (shows_from, meter.ts_ms),
                     supply_now,
-                ),
-                s.now_ms,
-            ),
+                );
+                (
+                    estimate::held(
+                        prev.load.filter(|_| same_devices),
+                        read,
+                        site_deadband(limits, pv::rated(inverters), s),
+                    ),
+                    s.now_ms,
+                )
+            }
         };
 
         let dt_s = ((s.now_ms - prev.at_ms) as f64 / 1000.0).clamp(0.0, 5.0);
@@ -127,6 +144,7 @@ impl<'a> Tick<'a> {
             c < rated - margin && plan_cap.is_none_or(|p| c < p - margin) && pv::at_limit(inverters)
         });
         Tick {
+            counted,
             settings,
             limits,
             plan,
@@ -138,7 +156,7 @@ impl<'a> Tick<'a> {
             pv_now,
             rated,
             margin,
-            db: deadband(limits),
+            db: site_deadband(limits, rated, s),
             relax_dt_s,
             read_at,
             load,
@@ -159,6 +177,20 @@ impl<'a> Tick<'a> {
             at_cap,
         }
     }
+}
+
+/// Which of the commanded devices have a reading (are online).
+fn counted(readings: &Readings) -> Vec<bool> {
+    readings.iter().map(Option::is_some).collect()
+}
+
+/// The deadband of the limits (`hold::deadband`), at most 1 % of what the
+/// site can move (its online inverters' rating and its storage's larger
+/// power), but not below 500 W: a band wider than that is never needed
+/// against noise, and far limits would make it hide real moves.
+fn site_deadband(limits: &GridLimits, rated: f64, s: &Sensed) -> f64 {
+    let capacity = rated + s.charge_cap_w.max(s.discharge_cap_w);
+    deadband(limits).min((0.01 * capacity).max(500.0))
 }
 
 /// The storage as the plan leaves it, at its worst for each limit: (for the

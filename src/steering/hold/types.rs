@@ -20,8 +20,7 @@ pub enum ProductionPlan {
     /// A limit (W), spread by the site's curtailment rule.
     Limit(f64),
     /// The grid loop's own cap (W), spread by [`cap_rule`]: the inverters'
-    /// limits sum to it, and an inverter producing below its share gives the
-    /// rest to the others.
+    /// limits sum to it, each gets what it produces before any gets room.
     Cap(f64),
 }
 
@@ -119,6 +118,9 @@ pub struct LoopState {
     pub changed_at_ms: i64,
     /// When `load` was estimated.
     pub estimated_at_ms: i64,
+    /// Which commanded devices (batteries, then inverters) `load` counted in
+    /// the supply, i.e. had a reading; the output of the others is in it.
+    pub counted: Vec<bool>,
     /// The storage power the loop set last tick (it overrode the plan).
     pub storage_w: Option<f64>,
     /// What the released storage did on its own before the loop took it over.

@@ -12,7 +12,9 @@ use serde_json::{Map, Value};
 
 use crate::modbus::control::{Originals, RegWrite};
 use crate::model::{PowerUnit, PowerValue};
-use crate::steering::audit::{describe, AuditEvent, AuditKind, RequestBody};
+use crate::steering::audit::{
+    describe, AuditEvent, AuditKind, ForwardResult, LimitReason, RequestBody,
+};
 use crate::steering::decide::Command;
 use crate::steering::request::{Answer, RawBody};
 use crate::steering::value::{Component, ComponentValue, CurtailmentValue, EssSetting, GridLimit};
@@ -139,6 +141,33 @@ pub fn decode_value(component: Component, stored: &str) -> Option<ComponentValue
 enum Record {
     Request(RequestRecord),
     Write(WriteRecord),
+    #[serde(rename = "modbusLimit")]
+    ModbusLimit(LimitRecord),
+    #[serde(rename = "forwardedWrite")]
+    ForwardedWrite(ForwardedRecord),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LimitRecord {
+    time: i64,
+    client: String,
+    unit_id: u8,
+    register: Option<u16>,
+    max_export: Option<Watts>,
+    reason: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ForwardedRecord {
+    time: i64,
+    client: String,
+    device_reference: String,
+    register: u16,
+    values: Vec<u16>,
+    result: String,
+    exception: Option<u8>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -226,6 +255,39 @@ pub fn encode_record(e: &AuditEvent) -> String {
             confirmed: *confirmed,
             error: error.clone(),
         }),
+        AuditKind::ModbusLimit {
+            client,
+            unit_id,
+            register,
+            max_export_w,
+            reason,
+        } => Record::ModbusLimit(LimitRecord {
+            time: e.at_ms,
+            client: client.clone(),
+            unit_id: *unit_id,
+            register: *register,
+            max_export: max_export_w.map(|w| Watts {
+                value: w,
+                unit: "W".into(),
+            }),
+            reason: reason.wire_name().into(),
+        }),
+        AuditKind::ForwardedWrite {
+            client,
+            device,
+            register,
+            values,
+            result,
+            exception,
+        } => Record::ForwardedWrite(ForwardedRecord {
+            time: e.at_ms,
+            client: client.clone(),
+            device_reference: device.clone(),
+            register: *register,
+            values: values.clone(),
+            result: result.wire_name().into(),
+            exception: *exception,
+        }),
     };
     text(&record)
 }
@@ -278,6 +340,27 @@ pub fn decode_record(site: &str, stored: &str) -> Option<AuditEvent> {
                 confirmed: w.confirmed,
             };
             (w.time, kind)
+        }
+        Record::ModbusLimit(l) => {
+            let kind = AuditKind::ModbusLimit {
+                client: l.client,
+                unit_id: l.unit_id,
+                register: l.register,
+                max_export_w: l.max_export.map(|w| w.value),
+                reason: LimitReason::from_wire(&l.reason)?,
+            };
+            (l.time, kind)
+        }
+        Record::ForwardedWrite(f) => {
+            let kind = AuditKind::ForwardedWrite {
+                client: f.client,
+                device: f.device_reference,
+                register: f.register,
+                values: f.values,
+                result: ForwardResult::from_wire(&f.result)?,
+                exception: f.exception,
+            };
+            (f.time, kind)
         }
     };
     Some(AuditEvent {

@@ -33,7 +33,7 @@ pub fn kinds() -> Vec<Kind> {
     let mut kinds = vec![Kind::Rumqttd];
     if mosquitto_binary().is_some() {
         kinds.push(Kind::Mosquitto);
-    } else if std::env::var("SITEGATE_REQUIRE_MOSQUITTO").is_ok_and(|v| v == "1") {
+    } else if super::required("MOSQUITTO") {
         panic!("SITEGATE_REQUIRE_MOSQUITTO=1 but no mosquitto binary is installed");
     } else {
         #[allow(clippy::print_stderr, reason = "a test run should say what it skipped")]
@@ -42,6 +42,28 @@ pub fn kinds() -> Vec<Kind> {
         }
     }
     kinds
+}
+
+/// Runs `scenario` on every broker of [`kinds`] at once (each scenario has
+/// its own broker, agent and store, so they are independent) and fails as the
+/// first of them that fails, with its message.
+pub async fn on_every_kind<F, Fut>(scenario: F)
+where
+    F: Fn(Kind) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let runs: Vec<_> = kinds()
+        .into_iter()
+        .map(|kind| tokio::spawn(scenario(kind)))
+        .collect();
+    for run in runs {
+        if let Err(e) = run.await {
+            match e.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(e) => panic!("a broker's scenario did not finish: {e}"),
+            }
+        }
+    }
 }
 
 fn mosquitto_binary() -> Option<PathBuf> {

@@ -6,6 +6,7 @@
 
 pub mod broker;
 pub mod demo;
+pub mod farm;
 pub mod logs;
 pub mod mqtt;
 pub mod process;
@@ -17,6 +18,14 @@ pub mod webdriver;
 
 use std::future::Future;
 use std::time::Duration;
+
+/// Whether the environment requires what `SITEGATE_REQUIRE_<what>` names
+/// (a browser, mosquitto, a tmpfs, libfaketime): set to `1`, a test that
+/// cannot find it fails instead of skipping with a notice. Any other value,
+/// or none, lets it skip; every gate reads the same rule.
+pub fn required(what: &str) -> bool {
+    std::env::var(format!("SITEGATE_REQUIRE_{what}")).is_ok_and(|v| v == "1")
+}
 
 /// Polls `check` until it returns `Some`, or panics after `timeout` naming `what`.
 pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T

@@ -41,14 +41,27 @@ name = "fleet-admin"
 sha256 = "{}"
 scopes = ["admin"]
 "#,
-        hex(&hash_token(READ_TOKEN)),
-        hex(&hash_token(STEER_TOKEN)),
-        hex(&hash_token(ADMIN_TOKEN)),
+        hex::encode(hash_token(READ_TOKEN)),
+        hex::encode(hash_token(STEER_TOKEN)),
+        hex::encode(hash_token(ADMIN_TOKEN)),
     )
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// [`small_site`] with each device under a unit id of its own on the
+/// Modbus server: the PV inverter 1, the battery 2, the grid meter 3 (all
+/// three are unit 1 on their buses).
+pub fn small_site_own_units() -> String {
+    small_site()
+        .replacen(
+            "bus = \"bat\"\nunit_id = 1",
+            "bus = \"bat\"\nunit_id = 1\nmodbus_server_unit_id = 2",
+            1,
+        )
+        .replacen(
+            "bus = \"grid\"\nunit_id = 1",
+            "bus = \"grid\"\nunit_id = 1\nmodbus_server_unit_id = 3",
+            1,
+        )
 }
 
 /// A site with one PV inverter, one battery and one grid meter, each on its own

@@ -51,8 +51,13 @@ fn binaries() -> Option<(PathBuf, PathBuf)> {
 /// Chromium is not installed. With `SITEGATE_REQUIRE_BROWSER=1` a missing
 /// browser fails the test instead.
 pub async fn launch_or_skip(test: &str) -> Option<Browser> {
+    launch_or_skip_with(test, &[]).await
+}
+
+/// [`launch_or_skip`] with more Chromium flags.
+pub async fn launch_or_skip_with(test: &str, extra: &[String]) -> Option<Browser> {
     if binaries().is_none() {
-        let required = std::env::var("SITEGATE_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
+        let required = super::required("BROWSER");
         assert!(
             !required,
             "{test}: SITEGATE_REQUIRE_BROWSER=1 but chromedriver or chromium is missing \
@@ -68,7 +73,7 @@ pub async fn launch_or_skip(test: &str) -> Option<Browser> {
         }
         return None;
     }
-    Some(Browser::launch().await)
+    Some(Browser::launch_with(extra).await)
 }
 
 /// One chromedriver process with one session.
@@ -88,6 +93,11 @@ impl Browser {
     /// Starts chromedriver and a headless Chromium session. Panics with the
     /// driver's log when either does not come up.
     pub async fn launch() -> Browser {
+        Browser::launch_with(&[]).await
+    }
+
+    /// [`Browser::launch`] with more Chromium flags.
+    pub async fn launch_with(extra: &[String]) -> Browser {
         let (driver_bin, chromium) = binaries().expect("chromedriver and chromium installed");
         let profile = tempfile::tempdir().expect("temp dir for the browser profile");
         let port = free_port();
@@ -115,6 +125,7 @@ impl Browser {
         let data_dir = browser._profile.path().join("profile");
         let mut args: Vec<String> = CHROMIUM_ARGS.iter().map(|a| a.to_string()).collect();
         args.push(format!("--user-data-dir={}", data_dir.display()));
+        args.extend(extra.iter().cloned());
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {"binary": chromium, "args": args},

@@ -401,12 +401,23 @@ pub async fn operations(c: &mut Checker<'_>) {
             .is_some_and(|d| d.starts_with("# sitegate support bundle")),
         "{chunk}"
     );
+    // Past the bundle's own count but within the most any bundle has: not
+    // there; beyond that: a value the schema refuses too.
+    let most = sitegate::api::bounds::BUNDLE_CHUNK_MAX;
     c.get(
-        &format!("{ops}/oa-bundle/bundle?chunk=999"),
+        &format!("{ops}/oa-bundle/bundle?chunk={most}"),
         Some(ADMIN),
         404,
     )
     .await;
+    let beyond = c
+        .get(
+            &format!("{ops}/oa-bundle/bundle?chunk={}", most + 1),
+            Some(ADMIN),
+            400,
+        )
+        .await;
+    assert_eq!(beyond["field"], "chunk", "{beyond}");
     c.get(&format!("{ops}/oa-logs/bundle"), Some(ADMIN), 404)
         .await;
 }

@@ -9,9 +9,16 @@
 //! `date-time` string lies within the last 40 days or the next hour. Both
 //! ranges also reach past what the API takes, so its documented refusals
 //! (`expired`, `range_too_long`) are drawn too.
+//!
+//! Numbers are drawn at their bounds, at zero and between; strings now and
+//! then of blanks only; strings of a `pattern` from its class and count (its
+//! longest now and then);
+//! `application/toml` content as a few TOML lines; objects whose
+//! `additionalProperties` is a schema get a few members of their own.
 
 use serde_json::{json, Map, Number, Value};
 
+use super::schema::Pattern;
 use super::Validator;
 
 /// Tries per instance before giving up on a schema.
@@ -173,6 +180,20 @@ impl<'a> Gen<'a> {
                 }
             }
         }
+        // Members beyond the declared ones, where a schema allows them.
+        if let Some(extra @ Value::Object(_)) = schema.get("additionalProperties") {
+            for _ in 0..self.below(3) {
+                let key = match schema.get("propertyNames") {
+                    Some(names) => match self.draw(names, "", depth + 1) {
+                        Value::String(k) => k,
+                        _ => continue,
+                    },
+                    None => self.string(&json!({"minLength": 1, "maxLength": 8})),
+                };
+                let v = self.draw(extra, &key, depth + 1);
+                out.entry(key).or_insert(v);
+            }
+        }
         Value::Object(out)
     }
 
@@ -183,10 +204,11 @@ impl<'a> Gen<'a> {
         }
         let lo = schema["minimum"].as_i64().unwrap_or(-1_000_000);
         let hi = schema["maximum"].as_i64().unwrap_or(1_000_000).max(lo);
-        // The bounds themselves now and then: edges are where rules hide.
-        match self.below(4) {
-            0 => lo,
-            1 => hi,
+        // The bounds and zero now and then: edges are where rules hide.
+        match self.below(8) {
+            0 | 1 => lo,
+            2 | 3 => hi,
+            4 if lo <= 0 && 0 <= hi => 0,
             _ => lo + (self.below((hi - lo) as u64 + 1) as i64),
         }
     }
@@ -194,9 +216,10 @@ impl<'a> Gen<'a> {
     fn number(&mut self, schema: &Value) -> Value {
         let lo = schema["minimum"].as_f64().unwrap_or(-1_000_000.0);
         let hi = schema["maximum"].as_f64().unwrap_or(1_000_000.0).max(lo);
-        let x = match self.below(4) {
-            0 => lo,
-            1 => hi,
+        let x = match self.below(8) {
+            0 | 1 => lo,
+            2 | 3 => hi,
+            4 if lo <= 0.0 && 0.0 <= hi => 0.0,
             _ => lo + (hi - lo) * (self.below(1_000_001) as f64 / 1_000_000.0),
         };
         // Whole numbers and fractions both.
@@ -214,12 +237,61 @@ impl<'a> Gen<'a> {
             let at = self.now_ms - 40 * 86_400_000 + (self.below(span as u64) as i64);
             return sitegate::model::time::format_utc(at);
         }
+        if schema["contentMediaType"] == "application/toml" {
+            return self.toml_text();
+        }
+        if let Some(Ok(p)) = schema["pattern"].as_str().map(Pattern::parse) {
+            return self.matching(&p);
+        }
         let min = schema["minLength"].as_u64().unwrap_or(0);
         let max = schema["maxLength"].as_u64().unwrap_or(12).min(24).max(min);
         let n = min + self.below(max - min + 1);
+        // Blanks only, now and then: a string the schema allows that holds
+        // nothing once trimmed.
+        if n > 0 && self.chance(10) {
+            return " ".repeat(n as usize);
+        }
         let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789_-";
         (0..n)
             .map(|_| char::from(alphabet[self.below(alphabet.len() as u64) as usize]))
             .collect()
+    }
+
+    /// A string of `p`'s class: of its shortest or longest length now and
+    /// then, else of a length up to 24.
+    fn matching(&mut self, p: &Pattern) -> String {
+        let alphabet = p.alphabet();
+        let short = p.max.min(24).max(p.min);
+        let n = match self.below(4) {
+            0 => p.min,
+            1 => p.max,
+            _ => p.min + self.below((short - p.min) as u64 + 1) as usize,
+        };
+        (0..n)
+            .map(|_| alphabet[self.below(alphabet.len() as u64) as usize])
+            .collect()
+    }
+
+    /// A small TOML document: up to three `key = value` lines, some under a
+    /// table of their own, every key distinct.
+    fn toml_text(&mut self) -> String {
+        let mut out = String::new();
+        for i in 0..self.below(4) {
+            let key = format!(
+                "{}{i}",
+                self.string(&json!({"minLength": 1, "maxLength": 6}))
+            );
+            if self.chance(30) {
+                out.push_str(&format!("[t{key}]\n"));
+            }
+            let value = match self.below(4) {
+                0 => self.below(1000).to_string(),
+                1 => format!("{:?}", self.string(&json!({"maxLength": 6}))),
+                2 => "true".to_string(),
+                _ => format!("[{}, {}]", self.below(10), self.below(10)),
+            };
+            out.push_str(&format!("{key} = {value}\n"));
+        }
+        out
     }
 }

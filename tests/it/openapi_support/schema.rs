@@ -4,11 +4,21 @@
 //! A keyword outside the subset is an error, never silently ignored, so the
 //! document cannot lean on a rule that nothing checks. Annotations (`title`,
 //! `description`, `example`, `examples`, `default`, `deprecated`) are allowed and
-//! not checked here. The `jsonschema` crate was measured as the alternative: 24
+//! not checked here. `pattern` is read in its one supported form
+//! ([`Pattern`]); `contentMediaType` only as `application/toml` (the string
+//! must parse as TOML); OpenAPI's `discriminator` is an annotation, checked
+//! only in the document: it sits beside a `oneOf` each of whose branches
+//! requires the named property as a distinct `const` (and its `mapping`, when
+//! given, names each branch by that `const`). The `jsonschema` crate was measured as the alternative: 24
 //! crates and about 150 s of compilation (89 s for itself) on the 2-core
 //! machine, for a subset this file covers in a few hundred lines.
 
 use serde_json::{Map, Value};
+
+mod discriminator;
+mod pattern;
+
+pub use pattern::Pattern;
 
 /// Keywords that constrain an instance.
 const CHECKED: &[&str] = &[
@@ -34,6 +44,8 @@ const CHECKED: &[&str] = &[
     "minLength",
     "maxLength",
     "format",
+    "pattern",
+    "contentMediaType",
 ];
 
 /// Keywords that only describe.
@@ -48,6 +60,10 @@ const ANNOTATIONS: &[&str] = &[
 
 /// Formats checked (`date-time`: RFC 3339; `int64`: an integer within i64).
 const FORMATS: &[&str] = &["date-time", "int64"];
+
+/// Content media types checked (`application/toml`: the string parses as a
+/// TOML document).
+const MEDIA_TYPES: &[&str] = &["application/toml"];
 
 /// `$ref` chains deeper than this are taken for a loop.
 const MAX_DEPTH: usize = 64;
@@ -134,6 +150,21 @@ impl<'a> Validator<'a> {
                 "format" => {
                     if !value.as_str().is_some_and(|f| FORMATS.contains(&f)) {
                         out.push(format!("{here}: format {value} is not checked"));
+                    }
+                }
+                "pattern" => match value.as_str().map(Pattern::parse) {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => out.push(format!("{here}: {e}")),
+                    None => out.push(format!("{here}: must be a string")),
+                },
+                "contentMediaType" => {
+                    if !value.as_str().is_some_and(|m| MEDIA_TYPES.contains(&m)) {
+                        out.push(format!("{here}: content media type {value} is not checked"));
+                    }
+                }
+                "discriminator" => {
+                    if let Err(e) = self.discriminator(obj, value) {
+                        out.push(format!("{here}: {e}"));
                     }
                 }
                 k if CHECKED.contains(&k) || ANNOTATIONS.contains(&k) => {}
@@ -347,6 +378,27 @@ impl<'a> Validator<'a> {
                 (Some(f), _) if FORMATS.contains(&f) => {}
                 _ => out.push(err(format!("format {arg} is not checked"))),
             },
+            "pattern" => match (arg.as_str().map(Pattern::parse), instance) {
+                (Some(Ok(p)), Value::String(s)) => {
+                    if !p.matches(s) {
+                        out.push(err(format!("{instance} does not match the pattern {arg}")));
+                    }
+                }
+                (Some(Ok(_)), _) => {}
+                (Some(Err(e)), _) => out.push(err(e)),
+                (None, _) => out.push(err(format!("pattern {arg} is not a string"))),
+            },
+            "contentMediaType" => match (arg.as_str(), instance) {
+                (Some("application/toml"), Value::String(s)) => {
+                    if let Err(e) = s.parse::<toml::Table>() {
+                        out.push(err(format!("{instance} is not TOML: {}", e.message())));
+                    }
+                }
+                (Some(m), _) if MEDIA_TYPES.contains(&m) => {}
+                _ => out.push(err(format!("content media type {arg} is not checked"))),
+            },
+            // An annotation (OpenAPI); `lint` checks its place in the document.
+            "discriminator" => {}
             k if ANNOTATIONS.contains(&k) => {}
             k => out.push(err(format!("keyword {k:?} is not supported"))),
         }

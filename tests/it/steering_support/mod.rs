@@ -91,8 +91,8 @@ pub fn demo_site(interval_ms: u64, extra_site_keys: &str) -> String {
 /// fulfilment, fallback `auto`); `{rated_production}` is left for the caller
 /// to replace (with a `rated_production_power` line or nothing).
 pub fn site_header(control_interval_ms: u64, revert_timeout_s: u16) -> String {
-    let steer = hex(&sitegate::api::hash_token(STEER));
-    let read = hex(&sitegate::api::hash_token(READ));
+    let steer = hex::encode(sitegate::api::hash_token(STEER));
+    let read = hex::encode(sitegate::api::hash_token(READ));
     format!(
         r#"
 gateway_id = "e2e"
@@ -132,10 +132,6 @@ pub fn device_block(bus: &str, reference: &str, kind: &str, extra: &str) -> Stri
     format!(
         "\n[[buses]]\nname = \"{bus}\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 500\n\n[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{kind}\"\nsite = \"{SITE}\"\nbus = \"{bus}\"\nunit_id = 1\npoll_interval_ms = 200\n{extra}\n"
     )
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Starts the simulated site for `config` and points the config's buses at it.
@@ -188,18 +184,26 @@ impl Rig {
         let mut config = parse(text).expect("test config is valid");
         config.storage.path = dir.path().join("sitegate.db");
         let sim = start_sim_with(&mut config, tweak).await;
+        let rig = Rig::join(sim, config, dir).await;
+        rig.settle().await;
+        rig
+    }
+
+    /// Starts the agent on `config` (its buses already pointed at `sim`, its
+    /// database in `dir`) and returns at once: for a test that sets the
+    /// simulated devices up between [`start_sim`] and the agent's first
+    /// contact, and waits for what it needs itself.
+    pub async fn join(sim: SimSite, config: Config, dir: tempfile::TempDir) -> Rig {
         let agent = Agent::start(config.clone()).await.expect("agent starts");
         let base = format!("http://{}", agent.http_addrs()[0]);
-        let rig = Rig {
+        Rig {
             sim,
             agent,
             base,
             http: reqwest::Client::new(),
             config,
             dir,
-        };
-        rig.settle().await;
-        rig
+        }
     }
 
     /// As [`Rig::start`] with every battery full (at its SoC max).

@@ -9,6 +9,18 @@ use sitegate::config::StorageConfig;
 use sitegate::model::{DeviceId, Property, Sample};
 use sitegate::store::{align, Agg, Aggregation, Point, StoreHandle};
 
+pub mod noisy;
+
+/// A two-worker runtime for a test that drives the store (and perhaps an
+/// HTTP server) from synchronous test code.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// 2024-06-01T00:00:00Z.
 pub const T0: i64 = 1_717_200_000_000;
 pub const DEVICES: [&str; 2] = ["dvc_pv1", "dvc_bat1"];
@@ -19,6 +31,7 @@ pub fn config(dir: &Path) -> StorageConfig {
         flush_interval_ms: 50,
         batch_size: 10_000,
         compact_interval_s: 600,
+        retention_interval_s: 60,
         // Test data lives in 2024: keep the writer's own retention passes (which
         // use the real clock) away from it.
         retention_days: 36_500,

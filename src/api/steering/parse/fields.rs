@@ -5,6 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::{reject, ConfiguredLimits, Rejection};
+use crate::api::bounds::POWER_VALUE_MAX;
 use crate::api::ErrorCode;
 use crate::model::{PowerUnit, PowerValue};
 use crate::steering::value::{CurtailmentValue, EssSetting, GridLimit};
@@ -108,7 +109,8 @@ fn unit<'a>(obj: &'a Map<String, Value>, path: &str) -> Result<&'a str, Rejectio
     }
 }
 
-/// A power value whose W equivalent is finite.
+/// A power value at most [`POWER_VALUE_MAX`] in magnitude in its own unit,
+/// so its W equivalent is finite.
 fn power(value: f64, unit_str: &str, path: &str, allowed: &str) -> Result<PowerValue, Rejection> {
     let unit: PowerUnit = unit_str.parse().map_err(|_| {
         reject(
@@ -117,15 +119,15 @@ fn power(value: f64, unit_str: &str, path: &str, allowed: &str) -> Result<PowerV
             format!("unknown unit {unit_str:?} for {path}; expected {allowed}"),
         )
     })?;
-    let p = PowerValue { value, unit };
-    if !p.as_watts().is_finite() {
+    if value.abs() > POWER_VALUE_MAX {
+        let field = join(path, "value");
         return Err(reject(
             ErrorCode::InvalidValue,
-            &join(path, "value"),
-            format!("{value} {unit} is not a finite power"),
+            &field,
+            format!("{field} {value} {unit} is beyond the largest power taken, {POWER_VALUE_MAX:e} {unit} in magnitude"),
         ));
     }
-    Ok(p)
+    Ok(PowerValue { value, unit })
 }
 
 /// `EssSetting`: a power, a power with `untilSoc`, or `{"mode": "idle"}`.
@@ -166,14 +168,9 @@ pub(super) fn ess_setting(
             format!("{field} must be a SoC from 0 to 100 %, found {target}"),
         ));
     }
+    // A zero power moves the SoC towards no target: the storage holds 0 W
+    // until the validity ends, as `steering::decide` runs it.
     let w = p.as_watts();
-    if w == 0.0 {
-        return Err(reject(
-            ErrorCode::InvalidValue,
-            &field,
-            format!("{field} needs a non-zero power to reach {target} %"),
-        ));
-    }
     if let Some(soc) = site_soc {
         let away = (w > 0.0 && target > soc) || (w < 0.0 && target < soc);
         if away {

@@ -330,12 +330,6 @@ fn until_soc_must_move_towards_the_target() {
     );
     refused(
         Endpoint::Ess,
-        json!({"setting": {"value": 0, "unit": "kW", "untilSoc": 40}, "validUntil": until}),
-        InvalidValue,
-        Some("setting.untilSoc"),
-    );
-    refused(
-        Endpoint::Ess,
         json!({"setting": {"value": 10, "unit": "kW", "untilSoc": 101}, "validUntil": until}),
         InvalidValue,
         Some("setting.untilSoc"),
@@ -358,6 +352,70 @@ fn until_soc_must_move_towards_the_target() {
         &unknown
     )
     .is_ok());
+}
+
+/// A zero power moves towards no target, whichever side of the site's SoC
+/// it is: it is taken, and holds 0 W until the validity ends.
+#[test]
+fn until_soc_with_a_zero_power_is_taken() {
+    for target in [0.0, 40.0, 50.0, 60.0, 100.0] {
+        for unit in ["W", "kW", "MW"] {
+            let body =
+                json!({"setting": {"value": 0, "unit": unit, "untilSoc": target}, "validUntil": T});
+            let r = parse(Endpoint::Ess, &body, &ctx()).unwrap_or_else(|e| panic!("{body}: {e}"));
+            assert_eq!(r.ess.as_ref().map(EssSetting::watts), Some(0.0), "{body}");
+            assert!(
+                matches!(r.ess, Some(EssSetting::UntilSoc { until_soc, .. }) if until_soc == target),
+                "{body}"
+            );
+        }
+    }
+}
+
+/// Powers up to 10^12 in their own unit are taken, beyond are refused naming
+/// the field and the bound, in every place a power goes.
+#[test]
+fn powers_are_bounded_in_their_unit() {
+    use ErrorCode::*;
+    let big = crate::api::bounds::POWER_VALUE_MAX;
+    for (value, unit) in [(big, "MW"), (-big, "MW"), (big, "W"), (-big, "kW")] {
+        let body = json!({"setting": {"value": value, "unit": unit}, "validUntil": T});
+        let r = parse(Endpoint::Ess, &body, &ctx()).unwrap_or_else(|e| panic!("{body}: {e}"));
+        assert!(r.ess.as_ref().is_some_and(|e| e.watts().is_finite()));
+    }
+    let over = big * (1.0 + 1e-9);
+    for body in [
+        json!({"setting": {"value": over, "unit": "W"}, "validUntil": T}),
+        json!({"setting": {"value": -over, "unit": "MW"}, "validUntil": T}),
+        json!({"setting": {"value": f64::MAX, "unit": "MW"}, "validUntil": T}),
+        json!({"setting": {"value": -over, "unit": "kW", "untilSoc": 60}, "validUntil": T}),
+    ] {
+        let e = parse(Endpoint::Ess, &body, &ctx()).expect_err(&body.to_string());
+        assert_eq!(
+            (e.code, e.field.as_deref()),
+            (InvalidValue, Some("setting.value")),
+            "{body}"
+        );
+        assert!(e.detail.contains("1e12"), "{}", e.detail);
+    }
+    refused(
+        Endpoint::Curtailment,
+        json!({"setting": {"value": over, "unit": "kW"}, "validUntil": T}),
+        InvalidValue,
+        Some("setting.value"),
+    );
+    let unlimited = Context {
+        limits: ConfiguredLimits {
+            max_import_w: None,
+            max_export_w: None,
+        },
+        ..ctx()
+    };
+    let body = json!({"setting": {"maxExport": {"value": over, "unit": "W"}}, "validUntil": T});
+    let e = parse(Endpoint::GridLimit, &body, &unlimited).expect_err("beyond");
+    assert_eq!(e.field.as_deref(), Some("setting.maxExport.value"));
+    let body = json!({"setting": {"maxExport": {"value": big, "unit": "MW"}}, "validUntil": T});
+    assert!(parse(Endpoint::GridLimit, &body, &unlimited).is_ok());
 }
 
 #[test]

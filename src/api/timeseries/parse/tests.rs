@@ -96,7 +96,11 @@ fn with_resolution(mut b: Value, value: u64, unit: &str) -> Value {
 #[test]
 fn an_empty_or_reversed_range_is_refused() {
     let b = with(&["range", "end"], json!("2024-06-01T00:00:00Z"));
-    refused(b, RequestCode::RangeTooLong, Some("range.end"));
+    let e = refused(b, RequestCode::InvalidRange, Some("range.end"));
+    assert!(e.detail.contains("empty"), "{}", e.detail);
+    let b = with(&["range", "end"], json!("2024-05-31T23:59:59Z"));
+    let e = refused(b, RequestCode::InvalidRange, Some("range.end"));
+    assert!(e.detail.contains("reversed"), "{}", e.detail);
 }
 
 #[test]
@@ -137,6 +141,28 @@ fn resolution_units_and_values_are_checked() {
     // Wider than the range: one bucket.
     let q = parse_request(&with_resolution(body(), 400, "d"), OFFERED).expect("wide");
     assert_eq!(q.width_ms, 400 * 86_400_000);
+}
+
+/// Every value up to the stated maximum is taken in every unit (written as an
+/// integer or as a whole float); one more is refused naming the maximum.
+#[test]
+fn resolution_values_are_taken_up_to_their_maximum() {
+    let max = RESOLUTION_VALUE_MAX;
+    for (unit, ms) in UNITS {
+        for value in [json!(max), json!(max as f64), json!(max - 1)] {
+            let b = with(&["resolution"], json!({"value": value, "unit": unit}));
+            let q = parse_request(&b, OFFERED).unwrap_or_else(|e| panic!("{b}: {}", e.detail));
+            assert_eq!(q.width_ms, value.as_f64().unwrap_or_default() as i64 * ms);
+            let buckets = bucket_count(q.start_ms, q.end_ms, q.width_ms);
+            assert!((1..=2).contains(&buckets), "{buckets}");
+        }
+        let e = refused(
+            with(&["resolution"], json!({"value": max + 1, "unit": unit})),
+            RequestCode::InvalidValue,
+            Some("resolution.value"),
+        );
+        assert!(e.detail.contains(&max.to_string()), "{}", e.detail);
+    }
 }
 
 #[test]

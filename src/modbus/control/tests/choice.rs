@@ -47,16 +47,11 @@ unit_id = 1
 }
 
 fn sunspec_map(chain: Vec<ModelBlock>, rated_w: Option<f64>) -> DeviceMap {
-    DeviceMap {
-        points: Vec::new(),
-        requests: Vec::new(),
-        info: DeviceInfo {
-            rated_power_w: rated_w,
-            ..DeviceInfo::default()
-        },
-        chain,
-        profile: None,
-    }
+    let info = DeviceInfo {
+        rated_power_w: rated_w,
+        ..DeviceInfo::default()
+    };
+    DeviceMap::from_sunspec(chain, info, &Image::new(), DeviceType::Inverter, false)
 }
 
 fn profile_map(controls: ProfileControls, dev: &DeviceConfig) -> DeviceMap {

@@ -52,9 +52,16 @@ fn der_limit_in_percent_of_wmax_then_timer_then_enable() {
             (ena, vec![1]),
         ]
     );
-    // The written registers, then WMaxLimPct_SF; never the whole block.
-    assert_eq!(p.read_back.last(), c.calibration().last());
-    assert!(p.read_back.iter().all(|s| s.len <= 2), "{:?}", p.read_back);
+    // The written registers and what lies between them, as one range;
+    // never the whole block, nor WMaxLimPct_SF (a static point).
+    let pct = at704(M704::W_MAX_LIM_PCT.offset);
+    let (from, to) = (pct.min(tms).min(ena), pct.max(tms + 1).max(ena));
+    assert_eq!(
+        p.read_back,
+        [Span::new(Table::Holding, from, to - from + 1)]
+    );
+    let by_point = p.read_back_by_point();
+    assert!(by_point.iter().all(|s| s.len <= 2), "{by_point:?}");
     assert!(p.expect.contains(&(tms + 1, 60)));
     // Above WMax the limit stays at 100 %.
     let big = c
@@ -98,15 +105,7 @@ fn der_storage_power_in_watts_signed_then_timer_then_enable() {
     for (addr, word) in &charge.expect {
         block[(addr - B704.point(0)) as usize] = *word;
     }
-    let reads: Vec<Vec<u16>> = charge
-        .read_back
-        .iter()
-        .map(|s| {
-            let from = (s.addr - B704.point(0)) as usize;
-            block[from..from + s.len as usize].to_vec()
-        })
-        .collect();
-    assert_eq!(verify(&charge, &reads), Ok(()));
+    assert_eq!(verify(&charge, &read_back(&charge, &B704, &block)), Ok(()));
     let r = c
         .plan(Command::EssRelease, 30, &img(&B704, &words704()))
         .unwrap();

@@ -9,18 +9,14 @@ use crate::model::DeviceType;
 use crate::telemetry::DeviceInfo;
 
 fn map(manufacturer: &str, model: &str) -> DeviceMap {
-    DeviceMap {
-        points: Vec::new(),
-        requests: Vec::new(),
-        info: DeviceInfo {
-            manufacturer: Some(manufacturer.into()),
-            model: Some(model.into()),
-            rated_power_w: Some(10_000.0),
-            ..DeviceInfo::default()
-        },
-        chain: vec![B124, B123],
-        profile: None,
-    }
+    let info = DeviceInfo {
+        manufacturer: Some(manufacturer.into()),
+        model: Some(model.into()),
+        rated_power_w: Some(10_000.0),
+        ..DeviceInfo::default()
+    };
+    let chain = vec![B124, B123];
+    DeviceMap::from_sunspec(chain, info, &Image::new(), DeviceType::Battery, false)
 }
 
 const GEN24: Recipe = Recipe::StorageGen24(StorageGen24 { block: B124 });

@@ -77,8 +77,10 @@ fn huawei_revert_timer_in_minutes_and_split_power() {
             w(47100, &[2]),
         ]
     );
+    // 47083..47250 is more than one request may read: two ranges.
+    assert_eq!(p.read_back, [holding(47083, 18), holding(47246, 5)]);
     assert_eq!(
-        p.read_back,
+        p.read_back_by_point(),
         [
             holding(47083, 1),
             holding(47087, 1),
@@ -174,11 +176,23 @@ fn production_limit_in_percent_of_the_rating() {
 
 #[test]
 fn echo_expects_the_last_word_per_register_and_verify_finds_each() {
-    let plan = WritePlan::new(vec![w(10, &[1, 2]), w(20, &[3]), w(11, &[4])], Vec::new());
+    let plan = WritePlan::new(vec![w(10, &[1, 2]), w(20, &[3]), w(11, &[4])]);
     assert_eq!(plan.expect, [(10, 1), (20, 3), (11, 4)]);
-    assert_eq!(plan.read_back, [holding(10, 2), holding(20, 1)]);
-    assert_eq!(verify(&plan, &[vec![1, 4], vec![3]]), Ok(()));
-    let e = verify(&plan, &[vec![1, 2], vec![3]]).unwrap_err();
+    assert_eq!(plan.read_back, [holding(10, 11)], "one range");
+    let by_point = plan.read_back_by_point();
+    assert_eq!(by_point, [holding(10, 2), holding(20, 1)]);
+    let image = |reads: &[&[u16]]| {
+        let mut i = Image::new();
+        for (s, words) in by_point.iter().zip(reads) {
+            i.insert(*s, words.to_vec());
+        }
+        i
+    };
+    assert_eq!(verify(&plan, &image(&[&[1, 4], &[3]])), Ok(()));
+    let mut range = Image::new();
+    range.insert(holding(10, 11), vec![1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 3]);
+    assert_eq!(verify(&plan, &range), Ok(()));
+    let e = verify(&plan, &image(&[&[1, 2], &[3]])).unwrap_err();
     assert_eq!(
         e,
         Mismatch {
@@ -191,7 +205,7 @@ fn echo_expects_the_last_word_per_register_and_verify_finds_each() {
         e.to_string(),
         "read-back of register 11 shows 2 instead of 4"
     );
-    let e = verify(&plan, &[vec![1, 4]]).unwrap_err();
+    let e = verify(&plan, &image(&[&[1, 4]])).unwrap_err();
     assert_eq!(
         e.to_string(),
         "read-back of register 20 shows nothing instead of 3"

@@ -153,6 +153,40 @@ fn records_round_trip() {
         ),
         write(Command::ProductionLimit(12_000.0), None),
         write(Command::ProductionRelease, None),
+        AuditEvent {
+            site: "ste_a".into(),
+            at_ms: 8,
+            kind: AuditKind::ModbusLimit {
+                client: "192.168.1.20:50123".into(),
+                unit_id: 200,
+                register: Some(40155),
+                max_export_w: Some(20_000.0),
+                reason: LimitReason::Set,
+            },
+        },
+        AuditEvent {
+            site: "ste_a".into(),
+            at_ms: 9,
+            kind: AuditKind::ModbusLimit {
+                client: "[::1]:50123".into(),
+                unit_id: 200,
+                register: None,
+                max_export_w: None,
+                reason: LimitReason::HeartbeatEnded,
+            },
+        },
+        AuditEvent {
+            site: "ste_a".into(),
+            at_ms: 10,
+            kind: AuditKind::ForwardedWrite {
+                client: "127.0.0.1:40000".into(),
+                device: "dvc_a".into(),
+                register: 40004,
+                values: vec![0x4142, 7],
+                result: ForwardResult::Failed,
+                exception: Some(2),
+            },
+        },
     ] {
         let stored = encode_record(&e);
         assert_eq!(decode_record("ste_a", &stored), Some(e.clone()), "{stored}");

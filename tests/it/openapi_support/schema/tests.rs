@@ -140,10 +140,16 @@ fn arrays_and_formats() {
 
 #[test]
 fn unknown_keywords_formats_and_dangling_refs_are_errors() {
-    let root =
-        json!({"a": {"pattern": "^x$"}, "b": {"format": "email"}, "c": {"$ref": "#/nowhere"}});
+    let root = json!({"a": {"pattern": "^x$"}, "b": {"format": "email"}, "c": {"$ref": "#/nowhere"},
+                      "d": {"multipleOf": 2}, "e": {"contentMediaType": "application/json"}});
     let v = Validator::new(&root);
-    for (name, instance) in [("a", json!("x")), ("b", json!("x")), ("c", json!(1))] {
+    for (name, instance) in [
+        ("a", json!("x")),
+        ("b", json!("x")),
+        ("c", json!(1)),
+        ("d", json!(4)),
+        ("e", json!("{}")),
+    ] {
         let s = json!({"$ref": format!("#/{name}")});
         assert!(!v.unsupported(&s).is_empty(), "{name}");
         assert!(!v.errors(&s, &instance).is_empty(), "{name}");
@@ -153,4 +159,57 @@ fn unknown_keywords_formats_and_dangling_refs_are_errors() {
     let v = Validator::new(&root);
     assert!(v.unsupported(&json!({"$ref": "#/l"})).is_empty());
     assert!(!v.errors(&json!({"$ref": "#/l"}), &json!(1)).is_empty());
+}
+
+#[test]
+fn patterns_of_the_supported_form() {
+    check(
+        json!({"type": "string", "pattern": "^[A-Za-z0-9._:~-]{1,128}$"}),
+        &[json!("op-42"), json!("a:b~c.d_e"), json!("x".repeat(128))],
+        &[
+            json!(""),
+            json!("a/b"),
+            json!("a b"),
+            json!("x".repeat(129)),
+        ],
+    );
+}
+
+#[test]
+fn toml_content() {
+    check(
+        json!({"type": "string", "contentMediaType": "application/toml"}),
+        &[json!(""), json!("a = 1\n[b]\nc = \"d\"\n")],
+        &[json!("a"), json!("a = "), json!("[b")],
+    );
+}
+
+#[test]
+fn discriminators_need_distinct_required_consts() {
+    let a = json!({"type": "object", "required": ["kind"], "properties": {"kind": {"const": "a"}}});
+    let b = json!({"type": "object", "required": ["kind"], "properties": {"kind": {"const": "b"}}});
+    let root = json!({"A": a, "B": b, "Loose": {"properties": {"kind": {"const": "a"}}}});
+    let v = Validator::new(&root);
+    let good = json!({"oneOf": [{"$ref": "#/A"}, {"$ref": "#/B"}],
+                      "discriminator": {"propertyName": "kind", "mapping": {"a": "#/A", "b": "#/B"}}});
+    assert_eq!(v.unsupported(&good), Vec::<String>::new());
+    assert!(v.errors(&good, &json!({"kind": "b"})).is_empty());
+    assert!(!v.errors(&good, &json!({"kind": "c"})).is_empty());
+    for bad in [
+        // Not beside a oneOf.
+        json!({"anyOf": [{"$ref": "#/A"}], "discriminator": {"propertyName": "kind"}}),
+        // A branch that does not require it, or pins no const.
+        json!({"oneOf": [{"$ref": "#/A"}, {"$ref": "#/Loose"}], "discriminator": {"propertyName": "kind"}}),
+        json!({"oneOf": [{"$ref": "#/A"}, {"type": "object"}], "discriminator": {"propertyName": "kind"}}),
+        // Two branches with one value.
+        json!({"oneOf": [{"$ref": "#/A"}, {"$ref": "#/A"}], "discriminator": {"propertyName": "kind"}}),
+        // A mapping that names a branch wrong, or misses one.
+        json!({"oneOf": [{"$ref": "#/A"}, {"$ref": "#/B"}],
+               "discriminator": {"propertyName": "kind", "mapping": {"a": "#/B", "b": "#/A"}}}),
+        json!({"oneOf": [{"$ref": "#/A"}, {"$ref": "#/B"}],
+               "discriminator": {"propertyName": "kind", "mapping": {"a": "#/A"}}}),
+        json!({"oneOf": [{"$ref": "#/A"}], "discriminator": {"propertyName": "kind", "extra": 1}}),
+    ] {
+        assert!(!v.unsupported(&bad).is_empty(), "{bad}");
+    }
 }

@@ -1,0 +1,93 @@
+//! Holding `storage.max_size_mb` while samples arrive: the writer's side of
+//! the size cap. The staging ring takes at most a fifth of the cap (a
+//! compaction starts once more is staged, [`Cap::staged_max`]); before a
+//! compaction the oldest data is deleted to make room for what it will add
+//! (the growth of the last one, per sample moved), and in its own
+//! transaction whatever is still over, so no commit leaves more than the cap
+//! in use. `retention.rs` says what goes first; the ring and the
+//! newest [`KEPT_NEWEST_MS`] of raw samples never go.
+//!
+//! Bookkeeping only: the writer runs the steps (`writer.rs`).
+
+use std::time::{Duration, Instant};
+
+use crate::config::size_floor::{self, KEPT_NEWEST_MS};
+
+/// Bytes a compaction adds per sample it moves, before one was measured:
+/// chunks, keys and new rollup rows on noisy data, with room to spare.
+const FIRST_GUESS: f64 = 6.0;
+/// How often at most the log says the cap cannot be held.
+const FULL_WARNING_EVERY: Duration = Duration::from_secs(600);
+
+pub(crate) struct Cap {
+    pub max_bytes: u64,
+    /// Staged samples from which a compaction starts at once.
+    pub staged_max: usize,
+    grown_per_sample: f64,
+    warned: Option<Instant>,
+}
+
+impl Cap {
+    pub fn new(max_bytes: u64) -> Self {
+        Self {
+            max_bytes,
+            staged_max: size_floor::staged_max(max_bytes),
+            grown_per_sample: FIRST_GUESS,
+            warned: None,
+        }
+    }
+
+    /// Bytes to free before a compaction of `staged` samples.
+    pub fn room_for(&self, staged: usize) -> u64 {
+        (staged as f64 * self.grown_per_sample) as u64
+    }
+
+    /// A compaction moved `moved` samples and the pages in use went from
+    /// `before` to `after`.
+    pub fn measured(&mut self, before: u64, after: u64, moved: usize) {
+        // A few samples say little (rollup rows of whole periods appear at once).
+        if moved >= 10_000 {
+            self.grown_per_sample = after.saturating_sub(before) as f64 / moved as f64;
+        }
+    }
+
+    /// The oldest time the cap may delete raw samples from, given the newest
+    /// sample's.
+    pub fn keep_from(newest: i64) -> i64 {
+        newest.saturating_sub(KEPT_NEWEST_MS)
+    }
+
+    /// Whether to log now that the cap holds only the ring and the kept window.
+    pub fn warn_full(&mut self, now: Instant) -> bool {
+        let due = self
+            .warned
+            .is_none_or(|at| now.duration_since(at) >= FULL_WARNING_EVERY);
+        if due {
+            self.warned = Some(now);
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_follows_the_last_compaction_and_the_warning_is_rare() {
+        let mut cap = Cap::new(16 << 20);
+        assert_eq!(cap.staged_max, size_floor::staged_max(16 << 20));
+        assert_eq!(cap.room_for(1000), 6000);
+        cap.measured(1_000_000, 1_350_000, 100_000);
+        assert_eq!(cap.room_for(1000), 3500);
+        // Too few samples to learn from.
+        cap.measured(0, 1_000_000, 10);
+        assert_eq!(cap.room_for(1000), 3500);
+        assert_eq!(Cap::keep_from(1_000_000), 700_000);
+        assert_eq!(Cap::keep_from(i64::MIN), i64::MIN);
+        let t = Instant::now();
+        assert!(cap.warn_full(t));
+        assert!(!cap.warn_full(t + Duration::from_secs(60)));
+        assert!(cap.warn_full(t + FULL_WARNING_EVERY));
+    }
+}

@@ -1,0 +1,6 @@
+-- Raw-sample chunks written from now on pack their times and values in
+-- blocks of bits (src/store/chunk_codec.rs, `PACKED`), and staging slots keep
+-- a float32 reading as its 4 bytes (src/store/stage.rs, `FLOAT32`): an
+-- earlier sitegate cannot read either. No schema changes; the record of this
+-- migration makes an earlier sitegate refuse the database (it names this id)
+-- instead of failing on every chunk it reads.
