@@ -24,11 +24,8 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// The file holding the count, where systemd gives the service a state
 /// directory.
 pub fn count_file() -> Option<PathBuf> {
-    let dir = std::env::var_os("STATE_DIRECTORY")?;
-    // systemd lists several directories separated by ':' when the unit names
-    // several; the first is the service's own.
-    let first = dir.to_string_lossy().split(':').next()?.to_string();
-    (!first.is_empty()).then(|| Path::new(&first).join("start-failures"))
+    crate::util::first_dir(std::env::var_os("STATE_DIRECTORY").as_deref())
+        .map(|dir| dir.join("start-failures"))
 }
 
 /// The wait after the `n`th failure in a row (from 1).

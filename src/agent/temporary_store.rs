@@ -101,13 +101,8 @@ impl TemporaryStore {
 /// the system's temporary folder (tests run several agents in one process).
 fn location() -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    if let Some(dir) = std::env::var_os("RUNTIME_DIRECTORY") {
-        // systemd lists several directories separated by ':'; the first is
-        // the service's own.
-        let first = dir.to_string_lossy().split(':').next().map(str::to_string);
-        if let Some(first) = first.filter(|f| !f.is_empty()) {
-            return Path::new(&first).join("temporary.db");
-        }
+    if let Some(dir) = crate::util::first_dir(std::env::var_os("RUNTIME_DIRECTORY").as_deref()) {
+        return dir.join("temporary.db");
     }
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     std::env::temp_dir().join(format!("sitegate-temporary-{}-{n}.db", std::process::id()))

@@ -45,15 +45,28 @@ pub enum HttpsError {
     Rustls(String),
 }
 
-/// Where a self-signed certificate is kept: the state directory, the one
-/// holding the measurement store.
+/// Where a self-signed certificate is kept: the state directory. Under
+/// systemd that is the unit's own (`$STATE_DIRECTORY`, `/var/lib/sitegate`),
+/// so that HTTPS does not hang on the store's folder: a store that cannot be
+/// opened (a path on a read-only file system) leaves the agent running on a
+/// temporary store, and the technicians who must find out why still reach
+/// it. Elsewhere it is the folder holding the measurement store.
 pub fn state_dir(config: &Config) -> PathBuf {
-    config
-        .storage
-        .path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    state_dir_from(
+        std::env::var_os("STATE_DIRECTORY").as_deref(),
+        &config.storage.path,
+    )
+}
+
+/// [`state_dir`] for a `STATE_DIRECTORY` of `systemd_state` and the store
+/// at `store`.
+fn state_dir_from(systemd_state: Option<&std::ffi::OsStr>, store: &Path) -> PathBuf {
+    crate::util::first_dir(systemd_state).unwrap_or_else(|| {
+        store
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+    })
 }
 
 /// The pair `tls` names: read from its files, or the self-signed one in
@@ -152,4 +165,28 @@ pub fn configured_fingerprint(config: &Config) -> Result<String, String> {
         .ok_or_else(|| format!("{}: holds no certificate", file.display()))?
         .map_err(|e| format!("{}: not valid PEM: {e}", file.display()))?;
     Ok(pem::fingerprint(first.as_ref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_state_directory_is_systemds_else_the_stores_folder() {
+        let store = Path::new("/usr/sitegate.db");
+        assert_eq!(
+            state_dir_from(Some(OsStr::new("/var/lib/sitegate")), store),
+            Path::new("/var/lib/sitegate")
+        );
+        assert_eq!(state_dir_from(None, store), Path::new("/usr"));
+        assert_eq!(
+            state_dir_from(Some(OsStr::new("")), store),
+            Path::new("/usr")
+        );
+        assert_eq!(
+            state_dir_from(None, Path::new("sitegate.db")),
+            Path::new(".")
+        );
+    }
 }

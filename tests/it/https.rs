@@ -118,6 +118,58 @@ async fn the_self_signed_certificate_is_served_pinned_and_printed() {
     assert!(err.contains("not the pinned"), "{err}");
 }
 
+/// Under systemd the certificate lives in the unit's state directory, not
+/// in the store's folder: a store that cannot be opened (here its folder is a
+/// file; in the package check, a path on the read-only /usr) leaves the agent
+/// on a temporary store, serving HTTPS with the state directory's
+/// certificate, the one `sitegate tls fingerprint` prints there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_cannot_be_opened_leaves_https_on_the_state_directory() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let not_a_folder = root.path().join("not-a-folder");
+    std::fs::write(&not_a_folder, "a file").expect("write");
+    let store = not_a_folder.join("sitegate.db");
+    let state = root.path().join("state");
+    let runtime = root.path().join("run");
+    std::fs::create_dir(&state).expect("state dir");
+    std::fs::create_dir(&runtime).expect("runtime dir");
+    let placement = crate::https_support::Placement {
+        store: Some(&store),
+        env: vec![("STATE_DIRECTORY", &state), ("RUNTIME_DIRECTORY", &runtime)],
+    };
+    let agent = crate::https_support::start_with(
+        crate::common::broker::free_port(),
+        crate::common::broker::free_port(),
+        "\"self-signed\"",
+        "",
+        placement,
+    )
+    .await;
+    assert!(
+        runtime.join("temporary.db").exists(),
+        "{}",
+        agent.process.log()
+    );
+    assert!(state.join("https-self-signed.crt").exists());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .args(["tls", "fingerprint", "--config"])
+        .arg(&agent.file)
+        .env("STATE_DIRECTORY", &state)
+        .output()
+        .expect("sitegate runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let a = get(agent.https, any_certificate(), "/readyz", None)
+        .await
+        .expect("HTTPS");
+    assert_eq!(a.served, printed);
+    assert!(a.body.contains("temporary store"), "{a:?}");
+}
+
 /// A certificate and key for `name`, PEM.
 fn pair(name: &str) -> (String, String, String) {
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("key");

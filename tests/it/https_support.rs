@@ -54,19 +54,45 @@ pub async fn start(tls: &str, extra: &str) -> HttpsAgent {
 
 /// [`start`] with plain HTTP on `plain` and HTTPS on `https`.
 pub async fn start_on(plain: SocketAddr, https: SocketAddr, tls: &str, extra: &str) -> HttpsAgent {
+    start_with(plain, https, tls, extra, Placement::default()).await
+}
+
+/// Where the agent's files go, when not all in its config's folder.
+#[derive(Default)]
+pub struct Placement<'a> {
+    /// `storage.path`; the config's folder's `sitegate.db` if `None`.
+    pub store: Option<&'a Path>,
+    /// The agent's environment besides (`STATE_DIRECTORY`, ...).
+    pub env: Vec<(&'a str, &'a Path)>,
+}
+
+/// [`start_on`] with the store and the environment of `placement`.
+pub async fn start_with(
+    plain: SocketAddr,
+    https: SocketAddr,
+    tls: &str,
+    extra: &str,
+    placement: Placement<'_>,
+) -> HttpsAgent {
     let http = http_section().replace(
         "listen = [\"127.0.0.1:0\"]",
         &format!("listen = [\"{plain}\"]\nhttps_listen = [\"{https}\"]\ntls = {tls}\n{extra}"),
     );
     let dir = tempfile::tempdir().expect("temp dir");
+    let store = placement
+        .store
+        .map_or_else(|| dir.path().join("sitegate.db"), Path::to_path_buf);
     let text = format!(
         "gateway_id = \"https-test\"\n{http}\n[storage]\npath = \"{}\"\n",
-        dir.path().join("sitegate.db").display()
+        store.display()
     );
     let file = dir.path().join("sitegate.toml");
     std::fs::write(&file, text).expect("write the config");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sitegate"));
     cmd.arg("run").arg("--config").arg(&file);
+    for (name, value) in placement.env {
+        cmd.env(name, value);
+    }
     let process = AgentProcess::run(
         ConfigDir {
             dir,
