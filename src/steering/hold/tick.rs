@@ -5,7 +5,7 @@
 //! "Transitions"). Pure.
 
 use super::super::alloc::InverterView;
-use super::super::limits::GridLimits;
+use super::super::limits::{GridLimits, Limit};
 use super::estimate::{self, History, Load, Readings};
 use super::{aim, deadband, pv};
 use super::{LoopSettings, LoopState, Sensed, SitePlan, StoragePlan};
@@ -119,7 +119,7 @@ impl<'a> Tick<'a> {
                     estimate::held(
                         prev.load.filter(|_| same_devices),
                         read,
-                        site_deadband(limits, pv::rated(inverters), s),
+                        site_deadband(limits, pv::rated(inverters), s, meter.grid_w),
                     ),
                     s.now_ms,
                 )
@@ -156,7 +156,7 @@ impl<'a> Tick<'a> {
             pv_now,
             rated,
             margin,
-            db: site_deadband(limits, rated, s),
+            db: site_deadband(limits, rated, s, meter.grid_w),
             relax_dt_s,
             read_at,
             load,
@@ -188,9 +188,26 @@ fn counted(readings: &Readings) -> Vec<bool> {
 /// site can move (its online inverters' rating and its storage's larger
 /// power), but not below 500 W: a band wider than that is never needed
 /// against noise, and far limits would make it hide real moves.
-fn site_deadband(limits: &GridLimits, rated: f64, s: &Sensed) -> f64 {
+/// The deadband of the site's outputs: half the tolerance of the limits the
+/// grid is near (`deadband`), at most 1 % of what the site can move. A limit
+/// far from the grid (an import limit 277 kW away from an export held at
+/// 182 kW) does not narrow the moves that hold the other: an unwritten move
+/// of a deadband cannot reach it.
+fn site_deadband(limits: &GridLimits, rated: f64, s: &Sensed, grid_w: f64) -> f64 {
     let capacity = rated + s.charge_cap_w.max(s.discharge_cap_w);
-    deadband(limits).min((0.01 * capacity).max(500.0))
+    let reach = 0.1 * capacity;
+    let near =
+        |l: Option<Limit>, distance: f64| l.filter(|l| distance <= reach + super::tolerance_w(l.w));
+    let close = GridLimits {
+        export: near(limits.export, limits.export.map_or(0.0, |l| l.w + grid_w)),
+        import: near(limits.import, limits.import.map_or(0.0, |l| l.w - grid_w)),
+    };
+    let db = if close.export.is_none() && close.import.is_none() {
+        deadband(limits)
+    } else {
+        deadband(&close)
+    };
+    db.min((0.01 * capacity).max(500.0))
 }
 
 /// The storage as the plan leaves it, at its worst for each limit: (for the
