@@ -131,8 +131,8 @@ fn in_turn(shares: &[f64]) -> impl Iterator<Item = usize> {
 /// produce, then inverters in turn, each by at least its
 /// deadband (more than needed is on the safe side) and at most to
 /// [`reach_w`] below its share; where that is not enough, a second round
-/// takes smaller moves too. Every limit at its share removes any excess, so the band's low
-/// end always leaves room for it.
+/// takes smaller moves too. Every limit at its share removes any excess, so
+/// the reach below the share always leaves room for it.
 fn lower(slots: &[Slot], shares: &[f64], out: &mut [f64], mut excess: f64) {
     // Limits above what their inverters produce first, down to that (a move
     // of less than a deadband only where it covers the rest).

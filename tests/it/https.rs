@@ -151,18 +151,11 @@ async fn a_store_that_cannot_be_opened_leaves_https_on_the_state_directory() {
         agent.process.log()
     );
     assert!(state.join("https-self-signed.crt").exists());
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["tls", "fingerprint", "--config"])
-        .arg(&agent.file)
-        .env("STATE_DIRECTORY", &state)
-        .output()
-        .expect("sitegate runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let printed = crate::https_support::sitegate_in(
+        &["tls", "fingerprint"],
+        &agent.file,
+        &[("STATE_DIRECTORY", &state)],
     );
-    let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let a = get(agent.https, any_certificate(), "/readyz", None)
         .await
         .expect("HTTPS");

@@ -124,10 +124,16 @@ pub async fn start_with(
 /// Runs `sitegate` with `args`; its stdout (trimmed), or a panic with its
 /// stderr.
 pub fn sitegate(args: &[&str], config: &Path) -> String {
+    sitegate_in(args, config, &[])
+}
+
+/// [`sitegate`] with `env` added to its environment.
+pub fn sitegate_in(args: &[&str], config: &Path, env: &[(&str, &Path)]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_sitegate"))
         .args(args)
         .arg("--config")
         .arg(config)
+        .envs(env.iter().copied())
         .output()
         .expect("sitegate runs");
     assert!(

@@ -184,15 +184,16 @@ fn counted(readings: &Readings) -> Vec<bool> {
     readings.iter().map(Option::is_some).collect()
 }
 
-/// The deadband of the limits (`hold::deadband`), at most 1 % of what the
+/// The deadband of the site's outputs: that of the limits the grid is near
+/// (`hold::deadband`, half the tightest tolerance), at most 1 % of what the
 /// site can move (its online inverters' rating and its storage's larger
 /// power), but not below 500 W: a band wider than that is never needed
-/// against noise, and far limits would make it hide real moves.
-/// The deadband of the site's outputs: half the tolerance of the limits the
-/// grid is near (`deadband`), at most 1 % of what the site can move. A limit
-/// far from the grid (an import limit 277 kW away from an export held at
-/// 182 kW) does not narrow the moves that hold the other: an unwritten move
-/// of a deadband cannot reach it.
+/// against noise, and far limits would make it hide real moves. A limit
+/// farther from the grid than a tenth of what the site can move (and its
+/// tolerance) does not count: an import limit 277 kW away from an export
+/// held at 182 kW does not narrow the moves that hold the export, and an
+/// unwritten move of a deadband cannot reach it. With no limit near, all
+/// count.
 fn site_deadband(limits: &GridLimits, rated: f64, s: &Sensed, grid_w: f64) -> f64 {
     let capacity = rated + s.charge_cap_w.max(s.discharge_cap_w);
     let reach = 0.1 * capacity;
