@@ -1,8 +1,8 @@
 //! Writes per inverter under noise: a commercial site (26 inverters of
-//! 10 kW, 6 batteries of 10 kW, a 39 kW load that walks and steps, a meter
-//! and inverter readings with measurement noise as `docs/devices.md`'s noisy
-//! mode gives them) held at its export limit by the grid loop for an hour of
-//! ticks. Each inverter's writes are its changes plus the refreshes its
+//! 10 kW, 6 batteries of 10 kW, a 39 kW load that walks and steps) and the
+//! bench's park (200 of 25 kW), a meter and inverter readings with
+//! measurement noise as `docs/devices.md`'s noisy mode gives them, held at
+//! the export limit by the grid loop for an hour of ticks. Each inverter's writes are its changes plus the refreshes its
 //! revert timer needs (`report::refresh_ms`: 45 s at the default 60 s).
 
 use super::*;
@@ -27,34 +27,61 @@ impl Rng {
     }
 }
 
-const INVERTERS: usize = 26;
-const RATED_W: f64 = 10_000.0;
-const LOAD_W: f64 = 39_000.0;
-const MAX_EXPORT_W: f64 = 182_000.0;
+/// A site of the bench's commercial layout (`benches/footprint/layout.rs`).
+#[derive(Clone, Copy)]
+struct Layout {
+    inverters: usize,
+    rated_w: f64,
+    batteries: usize,
+    load_w: f64,
+    max_export_w: f64,
+    max_import_w: f64,
+}
 
-fn commercial(sun: f64, soc: f64) -> Plant {
+/// A commercial site: 26 inverters of 10 kW, 6 batteries, a 39 kW load.
+const COMMERCIAL: Layout = Layout {
+    inverters: 26,
+    rated_w: 10_000.0,
+    batteries: 6,
+    load_w: 39_000.0,
+    max_export_w: 182_000.0,
+    max_import_w: 97_500.0,
+};
+
+/// The park: 200 inverters of 25 kW, 20 batteries, a 200 kW load, 1 MW of
+/// export.
+const PARK: Layout = Layout {
+    inverters: 200,
+    rated_w: 25_000.0,
+    batteries: 20,
+    load_w: 200_000.0,
+    max_export_w: 1_000_000.0,
+    max_import_w: 2_000_000.0,
+};
+
+fn plant(l: Layout, sun: f64, soc: f64) -> Plant {
     Plant {
-        load_w: LOAD_W,
-        inverter_rated: vec![RATED_W; INVERTERS],
-        sun_w: vec![RATED_W * sun; INVERTERS],
-        battery_rated: vec![RATED_W; 6],
-        soc: vec![soc; 6],
-        auto_w: vec![0.0; 6],
-        limits: vec![None; INVERTERS],
-        storage: vec![None; 6],
+        load_w: l.load_w,
+        inverter_rated: vec![l.rated_w; l.inverters],
+        sun_w: vec![l.rated_w * sun; l.inverters],
+        battery_rated: vec![10_000.0; l.batteries],
+        soc: vec![soc; l.batteries],
+        auto_w: vec![0.0; l.batteries],
+        limits: vec![None; l.inverters],
+        storage: vec![None; l.batteries],
         meter_online: true,
     }
 }
 
-fn site_rules(p: &Plant, order: ExportOrder) -> SiteRules {
+fn site_rules(p: &Plant, l: Layout, order: ExportOrder) -> SiteRules {
     let inv: f64 = p.inverter_rated.iter().sum();
     let bat: f64 = p.battery_rated.iter().sum();
     SiteRules {
         ess: EssFulfilment::Proportional,
         curtailment: CurtailmentFulfilment::Proportional,
         ess_fallback: EssFallback::Auto,
-        max_import_w: Some(2.5 * LOAD_W),
-        max_export_w: Some(MAX_EXPORT_W),
+        max_import_w: Some(l.max_import_w),
+        max_export_w: Some(l.max_export_w),
         rated_production_w: inv,
         grid_loop: Some(LoopSettings {
             export_order: order,
@@ -77,14 +104,14 @@ struct Hour {
 /// Runs an hour of ticks with noise: the load walks (1 % a second, pulled
 /// back over 120 s) and steps (5 to 20 %, one in 90 s), the meter reads
 /// ±0.5 % of its reading, each inverter ±0.5 % of its rating.
-fn noisy_hour(plant: Plant, rules: &SiteRules, seed: u64) -> Hour {
+fn noisy_hour(plant: Plant, l: Layout, rules: &SiteRules, seed: u64) -> Hour {
     let mut rng = Rng(seed);
     let mut run = Run::new(plant);
     let refresh = refresh_ms(60);
     let mut level = 0.0f64;
-    let mut writes = vec![0usize; INVERTERS];
-    let mut told: Vec<Option<f64>> = vec![None; INVERTERS];
-    let mut written_at = vec![0i64; INVERTERS];
+    let mut writes = vec![0usize; l.inverters];
+    let mut told: Vec<Option<f64>> = vec![None; l.inverters];
+    let mut written_at = vec![0i64; l.inverters];
     let mut toggles = 0;
     let mut export = Vec::new();
     for _ in 0..3600 {
@@ -94,7 +121,7 @@ fn noisy_hour(plant: Plant, rules: &SiteRules, seed: u64) -> Hour {
             level += if rng.next() < 0.5 { -step } else { step };
         }
         level = level.clamp(-0.5, 0.6);
-        run.plant.load_w = LOAD_W * (1.0 + level);
+        run.plant.load_w = l.load_w * (1.0 + level);
         run.now += TICK;
         let (b, mut i) = run.plant.views();
         for v in &mut i {
@@ -151,53 +178,61 @@ fn noisy_hour(plant: Plant, rules: &SiteRules, seed: u64) -> Hour {
 }
 
 /// Curtailing (full batteries, or curtail first), and with the storage
-/// charging first, with the sun at 85 and 95 % of the inverters' rating: no
-/// inverter is written more than 150 times an hour, and on average at most
-/// its refreshes (80) and 40 changes (measured: 108 writes an hour curtailing
-/// at 95 % sun, 115 at 85 %, 119 with the storage charging; before the changes of
-/// `settle.rs`, the site deadband and the release, the limits alone changed
-/// 157 to 553 times an hour); the cap is not released and taken again; the
-/// export holds its band.
+/// charging first, with the sun at 85 and 95 % of the inverters' rating, on a
+/// commercial site and on the park: no inverter is written more than 150
+/// times an hour, and on average at most its refreshes (80) and 40 changes
+/// (measured on the commercial site: 108 writes an hour curtailing at 95 %
+/// sun, 115 at 85 %, 119 with the storage charging; on the park 86; before
+/// the changes of `settle.rs`, the site deadband and the release, the
+/// commercial site's limits alone changed 157 to 553 times an hour); the cap
+/// is not released and taken again; the export holds its band.
 #[test]
-fn a_noisy_commercial_site_writes_each_inverter_little() {
+fn a_noisy_site_writes_each_inverter_little() {
     let refreshes = 3_600_000.0 / refresh_ms(60) as f64;
-    let tolerance = tolerance_w(MAX_EXPORT_W);
-    let aim = MAX_EXPORT_W - 0.5 * tolerance;
-    for (sun, soc, order) in [
-        (0.95, 95.0, ExportOrder::StorageFirst),
-        (0.95, 50.0, ExportOrder::StorageFirst),
-        (0.95, 50.0, ExportOrder::CurtailFirst),
-        (0.85, 95.0, ExportOrder::StorageFirst),
+    for (l, sun, soc, order) in [
+        (COMMERCIAL, 0.95, 95.0, ExportOrder::StorageFirst),
+        (COMMERCIAL, 0.95, 50.0, ExportOrder::StorageFirst),
+        (COMMERCIAL, 0.95, 50.0, ExportOrder::CurtailFirst),
+        (COMMERCIAL, 0.85, 95.0, ExportOrder::StorageFirst),
+        (PARK, 0.95, 50.0, ExportOrder::StorageFirst),
+        (PARK, 0.95, 95.0, ExportOrder::StorageFirst),
     ] {
-        let plant = commercial(sun, soc);
-        let rules = site_rules(&plant, order);
-        let hour = noisy_hour(plant, &rules, 7);
-        let case = format!("sun {sun}, SoC {soc}, {order:?}: writes {:?}", hour.writes);
-        let mean = hour.writes.iter().sum::<usize>() as f64 / INVERTERS as f64;
+        let tolerance = tolerance_w(l.max_export_w);
+        let aim = l.max_export_w - 0.5 * tolerance;
+        let plant = plant(l, sun, soc);
+        let rules = site_rules(&plant, l, order);
+        let hour = noisy_hour(plant, l, &rules, 7);
+        let most = hour.writes.iter().max().copied().unwrap_or(0);
+        let case = format!(
+            "{} inverters, sun {sun}, SoC {soc}, {order:?}: writes at most {most}",
+            l.inverters
+        );
+        let mean = hour.writes.iter().sum::<usize>() as f64 / l.inverters as f64;
+        eprintln!("mean {mean:.0}; {case}; toggles {}", hour.toggles);
         assert!(mean <= refreshes + 40.0, "{mean} on average; {case}");
-        assert!(hour.writes.iter().all(|&w| w <= 150), "{case}");
+        assert!(most <= 150, "{case}");
         // The first cap, and no release and cap again.
         assert!(
-            hour.toggles <= INVERTERS,
+            hour.toggles <= l.inverters,
             "{} toggles; {case}",
             hour.toggles
         );
         let above = hour
             .export
             .iter()
-            .filter(|x| **x > MAX_EXPORT_W + tolerance)
+            .filter(|x| **x > l.max_export_w + tolerance)
             .count();
         assert!(above <= 36, "above the band in {above} ticks; {case}");
         let worst = hour.export.iter().copied().fold(f64::MIN, f64::max);
         assert!(
-            worst <= MAX_EXPORT_W + 0.2 * LOAD_W,
+            worst <= l.max_export_w + 0.2 * l.load_w,
             "export {worst} W; {case}"
         );
         let mean_x = hour.export.iter().sum::<f64>() / hour.export.len() as f64;
         // Near its aim; below it by the headroom where the storage takes
         // a little more than the export needs (`export::storage_target`).
         let headroom = if order == ExportOrder::StorageFirst && soc < 95.0 {
-            0.05 * RATED_W * INVERTERS as f64
+            0.05 * l.rated_w * l.inverters as f64
         } else {
             0.0
         };
