@@ -38,8 +38,9 @@ pub struct Shortfall {
     pub minute_days: f64,
 }
 
-/// `None` when `max_size_mb` holds the configured retention.
-pub fn shortfall(config: &Config) -> Option<Shortfall> {
+/// The samples a second the site's devices give at their poll intervals,
+/// and the series they fill; `None` without devices.
+pub fn site_rates(config: &Config) -> Option<(f64, f64)> {
     let samples_per_s: f64 = config
         .devices
         .iter()
@@ -48,7 +49,15 @@ pub fn shortfall(config: &Config) -> Option<Shortfall> {
     if samples_per_s == 0.0 {
         return None;
     }
-    let series = PROPERTIES_PER_DEVICE * config.devices.len() as f64;
+    Some((
+        samples_per_s,
+        PROPERTIES_PER_DEVICE * config.devices.len() as f64,
+    ))
+}
+
+/// `None` when `max_size_mb` holds the configured retention.
+pub fn shortfall(config: &Config) -> Option<Shortfall> {
+    let (samples_per_s, series) = site_rates(config)?;
     let s = &config.storage;
     // A compaction every compact_interval_s, or sooner once STAGED_MAX
     // samples wait: the samples a chunk holds.
@@ -124,10 +133,11 @@ fn days(d: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn site(devices: usize, max_size_mb: u64) -> Config {
+    /// A site of `devices` inverters polled at 1 Hz, under `max_size_mb`.
+    pub(in crate::config) fn site(devices: usize, max_size_mb: u64) -> Config {
         let mut t = String::from(
             "[http]\nlisten = [\"127.0.0.1:0\"]\nauth = \"none\"\n[storage]\npath = \"x.db\"\n",
         );

@@ -11,7 +11,7 @@
 //! store's sizes measured on noisy data with float models (`cargo bench
 //! --bench store`): pure, no I/O.
 
-use super::capacity::PROPERTIES_PER_DEVICE;
+use super::capacity::site_rates;
 use super::{Config, Problem};
 
 /// The newest raw samples the size cap never deletes: this long before the
@@ -73,15 +73,7 @@ pub struct Floor {
 
 /// The floor of a site with devices; `None` without any.
 pub fn floor(config: &Config) -> Option<Floor> {
-    let samples_per_s: f64 = config
-        .devices
-        .iter()
-        .map(|d| PROPERTIES_PER_DEVICE * 1000.0 / d.poll_interval_ms.max(1) as f64)
-        .sum();
-    if samples_per_s == 0.0 {
-        return None;
-    }
-    let series = PROPERTIES_PER_DEVICE * config.devices.len() as f64;
+    let (samples_per_s, series) = site_rates(config)?;
     // The ring as it grows between compactions with no cap.
     let ring_samples =
         (samples_per_s * config.storage.compact_interval_s as f64).min(STAGED_MAX as f64);
@@ -132,25 +124,10 @@ pub fn refusal(config: &Config) -> Option<Problem> {
 mod tests {
     use super::*;
 
+    /// A site of `devices` inverters with `max_size_mb` set after parsing
+    /// (a cap below the floor does not parse).
     fn site(devices: usize, max_size_mb: u64) -> Config {
-        // Parsed with a cap that holds anything, then set.
-        let mut t = String::from(
-            "[http]\nlisten = [\"127.0.0.1:0\"]\nauth = \"none\"\n[storage]\npath = \"x.db\"\nmax_size_mb = 1048576\n[[sites]]\nreference = \"ste_a\"\nname = \"A\"\n",
-        );
-        for b in 0..devices.div_ceil(200) {
-            t += &format!(
-                "[[buses]]\nname = \"b{b}\"\ntcp = \"127.0.0.1:{}\"\n",
-                1000 + b
-            );
-        }
-        for i in 0..devices {
-            t += &format!(
-                "[[devices]]\nreference = \"dvc_{i}\"\nname = \"d{i}\"\ntype = \"inverter\"\nsite = \"ste_a\"\nbus = \"b{}\"\nunit_id = {}\npoll_interval_ms = 1000\n",
-                i / 200,
-                i % 200 + 1
-            );
-        }
-        let mut config = crate::config::parse(&t).expect("valid");
+        let mut config = crate::config::capacity::tests::site(devices, 1_048_576);
         config.storage.max_size_mb = max_size_mb;
         config
     }

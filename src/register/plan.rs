@@ -99,6 +99,14 @@ impl Image {
         Self::default()
     }
 
+    /// An image of one block: `words` of holding registers from `addr`.
+    pub fn holding(addr: u16, words: &[u16]) -> Image {
+        let len = u16::try_from(words.len()).unwrap_or(u16::MAX);
+        Image {
+            blocks: vec![(Span::new(Table::Holding, addr, len), words.to_vec())],
+        }
+    }
+
     pub fn insert(&mut self, request: Span, words: Vec<u16>) {
         self.blocks.push((request, words));
     }

@@ -207,12 +207,7 @@ mod tests {
     use super::*;
 
     fn img(addr: u16, words: &[u16]) -> Image {
-        let mut i = Image::new();
-        i.insert(
-            Span::new(Table::Holding, addr, words.len() as u16),
-            words.to_vec(),
-        );
-        i
+        Image::holding(addr, words)
     }
 
     #[test]

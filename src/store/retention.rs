@@ -112,16 +112,7 @@ impl Policy {
         keep_from: i64,
         room: u64,
     ) -> rusqlite::Result<Step> {
-        // The older `raw` table is walked series by series: only when it
-        // still holds rows (a database of an earlier sitegate).
-        let has_raw = conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw)")?
-            .query_row([], |r| r.get::<_, bool>(0))?;
-        let series = if has_raw {
-            series_ids(conn)?
-        } else {
-            Vec::new()
-        };
+        let series = raw_series(conn)?;
         for (tier, tables) in TIERS.iter().enumerate() {
             let keep = match tier {
                 0 => self.raw_ms,
@@ -168,20 +159,26 @@ impl Policy {
     }
 }
 
+/// The series the older `raw` table is walked by, series by series: only
+/// while it still holds rows (a database of an earlier sitegate); else none.
+fn raw_series(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
+    let has_raw = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw)")?
+        .query_row([], |r| r.get::<_, bool>(0))?;
+    if has_raw {
+        series_ids(conn)
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 impl Policy {
     /// Deletes for the cap inside the caller's transaction (a compaction's,
     /// so that no commit leaves more than the cap in use) until the pages in
     /// use are under it; returns the rows deleted and whether only the ring
     /// and the kept window were left.
     pub fn evict_in_tx(&self, conn: &Connection, keep_from: i64) -> rusqlite::Result<(u64, bool)> {
-        let has_raw = conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM raw)")?
-            .query_row([], |r| r.get::<_, bool>(0))?;
-        let series = if has_raw {
-            series_ids(conn)?
-        } else {
-            Vec::new()
-        };
+        let series = raw_series(conn)?;
         let mut deleted = 0;
         while capped_bytes(conn)? > self.max_bytes {
             match evict(conn, &series, keep_from)? {

@@ -76,35 +76,43 @@ async fn the_self_signed_certificate_is_served_pinned_and_printed() {
     // `sitegate diag` over HTTPS, pinned: the bundle names the fingerprint.
     let out_file = dir.join("bundle.txt");
     let https = agent.https.to_string();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["diag", "--https", &https, "--fingerprint", &printed])
-        .args(["--token", ADMIN_TOKEN, "--config"])
-        .arg(&agent.file)
-        .arg("--output")
-        .arg(&out_file)
-        .output()
-        .expect("diag runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out_path = out_file.display().to_string();
+    sitegate(
+        &[
+            "diag",
+            "--https",
+            &https,
+            "--fingerprint",
+            &printed,
+            "--token",
+            ADMIN_TOKEN,
+            "--output",
+            &out_path,
+        ],
+        &agent.file,
     );
     let bundle = std::fs::read_to_string(&out_file).expect("bundle");
     assert!(
         bundle.contains(&format!("https_fingerprint_sha256: {printed}")),
         "{bundle}"
     );
-    // Without --fingerprint: the config's certificate, read on this machine.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["diag", "--https", &https, "--output", "-"])
-        .args(["--token", ADMIN_TOKEN, "--config"])
-        .arg(&agent.file)
-        .output()
-        .expect("diag runs");
+    // Without --fingerprint: pinned to the config's certificate, read on
+    // this machine.
+    let bundle = sitegate(
+        &[
+            "diag",
+            "--https",
+            &https,
+            "--token",
+            ADMIN_TOKEN,
+            "--output",
+            "-",
+        ],
+        &agent.file,
+    );
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        bundle.contains(&format!("https_fingerprint_sha256: {printed}")),
+        "{bundle}"
     );
     // Pinned to another certificate: refused, saying why.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))

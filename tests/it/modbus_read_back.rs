@@ -50,16 +50,7 @@ async fn start(
     config.storage.path = dir.path().join("sitegate.db");
     let sim = start_sim_with(&mut config, tweak).await;
     prepare(&sim.device("pv", 1).unwrap());
-    let agent = sitegate::agent::Agent::start(config.clone()).await.unwrap();
-    let base = format!("http://{}", agent.http_addrs()[0]);
-    let rig = Rig {
-        sim,
-        agent,
-        base,
-        http: reqwest::Client::new(),
-        config,
-        dir,
-    };
+    let rig = Rig::join(sim, config, dir).await;
     eventually("the inverter at its fallback", T, || async {
         let d = rig.device_state("dvc_pv").await;
         d["state"] == "fallback" && d["confirmed"] == true

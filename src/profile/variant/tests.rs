@@ -50,9 +50,7 @@ fn family() -> Profile {
 }
 
 fn shows(type_code: u16, firmware: u16) -> Image {
-    let mut img = Image::new();
-    img.insert(Span::new(Table::Holding, 0, 2), vec![type_code, firmware]);
-    img
+    Image::holding(0, &[type_code, firmware])
 }
 
 #[test]
@@ -215,11 +213,7 @@ fn bad_variants_are_refused_with_their_path() {
 fn the_deye_family_tells_its_three_models_apart() {
     let (_, text) = BUILTIN.iter().find(|(n, _)| *n == "deye-hybrid").unwrap();
     let deye = parse("deye-hybrid", "built-in", text).unwrap();
-    let at0 = |code: u16| {
-        let mut img = Image::new();
-        img.insert(Span::new(Table::Holding, 0, 1), vec![code]);
-        deye.select_variant(&img)
-    };
+    let at0 = |code: u16| deye.select_variant(&Image::holding(0, &[code]));
     for (code, want) in [
         (0x0005, "sg04lp3"),
         (0x0500, "sg04lp3"),

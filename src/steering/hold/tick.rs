@@ -103,6 +103,7 @@ impl<'a> Tick<'a> {
         // (or not read yet) in the load: once one is online, or one goes
         // offline, it is neither held nor frozen but made again, or that
         // output would count twice (or not at all) as the device is told.
+        let db = site_deadband(limits, rated, s, meter.grid_w);
         let counted = counted(&s.readings);
         let same_devices = prev.counted == counted;
         let (load, estimated_at_ms) = match prev.load {
@@ -116,11 +117,7 @@ impl<'a> Tick<'a> {
                     supply_now,
                 );
                 (
-                    estimate::held(
-                        prev.load.filter(|_| same_devices),
-                        read,
-                        site_deadband(limits, pv::rated(inverters), s, meter.grid_w),
-                    ),
+                    estimate::held(prev.load.filter(|_| same_devices), read, db),
                     s.now_ms,
                 )
             }
@@ -156,7 +153,7 @@ impl<'a> Tick<'a> {
             pv_now,
             rated,
             margin,
-            db: site_deadband(limits, rated, s, meter.grid_w),
+            db,
             relax_dt_s,
             read_at,
             load,

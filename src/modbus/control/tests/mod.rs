@@ -37,12 +37,7 @@ fn words124() -> Vec<u16> {
 
 /// A block's data words as the calibration image.
 fn img(b: &ModelBlock, words: &[u16]) -> Image {
-    let mut i = Image::new();
-    i.insert(
-        Span::new(Table::Holding, b.point(0), words.len() as u16),
-        words.to_vec(),
-    );
-    i
+    Image::holding(b.point(0), words)
 }
 
 fn at(b: &ModelBlock, offset: u16) -> u16 {
