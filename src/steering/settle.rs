@@ -69,7 +69,8 @@ pub fn deadband_w(rated_w: f64) -> f64 {
 /// band spreads each move of the site's limit over more inverters: under a
 /// load that walks, each inverter of a 26-inverter site was written (changes
 /// and refreshes) 113 to 121 times an hour with 12 deadbands, 108 to 119
-/// with 16 (`hold/tests/quiet.rs`).
+/// with 16 (`hold/tests/quiet.rs`, before [`raise`] passed over inverters
+/// below their limits; 103 to 111 since).
 pub fn band_w(rated_w: f64) -> f64 {
     BAND_DEADBANDS * deadband_w(rated_w)
 }
@@ -167,10 +168,19 @@ fn lower(slots: &[Slot], shares: &[f64], out: &mut [f64], mut excess: f64) {
 
 /// Raises limits by at most `room` in all, inverters in turn, each by at
 /// least its deadband and at most to [`reach_w`] above its share or its
-/// rating: the sum stays at or below the shares'.
+/// rating: the sum stays at or below the shares'. An inverter producing
+/// more than a deadband below its limit is not raised: it could not use
+/// the room, and the site would produce less than the limits sum to (the
+/// loop counts it at its limit, so the cap would not rise for the others).
 fn raise(slots: &[Slot], shares: &[f64], out: &mut [f64], mut room: f64) {
     for i in in_turn(shares) {
         let rated = slots[i].rated_w;
+        if slots[i]
+            .produced_w
+            .is_some_and(|p| p < out[i] - deadband_w(rated))
+        {
+            continue;
+        }
         let ceiling = (shares[i] + reach_w(rated)).min(rated.max(0.0));
         let up = room.min(ceiling - out[i]);
         if up >= deadband_w(rated) {
@@ -348,6 +358,34 @@ mod tests {
             .sum();
         assert!(worst <= 940.0 + 18_973.0 + 1e-6, "{out:?}");
         assert!(out[0] < 1_410.0 && out[1] >= 18_764.0, "{out:?}");
+    }
+
+    #[test]
+    fn a_higher_limit_goes_to_inverters_that_can_use_it() {
+        // West is told 19 kW and produces 18 kW (its sun); east produces at
+        // its 21.6 kW limit. The site's limit rises 1 kW: east takes it,
+        // whichever inverter's turn it is. (Raised, west would hold room it
+        // cannot use, and the site would produce 1 kW short of its limit.)
+        for total in [41_600.0, 41_601.0] {
+            let slots = [
+                Slot {
+                    told_w: Some(21_600.0),
+                    share_w: total - 19_500.0,
+                    rated_w: 30_000.0,
+                    produced_w: Some(21_600.0),
+                },
+                Slot {
+                    told_w: Some(19_000.0),
+                    share_w: 19_500.0,
+                    rated_w: 20_000.0,
+                    produced_w: Some(18_000.0),
+                },
+            ];
+            let out = settle(&slots);
+            assert_eq!(out[1], 19_000.0, "{out:?}");
+            assert!(out[0] > 21_600.0, "{out:?}");
+            assert!(out.iter().sum::<f64>() <= total + 1e-6, "{out:?}");
+        }
     }
 
     #[test]
