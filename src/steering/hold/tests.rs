@@ -647,5 +647,4 @@ fn a_storage_handed_back_never_cuts_the_production_below_the_load() {
     }
 }
 
-mod quiet;
 mod spread;
