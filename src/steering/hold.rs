@@ -86,7 +86,7 @@ pub fn hold(
     let export_storage = export_target < t.plan_x - 1.0;
     let import = import::import_hold(&t, export_target, export_storage);
     let (mut storage, storage_taken, storage_on_way) = hand_back(&t, &import, export_storage);
-    let cap = export::cap(&t, storage, storage_taken, import.lifted);
+    let cap = export::cap(&t, storage, storage_taken, import.lifted, headroom);
     storage = cap.storage;
 
     let production = match (cap.cap, t.plan_cap) {
@@ -211,8 +211,8 @@ fn hand_back(t: &Tick, import: &import::ImportHold, export_storage: bool) -> (f6
 /// leaves room.
 fn lets_go(t: &Tick, storage: f64, lifted: bool) -> bool {
     let gives = |c: export::Cap| pv::expected(t.rule, t.inverters, c.cap);
-    let released = gives(export::cap(t, t.plan_own, false, lifted));
-    released >= gives(export::cap(t, storage, true, lifted)) - t.db
+    let released = gives(export::cap(t, t.plan_own, false, lifted, 0.0));
+    released >= gives(export::cap(t, storage, true, lifted, 0.0)) - t.db
 }
 
 /// What the loop changed of the plan, with the reasons the steering state

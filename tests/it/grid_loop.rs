@@ -97,11 +97,11 @@ async fn noon_with_full_batteries_holds_max_export_without_a_signal() {
         "{st}"
     );
     // 2 kW of load + 39.6 kW (the aim) of 50 kW: about 83 %, each inverter
-    // within 4 % of its rating of its share (`settle.rs`), together no more.
+    // within 8 % of its rating of its share (`settle.rs`), together no more.
     let east = rig.limit("pv-east").expect("a cap held in advance");
     let west = rig.limit("pv-west").expect("a cap held in advance");
     for cap in [east, west] {
-        assert!((78.0..=88.0).contains(&cap), "{east} {west}");
+        assert!((75.0..=91.0).contains(&cap), "{east} {west}");
     }
     let together = 0.3 * east + 0.2 * west;
     assert!((40.0..=43.0).contains(&together), "{east} {west}");

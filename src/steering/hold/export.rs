@@ -92,7 +92,9 @@ pub(super) struct Cap {
 /// The cap: what the site can take with every device at its worst while it
 /// moves. A storage the loop lets go is not let go faster than the production
 /// comes down, and the production is not let up before the storage takes it.
-pub(super) fn cap(t: &Tick, mut storage: f64, taken: bool, lifted: bool) -> Cap {
+/// `headroom_w` of the storage's charging is there only so the inverters can
+/// show what they could give (`storage_target`): it does not release them.
+pub(super) fn cap(t: &Tick, mut storage: f64, taken: bool, lifted: bool, headroom_w: f64) -> Cap {
     let s = t.s;
     let Some(budget) = t.budget else {
         let cap = if lifted { None } else { t.plan_cap };
@@ -123,11 +125,16 @@ pub(super) fn cap(t: &Tick, mut storage: f64, taken: bool, lifted: bool) -> Cap 
     } else {
         0.0
     };
-    // Released when the site can take all the inverters could give.
+    // Released when the site can take all the inverters could give without
+    // the headroom: a release that the headroom made would end as soon as the
+    // headroom went with it (the production no longer at its cap), in a cycle
+    // of release and cap, each a write to every inverter. Held instead, a cap
+    // at or above what they give moves only as the room does.
     let may_release = t.plan_cap.is_none() || lifted;
     let released_before = t.prev.last_production == Some(None);
+    let spare = room - headroom_w;
     let release =
-        may_release && (room >= t.rated + 1.0 || (released_before && room >= t.rated - t.db));
+        may_release && (spare >= t.rated + 1.0 || (released_before && spare >= t.rated - t.db));
     let c = if release {
         t.rated
     } else {

@@ -647,4 +647,5 @@ fn a_storage_handed_back_never_cuts_the_production_below_the_load() {
     }
 }
 
+mod quiet;
 mod spread;

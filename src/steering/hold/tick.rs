@@ -5,7 +5,7 @@
 //! "Transitions"). Pure.
 
 use super::super::alloc::InverterView;
-use super::super::limits::GridLimits;
+use super::super::limits::{GridLimits, Limit};
 use super::estimate::{self, History, Load, Readings};
 use super::{aim, deadband, pv};
 use super::{LoopSettings, LoopState, Sensed, SitePlan, StoragePlan};
@@ -103,6 +103,7 @@ impl<'a> Tick<'a> {
         // (or not read yet) in the load: once one is online, or one goes
         // offline, it is neither held nor frozen but made again, or that
         // output would count twice (or not at all) as the device is told.
+        let db = site_deadband(limits, rated, s, meter.grid_w);
         let counted = counted(&s.readings);
         let same_devices = prev.counted == counted;
         let (load, estimated_at_ms) = match prev.load {
@@ -116,11 +117,7 @@ impl<'a> Tick<'a> {
                     supply_now,
                 );
                 (
-                    estimate::held(
-                        prev.load.filter(|_| same_devices),
-                        read,
-                        site_deadband(limits, pv::rated(inverters), s),
-                    ),
+                    estimate::held(prev.load.filter(|_| same_devices), read, db),
                     s.now_ms,
                 )
             }
@@ -156,7 +153,7 @@ impl<'a> Tick<'a> {
             pv_now,
             rated,
             margin,
-            db: site_deadband(limits, rated, s),
+            db,
             relax_dt_s,
             read_at,
             load,
@@ -184,13 +181,31 @@ fn counted(readings: &Readings) -> Vec<bool> {
     readings.iter().map(Option::is_some).collect()
 }
 
-/// The deadband of the limits (`hold::deadband`), at most 1 % of what the
+/// The deadband of the site's outputs: that of the limits the grid is near
+/// (`hold::deadband`, half the tightest tolerance), at most 1 % of what the
 /// site can move (its online inverters' rating and its storage's larger
 /// power), but not below 500 W: a band wider than that is never needed
-/// against noise, and far limits would make it hide real moves.
-fn site_deadband(limits: &GridLimits, rated: f64, s: &Sensed) -> f64 {
+/// against noise, and far limits would make it hide real moves. A limit
+/// farther from the grid than a tenth of what the site can move (and its
+/// tolerance) does not count: an import limit 277 kW away from an export
+/// held at 182 kW does not narrow the moves that hold the export, and an
+/// unwritten move of a deadband cannot reach it. With no limit near, all
+/// count.
+fn site_deadband(limits: &GridLimits, rated: f64, s: &Sensed, grid_w: f64) -> f64 {
     let capacity = rated + s.charge_cap_w.max(s.discharge_cap_w);
-    deadband(limits).min((0.01 * capacity).max(500.0))
+    let reach = 0.1 * capacity;
+    let near =
+        |l: Option<Limit>, distance: f64| l.filter(|l| distance <= reach + super::tolerance_w(l.w));
+    let close = GridLimits {
+        export: near(limits.export, limits.export.map_or(0.0, |l| l.w + grid_w)),
+        import: near(limits.import, limits.import.map_or(0.0, |l| l.w - grid_w)),
+    };
+    let db = if close.export.is_none() && close.import.is_none() {
+        deadband(limits)
+    } else {
+        deadband(&close)
+    };
+    db.min((0.01 * capacity).max(500.0))
 }
 
 /// The storage as the plan leaves it, at its worst for each limit: (for the
