@@ -14,7 +14,7 @@ use super::hold::{
 };
 use super::limits::{in_force, GridLimits, OperatorLimits};
 use super::open_loop::{open_loop, Net};
-use super::settle::production_limits;
+use super::settle::{production_limits, storage_setpoints};
 use super::signal::Active;
 use super::value::{Component, EssSetting};
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
@@ -56,6 +56,9 @@ pub struct Measurements {
     pub operator: OperatorLimits,
     /// Limits a SCADA set over the Modbus server.
     pub modbus: OperatorLimits,
+    /// The setpoint each battery was last told, in the order of the
+    /// batteries (`None`: released or not yet told; empty: not known).
+    pub battery_setpoints: Vec<Option<f64>>,
 }
 
 impl Measurements {
@@ -156,7 +159,15 @@ pub fn decide(
 
     let planned_batteries = storage_commands(rules.ess, batteries, plan.storage);
     let planned_inverters = production_commands(rules.curtailment, inverters, plan.production);
-    let bats = storage_commands(rules.ess, batteries, held.storage);
+    let bats = match held_storage(&plan, &held) {
+        Some((target, export)) => {
+            storage_setpoints(rules.ess, batteries, &m.battery_setpoints, target, export)
+                .into_iter()
+                .map(Command::EssPower)
+                .collect()
+        }
+        None => storage_commands(rules.ess, batteries, held.storage),
+    };
     let invs = production_commands(rules.curtailment, inverters, held.production);
 
     // Maximize grid import holds maxImport by definition: its devices stay its own.
@@ -347,6 +358,22 @@ fn ess_target(
                 (w, false)
             }
         }
+    }
+}
+
+/// The storage target the grid loop set in place of the plan's to hold a
+/// limit, and whether it holds the export (else the import).
+fn held_storage(plan: &SitePlan, held: &Held) -> Option<(f64, bool)> {
+    let StoragePlan::Power(target) = held.storage else {
+        return None;
+    };
+    if held.storage == plan.storage {
+        return None;
+    }
+    match held.mode {
+        LoopMode::HoldingExport => Some((target, true)),
+        LoopMode::HoldingImport => Some((target, false)),
+        _ => None,
     }
 }
 

@@ -115,6 +115,8 @@ pub struct Context<'a> {
     pub now_ms: i64,
     /// The limit each inverter was last told, in the order of `SiteDevices::inverters`.
     pub inverter_limits: &'a [Option<f64>],
+    /// The setpoint each battery was last told, in the order of `SiteDevices::batteries`.
+    pub battery_setpoints: &'a [Option<f64>],
     pub operator: OperatorLimits,
     /// Limits a SCADA set over the Modbus server.
     pub modbus: OperatorLimits,
@@ -232,6 +234,7 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         readings,
         operator: ctx.operator,
         modbus: ctx.modbus,
+        battery_setpoints: ctx.battery_setpoints.to_vec(),
     };
     let rated_production_w = site
         .rated_production_power

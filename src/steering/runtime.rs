@@ -204,6 +204,18 @@ impl SiteRuntime {
             .collect()
     }
 
+    /// The setpoint each battery was last told (`None`: released or not yet told).
+    fn battery_setpoints(&self) -> Vec<Option<f64>> {
+        let n = self.devices.batteries.len();
+        self.desired[..n]
+            .iter()
+            .map(|tx| match tx.borrow().as_ref().map(|d| d.command) {
+                Some(Command::EssPower(w)) => Some(w),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The site's configured grid limits now.
     pub fn limits(&self) -> ConfiguredLimits {
         *lock(&self.limits)
@@ -219,9 +231,11 @@ impl SiteRuntime {
     /// What the site's inputs are now, as the control loop sees them.
     pub fn inputs(&self, now: i64, live: &Live) -> super::inputs::Inputs {
         let limits = self.inverter_limits();
+        let setpoints = self.battery_setpoints();
         let ctx = Context {
             now_ms: now,
             inverter_limits: &limits,
+            battery_setpoints: &setpoints,
             operator: combine(&lock(&self.signals)),
             modbus: *lock(&self.modbus),
             configured: self.limits(),

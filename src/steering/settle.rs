@@ -16,8 +16,8 @@
 //!
 //! Pure: the limits each inverter was last told come in, the new ones go out.
 
-use super::alloc::{allocate_cap, InverterView};
-use crate::config::CurtailmentFulfilment;
+use super::alloc::{allocate_cap, allocate_ess, BatteryView, InverterView};
+use crate::config::{CurtailmentFulfilment, EssFulfilment};
 
 /// The limits the inverters get from the grid loop's cap of `limit_w`
 /// spread by `rule` ([`allocate_cap`]): their shares, settled against what
@@ -40,6 +40,49 @@ pub fn production_limits(
         })
         .collect();
     settle(&slots)
+}
+
+/// The setpoints the batteries get from the grid loop's storage target of
+/// `target_w` (+ discharge) spread by `rule` (`allocate_ess`), settled
+/// against what each was `told` as the inverters' limits are: each keeps its
+/// setpoint while that stays within the band around its share and within
+/// what it can do now, and the target's move is made by few of them. The
+/// band and the deadband are those of the battery's range (its charge and
+/// discharge caps together). The safe side is kept: holding the export
+/// (`export`), the setpoints never sum to more than the target (never less
+/// charging); holding the import, never to less (never less discharging).
+pub fn storage_setpoints(
+    rule: EssFulfilment,
+    batteries: &[BatteryView],
+    told: &[Option<f64>],
+    target_w: f64,
+    export: bool,
+) -> Vec<f64> {
+    let shares = allocate_ess(rule, batteries, target_w).setpoints;
+    // Each battery's range [−charge cap, discharge cap] as [0, range], turned
+    // so that the safe side is down (as an inverter's limit).
+    let frame: Vec<(f64, f64)> = batteries
+        .iter()
+        .map(|b| (-b.charge_cap(), b.discharge_cap()))
+        .collect();
+    let to = |(lo, hi): (f64, f64), w: f64| if export { w - lo } else { hi - w };
+    let from = |(lo, hi): (f64, f64), x: f64| if export { x + lo } else { hi - x };
+    let slots: Vec<Slot> = frame
+        .iter()
+        .zip(&shares)
+        .enumerate()
+        .map(|(k, (&f, &share))| Slot {
+            told_w: told.get(k).copied().flatten().map(|t| to(f, t)),
+            share_w: to(f, share),
+            rated_w: (f.1 - f.0).max(0.0),
+            produced_w: None,
+        })
+        .collect();
+    settle(&slots)
+        .into_iter()
+        .zip(&frame)
+        .map(|(x, &f)| from(f, x))
+        .collect()
 }
 
 /// One inverter as settling sees it, W.
@@ -358,6 +401,56 @@ mod tests {
             .sum();
         assert!(worst <= 940.0 + 18_973.0 + 1e-6, "{out:?}");
         assert!(out[0] < 1_410.0 && out[1] >= 18_764.0, "{out:?}");
+    }
+
+    fn battery(soc: f64) -> BatteryView {
+        BatteryView {
+            rated_w: 10_000.0,
+            max_charge_w: 10_000.0,
+            max_discharge_w: 10_000.0,
+            soc: Some(soc),
+            soc_min: 5.0,
+            soc_max: 95.0,
+            capacity_wh: Some(20_000.0),
+            priority: 0,
+        }
+    }
+
+    #[test]
+    fn battery_setpoints_move_few_and_keep_the_safe_side() {
+        let bats = vec![battery(50.0); 6];
+        let rule = EssFulfilment::Proportional;
+        // First told: the shares.
+        let first = storage_setpoints(rule, &bats, &[None; 6], -30_000.0, true);
+        assert_eq!(first, vec![-5_000.0; 6]);
+        let told: Vec<Option<f64>> = first.iter().copied().map(Some).collect();
+        // Holding the export, 1.8 kW more charging: a few move, the sum
+        // charges at least that much, each within its caps.
+        let out = storage_setpoints(rule, &bats, &told, -31_800.0, true);
+        let moved = out.iter().zip(&first).filter(|(a, b)| a != b).count();
+        assert!((1..=2).contains(&moved), "{out:?}");
+        assert!(out.iter().sum::<f64>() <= -31_800.0 + 1e-6, "{out:?}");
+        assert!(out.iter().all(|w| (-10_000.0..=10_000.0).contains(w)));
+        // 1.8 kW less charging: never less than asked, moved by few.
+        let out = storage_setpoints(rule, &bats, &told, -28_200.0, true);
+        assert!(out.iter().sum::<f64>() <= -28_200.0 + 1e-6, "{out:?}");
+        assert!(out.iter().zip(&first).filter(|(a, b)| a != b).count() <= 2);
+        // A move within a deadband of the range (100 W): nothing written.
+        let out = storage_setpoints(rule, &bats, &told, -29_950.0, true);
+        assert_eq!(out, first);
+        // Holding the import, discharging: the sum never less than asked.
+        let first = storage_setpoints(rule, &bats, &[None; 6], 24_000.0, false);
+        let told: Vec<Option<f64>> = first.iter().copied().map(Some).collect();
+        let out = storage_setpoints(rule, &bats, &told, 25_500.0, false);
+        assert!(out.iter().sum::<f64>() >= 25_500.0 - 1e-6, "{out:?}");
+        assert!(out.iter().zip(&first).filter(|(a, b)| a != b).count() <= 2);
+        // A battery that filled up cannot keep charging: it goes to its share.
+        let mut full = bats.clone();
+        full[0] = battery(95.0);
+        let told = vec![Some(-5_000.0); 6];
+        let out = storage_setpoints(rule, &full, &told, -30_000.0, true);
+        assert_eq!(out[0], 0.0, "{out:?}");
+        assert!(out.iter().sum::<f64>() <= -30_000.0 + 1e-6, "{out:?}");
     }
 
     #[test]
