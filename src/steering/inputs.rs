@@ -142,8 +142,9 @@ fn sum_power(live: &Live, ids: &[DeviceId]) -> Option<f64> {
         .sum()
 }
 
-/// The site's meters as the grid loop sees them: every one online with a
-/// reading younger than [`STALE_POLLS`] poll intervals, or lost.
+/// The site's meters as the grid loop sees them: every one with a reading
+/// younger than [`STALE_POLLS`] poll intervals (a meter whose last poll
+/// failed too: its last reading stands until then), or lost.
 fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
     if meters.is_empty() {
         return None;
@@ -159,7 +160,10 @@ fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
         });
         let max_age = STALE_POLLS * cfg.poll_interval_ms as i64;
         match reading {
-            _ if !online => {
+            // One failed poll (a timeout on a loaded link, a garbled frame)
+            // does not lose the meter: its last reading serves until it is
+            // stale, as a slow meter's does.
+            _ if !online && reading.is_none_or(|r| now_ms - r.ts_ms > max_age) => {
                 return Some(Meter::Lost(format!("meter {} offline", cfg.reference)));
             }
             None => {

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use crate::steering_support::*;
 use serde_json::json;
+use sitegate::config::{parse, Transport};
+use sitegate::sim::{Fault, FaultyPeer};
 
 /// The demo site with devices that respond like real ones.
 fn lagging_site() -> String {
@@ -142,5 +144,69 @@ async fn a_tight_limit_is_held_without_a_cycle() {
             rig.state().await
         );
     }
+    rig.shutdown().await;
+}
+
+/// A meter poll that goes unanswered once (a timeout on a loaded link) is
+/// not a lost meter: the last reading serves until it is 3 poll intervals
+/// old, so the site is not dropped to its safe state (here: no production
+/// at all under a 0 W export limit, the whole load imported) for a moment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
+    let text = lagging_site()
+        .replace("lag_s = 3, ramp", "lag_s = 0.1, ramp")
+        .replace("battery = { lag_s = 3 }", "battery = { lag_s = 0.1 }");
+    let mut config = parse(&text).expect("test config is valid");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    config.storage.path = dir.path().join("sitegate.db");
+    let sim = start_sim_with(&mut config, fill_batteries).await;
+    // The meter's bus goes through a proxy that can leave a request unanswered.
+    let peer = FaultyPeer::start(sim.addr("grid").expect("the meter's server"))
+        .await
+        .expect("the proxy starts");
+    for bus in &mut config.buses {
+        if let (true, Transport::Tcp { port, .. }) = (bus.name == "grid", &mut bus.transport) {
+            *port = peer.addr().port();
+        }
+    }
+    let rig = Rig::join(sim, config, dir).await;
+    rig.settle().await;
+    rig.sim.set_load(Some(10_000.0));
+    rig.sim.set_sun(Some(0.95));
+    grid_limit(&rig, 0.0, 300).await;
+    // Settled on the new load and the limit, as in the test above.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    eventually("the 0 W limit held", Duration::from_secs(10), || async {
+        rig.state().await["gridLoop"]["mode"] == "holdingExport" && export_w(&rig).abs() < 1_000.0
+    })
+    .await;
+    for _ in 0..3 {
+        peer.inject(Fault::Silence);
+        eventually("a meter request unanswered", Duration::from_secs(5), || async {
+            peer.pending() == 0
+        })
+        .await;
+        // The poll times out (500 ms), the next one is answered.
+        let until = Instant::now() + Duration::from_secs(3);
+        let mut least = f64::MAX;
+        while Instant::now() < until {
+            least = least.min(export_w(&rig));
+            let mode = rig.state().await["gridLoop"]["mode"].clone();
+            assert_ne!(mode, "meterLost", "one unanswered meter poll lost the meter");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            least >= -6_000.0,
+            "the export fell to {least} W after one unanswered meter poll; state: {}",
+            rig.state().await
+        );
+    }
+    assert_eq!(peer.applied(), vec![Fault::Silence; 3]);
+    let (_, metrics) = rig.get_text("/metrics").await;
+    let failed = metrics
+        .lines()
+        .find(|l| l.starts_with("sitegate_device_poll_failures_total{device=\"dvc_grid\"}"))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
+    assert!(failed.is_some_and(|n| n >= 3), "the meter's failed polls: {failed:?}");
     rig.shutdown().await;
 }

@@ -208,19 +208,7 @@ impl Rig {
 
     /// As [`Rig::start`] with every battery full (at its SoC max).
     pub async fn start_full(text: &str) -> Rig {
-        Rig::start_with(text, |spec| {
-            for d in spec.servers.iter_mut().flat_map(|s| s.devices.iter_mut()) {
-                if let sitegate::sim::SimKind::Battery {
-                    initial_soc,
-                    soc_max,
-                    ..
-                } = &mut d.kind
-                {
-                    *initial_soc = *soc_max;
-                }
-            }
-        })
-        .await
+        Rig::start_with(text, fill_batteries).await
     }
 
     /// Stops the agent (gracefully) and starts it again on the same config and
@@ -257,7 +245,8 @@ impl Rig {
         rig
     }
 
-    async fn settle(&self) {
+    /// Waits until every device is discovered and at its fallback or applied.
+    pub async fn settle(&self) {
         self.wait_discovered().await;
         let rig = self;
         // At their fallback, or applied where the grid loop holds a limit.
@@ -401,6 +390,20 @@ impl Rig {
     pub async fn shutdown(self) {
         self.agent.shutdown().await;
         self.sim.shutdown().await;
+    }
+}
+
+/// Every simulated battery full (at its SoC max).
+pub fn fill_batteries(spec: &mut SimSiteSpec) {
+    for d in spec.servers.iter_mut().flat_map(|s| s.devices.iter_mut()) {
+        if let sitegate::sim::SimKind::Battery {
+            initial_soc,
+            soc_max,
+            ..
+        } = &mut d.kind
+        {
+            *initial_soc = *soc_max;
+        }
     }
 }
 
