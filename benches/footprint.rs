@@ -24,9 +24,12 @@
 //! as many series at 1 Hz, with the same flush interval, for the same window.
 //!
 //! **Scale** (`-- scale SIZES MINUTES [--layout small|commercial]
-//! [--history-h HOURS] [--window-min W] [--calm]`, e.g. `-- scale
-//! 20,200,1000 60 --history-h 24`): one agent and one simulated site per
-//! size, all running at once, default storage settings but the size bound; a
+//! [--history-h HOURS] [--window-min W] [--calm] [--cap-mb MB]`, e.g. `--
+//! scale 20,200,1000 60 --history-h 24`): one agent and one simulated site
+//! per size, all running at once, default storage settings but the size
+//! bound (far away unless `--cap-mb` sets it: then the pages in use and the
+//! file at most are printed, and the bytes written are those of a store that
+//! evicts); a
 //! day of history written first on request, through the store's staging and
 //! compaction (`footprint/history.rs`). Start-up to all devices online, RSS,
 //! CPU, bytes written per sample in the first and last W (10) minutes, bytes

@@ -58,6 +58,9 @@ pub struct Modbus {
     /// The device off the steered site with the most writes: its
     /// reference, kind and site.
     pub most_writes: Option<String>,
+    /// Off the steered site and the park, per kind of device that was
+    /// written: the kind, writes per device per hour (mean, the most).
+    pub by_kind: Vec<(&'static str, f64, f64)>,
     /// The park's inverters: writes per inverter per hour (mean, the most)
     /// and registers written per inverter per hour (mean).
     pub park_h: Option<(f64, f64, f64)>,
@@ -105,11 +108,25 @@ pub fn modbus_figures(plan: &Plan, a: &Counts, b: &Counts) -> Modbus {
         .sum();
     let polls = b.polls.saturating_sub(a.polls).max(1) as f64;
     let requests = b.requests.saturating_sub(a.requests);
+    let mut by_kind = Vec::new();
+    for kind in ["inverter", "battery"] {
+        let w: Vec<f64> = (0..plan.devices.len())
+            .filter(|&i| {
+                let d = &plan.devices[i];
+                d.site != steered && !plan.sites[d.site].park && d.kind == kind
+            })
+            .map(|i| per_h(i).0)
+            .collect();
+        if w.iter().any(|&x| x > 0.0) {
+            by_kind.push((kind, mean(&w), most(&w)));
+        }
+    }
     let park_w: Vec<f64> = park.iter().map(|p| p.0).collect();
     let park_r: Vec<f64> = park.iter().map(|p| p.1).collect();
     Modbus {
         writes_h: (mean(&off), most(&off)),
         most_writes,
+        by_kind,
         park_h: (!park.is_empty()).then(|| (mean(&park_w), most(&park_w), mean(&park_r))),
         park_steered: plan.sites[steered].park,
         requests_per_poll: requests as f64 / polls,

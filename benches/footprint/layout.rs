@@ -255,7 +255,8 @@ fn commercial(n: usize) -> Plan {
 }
 
 /// The agent's config: the API on `http_port` (no auth, no rate limit), the
-/// store in `dir` (size bound far away, so a day of history stays), each bus
+/// store in `dir` under a size bound of `max_size_mb` (far away by default,
+/// so a day of history stays), each bus
 /// on the port `port(bus)` gives (0 before the simulator runs); the
 /// `[simulator]` section with each site's load, noisy unless `calm`.
 pub fn config_text(
@@ -264,9 +265,10 @@ pub fn config_text(
     http_port: u16,
     port: &dyn Fn(&str) -> u16,
     calm: bool,
+    max_size_mb: u64,
 ) -> String {
     let mut t = format!(
-        "gateway_id = \"footprint\"\n[http]\nlisten = [\"127.0.0.1:{http_port}\"]\nauth = \"none\"\nrate_limit = {{ requests_per_s = 0 }}\n[storage]\npath = {:?}\nmax_size_mb = 65536\n[logging]\nlevel = \"warn\"\n",
+        "gateway_id = \"footprint\"\n[http]\nlisten = [\"127.0.0.1:{http_port}\"]\nauth = \"none\"\nrate_limit = {{ requests_per_s = 0 }}\n[storage]\npath = {:?}\nmax_size_mb = {max_size_mb}\n[logging]\nlevel = \"warn\"\n",
         dir.join("sitegate.db").display().to_string()
     );
     let kw = |w: f64| format!("{} kW", w / 1000.0);

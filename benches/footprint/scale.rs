@@ -56,6 +56,8 @@ struct Args {
     history_h: i64,
     window_min: u64,
     calm: bool,
+    /// `storage.max_size_mb` (far away unless `--cap-mb` sets it).
+    cap_mb: u64,
 }
 
 fn parse_args(args: &[String]) -> Args {
@@ -66,6 +68,7 @@ fn parse_args(args: &[String]) -> Args {
         history_h: 0,
         window_min: 10,
         calm: false,
+        cap_mb: 65536,
     };
     let mut positional = 0;
     let mut it = args.iter();
@@ -75,6 +78,7 @@ fn parse_args(args: &[String]) -> Args {
             "--history-h" => a.history_h = it.next().unwrap().parse().unwrap(),
             "--window-min" => a.window_min = it.next().unwrap().parse().unwrap(),
             "--calm" => a.calm = true,
+            "--cap-mb" => a.cap_mb = it.next().unwrap().parse().unwrap(),
             v if positional == 0 => {
                 a.sizes = v.split(',').map(|n| n.trim().parse().unwrap()).collect();
                 positional += 1;
@@ -114,6 +118,9 @@ struct Report {
     post_last_ms: Vec<f64>,
     post_incomplete: usize,
     modbus: Modbus,
+    /// The most pages in use and the largest file with its WAL, bytes.
+    used_most: u64,
+    file_most: u64,
 }
 
 /// One agent under measurement, with its simulated site.
@@ -140,16 +147,17 @@ fn free_port() -> u16 {
 
 impl Run {
     /// Starts the simulated site of `n` devices and writes the agent's config.
-    fn prepare(rt: &tokio::runtime::Handle, layout: Layout, n: usize, calm: bool) -> Run {
+    fn prepare(rt: &tokio::runtime::Handle, args: &Args, n: usize) -> Run {
+        let (layout, calm, cap) = (args.layout, args.calm, args.cap_mb);
         let plan = Plan::new(layout, n);
         let dir = tempfile::tempdir().unwrap();
         let http_port = free_port();
-        let text = config_text(&plan, dir.path(), http_port, &|_| 0, calm);
+        let text = config_text(&plan, dir.path(), http_port, &|_| 0, calm, cap);
         let mut spec = SimSiteSpec::from_config(&parse(&text).unwrap(), 1.0);
         spec.start = Some(SUMMER_MORNING_MS);
         let sim = rt.block_on(SimSite::start(spec)).unwrap();
         let port = |bus: &str| sim.addr(bus).unwrap().port();
-        let text = config_text(&plan, dir.path(), http_port, &port, calm);
+        let text = config_text(&plan, dir.path(), http_port, &port, calm, cap);
         let config_path = dir.path().join("sitegate.toml");
         std::fs::write(&config_path, text).unwrap();
         Run {
@@ -356,6 +364,16 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
     let counts0 = run.counts();
     let mut counts_last = None;
     let used0 = used_bytes(&run.db);
+    // The pages in use and the file (with its WAL), the most seen at the
+    // minute marks: what a size bound must hold.
+    let file_bytes = |db: &PathBuf| {
+        let wal = db.with_extension("db-wal");
+        [db.as_path(), wal.as_path()]
+            .iter()
+            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+            .sum::<u64>()
+    };
+    let (mut used_most, mut file_most) = (used0, file_bytes(&run.db));
     let mut first_end = None;
     let mut last_start = None;
     let (mut rss, mut rss_last) = (Vec::new(), Vec::new());
@@ -400,6 +418,8 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
         }
         if t >= next_minute {
             let (samples, sqlite) = run.store_figures();
+            used_most = used_most.max(used_bytes(&run.db));
+            file_most = file_most.max(file_bytes(&run.db));
             let now = Mark {
                 bytes: io_write_bytes(&format!("/proc/{}/io", run.pid())),
                 samples,
@@ -423,6 +443,8 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
     let end = run.mark(true);
     let counts1 = run.counts();
     let used1 = used_bytes(&run.db);
+    used_most = used_most.max(used1);
+    file_most = file_most.max(file_bytes(&run.db));
     let hwm_kb = memory_kb(run.pid()).1;
     run.stop();
     let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len().max(1) as f64;
@@ -452,6 +474,8 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
             counts_last.as_ref().unwrap_or(&counts0),
             &counts1,
         ),
+        used_most,
+        file_most,
     }
 }
 
@@ -467,11 +491,12 @@ fn percentile(v: &[f64], p: f64) -> f64 {
 fn print_reports(args: &Args, reports: &[Report]) {
     let w = args.window_min;
     println!(
-        "\n== footprint scale: layout {}, {} min after all devices online, {} h of history, polled at 1 Hz, {} simulator",
+        "\n== footprint scale: layout {}, {} min after all devices online, {} h of history, polled at 1 Hz, {} simulator, max_size_mb = {}",
         args.layout.name(),
         args.minutes,
         args.history_h,
-        if args.calm { "calm" } else { "noisy" }
+        if args.calm { "calm" } else { "noisy" },
+        args.cap_mb
     );
     println!(
         "| devices (inv/bat/met) | start-up to all online | RSS mean / last {w} min / peak (VmHWM) | CPU of one core | B/sample, GiB/day: first {w} min | last {w} min | samples/s | at rest B/sample | GET latest p99 (p50) | POST -> first write p99 (p50) | POST -> last of N inverters p99 (p50) | Modbus writes/device/h off the steered site, last {w} min: mean (most) | park inverter writes/h, last {w} min: mean (most) | steering audit B/h, last {w} min | Modbus requests/poll (reads) | /metrics scrape |"
@@ -522,17 +547,27 @@ fn print_reports(args: &Args, reports: &[Report]) {
     }
     for r in reports {
         println!(
-            "n={}: {} history samples, {} GETs, {} POST rounds, the most writes off the steered site: {}{}",
+            "n={}: {} history samples, {} GETs, {} POST rounds, pages in use at most {:.1} MiB and the file with its WAL {:.1} MiB (max_size_mb = {}), the most writes off the steered site: {}{}{}",
             r.devices,
             r.history_samples,
             r.get_ms.len(),
             r.post_first_ms.len() + r.post_incomplete,
+            r.used_most as f64 / (1 << 20) as f64,
+            r.file_most as f64 / (1 << 20) as f64,
+            args.cap_mb,
             r.modbus.most_writes.as_deref().unwrap_or("none"),
             r.modbus
                 .park_h
                 .map_or(String::new(), |(_, _, regs)| format!(
                     ", park inverters: {regs:.0} registers written per inverter per hour"
                 )),
+            r.modbus
+                .by_kind
+                .iter()
+                .map(|(kind, mean, most)| format!(
+                    ", {kind} writes/h off the steered site and the park: mean {mean:.1} (most {most:.0})"
+                ))
+                .collect::<String>(),
         );
     }
 }
@@ -560,7 +595,7 @@ pub fn main(args: &[String]) {
         .map(|&n| {
             let (args, barrier, rt) = (Arc::clone(&args), Arc::clone(&barrier), rt.handle().clone());
             std::thread::spawn(move || {
-                let mut run = Run::prepare(&rt, args.layout, n, args.calm);
+                let mut run = Run::prepare(&rt, &args, n);
                 let history = if args.history_h > 0 {
                     let p = run.prefill(args.history_h, args.calm);
                     println!(

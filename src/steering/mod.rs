@@ -74,9 +74,14 @@ use durable::Durable;
 use inputs::SiteDevices;
 use runtime::SiteRuntime;
 
-/// Device-write records queued for the store at most; beyond that they are
-/// dropped with a warning (a write is never held up by its record).
-pub const AUDIT_QUEUE: usize = 1024;
+/// Device-write records queued for the store at most: four per configured
+/// device, at least 1,024; beyond that they are dropped with a warning (a
+/// write is never held up by its record). At start every steered device is
+/// written at once, while the store may be busy: a 1,000-device site behind
+/// a size cap it had passed dropped 65 of its first records with 1,024.
+pub fn audit_queue(devices: usize) -> usize {
+    (4 * devices).max(1024)
+}
 
 /// Restores the stored timelines (dropping what expired while the agent was
 /// down), then starts one control loop per site, one actuator per steered device,
@@ -128,7 +133,7 @@ pub async fn start(
             HashMap::new()
         }
     };
-    let (audit_tx, audit_rx) = mpsc::channel(AUDIT_QUEUE);
+    let (audit_tx, audit_rx) = mpsc::channel(audit_queue(config.devices.len()));
     tracker.spawn(write_audit(store.clone(), audit_rx, cancel.child_token()));
 
     let mut sites = Vec::new();

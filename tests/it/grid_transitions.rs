@@ -182,9 +182,11 @@ async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
     .await;
     for _ in 0..3 {
         peer.inject(Fault::Silence);
-        eventually("a meter request unanswered", Duration::from_secs(5), || async {
-            peer.pending() == 0
-        })
+        eventually(
+            "a meter request unanswered",
+            Duration::from_secs(5),
+            || async { peer.pending() == 0 },
+        )
         .await;
         // The poll times out (500 ms), the next one is answered.
         let until = Instant::now() + Duration::from_secs(3);
@@ -192,7 +194,10 @@ async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
         while Instant::now() < until {
             least = least.min(export_w(&rig));
             let mode = rig.state().await["gridLoop"]["mode"].clone();
-            assert_ne!(mode, "meterLost", "one unanswered meter poll lost the meter");
+            assert_ne!(
+                mode, "meterLost",
+                "one unanswered meter poll lost the meter"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert!(
@@ -207,6 +212,9 @@ async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
         .lines()
         .find(|l| l.starts_with("sitegate_device_poll_failures_total{device=\"dvc_grid\"}"))
         .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
-    assert!(failed.is_some_and(|n| n >= 3), "the meter's failed polls: {failed:?}");
+    assert!(
+        failed.is_some_and(|n| n >= 3),
+        "the meter's failed polls: {failed:?}"
+    );
     rig.shutdown().await;
 }

@@ -131,7 +131,10 @@ fn a_late_meter_reading_does_not_cycle() {
             let least = trace.iter().map(|(_, g)| -g).fold(f64::MAX, f64::min);
             let what = format!("zero export, meter late, SoC {soc} %");
             assert_held(&what, lag, export_over(&trace, &|_| 0.0));
-            assert!(least >= -6_000.0, "{what}, lag {lag} s: the export fell to {least:.0} W");
+            assert!(
+                least >= -6_000.0,
+                "{what}, lag {lag} s: the export fell to {least:.0} W"
+            );
         }
     }
 }
