@@ -445,7 +445,8 @@ impl StorageConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct PollingConfig {
-    /// First wait after a failed poll; doubles per failure.
+    /// First wait after the second failed poll in a row (a first failure is
+    /// retried at the device's next poll); doubles per failure.
     pub min_backoff_ms: u64,
     /// Longest wait between attempts at a failing device.
     pub max_backoff_ms: u64,

@@ -414,8 +414,19 @@ impl BusTask {
             }
             Err(e) => {
                 slot.failures += 1;
-                let backoff = backoff(&self.polling, slot.failures);
-                slot.next_due = Instant::now() + backoff;
+                // A first failure is retried at the device's own cadence: one
+                // lost or late answer must not cost the grid loop its meter
+                // (lost after 3 poll intervals without a reading, which a
+                // backoff after the timeout would pass). From the second in a
+                // row, the device backs off.
+                let now = Instant::now();
+                let retry_at = if slot.failures == 1 {
+                    let interval = Duration::from_millis(slot.cfg.poll_interval_ms);
+                    (slot.next_due + interval).max(now)
+                } else {
+                    now + backoff(&self.polling, slot.failures - 1)
+                };
+                slot.next_due = retry_at;
                 if slot.failures >= REDISCOVER_AFTER && slot.state.map.is_some() {
                     slot.state.forget();
                     self.maps.set(id, None);
@@ -424,7 +435,7 @@ impl BusTask {
                 if slot.failures == 1 {
                     tracing::warn!(device = %slot.cfg.reference, bus = %self.name, error = %e, "poll failed; device offline");
                 } else {
-                    tracing::debug!(device = %slot.cfg.reference, failures = slot.failures, retry_in_ms = backoff.as_millis() as u64, error = %e, "poll failed again");
+                    tracing::debug!(device = %slot.cfg.reference, failures = slot.failures, retry_in_ms = retry_at.saturating_duration_since(now).as_millis() as u64, error = %e, "poll failed again");
                 }
                 self.telemetry.mark_failed(id, e.to_string());
             }
@@ -474,6 +485,8 @@ impl BusTask {
 /// have been replaced or updated).
 const REDISCOVER_AFTER: u32 = 3;
 
+/// The wait before the next attempt at a device that failed `failures` + 1
+/// times in a row (the first failure is retried at its cadence):
 /// `min × 2^(failures−1)`, capped at `max`, without jitter: each device keeps
 /// its own rhythm on its bus.
 pub fn backoff(p: &PollingConfig, failures: u32) -> Duration {

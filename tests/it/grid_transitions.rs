@@ -149,8 +149,9 @@ async fn a_tight_limit_is_held_without_a_cycle() {
 
 /// A meter poll that goes unanswered once (a timeout on a loaded link) is
 /// not a lost meter: the last reading serves until it is 3 poll intervals
-/// old, so the site is not dropped to its safe state (here: no production
-/// at all under a 0 W export limit, the whole load imported) for a moment.
+/// old and the poll is retried at the meter's next one, so the site is not
+/// dropped to its safe state (here: no production at all under a 0 W export
+/// limit, the whole load imported) for a moment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
     let text = lagging_site()
@@ -160,13 +161,17 @@ async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     config.storage.path = dir.path().join("sitegate.db");
     let sim = start_sim_with(&mut config, fill_batteries).await;
-    // The meter's bus goes through a proxy that can leave a request unanswered.
+    // The meter's bus goes through a proxy that can leave a request
+    // unanswered, with the default timeout (1 s, as long as the poll
+    // interval): the poll retried after the timeout and a backoff would come
+    // 3 intervals after the last reading.
     let peer = FaultyPeer::start(sim.addr("grid").expect("the meter's server"))
         .await
         .expect("the proxy starts");
     for bus in &mut config.buses {
         if let (true, Transport::Tcp { port, .. }) = (bus.name == "grid", &mut bus.transport) {
             *port = peer.addr().port();
+            bus.timeout_ms = 1000;
         }
     }
     let rig = Rig::join(sim, config, dir).await;
@@ -188,7 +193,7 @@ async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
             || async { peer.pending() == 0 },
         )
         .await;
-        // The poll times out (500 ms), the next one is answered.
+        // The poll times out (1 s), the next one is answered.
         let until = Instant::now() + Duration::from_secs(3);
         let mut least = f64::MAX;
         while Instant::now() < until {

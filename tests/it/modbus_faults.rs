@@ -60,10 +60,10 @@ poll_interval_ms = 100
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_agent_recovers_from_every_fault() {
+/// The agent on `text`, the "pv" bus behind a fault-injecting proxy.
+async fn start(text: &str) -> (Agent, FaultyPeer, SimSite, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = parse(&config()).unwrap();
+    let mut cfg = parse(text).unwrap();
     cfg.storage.path = dir.path().join("db.sqlite");
     let mut spec = SimSiteSpec::from_config(&cfg, 1.0);
     spec.start = Some(SUMMER_MORNING_MS);
@@ -79,6 +79,12 @@ async fn the_agent_recovers_from_every_fault() {
         }
     }
     let agent = Agent::start(cfg).await.unwrap();
+    (agent, peer, sim, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_recovers_from_every_fault() {
+    let (agent, peer, sim, _dir) = start(&config()).await;
     let live = agent.live().clone();
     let (pv, bat) = (live.find("dvc_pv").unwrap(), live.find("dvc_bat").unwrap());
     let ts = |id, p| live.latest(id, p).map(|r| r.ts_ms);
@@ -137,6 +143,54 @@ async fn the_agent_recovers_from_every_fault() {
     }
     assert_eq!(peer.applied().len(), 8 * FAULTS_IN_A_ROW);
 
+    agent.shutdown().await;
+    peer.stop().await;
+    sim.shutdown().await;
+}
+
+/// A first failure is retried at the device's next poll, not after the
+/// backoff (a meter that misses one answer must not stay unread for 3 poll
+/// intervals: the grid loop would lose it); a second in a row backs off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_failure_is_retried_at_the_next_poll_and_a_second_backs_off() {
+    let text = config().replace(
+        "min_backoff_ms = 300\nmax_backoff_ms = 600",
+        "min_backoff_ms = 4000\nmax_backoff_ms = 8000",
+    );
+    let (agent, peer, sim, _dir) = start(&text).await;
+    let live = agent.live().clone();
+    let pv = live.find("dvc_pv").unwrap();
+    let ts = || live.latest(pv, Property::ActivePower).map(|r| r.ts_ms);
+    wait_for("first values", Duration::from_secs(10), || async { ts() }).await;
+    for in_a_row in [1, 2] {
+        for _ in 0..in_a_row {
+            peer.inject(Fault::Exception(ExceptionCode::ServerDeviceBusy));
+        }
+        wait_for("offline", Duration::from_secs(5), || async {
+            (!live.snapshot(pv).online).then_some(())
+        })
+        .await;
+        let failed = std::time::Instant::now();
+        wait_for("online again", Duration::from_secs(15), || async {
+            live.snapshot(pv).online.then_some(())
+        })
+        .await;
+        let offline = failed.elapsed();
+        if in_a_row == 1 {
+            // Polled every 100 ms: back at the next poll, well before the
+            // 4 s backoff.
+            assert!(
+                offline < Duration::from_secs(2),
+                "one failure: offline for {offline:?}"
+            );
+        } else {
+            assert!(
+                offline >= Duration::from_secs(3),
+                "two in a row: offline for {offline:?}"
+            );
+        }
+    }
+    assert_eq!(peer.applied().len(), 3);
     agent.shutdown().await;
     peer.stop().await;
     sim.shutdown().await;
