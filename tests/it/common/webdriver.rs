@@ -236,13 +236,20 @@ impl Browser {
         .await;
     }
 
-    /// The rendered text of the first element matching `css`.
+    /// The rendered text of the first element matching `css`. The page
+    /// renders its lists again as values arrive: an element replaced between
+    /// finding it and reading it ("stale element reference") is found again.
     pub async fn text(&self, css: &str) -> String {
-        let e = self.el(css).await;
-        let v = self
-            .must(Method::GET, &format!("/element/{}/text", e.0), None)
-            .await;
-        v.as_str().unwrap_or_default().to_string()
+        let mut tries = 0;
+        loop {
+            let e = self.el(css).await;
+            let path = format!("/element/{}/text", e.0);
+            match self.cmd(Method::GET, &path, None).await {
+                Ok(v) => return v.as_str().unwrap_or_default().to_string(),
+                Err(err) if err.contains("stale element reference") && tries < 5 => tries += 1,
+                Err(err) => panic!("webdriver {path}: {err}"),
+            }
+        }
     }
 
     /// Runs `script` (a function body; `arguments[i]` are `args`) and returns its value.
