@@ -1,10 +1,10 @@
 //! Holding `storage.max_size_mb` while samples arrive: the writer's side of
 //! the size cap. The staging ring takes at most a fifth of the cap (a
-//! compaction starts once more is staged, [`Cap::staged_max`]); before a
-//! compaction the oldest data is deleted to make room for what it will add
-//! (the growth of the last one, per sample moved), and in its own
-//! transaction whatever is still over, so no commit leaves more than the cap
-//! in use. `retention.rs` says what goes first; the ring and the
+//! compaction starts once more is staged, [`Cap::staged_max`]); in a
+//! compaction's transaction, before it writes, the oldest data is deleted to
+//! make room for what it will add (the growth of the last one, per sample
+//! moved), and after it whatever is still over, so no commit leaves more
+//! than the cap in use. `retention.rs` says what goes first; the ring and the
 //! newest [`KEPT_NEWEST_MS`] of raw samples never go.
 //!
 //! Bookkeeping only: the writer runs the steps (`writer.rs`).

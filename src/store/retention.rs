@@ -173,14 +173,22 @@ fn raw_series(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
 }
 
 impl Policy {
-    /// Deletes for the cap inside the caller's transaction (a compaction's,
-    /// so that no commit leaves more than the cap in use) until the pages in
-    /// use are under it; returns the rows deleted and whether only the ring
-    /// and the kept window were left.
-    pub fn evict_in_tx(&self, conn: &Connection, keep_from: i64) -> rusqlite::Result<(u64, bool)> {
+    /// Deletes for the cap inside the caller's transaction (a compaction's)
+    /// until the pages in use are under it with `room` bytes to spare;
+    /// returns the rows deleted and whether only the ring and the kept window
+    /// were left. In the compaction's transaction, before it writes, the
+    /// pages the deletes free take its new rows and go to the WAL once, with
+    /// them; freed in a transaction of their own they went there twice, as
+    /// freed and as filled again.
+    pub fn evict_in_tx(
+        &self,
+        conn: &Connection,
+        keep_from: i64,
+        room: u64,
+    ) -> rusqlite::Result<(u64, bool)> {
         let series = raw_series(conn)?;
         let mut deleted = 0;
-        while capped_bytes(conn)? > self.max_bytes {
+        while capped_bytes(conn)?.saturating_add(room) > self.max_bytes {
             match evict(conn, &series, keep_from)? {
                 Some(n) => deleted += n,
                 None => return Ok((deleted, true)),

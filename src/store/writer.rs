@@ -243,21 +243,14 @@ impl Writer {
     }
 
     /// Moves the staged samples into chunks and the rollups in one transaction,
-    /// deleting the oldest data first to make room for it under the cap, and
-    /// in that transaction whatever is still over. Also run by
+    /// in which the oldest data is deleted first to make room for it under the
+    /// cap, and whatever is still over after it. Also run by
     /// [`StoreHandle::open`](super::StoreHandle::open) before the thread
     /// starts, for what a crash or a shutdown left staged.
     pub fn compact(&mut self) -> Result<usize, StoreError> {
-        let staged = self.ingest.staged();
-        if staged > 0 {
-            // Nothing expires at the start of time: only the cap deletes here.
-            if let Err(e) = self.retention(i64::MIN, self.cap.room_for(staged)) {
-                tracing::error!(error = %e, "making room under storage.max_size_mb before a compaction failed; compacting anyway");
-            }
-        }
-        let before = super::retention::used_bytes(&self.conn)?;
+        let room = self.cap.room_for(self.ingest.staged());
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let result = self.compact_in_tx(before);
+        let result = self.compact_in_tx(room);
         let result = result.and_then(|r| self.conn.execute_batch("COMMIT").map(|()| r));
         if result.is_err() {
             self.rolled_back();
@@ -271,23 +264,34 @@ impl Writer {
         Ok(moved)
     }
 
-    /// The compaction inside its transaction, then, in the same
-    /// transaction, what the cap deletes: no commit leaves more than the cap
-    /// in use. Returns the samples moved and whether only the ring and the
-    /// kept window were left.
-    fn compact_in_tx(&mut self, before: u64) -> rusqlite::Result<(usize, bool)> {
+    /// The compaction inside its transaction: first what the cap deletes to
+    /// make `room` for it (`room_for`, what the last one added), so that it
+    /// writes into the pages the deletes free; then the compaction; then, in
+    /// the same transaction, whatever is still over: no commit leaves more
+    /// than the cap in use. Returns the samples moved and whether only the
+    /// ring and the kept window were left.
+    fn compact_in_tx(&mut self, room: u64) -> rusqlite::Result<(usize, bool)> {
+        let keep_from = Cap::keep_from(self.ingest.newest_of_all(&self.conn)?);
+        let (made_room, full_before) = if room > 0 {
+            self.policy.evict_in_tx(&self.conn, keep_from, room)?
+        } else {
+            (0, false)
+        };
+        let before = super::retention::used_bytes(&self.conn)?;
         let moved = self.ingest.compact(&self.conn)?;
         let after = super::retention::used_bytes(&self.conn)?;
         self.cap.measured(before, after, moved);
-        if after <= self.cap.max_bytes {
-            return Ok((moved, false));
+        let (deleted, full) = if after > self.cap.max_bytes {
+            self.policy.evict_in_tx(&self.conn, keep_from, 0)?
+        } else {
+            (0, full_before)
+        };
+        if made_room + deleted > 0 {
+            tracing::debug!(
+                rows = made_room + deleted,
+                "deleted oldest rows to stay under storage.max_size_mb"
+            );
         }
-        let keep_from = Cap::keep_from(self.ingest.newest_of_all(&self.conn)?);
-        let (deleted, full) = self.policy.evict_in_tx(&self.conn, keep_from)?;
-        tracing::debug!(
-            rows = deleted,
-            "deleted oldest rows to stay under storage.max_size_mb"
-        );
         Ok((moved, full))
     }
 
