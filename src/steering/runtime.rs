@@ -192,25 +192,14 @@ impl SiteRuntime {
         *self.evaluated.borrow() == Some(self.committed.load(Ordering::SeqCst))
     }
 
-    /// The limit each inverter was last told (`None`: released or not yet told).
-    fn inverter_limits(&self) -> Vec<Option<f64>> {
-        let n = self.devices.batteries.len();
-        self.desired[n..]
+    /// What each steered device was last told, W, in the order of
+    /// `desired` (batteries, then inverters): a storage setpoint or a
+    /// production limit (`None`: released or not yet told).
+    fn told_w(&self) -> Vec<Option<f64>> {
+        self.desired
             .iter()
             .map(|tx| match tx.borrow().as_ref().map(|d| d.command) {
-                Some(Command::ProductionLimit(w)) => Some(w),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// The setpoint each battery was last told (`None`: released or not yet told).
-    fn battery_setpoints(&self) -> Vec<Option<f64>> {
-        let n = self.devices.batteries.len();
-        self.desired[..n]
-            .iter()
-            .map(|tx| match tx.borrow().as_ref().map(|d| d.command) {
-                Some(Command::EssPower(w)) => Some(w),
+                Some(Command::EssPower(w) | Command::ProductionLimit(w)) => Some(w),
                 _ => None,
             })
             .collect()
@@ -230,12 +219,12 @@ impl SiteRuntime {
 
     /// What the site's inputs are now, as the control loop sees them.
     pub fn inputs(&self, now: i64, live: &Live) -> super::inputs::Inputs {
-        let limits = self.inverter_limits();
-        let setpoints = self.battery_setpoints();
+        let told = self.told_w();
+        let (setpoints, limits) = told.split_at(self.devices.batteries.len());
         let ctx = Context {
             now_ms: now,
-            inverter_limits: &limits,
-            battery_setpoints: &setpoints,
+            inverter_limits: limits,
+            battery_setpoints: setpoints,
             operator: combine(&lock(&self.signals)),
             modbus: *lock(&self.modbus),
             configured: self.limits(),

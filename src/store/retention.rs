@@ -85,17 +85,11 @@ pub(crate) enum Step {
 
 impl Policy {
     /// Runs one step at `now_ms` inside its own transaction, deleting for the
-    /// cap nothing newer than `keep_from`, while more than `max_bytes` less
-    /// `room` is in use.
-    pub fn step(
-        &self,
-        conn: &Connection,
-        now_ms: i64,
-        keep_from: i64,
-        room: u64,
-    ) -> rusqlite::Result<Step> {
+    /// cap nothing newer than `keep_from`, while more than `max_bytes` is in
+    /// use.
+    pub fn step(&self, conn: &Connection, now_ms: i64, keep_from: i64) -> rusqlite::Result<Step> {
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        let result = self.step_in_tx(conn, now_ms, keep_from, room);
+        let result = self.step_in_tx(conn, now_ms, keep_from);
         match result {
             Ok(_) => conn.execute_batch("COMMIT")?,
             Err(_) => {
@@ -105,13 +99,7 @@ impl Policy {
         result
     }
 
-    fn step_in_tx(
-        &self,
-        conn: &Connection,
-        now_ms: i64,
-        keep_from: i64,
-        room: u64,
-    ) -> rusqlite::Result<Step> {
+    fn step_in_tx(&self, conn: &Connection, now_ms: i64, keep_from: i64) -> rusqlite::Result<Step> {
         let series = raw_series(conn)?;
         for (tier, tables) in TIERS.iter().enumerate() {
             let keep = match tier {
@@ -126,7 +114,7 @@ impl Policy {
                 }
             }
         }
-        if capped_bytes(conn)?.saturating_add(room) <= self.max_bytes {
+        if capped_bytes(conn)? <= self.max_bytes {
             return Ok(Step::Done);
         }
         Ok(match evict(conn, &series, keep_from)? {
@@ -141,12 +129,11 @@ impl Policy {
         conn: &Connection,
         now_ms: i64,
         keep_from: i64,
-        room: u64,
     ) -> rusqlite::Result<RetentionReport> {
         let mut report = RetentionReport::default();
         loop {
             report.steps += 1;
-            match self.step(conn, now_ms, keep_from, room)? {
+            match self.step(conn, now_ms, keep_from)? {
                 Step::Expired(n) => report.expired_rows += n,
                 Step::Evicted(n) => report.evicted_rows += n,
                 Step::Done => return Ok(report),

@@ -140,7 +140,7 @@ impl Writer {
                             Some(Job::Execute(work)) => self.commit(&mut pending, Some(work)),
                             Some(Job::Retention { now_ms, reply }) => {
                                 self.commit(&mut pending, None);
-                                let _ = reply.send(self.retention(now_ms, 0));
+                                let _ = reply.send(self.retention(now_ms));
                             }
                             Some(Job::Compact(reply)) => {
                                 self.commit(&mut pending, None);
@@ -295,11 +295,11 @@ impl Writer {
         Ok((moved, full))
     }
 
-    /// Runs retention to completion as of `now_ms` (age, and the cap with
-    /// `room` bytes to spare), in small transactions.
-    fn retention(&mut self, now_ms: i64, room: u64) -> Result<RetentionReport, StoreError> {
+    /// Runs retention to completion as of `now_ms` (age, and the cap), in
+    /// small transactions.
+    fn retention(&mut self, now_ms: i64) -> Result<RetentionReport, StoreError> {
         let keep_from = Cap::keep_from(self.ingest.newest_of_all(&self.conn)?);
-        let report = self.policy.run(&self.conn, now_ms, keep_from, room)?;
+        let report = self.policy.run(&self.conn, now_ms, keep_from)?;
         if report.evicted_rows > 0 {
             tracing::debug!(
                 rows = report.evicted_rows,
@@ -354,7 +354,7 @@ impl Writer {
         let step = self
             .ingest
             .newest_of_all(&self.conn)
-            .and_then(|newest| self.policy.step(&self.conn, at, Cap::keep_from(newest), 0));
+            .and_then(|newest| self.policy.step(&self.conn, at, Cap::keep_from(newest)));
         match step {
             Ok(Step::Expired(n)) => {
                 tracing::debug!(rows = n, "deleted expired rows");

@@ -64,11 +64,6 @@ pub struct Plant {
     history: VecDeque<(i64, f64)>,
     meter_shown: f64,
     pub meter_online: bool,
-    /// How late each meter reading reaches the loop after the meter served
-    /// it, by poll (`poll number -> ms`): a reading stamped when it arrives,
-    /// as a poll answered slowly on a loaded machine is.
-    pub meter_late_ms: fn(i64) -> i64,
-    meter_pending: Option<Reading>,
     meter_reading: Reading,
     pv_readings: Vec<Reading>,
     bat_readings: Vec<Reading>,
@@ -103,8 +98,6 @@ pub fn site(lag_s: f64, soc: f64) -> Plant {
         history: VecDeque::new(),
         meter_shown: 0.0,
         meter_online: true,
-        meter_late_ms: |_| 0,
-        meter_pending: None,
         meter_reading: Reading::default(),
         pv_readings: vec![Reading::default()],
         bat_readings: vec![Reading::default()],
@@ -191,15 +184,11 @@ impl Plant {
     fn poll(&mut self) {
         // Staggered: the meter at 0, inverters at 300, batteries at 600 ms.
         let phase = self.now % POLL_MS;
-        if phase == 0 && self.meter_online && self.meter_pending.is_none() {
-            self.meter_pending = Some(Reading {
+        if phase == 0 && self.meter_online {
+            self.meter_reading = Reading {
                 value: self.meter_shown,
-                ts: self.now + (self.meter_late_ms)(self.now / POLL_MS),
-            });
-        }
-        if let Some(r) = self.meter_pending.filter(|r| r.ts <= self.now) {
-            self.meter_reading = r;
-            self.meter_pending = None;
+                ts: self.now,
+            };
         }
         if phase == 300 {
             for (r, v) in self.pv_readings.iter_mut().zip(&self.pv) {

@@ -114,31 +114,6 @@ fn a_tight_limit_is_held_without_a_cycle() {
     }
 }
 
-/// A meter reading that reaches the loop late (a slow poll on a loaded
-/// machine) is stamped late: the loop must not take it for a reading of
-/// after its last change.
-#[test]
-fn a_late_meter_reading_does_not_cycle() {
-    for lag in LAGS {
-        for soc in [50.0, 95.0] {
-            let mut p = site(lag, soc);
-            p.load_w = 10_000.0;
-            p.sun = 0.95;
-            p.meter_late_ms = |n| if n % 3 == 0 { 1_300 } else { 0 };
-            p.run(40_000, &|_| grid_limit(10_000.0));
-            p.run(20_000, &|_| grid_limit(0.0));
-            let trace = p.run(40_000, &|_| grid_limit(0.0));
-            let least = trace.iter().map(|(_, g)| -g).fold(f64::MAX, f64::min);
-            let what = format!("zero export, meter late, SoC {soc} %");
-            assert_held(&what, lag, export_over(&trace, &|_| 0.0));
-            assert!(
-                least >= -6_000.0,
-                "{what}, lag {lag} s: the export fell to {least:.0} W"
-            );
-        }
-    }
-}
-
 /// A load step the agent cannot foresee passes the import limit only for
 /// the time the storage needs to follow, and a correction leads by what the
 /// storage has still to go.
