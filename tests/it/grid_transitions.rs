@@ -8,10 +8,11 @@
 
 use std::time::{Duration, Instant};
 
+use crate::common::proxy::behind_proxy;
 use crate::steering_support::*;
 use serde_json::json;
-use sitegate::config::{parse, Transport};
-use sitegate::sim::{Fault, FaultyPeer};
+use sitegate::config::parse;
+use sitegate::sim::Fault;
 
 /// The demo site with devices that respond like real ones.
 fn lagging_site() -> String {
@@ -165,14 +166,9 @@ async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
     // unanswered, at the default timeout (1 s, as long as the poll interval).
     // What this shows is the loop keeping the last reading; the retry at the
     // next poll is shown by modbus_faults.
-    let peer = FaultyPeer::start(sim.addr("grid").expect("the meter's server"))
-        .await
-        .expect("the proxy starts");
-    for bus in &mut config.buses {
-        if let (true, Transport::Tcp { port, .. }) = (bus.name == "grid", &mut bus.transport) {
-            *port = peer.addr().port();
-            bus.timeout_ms = 1000;
-        }
+    let peer = behind_proxy(&sim, &mut config, "grid").await;
+    for bus in config.buses.iter_mut().filter(|b| b.name == "grid") {
+        bus.timeout_ms = 1000;
     }
     let rig = Rig::join(sim, config, dir).await;
     rig.settle().await;

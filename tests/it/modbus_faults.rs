@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
+use crate::common::proxy::behind_proxy;
 use crate::common::site::{http_section, SUMMER_MORNING_MS};
 use crate::common::wait_for;
 use sitegate::agent::Agent;
-use sitegate::config::{parse, Transport};
+use sitegate::config::parse;
 use sitegate::model::Property;
 use sitegate::sim::{Fault, FaultyPeer, SimSite, SimSiteSpec};
 use tokio_modbus::ExceptionCode;
@@ -69,15 +70,7 @@ async fn start(text: &str) -> (Agent, FaultyPeer, SimSite, tempfile::TempDir) {
     spec.start = Some(SUMMER_MORNING_MS);
     let sim = SimSite::start(spec).await.unwrap();
     sim.point_config_at_servers(&mut cfg);
-    let peer = FaultyPeer::start(sim.addr("pv").unwrap()).await.unwrap();
-    for bus in &mut cfg.buses {
-        if bus.name == "pv" {
-            bus.transport = Transport::Tcp {
-                host: "127.0.0.1".into(),
-                port: peer.addr().port(),
-            };
-        }
-    }
+    let peer = behind_proxy(&sim, &mut cfg, "pv").await;
     let agent = Agent::start(cfg).await.unwrap();
     (agent, peer, sim, dir)
 }
@@ -217,14 +210,10 @@ async fn a_slow_gateway_overruns_its_poll_intervals_visibly_and_starves_no_devic
     spec.start = Some(SUMMER_MORNING_MS);
     let sim = SimSite::start(spec).await.unwrap();
     sim.point_config_at_servers(&mut cfg);
-    let peer = FaultyPeer::start(sim.addr("gw").unwrap()).await.unwrap();
+    let peer = behind_proxy(&sim, &mut cfg, "gw").await;
     for _ in 0..5000 {
         peer.inject(Fault::Delay(Duration::from_millis(30)));
     }
-    cfg.buses[0].transport = Transport::Tcp {
-        host: "127.0.0.1".into(),
-        port: peer.addr().port(),
-    };
     let agent = Agent::start(cfg).await.unwrap();
     let registry = agent.metrics().expect("metrics on").clone();
     let stats = agent.bus("gw").expect("the bus").stats().clone();

@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 use crate::common::process::AgentProcess;
+use crate::common::proxy::behind_proxy;
 use crate::steering_support::*;
 use ::sunspec::models::{model123::Model123 as M123, model124::Model124 as M124};
 use nix::sys::signal::Signal;
@@ -23,7 +24,7 @@ use sitegate::config::{parse, Transport};
 use sitegate::modbus::link::{Port, UnitReader};
 use sitegate::modbus::sunspec::discover;
 use sitegate::register::plan::{Span, Table};
-use sitegate::sim::{Fault, FaultyPeer, SimSite};
+use sitegate::sim::{Fault, SimSite};
 
 /// Long enough that no simulated device's own timer runs out during a test:
 /// what is seen at the registers is the agent's doing.
@@ -249,14 +250,7 @@ async fn a_silent_device_does_not_hold_the_stop_past_the_bound() {
     let sim = start_sim(&mut config).await;
     let found = [read(&sim, cases[0]).await, read(&sim, cases[1]).await];
     // The silent battery's bus goes through a proxy that can stop answering.
-    let peer = FaultyPeer::start(sim.addr("silent").unwrap())
-        .await
-        .expect("the proxy starts");
-    for bus in &mut config.buses {
-        if let (true, Transport::Tcp { port, .. }) = (bus.name == "silent", &mut bus.transport) {
-            *port = peer.addr().port();
-        }
-    }
+    let peer = behind_proxy(&sim, &mut config, "silent").await;
     let (mut agent, base) = AgentProcess::spawn_on(&text, &config).await;
     steer(&base, &cases).await;
     steered(&sim, &cases, &found).await;

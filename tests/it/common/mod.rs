@@ -11,6 +11,7 @@ pub mod logs;
 pub mod mqtt;
 pub mod process;
 pub mod prom;
+pub mod proxy;
 pub mod site;
 pub mod steer;
 pub mod tls;
