@@ -24,8 +24,9 @@ use crate::util::Backoff;
 
 /// The temporary store's size bound at most: it lives in RAM on most
 /// controllers. The store holds it as any cap (the oldest data first, the
-/// staging ring and the newest five minutes kept), and its WAL to half of
-/// it (`store::wal_bound`). A site whose least cap is more
+/// staging ring and the newest five minutes kept), and its WAL's checkpoint
+/// threshold is half of it (`storage.wal_checkpoint_mb`), so that the WAL in
+/// RAM too stays smaller than the file. A site whose least cap is more
 /// (`config/size_floor.rs`: above about 1,200 devices at 1 Hz) gets that.
 pub const MAX_MB: u64 = 32;
 
@@ -48,7 +49,9 @@ impl TemporaryStore {
     pub fn new(configured: &StorageConfig, least_mb: u64, why: String) -> TemporaryStore {
         let mut storage = configured.clone();
         storage.path = location();
+        let configured_wal_mb = storage.wal_checkpoint_bytes() >> 20;
         storage.max_size_mb = storage.max_size_mb.clamp(1, MAX_MB.max(least_mb));
+        storage.wal_checkpoint_mb = Some(configured_wal_mb.min(storage.max_size_mb / 2).max(1));
         remove_files(&storage.path);
         TemporaryStore {
             storage,
@@ -150,7 +153,7 @@ mod tests {
         );
         // Its WAL in RAM too is bounded by the cap: half of it.
         let cap = t.storage.max_size_mb << 20;
-        assert_eq!(crate::store::wal_bound(cap), cap / 2);
+        assert_eq!(t.storage.wal_checkpoint_bytes(), cap / 2);
         assert_ne!(t.storage.path, configured.path);
         let notice = t.notice();
         assert!(notice.contains("/nowhere/sitegate.db"), "{notice}");

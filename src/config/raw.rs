@@ -394,6 +394,13 @@ pub struct StorageConfig {
     pub minute_rollup_retention_days: Option<u32>,
     /// The database file is kept below this size by deleting the oldest data.
     pub max_size_mb: u64,
+    /// The WAL is copied into the database file (a checkpoint) once it holds
+    /// this much, MB; the WAL file beside the database is kept within a third
+    /// more. Larger writes less (a page rewritten between two checkpoints is
+    /// copied once), smaller takes less room. Unset:
+    /// [`DEFAULT_WAL_CHECKPOINT_MB`], at most `max_size_mb`
+    /// ([`StorageConfig::wal_checkpoint_bytes`]).
+    pub wal_checkpoint_mb: Option<u64>,
     /// Samples kept in memory at most while commits fail (a full or failing
     /// disk): they are committed when it allows; past it the oldest go.
     pub buffer_samples: usize,
@@ -417,6 +424,7 @@ impl Default for StorageConfig {
             rollup_retention_days: 400,
             minute_rollup_retention_days: None,
             max_size_mb: 2048,
+            wal_checkpoint_mb: None,
             buffer_samples: 200_000,
             damaged_notice_h: 168,
             full_check_max_mb: 512,
@@ -424,11 +432,26 @@ impl Default for StorageConfig {
     }
 }
 
+/// The WAL's checkpoint threshold unless configured (or the cap is smaller),
+/// MiB: several rounds of the staging ring at 1,000 devices (docs/store.md,
+/// "Flash wear").
+pub const DEFAULT_WAL_CHECKPOINT_MB: u64 = 96;
+
 /// Minute rollups are kept this many days unless configured (or raw samples
 /// are kept longer).
 pub const DEFAULT_MINUTE_ROLLUP_DAYS: u32 = 90;
 
 impl StorageConfig {
+    /// The WAL's checkpoint threshold, bytes: as configured, else
+    /// [`DEFAULT_WAL_CHECKPOINT_MB`] and at most the cap (a WAL beside the
+    /// file never larger than the file may be), at least 1 MiB.
+    pub fn wal_checkpoint_bytes(&self) -> u64 {
+        let mb = self
+            .wal_checkpoint_mb
+            .unwrap_or(DEFAULT_WAL_CHECKPOINT_MB.min(self.max_size_mb));
+        mb.max(1).saturating_mul(1 << 20)
+    }
+
     /// The days minute rollups are kept: as configured, else
     /// [`DEFAULT_MINUTE_ROLLUP_DAYS`] within `retention_days` and
     /// `rollup_retention_days`.

@@ -514,3 +514,35 @@ fn a_meters_report_lag_and_the_simulator_section_are_checked() {
     }
     assert_eq!(p.len(), 6, "{p:#?}");
 }
+
+#[test]
+fn the_wal_checkpoint_is_the_default_the_cap_or_as_configured() {
+    let with = |extra: &str| {
+        parse(&GOOD.replace(
+            "path = \"/tmp/x.db\"",
+            &format!("path = \"/tmp/x.db\"\n{extra}"),
+        ))
+        .expect("valid")
+        .storage
+        .wal_checkpoint_bytes()
+    };
+    assert_eq!(with(""), 96 << 20);
+    // Never a WAL larger than the file may be.
+    assert_eq!(with("max_size_mb = 64"), 64 << 20);
+    assert_eq!(with("max_size_mb = 64\nwal_checkpoint_mb = 200"), 200 << 20);
+    assert_eq!(with("wal_checkpoint_mb = 8"), 8 << 20);
+    for bad in ["0", "5000"] {
+        let text = GOOD.replace(
+            "path = \"/tmp/x.db\"",
+            &format!("path = \"/tmp/x.db\"\nwal_checkpoint_mb = {bad}"),
+        );
+        let p = problems(&text);
+        assert!(
+            has(
+                &p,
+                &format!("storage.wal_checkpoint_mb: must be 1 to 4096, found {bad}")
+            ),
+            "{p:#?}"
+        );
+    }
+}

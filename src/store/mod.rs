@@ -142,7 +142,7 @@ impl StoreHandle {
         }
         let cache_kib = cache::writer_cache_kib(devices.len(), config.compact_interval_s);
         let max_bytes = config.max_size_mb.saturating_mul(1024 * 1024);
-        let mut conn = open_writer(&path, &stats, cache_kib, wal_bound(max_bytes))?;
+        let mut conn = open_writer(&path, &stats, cache_kib, config.wal_checkpoint_bytes())?;
         migrate::migrate(&mut conn, now_ms())?;
         if let Some(hook) = &mut hook {
             hook.open(&conn)?;
@@ -401,21 +401,6 @@ impl StoreHandle {
 /// page size it was created with.
 pub const NEW_DB_PAGE_SIZE: u32 = 1024;
 
-/// A checkpoint copies the WAL's pages into the database file once this many
-/// bytes of frames are in the WAL: a page rewritten by many commits in between
-/// (the staging ring's, a rollup's) is copied once per checkpoint. Several
-/// rounds of the ring at 1,000 devices (docs/store.md, "Flash wear"); below
-/// the WAL file's bound (`journal_size_limit`, 128 MiB). A cap below 192 MiB
-/// lowers it to half the cap ([`wal_bound`]).
-pub const CHECKPOINT_WAL_BYTES: u64 = 96 << 20;
-
-/// The WAL's checkpoint threshold under a cap of `max_bytes`: at most half
-/// the cap (at least 1 MiB), so a small database (the temporary store, in
-/// RAM) does not keep a WAL many times its size.
-pub fn wal_bound(max_bytes: u64) -> u64 {
-    CHECKPOINT_WAL_BYTES.min((max_bytes / 2).max(1 << 20))
-}
-
 /// The full integrity check of a file too large to check before the start,
 /// on a thread of its own while the agent runs. Damage found is flagged for
 /// the next start (which sets the file aside) and shown on `/readyz`.
@@ -440,10 +425,12 @@ fn spawn_background_check(path: PathBuf, stats: Arc<StoreStats>) {
 }
 
 /// The write connection: WAL, fsync at every commit (`synchronous = FULL`: a
-/// commit that returned survives a power cut), a bounded WAL file, a checkpoint
-/// every [`CHECKPOINT_WAL_BYTES`] of WAL, a page cache of `cache_kib` KiB
-/// ([`cache::writer_cache_kib`]), and a count of the bytes appended to the WAL
-/// (`stats`).
+/// commit that returned survives a power cut), a checkpoint every
+/// `checkpoint_bytes` of WAL (`storage.wal_checkpoint_mb`: a page rewritten by
+/// many commits in between, the staging ring's or a rollup's, is copied into
+/// the file once per checkpoint), the WAL file bounded a third above that,
+/// a page cache of `cache_kib` KiB ([`cache::writer_cache_kib`]), and a count
+/// of the bytes appended to the WAL (`stats`).
 fn open_writer(
     path: &Path,
     stats: &Arc<StoreStats>,

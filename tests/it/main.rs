@@ -93,4 +93,5 @@ mod store_size;
 mod store_timeseries_http;
 mod store_unopenable;
 mod store_upgrade;
+mod store_wal;
 mod store_writer;

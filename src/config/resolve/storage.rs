@@ -5,6 +5,10 @@
 use super::super::problem::Problem;
 use super::super::{MqttConfig, StorageConfig};
 
+/// `storage.wal_checkpoint_mb` at most: a WAL this large takes as long to
+/// read back at a start after a power cut.
+const MAX_WAL_CHECKPOINT_MB: u64 = 4096;
+
 pub(super) fn check_storage(s: &StorageConfig, problems: &mut Vec<Problem>) {
     if s.path.as_os_str().is_empty() {
         problems.push(Problem::new("storage.path", "must not be empty"));
@@ -41,6 +45,14 @@ pub(super) fn check_storage(s: &StorageConfig, problems: &mut Vec<Problem>) {
                     "{days} must be from retention_days ({}) to rollup_retention_days ({})",
                     s.retention_days, s.rollup_retention_days
                 ),
+            ));
+        }
+    }
+    if let Some(mb) = s.wal_checkpoint_mb {
+        if mb == 0 || mb > MAX_WAL_CHECKPOINT_MB {
+            problems.push(Problem::new(
+                "storage.wal_checkpoint_mb",
+                format!("must be 1 to {MAX_WAL_CHECKPOINT_MB}, found {mb}"),
             ));
         }
     }

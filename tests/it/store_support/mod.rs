@@ -38,6 +38,7 @@ pub fn config(dir: &Path) -> StorageConfig {
         rollup_retention_days: 36_500,
         minute_rollup_retention_days: Some(36_500),
         max_size_mb: 2048,
+        wal_checkpoint_mb: None,
         buffer_samples: 200_000,
         damaged_notice_h: 168,
         full_check_max_mb: 512,
