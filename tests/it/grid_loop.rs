@@ -19,13 +19,35 @@ fn grid_w(rig: &Rig) -> f64 {
     rig.device("grid").state().ac_power_w
 }
 
-/// Waits until the meter has stayed within `lo..=hi` W (+ import) for 2 s.
+/// The demo site's inverters by bus, with their ratings in W.
+const INVERTERS: [(&str, f64); 2] = [("pv-east", 30_000.0), ("pv-west", 20_000.0)];
+
+/// The room the inverters' limits hold above what they produce, W. The loop
+/// counts an inverter below its limit at its limit (the sun may come back:
+/// `docs/steering.md`, "Every device counted at its worst"), so an export
+/// held at its limit may fall short of its band by that much: an inverter
+/// that took its limit while the other was held lower keeps it while it
+/// stays within its band (`steering/settle.rs`), though its sun gives less.
+fn unused_room_w(rig: &Rig) -> f64 {
+    INVERTERS
+        .iter()
+        .map(|(bus, rated)| {
+            let st = rig.device(bus).state();
+            st.limit_pct
+                .map_or(0.0, |pct| (pct / 100.0 * rated - st.ac_power_w).max(0.0))
+        })
+        .sum()
+}
+
+/// Waits until the meter has stayed within `lo..=hi` W (+ import) for 2 s;
+/// an export band (`hi` < 0) short by no more than [`unused_room_w`].
 async fn holds(rig: &Rig, what: &str, lo: f64, hi: f64) {
     let mut since: Option<std::time::Instant> = None;
     let start = std::time::Instant::now();
     loop {
         let g = grid_w(rig);
-        if (lo..=hi).contains(&g) {
+        let short = if hi < 0.0 { unused_room_w(rig) } else { 0.0 };
+        if (lo..=hi + short).contains(&g) {
             let s = *since.get_or_insert_with(std::time::Instant::now);
             if s.elapsed() >= Duration::from_secs(2) {
                 return;
@@ -35,7 +57,7 @@ async fn holds(rig: &Rig, what: &str, lo: f64, hi: f64) {
         }
         assert!(
             start.elapsed() < Duration::from_secs(20),
-            "{what}: the grid meter reads {g} W, not within {lo}..={hi} W for 2 s; state: {}",
+            "{what}: the grid meter reads {g} W, not within {lo}..={hi} W (+ {short:.0} W of room the inverters do not use) for 2 s; state: {}",
             rig.state().await
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
