@@ -222,10 +222,10 @@ impl Run {
     }
 
     /// From one `/metrics` scrape: the samples committed
-    /// (`sitegate_store_samples_total{result="committed"}`) and the bytes
-    /// SQLite holds (`sitegate_store_sqlite_memory_bytes{at="now"}`).
-    /// Samples committed, SQLite's memory now (bytes) and the bytes the
-    /// store appended to its WAL, from one scrape.
+    /// (`sitegate_store_samples_total{result="committed"}`), the bytes
+    /// SQLite holds (`sitegate_store_sqlite_memory_bytes{at="now"}`) and the
+    /// bytes the store appended to its WAL
+    /// (`sitegate_store_wal_written_bytes_total`).
     fn store_figures(&self) -> (u64, f64, f64) {
         let text = self.scrape();
         let value = |series: &str| {
