@@ -653,6 +653,26 @@ async fn a_silent_connection_is_closed_to_free_its_slot() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_alive_connection_idle_for_10_s_is_closed() {
+    // The wait for the next request's head is held to the head's 10 s
+    // (`agent::http::HEAD_TIMEOUT`), well before the silence rule's 60 s:
+    // clients' pools must drop idle connections sooner (`common::http_client`).
+    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let mut kept = TcpStream::connect(site.agent.http_addrs()[0])
+        .await
+        .expect("connect");
+    let (status, _) = get_on(&mut kept, "/healthz").await;
+    assert!(status.contains(" 200 "), "{status}");
+    let mut buf = [0u8; 64];
+    let early = tokio::time::timeout(Duration::from_secs(8), kept.read(&mut buf)).await;
+    assert!(early.is_err(), "closed or answered within 8 s: {early:?}");
+    let read = tokio::time::timeout(Duration::from_secs(7), kept.read(&mut buf))
+        .await
+        .expect("the idle connection is closed by 15 s");
+    assert!(matches!(read, Ok(0) | Err(_)), "bytes: {read:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bus_waiting_for_the_store_still_serves_commands() {
     let mut config = parse(&site::small_site()).expect("test config");
     let spec = SimSiteSpec::from_config(&config, 60.0);

@@ -186,7 +186,7 @@ async fn start_faked(lib: &Path, offset: &str) -> (Faked, sitegate::sim::SimSite
         offset_file,
         synced_file,
         base: format!("http://127.0.0.1:{port}"),
-        http: Client::new(),
+        http: crate::common::http_client().build().expect("http client"),
     };
     // Keep the temporary folder of the timesyncd file alive with the test.
     std::mem::forget(dir);

@@ -89,7 +89,7 @@ impl Site {
             port,
             file,
             agent: None,
-            http: reqwest::Client::new(),
+            http: crate::common::http_client().build().expect("http client"),
         };
         site.agent = Some(site.spawn(config));
         site.healthy().await;

@@ -292,7 +292,7 @@ impl Steered {
             sim,
             dev,
             base,
-            client: reqwest::Client::new(),
+            client: crate::common::http_client().build().expect("http client"),
         }
     }
 

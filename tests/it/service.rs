@@ -100,7 +100,7 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
         .trim()
         .to_string();
     let base = format!("http://{addr}");
-    let http = Client::builder()
+    let http = crate::common::http_client()
         .timeout(Duration::from_secs(10))
         .build()
         .expect("client");

@@ -17,7 +17,7 @@ async fn devices_revert_by_their_own_timers_after_a_hard_stop() {
     let mut config = parse(&text).unwrap();
     let sim = start_sim(&mut config).await;
     let (mut agent, base) = AgentProcess::spawn_on(&text, &config).await;
-    let client = reqwest::Client::new();
+    let client = crate::common::http_client().build().expect("http client");
     let get_state = || async {
         let r = client
             .get(format!("{base}/sites/{SITE}/steering"))

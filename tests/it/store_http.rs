@@ -27,7 +27,7 @@ async fn time_series_from_polls_and_latest_values_after_a_restart() {
     sim.point_config_at_servers(&mut polled);
     let agent = Agent::start(polled).await.expect("agent");
     let base = format!("http://{}", agent.http_addrs()[0]);
-    let http = reqwest::Client::builder()
+    let http = crate::common::http_client()
         .timeout(Duration::from_secs(10))
         .build()
         .expect("client");

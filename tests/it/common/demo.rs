@@ -121,7 +121,7 @@ impl Demo {
             child,
             addr,
             base: format!("http://{addr}"),
-            http: reqwest::Client::builder()
+            http: super::http_client()
                 .timeout(Duration::from_secs(10))
                 .build()
                 .expect("http client"),

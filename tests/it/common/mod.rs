@@ -28,6 +28,16 @@ pub fn required(what: &str) -> bool {
     std::env::var(format!("SITEGATE_REQUIRE_{what}")).is_ok_and(|v| v == "1")
 }
 
+/// An HTTP client for the agent's API. The agent closes a connection idle
+/// for 10 s between requests (it waits that long for the next request's
+/// head, `agent::http::HEAD_TIMEOUT`); a pooled connection reused at that
+/// moment is reset under the request, so a client drops its idle ones
+/// sooner, as any client of the agent should (docs/operations.md, "Limits
+/// on the API").
+pub fn http_client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().pool_idle_timeout(Duration::from_secs(5))
+}
+
 /// Polls `check` until it returns `Some`, or panics after `timeout` naming `what`.
 pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
 where

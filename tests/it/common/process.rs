@@ -120,7 +120,7 @@ impl AgentProcess {
         cmd.arg("run").arg("--config").arg(&file);
         let agent = Self::run(ConfigDir { dir, file }, cmd);
         let base = format!("http://{http}");
-        let client = reqwest::Client::new();
+        let client = super::http_client().build().expect("http client");
         super::wait_for("the agent process serves", Duration::from_secs(15), || {
             let get = client.get(format!("{base}/healthz")).send();
             async move { get.await.ok().filter(|r| r.status() == 200).map(|_| ()) }

@@ -175,7 +175,7 @@ async fn start_on(
         sim,
         agent,
         base,
-        http: Client::builder()
+        http: super::http_client()
             .timeout(Duration::from_secs(10))
             .build()
             .expect("http client"),

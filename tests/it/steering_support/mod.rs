@@ -200,7 +200,7 @@ impl Rig {
             sim,
             agent,
             base,
-            http: reqwest::Client::new(),
+            http: crate::common::http_client().build().expect("http client"),
             config,
             dir,
         }
