@@ -200,7 +200,12 @@ impl Rig {
             sim,
             agent,
             base,
-            http: crate::common::http_client().build().expect("http client"),
+            // Idle connections dropped before the agent closes them (10 s),
+            // as `common::http_client` does (this module serves a bench too).
+            http: reqwest::Client::builder()
+                .pool_idle_timeout(Duration::from_secs(5))
+                .build()
+                .expect("http client"),
             config,
             dir,
         }
