@@ -9,7 +9,7 @@ use crate::common::proxy::behind_proxy;
 use crate::common::site::{http_section, SUMMER_MORNING_MS};
 use crate::common::wait_for;
 use sitegate::agent::Agent;
-use sitegate::config::parse;
+use sitegate::config::{parse, Config};
 use sitegate::model::Property;
 use sitegate::sim::{Fault, FaultyPeer, SimSite, SimSiteSpec};
 use tokio_modbus::ExceptionCode;
@@ -61,8 +61,9 @@ poll_interval_ms = 100
     )
 }
 
-/// The agent on `text`, the "pv" bus behind a fault-injecting proxy.
-async fn start(text: &str) -> (Agent, FaultyPeer, SimSite, tempfile::TempDir) {
+/// The simulated site of `text` with bus `bus` behind a fault-injecting
+/// proxy, and the config pointed at them; the agent is not started yet.
+async fn proxied(text: &str, bus: &str) -> (Config, SimSite, FaultyPeer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = parse(text).unwrap();
     cfg.storage.path = dir.path().join("db.sqlite");
@@ -70,7 +71,13 @@ async fn start(text: &str) -> (Agent, FaultyPeer, SimSite, tempfile::TempDir) {
     spec.start = Some(SUMMER_MORNING_MS);
     let sim = SimSite::start(spec).await.unwrap();
     sim.point_config_at_servers(&mut cfg);
-    let peer = behind_proxy(&sim, &mut cfg, "pv").await;
+    let peer = behind_proxy(&sim, &mut cfg, bus).await;
+    (cfg, sim, peer, dir)
+}
+
+/// The agent on `text`, the "pv" bus behind a fault-injecting proxy.
+async fn start(text: &str) -> (Agent, FaultyPeer, SimSite, tempfile::TempDir) {
+    let (cfg, sim, peer, dir) = proxied(text, "pv").await;
     let agent = Agent::start(cfg).await.unwrap();
     (agent, peer, sim, dir)
 }
@@ -203,14 +210,7 @@ async fn a_slow_gateway_overruns_its_poll_intervals_visibly_and_starves_no_devic
             "\n[[devices]]\nreference = \"dvc_pv{unit}\"\nname = \"PV {unit}\"\ntype = \"inverter\"\nsite = \"ste_o\"\nbus = \"gw\"\nunit_id = {unit}\npoll_interval_ms = 100\n"
         );
     }
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = parse(&text).unwrap();
-    cfg.storage.path = dir.path().join("db.sqlite");
-    let mut spec = SimSiteSpec::from_config(&cfg, 1.0);
-    spec.start = Some(SUMMER_MORNING_MS);
-    let sim = SimSite::start(spec).await.unwrap();
-    sim.point_config_at_servers(&mut cfg);
-    let peer = behind_proxy(&sim, &mut cfg, "gw").await;
+    let (cfg, sim, peer, _dir) = proxied(&text, "gw").await;
     for _ in 0..5000 {
         peer.inject(Fault::Delay(Duration::from_millis(30)));
     }
