@@ -90,11 +90,13 @@ fn parse_args(args: &[String]) -> Args {
     a
 }
 
-/// Bytes, samples, CPU ticks and time at one moment of a run.
+/// Bytes, samples, CPU ticks and time at one moment of a run, with the
+/// bytes the store had appended to its WAL by then.
 #[derive(Clone, Copy)]
 struct Mark {
     bytes: u64,
     samples: u64,
+    wal: f64,
     ticks: u64,
     at: Instant,
 }
@@ -275,10 +277,12 @@ impl Run {
     /// Now, with a checkpoint first whose bytes count when `count_checkpoint`.
     fn mark(&self, count_checkpoint: bool) -> Mark {
         let ckpt = checkpoint(&self.db);
+        let (samples, _, wal) = self.store_figures();
         Mark {
             bytes: io_write_bytes(&format!("/proc/{}/io", self.pid()))
                 + if count_checkpoint { ckpt } else { 0 },
-            samples: self.store_figures().0,
+            samples,
+            wal,
             ticks: cpu_ticks(self.pid()),
             at: Instant::now(),
         }
@@ -385,7 +389,6 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
     let (mut next_rss, mut next_get, mut next_post) = (Duration::ZERO, GET_EVERY / 2, POST_EVERY);
     let mut next_minute = Duration::from_secs(60);
     let mut minute_mark = start;
-    let mut wal_mark = run.store_figures().2;
     loop {
         let t = start.at.elapsed();
         if t >= total {
@@ -427,6 +430,7 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
             let now = Mark {
                 bytes: io_write_bytes(&format!("/proc/{}/io", run.pid())),
                 samples,
+                wal,
                 ticks: cpu_ticks(run.pid()),
                 at: Instant::now(),
             };
@@ -434,8 +438,8 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
             let cpu = (now.ticks - minute_mark.ticks) as f64
                 / now.at.duration_since(minute_mark.at).as_secs_f64();
             // What the WAL took of it; the rest is mostly checkpoints.
-            let wal_b =
-                (wal - wal_mark) / now.samples.saturating_sub(minute_mark.samples).max(1) as f64;
+            let wal_b = (now.wal - minute_mark.wal)
+                / now.samples.saturating_sub(minute_mark.samples).max(1) as f64;
             println!(
                 "[n={n}] minute {:>3}: RSS {:.1} MB (SQLite {:.1} MB), CPU {cpu:.1} %, {b:.1} B/sample (WAL appends {wal_b:.1}; no bench checkpoint), {rate:.0} samples/s",
                 next_minute.as_secs() / 60,
@@ -443,7 +447,6 @@ fn measure(run: &mut Run, args: &Args, history_samples: u64) -> Report {
                 sqlite / (1024.0 * 1024.0),
             );
             minute_mark = now;
-            wal_mark = wal;
             next_minute += Duration::from_secs(60);
         }
         std::thread::sleep(Duration::from_millis(200));
