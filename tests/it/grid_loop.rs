@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::steering_support::*;
 use serde_json::{json, Value};
+use sitegate::steering::settle::band_w;
 
 const INTERVAL_MS: u64 = 250;
 
@@ -22,19 +23,21 @@ fn grid_w(rig: &Rig) -> f64 {
 /// The demo site's inverters by bus, with their ratings in W.
 const INVERTERS: [(&str, f64); 2] = [("pv-east", 30_000.0), ("pv-west", 20_000.0)];
 
-/// The room the inverters' limits hold above what they produce, W. The loop
-/// counts an inverter below its limit at its limit (the sun may come back:
-/// `docs/steering.md`, "Every device counted at its worst"), so an export
-/// held at its limit may fall short of its band by that much: an inverter
-/// that took its limit while the other was held lower keeps it while it
-/// stays within its band (`steering/settle.rs`), though its sun gives less.
+/// The room the inverters' limits hold above what they produce, W, each at
+/// most its band (`settle::band_w`). The loop counts an inverter below its
+/// limit at its limit (the sun may come back: `docs/steering.md`, "Every
+/// device counted at its worst"), so an export held at its limit may fall
+/// short of its band by that much: an inverter that took its limit while the
+/// other was held lower keeps it while it stays within its band around its
+/// share, though its sun gives less. Room beyond the band is not allowed for.
 fn unused_room_w(rig: &Rig) -> f64 {
     INVERTERS
         .iter()
         .map(|(bus, rated)| {
             let st = rig.device(bus).state();
-            st.limit_pct
-                .map_or(0.0, |pct| (pct / 100.0 * rated - st.ac_power_w).max(0.0))
+            st.limit_pct.map_or(0.0, |pct| {
+                (pct / 100.0 * rated - st.ac_power_w).clamp(0.0, band_w(*rated))
+            })
         })
         .sum()
 }
