@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::steering_support::*;
 use serde_json::{json, Value};
+use sitegate::steering::alloc::DYNAMIC_HEADROOM;
 use sitegate::steering::settle::band_w;
 
 const INTERVAL_MS: u64 = 250;
@@ -24,19 +25,23 @@ fn grid_w(rig: &Rig) -> f64 {
 const INVERTERS: [(&str, f64); 2] = [("pv-east", 30_000.0), ("pv-west", 20_000.0)];
 
 /// The room the inverters' limits hold above what they produce, W, each at
-/// most its band (`settle::band_w`). The loop counts an inverter below its
-/// limit at its limit (the sun may come back: `docs/steering.md`, "Every
-/// device counted at its worst"), so an export held at its limit may fall
-/// short of its band by that much: an inverter that took its limit while the
-/// other was held lower keeps it while it stays within its band around its
-/// share, though its sun gives less. Room beyond the band is not allowed for.
+/// most what the loop's spread and settling leave it: its room to grow
+/// (`alloc::DYNAMIC_HEADROOM` of its rating above its production, in its
+/// share) and its band around its share (`settle::band_w`). The loop counts
+/// an inverter below its limit at its limit (the sun may come back:
+/// `docs/steering.md`, "Every device counted at its worst"), so an export
+/// held at its limit may fall short of its band by that much: an inverter
+/// that took its limit while the other was held lower keeps it while it
+/// stays within its band, though its sun gives less. More room than that
+/// is a fault the bands still catch.
 fn unused_room_w(rig: &Rig) -> f64 {
     INVERTERS
         .iter()
         .map(|(bus, rated)| {
             let st = rig.device(bus).state();
             st.limit_pct.map_or(0.0, |pct| {
-                (pct / 100.0 * rated - st.ac_power_w).clamp(0.0, band_w(*rated))
+                let most = DYNAMIC_HEADROOM * rated + band_w(*rated);
+                (pct / 100.0 * rated - st.ac_power_w).clamp(0.0, most)
             })
         })
         .sum()
