@@ -272,11 +272,7 @@ impl Writer {
     /// ring and the kept window were left.
     fn compact_in_tx(&mut self, room: u64) -> rusqlite::Result<(usize, bool)> {
         let keep_from = Cap::keep_from(self.ingest.newest_of_all(&self.conn)?);
-        let (made_room, full_before) = if room > 0 {
-            self.policy.evict_in_tx(&self.conn, keep_from, room)?
-        } else {
-            (0, false)
-        };
+        let (made_room, full_before) = self.policy.evict_in_tx(&self.conn, keep_from, room)?;
         let before = super::retention::used_bytes(&self.conn)?;
         let moved = self.ingest.compact(&self.conn)?;
         let after = super::retention::used_bytes(&self.conn)?;
