@@ -9,6 +9,7 @@ pub mod agent;
 pub mod api;
 pub mod clock;
 pub mod config;
+pub mod csip;
 pub mod https;
 pub mod liveness;
 pub mod logging;

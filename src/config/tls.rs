@@ -1,7 +1,8 @@
-//! The TLS files of `[mqtt]`: the CA file (or the system's roots), the client
-//! certificate and its key, read, parsed and matched. `check-config` reports
-//! every problem here with the key and the file; the uplink builds its rustls
-//! configuration from the same [`TlsMaterial`], so the two cannot disagree.
+//! The TLS files of a client section (`[mqtt]`, `[csip_aus]`): the CA file
+//! (or the system's roots), the client certificate and its key, read, parsed
+//! and matched. `check-config` reports every problem here with the key and
+//! the file; the uplink and the CSIP-AUS client build their rustls
+//! configurations from the same [`TlsMaterial`], so the two cannot disagree.
 //!
 //! Reads only the named files (and the system's CA store when no `ca_file` is
 //! given). It must not open sockets or build connections.
@@ -35,13 +36,37 @@ pub fn provider() -> Arc<CryptoProvider> {
 /// Reads and checks the TLS files of `m`; every problem comes back at once,
 /// each under its key (`mqtt.ca_file`, ...) and naming its file.
 pub fn load_tls(m: &MqttConfig) -> Result<TlsMaterial, Vec<Problem>> {
+    load_files(&TlsFiles {
+        ca_key: "mqtt.ca_file",
+        ca_file: m.ca_file.as_deref(),
+        cert_key: "mqtt.client_cert_file",
+        cert_file: m.client_cert_file.as_deref(),
+        key_key: "mqtt.client_key_file",
+        key_file: m.client_key_file.as_deref(),
+    })
+}
+
+/// A client section's TLS files, each with the TOML key it is reported under.
+pub struct TlsFiles<'a> {
+    pub ca_key: &'a str,
+    /// `None`: the system's CA certificates.
+    pub ca_file: Option<&'a Path>,
+    pub cert_key: &'a str,
+    pub cert_file: Option<&'a Path>,
+    pub key_key: &'a str,
+    pub key_file: Option<&'a Path>,
+}
+
+/// Reads and checks `f`; every problem comes back at once, each under its
+/// key and naming its file.
+pub fn load_files(f: &TlsFiles<'_>) -> Result<TlsMaterial, Vec<Problem>> {
     let mut problems = Vec::new();
-    let roots = match &m.ca_file {
-        Some(file) => ca_roots(file, &mut problems),
-        None => system_roots(&mut problems),
+    let roots = match f.ca_file {
+        Some(file) => ca_roots(f.ca_key, file, &mut problems),
+        None => system_roots(f.ca_key, &mut problems),
     };
-    let client = match (&m.client_cert_file, &m.client_key_file) {
-        (Some(cert), Some(key)) => client_pair(cert, key, &mut problems),
+    let client = match (f.cert_file, f.key_file) {
+        (Some(cert), Some(key)) => client_pair(f, cert, key, &mut problems),
         _ => None,
     };
     if problems.is_empty() {
@@ -52,10 +77,7 @@ pub fn load_tls(m: &MqttConfig) -> Result<TlsMaterial, Vec<Problem>> {
 }
 
 fn problem(key: &str, file: &Path, message: impl std::fmt::Display) -> Problem {
-    Problem::new(
-        format!("mqtt.{key}"),
-        format!("{}: {message}", file.display()),
-    )
+    Problem::new(key, format!("{}: {message}", file.display()))
 }
 
 /// The PEM sections of `file`, or a problem saying why there are none.
@@ -104,14 +126,14 @@ fn certificates(key: &str, file: &Path) -> Result<Vec<CertificateDer<'static>>, 
     Ok(certs)
 }
 
-fn ca_roots(file: &Path, problems: &mut Vec<Problem>) -> RootCertStore {
+fn ca_roots(key: &str, file: &Path, problems: &mut Vec<Problem>) -> RootCertStore {
     let mut roots = RootCertStore::empty();
-    match certificates("ca_file", file) {
+    match certificates(key, file) {
         Ok(certs) => {
             for (i, cert) in certs.into_iter().enumerate() {
                 if let Err(e) = roots.add(cert) {
                     problems.push(problem(
-                        "ca_file",
+                        key,
                         file,
                         format!("certificate {} is not a usable CA certificate: {e}", i + 1),
                     ));
@@ -123,7 +145,7 @@ fn ca_roots(file: &Path, problems: &mut Vec<Problem>) -> RootCertStore {
     roots
 }
 
-fn system_roots(problems: &mut Vec<Problem>) -> RootCertStore {
+fn system_roots(key: &str, problems: &mut Vec<Problem>) -> RootCertStore {
     let mut roots = RootCertStore::empty();
     let found = rustls_native_certs::load_native_certs();
     roots.add_parsable_certificates(found.certs);
@@ -134,27 +156,30 @@ fn system_roots(problems: &mut Vec<Problem>) -> RootCertStore {
             .map(|e| format!(" ({e})"))
             .unwrap_or_default();
         problems.push(Problem::new(
-            "mqtt.ca_file",
-            format!("not set, and no system CA certificates were found{why}: name the broker's CA"),
+            key,
+            format!("not set, and no system CA certificates were found{why}: name the server's CA"),
         ));
     }
     roots
 }
 
 fn client_pair(
+    f: &TlsFiles<'_>,
     cert_file: &Path,
     key_file: &Path,
     problems: &mut Vec<Problem>,
 ) -> Option<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
-    let chain = certificates("client_cert_file", cert_file)
+    let chain = certificates(f.cert_key, cert_file)
         .map_err(|p| problems.push(p))
         .ok();
-    let key = private_key(key_file).map_err(|p| problems.push(p)).ok();
+    let key = private_key(f.key_key, key_file)
+        .map_err(|p| problems.push(p))
+        .ok();
     let (chain, key) = (chain?, key?);
     let provider = provider();
     if let Err(e) = provider.key_provider.load_private_key(key.clone_key()) {
         problems.push(problem(
-            "client_key_file",
+            f.key_key,
             key_file,
             format!("not a usable private key: {e}"),
         ));
@@ -164,18 +189,19 @@ fn client_pair(
         Ok(_) => Some((chain, key)),
         Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => {
             problems.push(problem(
-                "client_key_file",
+                f.key_key,
                 key_file,
                 format!(
-                    "does not match the certificate in {} (mqtt.client_cert_file)",
-                    cert_file.display()
+                    "does not match the certificate in {} ({})",
+                    cert_file.display(),
+                    f.cert_key
                 ),
             ));
             None
         }
         Err(e) => {
             problems.push(problem(
-                "client_cert_file",
+                f.cert_key,
                 cert_file,
                 format!("not a usable client certificate: {e}"),
             ));
@@ -184,14 +210,14 @@ fn client_pair(
     }
 }
 
-fn private_key(file: &Path) -> Result<PrivateKeyDer<'static>, Problem> {
-    let sections = sections("client_key_file", file)?;
+fn private_key(key: &str, file: &Path) -> Result<PrivateKeyDer<'static>, Problem> {
+    let sections = sections(key, file)?;
     sections
         .iter()
         .find_map(|(kind, der)| PrivateKeyDer::from_pem(*kind, der.clone()))
         .ok_or_else(|| {
             problem(
-                "client_key_file",
+                key,
                 file,
                 format!("holds no PEM private key (it holds {})", holds(&sections)),
             )
