@@ -14,5 +14,6 @@
 
 pub mod identity;
 pub mod resource;
+pub mod schedule;
 pub mod tls;
 pub mod xml;

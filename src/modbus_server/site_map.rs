@@ -44,7 +44,8 @@ pub mod vendor {
     pub const LOOP_MODE: u16 = 4;
     /// The import limit in force, W (u32; 0xFFFFFFFF none).
     pub const MAX_IMPORT: u16 = 5;
-    /// Its source: 0 none, 1 config, 2 gridLimit, 3 gridSignal, 4 modbus.
+    /// Its source: 0 none, 1 config, 2 gridLimit, 3 gridSignal, 4 modbus,
+    /// 5 csip.
     pub const MAX_IMPORT_SRC: u16 = 7;
     pub const MAX_EXPORT: u16 = 8;
     pub const MAX_EXPORT_SRC: u16 = 10;

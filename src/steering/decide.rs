@@ -8,6 +8,7 @@
 use std::collections::BTreeSet;
 
 use super::alloc::{allocate_ess, allocate_production, site_soc, BatteryView, InverterView};
+use super::der_bounds::DerBounds;
 use super::hold::{
     cap_rule, hold, Change, Held, ImportOrder, LoopMode, LoopSettings, LoopState, Meter,
     ProductionPlan, Sensed, Side, SitePlan, StoragePlan,
@@ -16,6 +17,7 @@ use super::limits::{in_force, GridLimits, OperatorLimits};
 use super::open_loop::{open_loop, Net};
 use super::settle::{production_limits, storage_setpoints};
 use super::signal::Active;
+use super::sources::{Kind, OperatorSet, SourceLimit};
 use super::value::{Component, EssSetting};
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
 
@@ -56,6 +58,8 @@ pub struct Measurements {
     pub operator: OperatorLimits,
     /// Limits a SCADA set over the Modbus server.
     pub modbus: OperatorLimits,
+    /// Limits a grid operator's utility server sets (CSIP-AUS).
+    pub sources: OperatorSet,
     /// The setpoint each battery was last told, in the order of the
     /// batteries (`None`: released or not yet told; empty: not known).
     pub battery_setpoints: Vec<Option<f64>>,
@@ -127,6 +131,13 @@ pub fn decide(
     prev: &LoopState,
     now_ms: i64,
 ) -> Decision {
+    // The operator's bounds over the DER hold before anything is planned.
+    let der = DerBounds::of(&site.measurements.sources);
+    let bounded = der.batteries(site.batteries);
+    let site = &Site {
+        batteries: &bounded,
+        ..*site
+    };
     let (rules, batteries, inverters, m) = (
         site.rules,
         site.batteries,
@@ -147,15 +158,30 @@ pub fn decide(
         production_by: plan_production_by,
         reached: reached_now,
     } = asked(rules, active, batteries, reached, mgi, charge_cap);
+    let mut plan = plan;
+    let planned_by_der = der.plan(&mut plan);
+    let (plan_storage_by, plan_production_by) = match &planned_by_der {
+        Some(l) if matches!(l.kind, Kind::Connect | Kind::Energize) => {
+            (Some(Component::GridLimit), Some(Component::GridLimit))
+        }
+        Some(_) => (Some(Component::GridLimit), plan_production_by),
+        None => (plan_storage_by, plan_production_by),
+    };
 
+    let csip = OperatorLimits {
+        max_import_w: m.sources.value(Kind::Import),
+        max_export_w: m.sources.value(Kind::Export),
+    };
     let limits = in_force(
         rules.max_import_w,
         rules.max_export_w,
         active.grid_limit.as_ref().map(|e| &e.value),
         &m.operator,
         &m.modbus,
+        &csip,
     );
-    let held = held_at_the_grid(site, &limits, &plan, prev, now_ms, mgi);
+    let mut held = held_at_the_grid(site, &limits, &plan, prev, now_ms, mgi);
+    let clamped_by_der = der.clamp(&mut held, m.online_battery_w);
 
     let planned_batteries = storage_commands(rules.ess, batteries, plan.storage);
     let planned_inverters = production_commands(rules.curtailment, inverters, plan.production);
@@ -179,11 +205,12 @@ pub fn decide(
     } else {
         plan_storage_by
     };
-    let production_by = if by_loop(Side::Production) && invs != planned_inverters {
-        Some(Component::GridLimit)
-    } else {
-        plan_production_by
-    };
+    let production_by =
+        if (by_loop(Side::Production) || clamped_by_der.is_some()) && invs != planned_inverters {
+            Some(Component::GridLimit)
+        } else {
+            plan_production_by
+        };
     for c in &held.changes {
         let (component, slots) = match c.side {
             Side::Storage => (
@@ -196,6 +223,9 @@ pub fn decide(
             ),
         };
         notes.push(note(component, c, slots));
+    }
+    if let Some(l) = planned_by_der.iter().chain(&clamped_by_der).next() {
+        notes.push(der_note(l, &bats, &invs, batteries.len()));
     }
     // A storage target beyond what the batteries can do, with no limit to blame.
     if let (StoragePlan::Power(asked), Some(Component::Ess)) = (held.storage, storage_by) {
@@ -416,6 +446,34 @@ fn changed_slots(before: &[Command], after: &[Command], offset: usize) -> Vec<us
         .filter(|(_, (a, b))| a != b)
         .map(|(i, _)| i + offset)
         .collect()
+}
+
+/// What an operator's bound over the DER made of the devices.
+fn der_note(l: &SourceLimit, bats: &[Command], invs: &[Command], n_bat: usize) -> Note {
+    let sum = |cs: &[Command]| -> f64 {
+        cs.iter()
+            .map(|c| match c {
+                Command::EssPower(w) | Command::ProductionLimit(w) => *w,
+                _ => 0.0,
+            })
+            .sum()
+    };
+    let (component, applied, devices) = match l.kind {
+        Kind::StorageTarget | Kind::Load => (Component::Ess, sum(bats), (0..n_bat).collect()),
+        Kind::Generation => (
+            Component::Curtailment,
+            sum(invs),
+            (n_bat..n_bat + invs.len()).collect(),
+        ),
+        _ => (Component::GridLimit, 0.0, (0..n_bat + invs.len()).collect()),
+    };
+    Note {
+        component,
+        requested_w: None,
+        applied_w: Some(applied),
+        reason: OperatorSet::describe(l),
+        devices,
+    }
 }
 
 fn note(component: Component, c: &Change, devices: Vec<usize>) -> Note {

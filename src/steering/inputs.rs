@@ -8,6 +8,7 @@ use super::decide::{Measurements, SiteRules};
 use super::hold::{LoopSettings, Meter};
 use super::limits::OperatorLimits;
 use super::request::ConfiguredLimits;
+use super::sources::OperatorSet;
 use crate::config::{DeviceConfig, SiteConfig};
 use crate::model::{DeviceId, DeviceType, Property};
 use crate::telemetry::{DeviceInfo, DeviceSnapshot, Live};
@@ -120,6 +121,8 @@ pub struct Context<'a> {
     pub operator: OperatorLimits,
     /// Limits a SCADA set over the Modbus server.
     pub modbus: OperatorLimits,
+    /// Limits a grid operator's utility server sets.
+    pub sources: OperatorSet,
     /// The site's configured grid limits now (the site config's at start,
     /// a config change's applied live since).
     pub configured: ConfiguredLimits,
@@ -238,6 +241,7 @@ pub fn gather(live: &Live, site: &SiteConfig, devices: &SiteDevices, ctx: &Conte
         readings,
         operator: ctx.operator,
         modbus: ctx.modbus,
+        sources: ctx.sources.clone(),
         battery_setpoints: ctx.battery_setpoints.to_vec(),
     };
     let rated_production_w = site

@@ -19,6 +19,9 @@ pub enum LimitSource {
     GridSignal,
     /// A SCADA's limit written over the Modbus server.
     Modbus,
+    /// A distribution network operator's control over IEEE 2030.5
+    /// (CSIP-AUS).
+    Csip,
 }
 
 impl LimitSource {
@@ -28,6 +31,7 @@ impl LimitSource {
             LimitSource::GridLimit => "gridLimit",
             LimitSource::GridSignal => "gridSignal",
             LimitSource::Modbus => "modbus",
+            LimitSource::Csip => "csip",
         }
     }
 }
@@ -82,17 +86,18 @@ pub struct OperatorLimits {
     pub max_export_w: Option<f64>,
 }
 
-/// The tightest of the four sources, per direction. Ties keep the earlier
+/// The tightest of the five sources, per direction. Ties keep the earlier
 /// source (config, then gridLimit, then the operator's signal, then the
-/// SCADA over Modbus).
+/// SCADA over Modbus, then the utility server over CSIP-AUS).
 pub fn in_force(
     max_import_w: Option<f64>,
     max_export_w: Option<f64>,
     temporary: Option<&GridLimit>,
     operator: &OperatorLimits,
     modbus: &OperatorLimits,
+    csip: &OperatorLimits,
 ) -> GridLimits {
-    let pick = |direction: Direction, candidates: [(Option<f64>, LimitSource); 4]| {
+    let pick = |direction: Direction, candidates: [(Option<f64>, LimitSource); 5]| {
         candidates
             .into_iter()
             .filter_map(|(w, source)| {
@@ -116,6 +121,7 @@ pub fn in_force(
                 ),
                 (operator.max_import_w, LimitSource::GridSignal),
                 (modbus.max_import_w, LimitSource::Modbus),
+                (csip.max_import_w, LimitSource::Csip),
             ],
         ),
         export: pick(
@@ -128,6 +134,7 @@ pub fn in_force(
                 ),
                 (operator.max_export_w, LimitSource::GridSignal),
                 (modbus.max_export_w, LimitSource::Modbus),
+                (csip.max_export_w, LimitSource::Csip),
             ],
         ),
     }
@@ -154,6 +161,7 @@ mod tests {
             Some(&g),
             &OperatorLimits::default(),
             &OperatorLimits::default(),
+            &OperatorLimits::default(),
         );
         assert_eq!(
             l.export.map(|l| (l.w, l.source)),
@@ -168,6 +176,7 @@ mod tests {
             Some(40_000.0),
             Some(&g),
             &op,
+            &OperatorLimits::default(),
             &OperatorLimits::default(),
         );
         assert_eq!(
@@ -185,6 +194,7 @@ mod tests {
             Some(&g),
             &OperatorLimits::default(),
             &scada,
+            &OperatorLimits::default(),
         );
         assert_eq!(
             l.export.map(|l| (l.w, l.source)),
@@ -192,12 +202,29 @@ mod tests {
         );
         assert_eq!(l.export.unwrap().describe(), "maxExport 5000 W (modbus)");
         // A SCADA's limit never lifts a tighter one.
-        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &op, &scada);
+        let no = OperatorLimits::default();
+        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &op, &scada, &no);
         assert_eq!(l.export.map(|l| l.source), Some(LimitSource::GridSignal));
+        // A utility server's limit over CSIP-AUS wins where it is tightest.
+        let csip = OperatorLimits {
+            max_import_w: Some(2_000.0),
+            max_export_w: Some(1_500.0),
+        };
+        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &no, &scada, &csip);
+        assert_eq!(
+            l.export.map(|l| (l.w, l.source)),
+            Some((1_500.0, LimitSource::Csip))
+        );
+        assert_eq!(
+            l.import.map(|l| (l.w, l.source)),
+            Some((2_000.0, LimitSource::Csip))
+        );
+        assert_eq!(l.export.unwrap().describe(), "maxExport 1500 W (csip)");
         let none = in_force(
             None,
             None,
             None,
+            &OperatorLimits::default(),
             &OperatorLimits::default(),
             &OperatorLimits::default(),
         );

@@ -19,6 +19,7 @@ use super::operator::{combine, SignalStatus};
 use super::report::{Desired, DeviceReport};
 use super::request::ConfiguredLimits;
 use super::signal::SiteSignal;
+use super::sources::OperatorSet;
 use super::stats::WriteCounters;
 use super::value::Component;
 use crate::config::SiteConfig;
@@ -75,6 +76,9 @@ pub struct SiteRuntime {
     pub signals: Mutex<Vec<SignalStatus>>,
     /// Limits a SCADA set over the Modbus server (only ever tightening).
     modbus: Mutex<OperatorLimits>,
+    /// Limits the utility server sets over CSIP-AUS (written by the
+    /// `csip` client).
+    csip: Mutex<OperatorSet>,
     /// What the grid loop keeps from one tick to the next.
     loop_state: Mutex<LoopState>,
     /// The count of committed changes (`committed`) the last evaluation saw;
@@ -122,6 +126,7 @@ impl SiteRuntime {
             ticks: super::stats::TickStats::default(),
             signals: Mutex::new(signals),
             modbus: Mutex::new(OperatorLimits::default()),
+            csip: Mutex::new(OperatorSet::default()),
             loop_state: Mutex::new(LoopState::default()),
             desired,
             evaluated: watch::channel(None).0,
@@ -227,6 +232,7 @@ impl SiteRuntime {
             battery_setpoints: setpoints,
             operator: combine(&lock(&self.signals)),
             modbus: *lock(&self.modbus),
+            sources: lock(&self.csip).clone(),
             configured: self.limits(),
         };
         gather(live, &self.config, &self.devices, &ctx)
@@ -260,6 +266,26 @@ impl SiteRuntime {
             self.wake.notify_one();
             self.changed.notify_one();
         }
+    }
+
+    /// The limits the utility server sets over CSIP-AUS, in force from the
+    /// control loop's next tick (woken now when they changed).
+    pub fn set_csip(&self, set: OperatorSet) {
+        let changed = {
+            let mut cur = lock(&self.csip);
+            let changed = *cur != set;
+            *cur = set;
+            changed
+        };
+        if changed {
+            self.wake.notify_one();
+            self.changed.notify_one();
+        }
+    }
+
+    /// The limits the utility server sets now.
+    pub fn csip(&self) -> OperatorSet {
+        lock(&self.csip).clone()
     }
 
     /// What each grid signal says now.

@@ -234,3 +234,126 @@ fn maximize_import_charges_within_max_import() {
     assert_eq!(d.batteries, [Command::EssPower(-49_000.0); 2]);
     assert_eq!(d.notes.len(), 1);
 }
+
+fn csip(kind: crate::steering::sources::Kind, value: f64) -> crate::steering::sources::SourceLimit {
+    crate::steering::sources::SourceLimit {
+        source: crate::steering::limits::LimitSource::Csip,
+        kind,
+        value,
+        until_ms: None,
+        failsafe: false,
+        since_ms: 0,
+        reference: Some("MRID1".into()),
+    }
+}
+
+#[test]
+fn a_utility_servers_limits_win_where_tightest_and_bound_the_der() {
+    use crate::steering::sources::{Kind, OperatorSet};
+    let mut m = measured(Some(0.0), Some(0.0), Some(0.0));
+    m.sources = OperatorSet {
+        limits: vec![
+            csip(Kind::Export, 1_500.0),
+            csip(Kind::Import, 200_000.0),
+            csip(Kind::Generation, 30_000.0),
+        ],
+    };
+    // The partner asks 100 kW discharge: the generation limit leaves it 30 kW
+    // and the inverters nothing beside it.
+    let a = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(100_000.0)), "r1"),
+        ..Active::default()
+    };
+    let d = decide_with(&rules(), &a, &[bat(50.0)], &m, &BTreeSet::new());
+    let export = d.grid.limits.export.unwrap();
+    assert_eq!(
+        (export.w, export.source),
+        (1_500.0, crate::steering::limits::LimitSource::Csip)
+    );
+    assert_eq!(
+        d.grid.limits.import.unwrap().source,
+        crate::steering::limits::LimitSource::Config
+    );
+    let discharge: f64 = d
+        .batteries
+        .iter()
+        .map(|c| match c {
+            Command::EssPower(w) => *w,
+            _ => 0.0,
+        })
+        .sum();
+    assert!(discharge <= 30_000.0 + 1e-6, "{discharge}");
+    let production: f64 = d
+        .inverters
+        .iter()
+        .map(|c| match c {
+            Command::ProductionLimit(w) => *w,
+            _ => f64::INFINITY,
+        })
+        .sum();
+    assert!(
+        production + discharge <= 30_000.0 + 1e-6,
+        "{production} + {discharge}"
+    );
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.reason == "maxGeneration 30000 W (csip)"),
+        "{:?}",
+        d.notes
+    );
+}
+
+#[test]
+fn a_disconnect_from_the_utility_server_takes_the_der_off_whatever_the_partner_asks() {
+    use crate::steering::sources::{Kind, OperatorSet};
+    let mut m = measured(Some(0.0), Some(0.0), Some(0.0));
+    m.sources = OperatorSet {
+        limits: vec![csip(Kind::Connect, 0.0)],
+    };
+    let a = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(-50_000.0)), "r1"),
+        maximize_grid_import: entry(true, "r2"),
+        ..Active::default()
+    };
+    let d = decide_with(&rules(), &a, &[bat(50.0)], &m, &BTreeSet::new());
+    assert!(
+        d.batteries.iter().all(|c| *c == Command::EssPower(0.0)),
+        "{:?}",
+        d.batteries
+    );
+    assert!(
+        d.inverters
+            .iter()
+            .all(|c| *c == Command::ProductionLimit(0.0)),
+        "{:?}",
+        d.inverters
+    );
+    assert_eq!(d.storage_by, Some(Component::GridLimit));
+}
+
+#[test]
+fn a_load_limit_bounds_the_charge_and_a_storage_target_replaces_the_partners() {
+    use crate::steering::sources::{Kind, OperatorSet};
+    let mut m = measured(Some(0.0), Some(0.0), Some(0.0));
+    m.sources = OperatorSet {
+        limits: vec![
+            csip(Kind::Load, 4_000.0),
+            csip(Kind::StorageTarget, -10_000.0),
+        ],
+    };
+    let a = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(20_000.0)), "r1"),
+        ..Active::default()
+    };
+    let d = decide_with(&rules(), &a, &[bat(50.0), bat(50.0)], &m, &BTreeSet::new());
+    let total: f64 = d
+        .batteries
+        .iter()
+        .map(|c| match c {
+            Command::EssPower(w) => *w,
+            _ => 0.0,
+        })
+        .sum();
+    assert!((total + 4_000.0).abs() < 1e-6, "{total}");
+}
