@@ -56,6 +56,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "devices",
     "mqtt",
     "modbus_server",
+    "csip_aus",
     "profiles_dir",
     "simulator",
 ];
@@ -141,6 +142,17 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let sites: Vec<Option<SiteConfig>> = array_section(&mut table, "sites", &mut problems);
     let buses: Vec<Option<RawBus>> = array_section(&mut table, "buses", &mut problems);
     let devices: Vec<Option<RawDevice>> = array_section(&mut table, "devices", &mut problems);
+    // `[csip_aus]` for one site, `[[csip_aus]]` for several.
+    let csip: Vec<Option<super::csip::RawCsip>> = match table.remove("csip_aus") {
+        Some(toml::Value::Table(t)) => {
+            vec![deserialize_at(toml::Value::Table(t), "csip_aus", &mut problems)]
+        }
+        Some(other) => {
+            table.insert("csip_aus".into(), other);
+            array_section(&mut table, "csip_aus", &mut problems)
+        }
+        None => Vec::new(),
+    };
 
     let mut config = resolve(
         super::resolve::Sections {
@@ -158,6 +170,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
             sites,
             buses,
             devices,
+            csip,
             declared_sites,
             declared_buses,
             profiles: super::profiles::Resolver::new(&profiles_dir, dir),

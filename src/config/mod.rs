@@ -6,6 +6,8 @@
 //! reported at once with its TOML path. Nothing here starts a task or opens a socket.
 
 pub mod capacity;
+pub mod csip;
+pub mod csip_files;
 mod gateway_id;
 pub mod live_change;
 mod load;
@@ -28,6 +30,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use csip::CsipConfig;
 pub use gateway_id::GatewayIdSource;
 pub use load::{parse, parse_in, text_sha256, ConfigError};
 pub use modbus_server::{Cidr, ModbusServerConfig, Served, ServedSite, ServedUnit};
@@ -65,6 +68,8 @@ pub struct Config {
     pub mqtt: Option<MqttConfig>,
     /// The Modbus server (`[modbus_server]`); `None`: off.
     pub modbus_server: Option<ModbusServerConfig>,
+    /// The sites' CSIP-AUS clients (`[csip_aus]`), the enabled ones.
+    pub csip: Vec<csip::CsipConfig>,
     /// How the simulated devices respond (read by the simulator only).
     pub simulator: SimulatorConfig,
     /// Where named register-map profiles are looked for before the built-in ones.

@@ -41,6 +41,7 @@ pub(super) struct Sections {
     pub sites: Vec<Option<SiteConfig>>,
     pub buses: Vec<Option<RawBus>>,
     pub devices: Vec<Option<RawDevice>>,
+    pub csip: Vec<Option<super::csip::RawCsip>>,
     /// Site references and bus names written in the file, including those of
     /// entries that failed to parse.
     pub declared_sites: HashSet<String>,
@@ -103,6 +104,14 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         problems,
     );
 
+    let csip = super::csip::resolve_csip(s.csip, &s.declared_sites, problems);
+    let count = csip.len();
+    for (i, c) in csip.iter().enumerate() {
+        if let Err(found) = super::csip_files::load(c, i, count) {
+            file_problems.extend(found);
+        }
+    }
+
     let references: Vec<(&str, crate::model::DeviceType)> = devices
         .iter()
         .map(|d: &DeviceConfig| (d.reference.as_str(), d.device_type))
@@ -124,6 +133,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         devices,
         mqtt: s.mqtt,
         modbus_server,
+        csip,
         simulator: s.simulator,
         profiles_dir: s.profiles_dir,
         file_problems,

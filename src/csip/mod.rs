@@ -13,6 +13,7 @@
 //! Nothing here commands a device: steering holds the limits.
 
 pub mod identity;
+pub mod limits;
 pub mod resource;
 pub mod schedule;
 pub mod tls;
