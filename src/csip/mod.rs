@@ -12,9 +12,13 @@
 //!
 //! Nothing here commands a device: steering holds the limits.
 
+pub mod client;
+pub mod http;
 pub mod identity;
 pub mod limits;
 pub mod resource;
 pub mod schedule;
+pub mod site;
+pub mod store;
 pub mod tls;
 pub mod xml;

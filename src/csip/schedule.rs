@@ -32,6 +32,8 @@ use super::resource::response::ResponseStatus;
 /// A program as last listed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProgramState {
+    /// The DERProgramList it was listed in.
+    pub list: String,
     pub href: String,
     pub mrid: String,
     pub primacy: u8,
@@ -183,6 +185,9 @@ pub struct Schedule {
     pub programs: BTreeMap<String, ProgramState>,
     /// By mRID.
     pub events: BTreeMap<String, Tracked>,
+    /// The next moment [`Schedule::advance`] has work: an event's start or
+    /// end; `None` after a change (at once).
+    next_check_ms: Option<i64>,
 }
 
 /// How far an ended event is kept once the server no longer lists it, ms:
@@ -190,15 +195,20 @@ pub struct Schedule {
 pub const KEPT_AFTER_END_MS: i64 = 24 * 3600 * 1000;
 
 impl Schedule {
-    /// The programs of every function set, as last listed. A program no
+    /// The programs of DERProgramList `list`, as just read. A program no
     /// longer listed loses its default; its events run to their end.
-    pub fn set_programs(&mut self, programs: &[Program]) {
-        let old = std::mem::take(&mut self.programs);
+    pub fn set_programs(&mut self, list: &str, programs: &[Program]) {
+        self.next_check_ms = None;
+        let (old, kept): (BTreeMap<_, _>, BTreeMap<_, _>) = std::mem::take(&mut self.programs)
+            .into_iter()
+            .partition(|(_, p)| p.list == list);
+        self.programs = kept;
         for p in programs {
             let default = old.get(&p.href).and_then(|o| o.default.clone());
             self.programs.insert(
                 p.href.clone(),
                 ProgramState {
+                    list: list.to_string(),
                     href: p.href.clone(),
                     mrid: p.mrid.clone(),
                     primacy: p.primacy,
@@ -213,6 +223,7 @@ impl Schedule {
 
     /// The default of `program` (`None`: it has none now).
     pub fn set_default(&mut self, program: &str, default: Option<DefaultControl>) {
+        self.next_check_ms = None;
         if let Some(p) = self.programs.get_mut(program) {
             p.default = default;
         }
@@ -229,6 +240,7 @@ impl Schedule {
         now_ms: i64,
         randomize: &mut dyn FnMut(i16) -> i64,
     ) -> Vec<Event> {
+        self.next_check_ms = None;
         let primacy = self.programs.get(program).map_or(u8::MAX, |p| p.primacy);
         let listed: BTreeSet<String> = controls.iter().map(|c| c.mrid.clone()).collect();
         let mut events = Vec::new();
@@ -304,6 +316,9 @@ impl Schedule {
     /// the order they happened. Ended events the server no longer lists are
     /// forgotten a day after their end.
     pub fn advance(&mut self, now_ms: i64) -> Vec<Event> {
+        if self.next_check_ms.is_some_and(|t| now_ms < t) {
+            return Vec::new();
+        }
         let mut out = Vec::new();
         let superseded: Vec<String> = self
             .events
@@ -337,6 +352,18 @@ impl Schedule {
         self.events.retain(|_, t| {
             t.listed || !t.phase.is_over() || now_ms - t.effective_ms().1 < KEPT_AFTER_END_MS
         });
+        // Nothing moves before the next start or end (or the next prune).
+        let prune = self
+            .events
+            .values()
+            .filter(|t| !t.listed && t.phase.is_over())
+            .map(|t| t.effective_ms().1 + KEPT_AFTER_END_MS)
+            .min();
+        self.next_check_ms = [self.next_change_ms(now_ms), prune]
+            .into_iter()
+            .flatten()
+            .min()
+            .or(Some(i64::MAX));
         out
     }
 

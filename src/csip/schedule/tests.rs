@@ -62,7 +62,7 @@ fn pairs(v: &[(&str, u8)]) -> Vec<(String, u8)> {
 fn schedule(programs: &[(&str, u8)]) -> Schedule {
     let mut s = Schedule::default();
     let list: Vec<Program> = programs.iter().map(|(h, p)| program(h, *p)).collect();
-    s.set_programs(&list);
+    s.set_programs("/derp", &list);
     s
 }
 

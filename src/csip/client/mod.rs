@@ -1,0 +1,3 @@
+//! The CSIP-AUS client task of one site (filled in below).
+pub mod polls;
+pub mod readings;
