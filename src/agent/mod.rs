@@ -153,6 +153,15 @@ impl Agent {
         )
         .await;
 
+        let csip = crate::csip::start(
+            &config,
+            &steering,
+            &live,
+            crate::csip::store::CsipStore::new(store.clone()),
+            &tracker,
+            &cancel,
+        );
+
         let modbus_server = start_modbus_server(
             &config,
             modbus_bound,
@@ -220,6 +229,7 @@ impl Agent {
             config.http.request_timeout_ms,
         )));
         if let Some(registry) = &metrics {
+            registry.register(Arc::new(csip));
             register_metrics(
                 registry,
                 &connections,

@@ -172,7 +172,10 @@ pub(super) fn resolve_csip(
         let key = |k: &str| CsipConfig::key(i, count, k);
         let before = problems.len();
         if !sites.contains(&r.site) {
-            problems.push(Problem::new(key("site"), format!("{:?} is not a site of [[sites]]", r.site)));
+            problems.push(Problem::new(
+                key("site"),
+                format!("{:?} is not a site of [[sites]]", r.site),
+            ));
         } else if !seen.insert(r.site.clone()) {
             problems.push(Problem::new(
                 key("site"),
@@ -199,7 +202,10 @@ pub(super) fn resolve_csip(
         if r.pen == 0 || r.pen > 99_999_999 {
             problems.push(Problem::new(
                 key("pen"),
-                format!("{} is not an IANA private enterprise number (1 to 99999999)", r.pen),
+                format!(
+                    "{} is not an IANA private enterprise number (1 to 99999999)",
+                    r.pen
+                ),
             ));
         }
         if !(1..=120).contains(&r.timeout_s) {
@@ -235,11 +241,16 @@ mod tests {
     #[test]
     fn server_urls_are_https_with_host_port_and_path() {
         let u = ServerUrl::parse("https://utility.example:8443/sep2/dcap").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("utility.example", 8443, "/sep2/dcap"));
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path.as_str()),
+            ("utility.example", 8443, "/sep2/dcap")
+        );
         let u = ServerUrl::parse("https://[::1]:9443/dcap").unwrap();
         assert_eq!((u.host.as_str(), u.port), ("::1", 9443));
         assert_eq!(ServerUrl::parse("https://h").unwrap().port, 443);
-        assert!(ServerUrl::parse("http://h/dcap").unwrap_err().contains("https://"));
+        assert!(ServerUrl::parse("http://h/dcap")
+            .unwrap_err()
+            .contains("https://"));
         assert!(ServerUrl::parse("https://h:0/dcap").is_err());
         assert!(ServerUrl::parse("https:///dcap").is_err());
     }

@@ -145,7 +145,11 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     // `[csip_aus]` for one site, `[[csip_aus]]` for several.
     let csip: Vec<Option<super::csip::RawCsip>> = match table.remove("csip_aus") {
         Some(toml::Value::Table(t)) => {
-            vec![deserialize_at(toml::Value::Table(t), "csip_aus", &mut problems)]
+            vec![deserialize_at(
+                toml::Value::Table(t),
+                "csip_aus",
+                &mut problems,
+            )]
         }
         Some(other) => {
             table.insert("csip_aus".into(), other);

@@ -44,7 +44,9 @@ pub enum HttpError {
         status: StatusCode,
         detail: String,
     },
-    #[error("{method} {path} was redirected to {location:?}: a 2030.5 client does not follow redirects")]
+    #[error(
+        "{method} {path} was redirected to {location:?}: a 2030.5 client does not follow redirects"
+    )]
     Redirect {
         method: Method,
         path: String,
@@ -77,7 +79,10 @@ impl HttpError {
     pub fn answered(&self) -> bool {
         matches!(
             self,
-            HttpError::Status { .. } | HttpError::Redirect { .. } | HttpError::TooLarge(_) | HttpError::NotText(_)
+            HttpError::Status { .. }
+                | HttpError::Redirect { .. }
+                | HttpError::TooLarge(_)
+                | HttpError::NotText(_)
         )
     }
 }
@@ -142,7 +147,12 @@ impl Http {
         self.conn = None;
     }
 
-    async fn request(&mut self, method: Method, href: &str, body: Option<String>) -> Result<Reply, HttpError> {
+    async fn request(
+        &mut self,
+        method: Method,
+        href: &str,
+        body: Option<String>,
+    ) -> Result<Reply, HttpError> {
         let path = self.path_of(href)?;
         let ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
         let result = tokio::time::timeout(self.timeout, self.exchange(method.clone(), &path, body))
@@ -199,8 +209,9 @@ impl Http {
                 error,
             })?;
         let _ = tcp.set_nodelay(true);
-        let name = ServerName::try_from(self.server.host.clone())
-            .map_err(|e| HttpError::Tls(format!("{:?} is not a server name: {e}", self.server.host)))?;
+        let name = ServerName::try_from(self.server.host.clone()).map_err(|e| {
+            HttpError::Tls(format!("{:?} is not a server name: {e}", self.server.host))
+        })?;
         let stream = self.tls.connect(name, tcp).await.map_err(|e| {
             HttpError::Tls(match super::tls::rustls_error(&e) {
                 Some(r) => super::tls::explain(r),
@@ -218,7 +229,12 @@ impl Http {
         Ok(send)
     }
 
-    async fn exchange(&mut self, method: Method, path: &str, body: Option<String>) -> Result<Reply, HttpError> {
+    async fn exchange(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+    ) -> Result<Reply, HttpError> {
         let host = if self.server.host.contains(':') {
             format!("[{}]:{}", self.server.host, self.server.port)
         } else {
@@ -255,14 +271,17 @@ impl Http {
             .collect()
             .await
             .map_err(|e| {
-                if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
                     HttpError::TooLarge(path.to_string())
                 } else {
                     HttpError::Io(e.to_string())
                 }
             })?
             .to_bytes();
-        let body = String::from_utf8(bytes.to_vec()).map_err(|_| HttpError::NotText(path.to_string()))?;
+        let body =
+            String::from_utf8(bytes.to_vec()).map_err(|_| HttpError::NotText(path.to_string()))?;
         Ok(Reply {
             status,
             location,

@@ -72,7 +72,10 @@ fn kind_of(m: Mode) -> Option<Kind> {
 }
 
 fn ramped(k: Kind) -> bool {
-    matches!(k, Kind::Import | Kind::Export | Kind::Generation | Kind::Load)
+    matches!(
+        k,
+        Kind::Import | Kind::Export | Kind::Generation | Kind::Load
+    )
 }
 
 impl Ramp {

@@ -72,11 +72,20 @@ pub fn snapshot(live: &Live, devices: &SiteDevices) -> SiteSnapshot {
     let measured = |ids: &[crate::model::DeviceId]| Measured {
         w: sum(ids.iter().map(|id| read(*id, Property::ActivePower))),
         var: sum(ids.iter().map(|id| read(*id, Property::ReactivePower))),
-        v: [Property::VoltageL1, Property::VoltageL2, Property::VoltageL3]
-            .map(|p| ids.iter().find_map(|id| read(*id, p))),
+        v: [
+            Property::VoltageL1,
+            Property::VoltageL2,
+            Property::VoltageL3,
+        ]
+        .map(|p| ids.iter().find_map(|id| read(*id, p))),
         hz: ids.iter().find_map(|id| read(*id, Property::Frequency)),
     };
-    let der_ids: Vec<_> = devices.inverters.iter().chain(&devices.batteries).copied().collect();
+    let der_ids: Vec<_> = devices
+        .inverters
+        .iter()
+        .chain(&devices.batteries)
+        .copied()
+        .collect();
     let mut s = SiteSnapshot {
         inverters: devices.inverters.len(),
         batteries: devices.batteries.len(),
@@ -139,7 +148,12 @@ pub fn capability(s: &SiteSnapshot, storage_extension: bool) -> Capability {
 }
 
 /// DERSettings: the limits in force, with the ramp the utility set.
-pub fn settings(s: &SiteSnapshot, set_grad_w: u16, storage_extension: bool, now_s: i64) -> Settings {
+pub fn settings(
+    s: &SiteSnapshot,
+    set_grad_w: u16,
+    storage_extension: bool,
+    now_s: i64,
+) -> Settings {
     let c = capability(s, storage_extension);
     Settings {
         modes_enabled: c.modes_supported,
@@ -189,7 +203,9 @@ pub fn status(s: &SiteSnapshot, held: Held, now_s: i64) -> Status {
             Some(w) if w > 1.0 => 1,
             _ => 2,
         }),
-        stor_connect: s.has_storage().then_some(bits & (connect::CONNECTED | connect::AVAILABLE | connect::OPERATING)),
+        stor_connect: s
+            .has_storage()
+            .then_some(bits & (connect::CONNECTED | connect::AVAILABLE | connect::OPERATING)),
         reading_s: now_s,
     }
 }
@@ -243,10 +259,24 @@ mod tests {
         let st = status(&s, Held::default(), 1);
         assert_eq!(st.gen_connect, 0b111);
         assert_eq!((st.operational_mode, st.storage_mode), (2, Some(0)));
-        let off = status(&s, Held { disconnected: true, deenergized: false }, 1);
+        let off = status(
+            &s,
+            Held {
+                disconnected: true,
+                deenergized: false,
+            },
+            1,
+        );
         assert_eq!(off.gen_connect, connect::AVAILABLE);
         assert_eq!(off.operational_mode, 1);
-        let dark = status(&s, Held { disconnected: false, deenergized: true }, 1);
+        let dark = status(
+            &s,
+            Held {
+                disconnected: false,
+                deenergized: true,
+            },
+            1,
+        );
         assert_eq!(dark.gen_connect, connect::AVAILABLE | connect::CONNECTED);
         let none = status(&SiteSnapshot { online: 0, ..s }, Held::default(), 1);
         assert_eq!((none.gen_connect, none.operational_mode), (0, 1));
@@ -259,9 +289,16 @@ mod tests {
         assert_eq!(c.der_type, 83);
         assert_eq!(c.vpp_modes_supported, Some(modes::VPP_STORAGE_TARGET));
         assert_ne!(c.modes_supported & modes::CHARGE, 0);
-        let pv = SiteSnapshot { batteries: 0, battery_rated_w: 0.0, ..site() };
+        let pv = SiteSnapshot {
+            batteries: 0,
+            battery_rated_w: 0.0,
+            ..site()
+        };
         let c = capability(&pv, true);
-        assert_eq!((c.der_type, c.vpp_modes_supported, c.max_wh), (4, None, None));
+        assert_eq!(
+            (c.der_type, c.vpp_modes_supported, c.max_wh),
+            (4, None, None)
+        );
         assert_eq!(settings(&site(), 27, false, 5).set_grad_w, 27);
     }
 }

@@ -71,7 +71,8 @@ impl CsipStore {
     }
 }
 
-const BASE: &str = "connect, energize, max_lim_pct, ramp_s, import_w, export_w, generation_w, load_w, storage_w";
+const BASE: &str =
+    "connect, energize, max_lim_pct, ramp_s, import_w, export_w, generation_w, load_w, storage_w";
 
 fn base_of(r: &Row<'_>, at: usize) -> rusqlite::Result<ControlBase> {
     Ok(ControlBase {
@@ -171,7 +172,12 @@ fn read(conn: &Connection, site: &str) -> Result<Option<Saved>, StoreError> {
     )?;
     let pending = stmt
         .query_map([site], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, u8>(2)?, r.get(3)?))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, u8>(2)?,
+                r.get(3)?,
+            ))
         })?
         .filter_map(|row| {
             row.map(|(reply_to, mrid, code, at_s)| {
@@ -278,7 +284,14 @@ fn write(conn: &Connection, site: &str, s: &Saved, now_ms: i64) -> Result<(), St
         "INSERT INTO csip_responses (site, seq, reply_to, mrid, status, at_s) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
     for (i, p) in s.pending.iter().enumerate() {
-        stmt.execute(params![site, i as i64, p.reply_to, p.mrid, p.status.code(), p.at_s])?;
+        stmt.execute(params![
+            site,
+            i as i64,
+            p.reply_to,
+            p.mrid,
+            p.status.code(),
+            p.at_s
+        ])?;
     }
     Ok(())
 }

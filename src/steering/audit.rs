@@ -1,8 +1,9 @@
 //! The audit log's records: every accepted steering change (who, from where, what,
 //! which request id), every device write that changed a setpoint or failed,
 //! every change of a SCADA's export limit over the Modbus server (a write
-//! that sets, changes or ends it, a heartbeat that lapses), and every write
-//! a Modbus server client asked to pass on to a device.
+//! that sets, changes or ends it, a heartbeat that lapses), every write
+//! a Modbus server client asked to pass on to a device, and what happened
+//! to each control of a utility server over CSIP-AUS.
 //!
 //! Plain data; they are also the records `GET /sites/{s}/steering/history`
 //! shows (the API renders them). Writing them down is the persistence layer's
@@ -65,6 +66,20 @@ pub enum AuditKind {
         max_export_w: Option<f64>,
         reason: LimitReason,
     },
+    /// What happened to a utility server's control over CSIP-AUS: received,
+    /// started, completed, cancelled, superseded, or refused as expired.
+    Csip {
+        /// The control's mRID.
+        mrid: String,
+        /// The href of its DER program.
+        program: String,
+        event: ControlEvent,
+        /// What it sets, in words (`maxExport 1500 W, connect false`).
+        limits: String,
+        /// The Response status the client answers with, when the control
+        /// asks for one.
+        response: Option<u8>,
+    },
     /// A write a Modbus server client asked to pass on to a device.
     ForwardedWrite {
         client: String,
@@ -113,6 +128,43 @@ impl LimitReason {
 
     pub fn from_wire(s: &str) -> Option<LimitReason> {
         Self::ALL.into_iter().find(|r| r.wire_name() == s)
+    }
+}
+
+/// What happened to a control, as the history names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlEvent {
+    Received,
+    Started,
+    Completed,
+    Cancelled,
+    Superseded,
+    Expired,
+}
+
+impl ControlEvent {
+    pub const ALL: [ControlEvent; 6] = [
+        ControlEvent::Received,
+        ControlEvent::Started,
+        ControlEvent::Completed,
+        ControlEvent::Cancelled,
+        ControlEvent::Superseded,
+        ControlEvent::Expired,
+    ];
+
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            ControlEvent::Received => "received",
+            ControlEvent::Started => "started",
+            ControlEvent::Completed => "completed",
+            ControlEvent::Cancelled => "cancelled",
+            ControlEvent::Superseded => "superseded",
+            ControlEvent::Expired => "expired",
+        }
+    }
+
+    pub fn from_wire(s: &str) -> Option<ControlEvent> {
+        Self::ALL.into_iter().find(|e| e.wire_name() == s)
     }
 }
 
@@ -188,6 +240,7 @@ impl AuditEvent {
             AuditKind::Write { .. } => "write",
             AuditKind::ModbusLimit { .. } => "modbusLimit",
             AuditKind::ForwardedWrite { .. } => "forwardedWrite",
+            AuditKind::Csip { .. } => "csip",
         }
     }
 }
@@ -221,6 +274,9 @@ mod tests {
         }
         for r in ForwardResult::ALL {
             assert_eq!(ForwardResult::from_wire(r.wire_name()), Some(r));
+        }
+        for e in ControlEvent::ALL {
+            assert_eq!(ControlEvent::from_wire(e.wire_name()), Some(e));
         }
         assert_eq!(LimitReason::from_wire("lapsed"), None);
     }

@@ -98,6 +98,8 @@ mod tests {
             grid_loop: GridLoopState {
                 grid: GridStatus::default(),
                 signals: Vec::new(),
+                sources: Vec::new(),
+                csip: None,
             },
             evaluated_at_ms: Some(evaluated_at),
             durable: true,

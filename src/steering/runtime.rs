@@ -19,7 +19,7 @@ use super::operator::{combine, SignalStatus};
 use super::report::{Desired, DeviceReport};
 use super::request::ConfiguredLimits;
 use super::signal::SiteSignal;
-use super::sources::OperatorSet;
+use super::sources::{OperatorSet, SourceStatus};
 use super::stats::WriteCounters;
 use super::value::Component;
 use crate::config::SiteConfig;
@@ -79,6 +79,8 @@ pub struct SiteRuntime {
     /// Limits the utility server sets over CSIP-AUS (written by the
     /// `csip` client).
     csip: Mutex<OperatorSet>,
+    /// How the CSIP-AUS client is doing (`None`: the site has none).
+    csip_status: Mutex<Option<SourceStatus>>,
     /// What the grid loop keeps from one tick to the next.
     loop_state: Mutex<LoopState>,
     /// The count of committed changes (`committed`) the last evaluation saw;
@@ -127,6 +129,7 @@ impl SiteRuntime {
             signals: Mutex::new(signals),
             modbus: Mutex::new(OperatorLimits::default()),
             csip: Mutex::new(OperatorSet::default()),
+            csip_status: Mutex::new(None),
             loop_state: Mutex::new(LoopState::default()),
             desired,
             evaluated: watch::channel(None).0,
@@ -286,6 +289,23 @@ impl SiteRuntime {
     /// The limits the utility server sets now.
     pub fn csip(&self) -> OperatorSet {
         lock(&self.csip).clone()
+    }
+
+    /// How the CSIP-AUS client is doing; the state shows it.
+    pub fn set_csip_status(&self, status: SourceStatus) {
+        let changed = {
+            let mut cur = lock(&self.csip_status);
+            let changed = cur.as_ref() != Some(&status);
+            *cur = Some(status);
+            changed
+        };
+        if changed {
+            self.changed.notify_one();
+        }
+    }
+
+    pub fn csip_status(&self) -> Option<SourceStatus> {
+        lock(&self.csip_status).clone()
     }
 
     /// What each grid signal says now.

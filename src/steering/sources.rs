@@ -126,6 +126,21 @@ impl OperatorSet {
     }
 }
 
+/// How a grid operator's source is doing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SourceStatus {
+    /// `following`, `discovering`, `unreachable`, `pinRefused`,
+    /// `noCertificate`.
+    pub state: String,
+    /// The server the source speaks to.
+    pub server: String,
+    /// The device's identity there (the lFDI).
+    pub identity: String,
+    /// Wall time of the server's last answer, ms.
+    pub last_contact_ms: Option<i64>,
+    pub error: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@ use super::operator::SignalStatus;
 use super::report::{DeviceReport, State};
 use super::runtime::SiteRuntime;
 use super::signal::{Active, SiteSignal, StoredEntry};
+use super::sources::{SourceLimit, SourceStatus};
 use super::value::Component;
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
 use crate::telemetry::Live;
@@ -127,6 +128,10 @@ pub struct SignalState {
 pub struct GridLoopState {
     pub grid: GridStatus,
     pub signals: Vec<SignalState>,
+    /// Every limit a grid operator's server sets now (whole W).
+    pub sources: Vec<SourceLimit>,
+    /// How the site's CSIP-AUS client is doing; `None` without one.
+    pub csip: Option<SourceStatus>,
 }
 
 /// `GET /sites/{s}/steering`: the combined signal at one instant, what is
@@ -193,6 +198,16 @@ impl SiteState {
                     limits: whole_watts(status.grid.limits),
                 },
                 signals: site.signal_statuses().iter().map(signal_state).collect(),
+                sources: site
+                    .csip()
+                    .limits
+                    .into_iter()
+                    .map(|l| SourceLimit {
+                        value: l.value.round(),
+                        ..l
+                    })
+                    .collect(),
+                csip: site.csip_status(),
             },
             evaluated_at_ms: status.evaluated_at_ms,
             durable,

@@ -6,6 +6,7 @@
 //!
 //! Pure renderings of values; nothing here reads state.
 
+use crate::steering::sources::Kind;
 use serde_json::{json, Map, Value};
 
 use crate::api::number::{Exact, Num};
@@ -151,6 +152,28 @@ fn grid_loop(g: &GridLoopState) -> Value {
             "online": s.online,
             "error": s.error,
         })).collect::<Vec<_>>(),
+        "sources": g.sources.iter().map(|l| {
+            let value = match l.kind {
+                Kind::Connect | Kind::Energize => json!(l.value >= 0.5),
+                _ => json!({"value": Num(l.value), "unit": "W"}),
+            };
+            json!({
+                "source": l.source.wire_name(),
+                "kind": l.kind.wire_name(),
+                "value": value,
+                "until": l.until_ms,
+                "since": l.since_ms,
+                "failsafe": l.failsafe,
+                "reference": l.reference,
+            })
+        }).collect::<Vec<_>>(),
+        "csip": g.csip.as_ref().map(|c| json!({
+            "state": c.state,
+            "server": c.server,
+            "lfdi": c.identity,
+            "lastContact": c.last_contact_ms,
+            "error": c.error,
+        })),
     })
 }
 
@@ -274,6 +297,22 @@ pub fn history_record(e: &AuditEvent) -> Value {
             "values": values,
             "result": result.wire_name(),
             "exception": exception,
+        }),
+        AuditKind::Csip {
+            mrid,
+            program,
+            event,
+            limits,
+            response,
+        } => json!({
+            "type": "csip",
+            "time": e.at_ms,
+            "source": "csip",
+            "mrid": mrid,
+            "program": program,
+            "event": event.wire_name(),
+            "limits": limits,
+            "response": response,
         }),
     }
 }

@@ -141,7 +141,11 @@ mod tests {
         p.done(&fsa, 300_000, Some(60));
         assert_eq!(p.next_ms(), Some(360_000));
         p.done(&fsa, 360_000, None);
-        assert_eq!(p.next_ms(), Some(420_000), "no rate given: the last one stands");
+        assert_eq!(
+            p.next_ms(),
+            Some(420_000),
+            "no rate given: the last one stands"
+        );
     }
 
     #[test]
@@ -161,7 +165,11 @@ mod tests {
         assert_eq!(waits, vec![5_000, 10_000, 20_000, 40_000, 60_000, 60_000]);
         p.done(&d, t, None);
         p.failed(&d, t + 120_000);
-        assert_eq!(p.next_ms(), Some(t + 125_000), "an answer resets the backoff");
+        assert_eq!(
+            p.next_ms(),
+            Some(t + 125_000),
+            "an answer resets the backoff"
+        );
         let fast = Poll::Time;
         p.add(fast.clone(), 0);
         p.done(&fast, 0, Some(2));

@@ -45,7 +45,13 @@ impl Averager {
     /// interval that ended before it, if any. A changed `rate_s` ends the
     /// current interval at once (ALL-10: a faster rate is taken up without
     /// waiting out the slower one).
-    pub fn add(&mut self, now_s: i64, rate_s: u32, role: u16, samples: &[Sample]) -> Option<Interval> {
+    pub fn add(
+        &mut self,
+        now_s: i64,
+        rate_s: u32,
+        role: u16,
+        samples: &[Sample],
+    ) -> Option<Interval> {
         let start = interval_start(now_s, rate_s);
         let ended = match self.start_s {
             Some(s) if s != start || rate_s != self.rate_s => self.finish(now_s),
@@ -79,7 +85,10 @@ impl Averager {
                 Quantity::StoredEnergy => a.last,
                 _ => a.sum / f64::from(a.n),
             };
-            by_role.entry(role).or_default().push(Sample { quantity, value });
+            by_role
+                .entry(role)
+                .or_default()
+                .push(Sample { quantity, value });
         }
         if by_role.is_empty() {
             return None;
@@ -116,9 +125,20 @@ mod tests {
         let t0 = 1_700_000_040;
         assert!(a.add(t0 + 5, 60, 3, &w(100.0)).is_none());
         assert!(a.add(t0 + 6, 60, 3, &w(300.0)).is_none());
-        let stored = [Sample { quantity: Quantity::StoredEnergy, value: 5_000.0 }];
+        let stored = [Sample {
+            quantity: Quantity::StoredEnergy,
+            value: 5_000.0,
+        }];
         a.add(t0 + 7, 60, 0x49, &stored);
-        a.add(t0 + 8, 60, 0x49, &[Sample { quantity: Quantity::StoredEnergy, value: 4_990.0 }]);
+        a.add(
+            t0 + 8,
+            60,
+            0x49,
+            &[Sample {
+                quantity: Quantity::StoredEnergy,
+                value: 4_990.0,
+            }],
+        );
         let i = a.add(t0 + 60, 60, 3, &w(0.0)).unwrap();
         assert_eq!((i.start_s, i.duration_s), (t0, 60));
         assert_eq!(i.by_role[0], (3, w(200.0)));

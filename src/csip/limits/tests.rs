@@ -51,16 +51,29 @@ fn step(now_s: i64) -> Step {
 fn a_tighter_limit_holds_at_once_and_a_looser_one_rises_at_set_grad_w() {
     let mut r = Ramps::default();
     let high = in_force(&[(Mode::Export, 8_000.0, default_origin())], Some(100));
-    assert_eq!(to_limits(&high, &mut r, &step(0)).value(Kind::Export), Some(8_000.0));
-    let low = in_force(&[(Mode::Export, 2_000.0, event("E", 60_000, None))], Some(100));
+    assert_eq!(
+        to_limits(&high, &mut r, &step(0)).value(Kind::Export),
+        Some(8_000.0)
+    );
+    let low = in_force(
+        &[(Mode::Export, 2_000.0, event("E", 60_000, None))],
+        Some(100),
+    );
     let set = to_limits(&low, &mut r, &step(1));
     assert_eq!(set.value(Kind::Export), Some(2_000.0));
     let l = set.tightest(Kind::Export).unwrap();
-    assert_eq!((l.reference.as_deref(), l.until_ms), (Some("E"), Some(60_000)));
+    assert_eq!(
+        (l.reference.as_deref(), l.until_ms),
+        (Some("E"), Some(60_000))
+    );
     // Back to the default: 1 %/s of 10 kW is 100 W/s.
     let mut values = Vec::new();
     for t in 2..=5 {
-        values.push(to_limits(&high, &mut r, &step(t)).value(Kind::Export).unwrap());
+        values.push(
+            to_limits(&high, &mut r, &step(t))
+                .value(Kind::Export)
+                .unwrap(),
+        );
     }
     assert_eq!(values, vec![2_100.0, 2_200.0, 2_300.0, 2_400.0]);
 }
@@ -68,13 +81,24 @@ fn a_tighter_limit_holds_at_once_and_a_looser_one_rises_at_set_grad_w() {
 #[test]
 fn ramp_tms_sets_the_time_of_the_rise() {
     let mut r = Ramps::default();
-    to_limits(&in_force(&[(Mode::Generation, 0.0, default_origin())], Some(27)), &mut r, &step(0));
-    let up = in_force(&[(Mode::Generation, 6_000.0, event("R", 1, Some(60.0)))], Some(27));
-    let first = to_limits(&up, &mut r, &step(1)).value(Kind::Generation).unwrap();
+    to_limits(
+        &in_force(&[(Mode::Generation, 0.0, default_origin())], Some(27)),
+        &mut r,
+        &step(0),
+    );
+    let up = in_force(
+        &[(Mode::Generation, 6_000.0, event("R", 1, Some(60.0)))],
+        Some(27),
+    );
+    let first = to_limits(&up, &mut r, &step(1))
+        .value(Kind::Generation)
+        .unwrap();
     assert!((first - 100.0).abs() < 1e-9, "{first}");
     let mut last = 0.0;
     for t in 2..=60 {
-        last = to_limits(&up, &mut r, &step(t)).value(Kind::Generation).unwrap();
+        last = to_limits(&up, &mut r, &step(t))
+            .value(Kind::Generation)
+            .unwrap();
     }
     assert!((last - 6_000.0).abs() < 1e-6, "{last}");
 }
@@ -82,7 +106,11 @@ fn ramp_tms_sets_the_time_of_the_rise() {
 #[test]
 fn without_a_ramp_a_rise_is_at_once_and_an_end_lets_go() {
     let mut r = Ramps::default();
-    to_limits(&in_force(&[(Mode::Export, 0.0, event("A", 1, None))], None), &mut r, &step(0));
+    to_limits(
+        &in_force(&[(Mode::Export, 0.0, event("A", 1, None))], None),
+        &mut r,
+        &step(0),
+    );
     let set = to_limits(&InForce::default(), &mut r, &step(1));
     assert_eq!(set.value(Kind::Export), None);
 }
@@ -90,7 +118,11 @@ fn without_a_ramp_a_rise_is_at_once_and_an_end_lets_go() {
 #[test]
 fn an_ended_limit_rises_by_the_der_rating_before_it_is_let_go() {
     let mut r = Ramps::default();
-    to_limits(&in_force(&[(Mode::Export, 1_000.0, event("A", 1, None))], Some(1_000)), &mut r, &step(0));
+    to_limits(
+        &in_force(&[(Mode::Export, 1_000.0, event("A", 1, None))], Some(1_000)),
+        &mut r,
+        &step(0),
+    );
     // 10 %/s of 10 kW: 1 kW/s; let go once 10 kW above where it was.
     let mut seen = Vec::new();
     let ended = in_force(&[], Some(1_000));

@@ -54,7 +54,9 @@ fn schedule() -> Schedule {
             ..ControlBase::default()
         },
     };
-    s.set_events("/edev/1/derp/1", vec![c], 500_000, &mut |r| i64::from(r) / 2);
+    s.set_events("/edev/1/derp/1", vec![c], 500_000, &mut |r| {
+        i64::from(r) / 2
+    });
     s
 }
 
@@ -86,10 +88,20 @@ async fn a_saved_schedule_reads_back_whole_after_a_reopen() {
     assert_eq!(back.schedule.events, saved.schedule.events);
     assert_eq!(back.schedule.events["E9"].start_offset_s, 30);
     // What holds is the same, read back or not.
-    assert_eq!(back.schedule.in_force(1_100_000), saved.schedule.in_force(1_100_000));
+    assert_eq!(
+        back.schedule.in_force(1_100_000),
+        saved.schedule.in_force(1_100_000)
+    );
     let empty = store.load("ste_b").await.unwrap().unwrap();
     assert!(empty.schedule.events.is_empty());
     // Saving again replaces, never appends.
     store.save("ste_a", Saved::default(), 2).await.unwrap();
-    assert!(store.load("ste_a").await.unwrap().unwrap().schedule.programs.is_empty());
+    assert!(store
+        .load("ste_a")
+        .await
+        .unwrap()
+        .unwrap()
+        .schedule
+        .programs
+        .is_empty());
 }

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::modbus::control::{Originals, RegWrite};
 use crate::model::{PowerUnit, PowerValue};
 use crate::steering::audit::{
-    describe, AuditEvent, AuditKind, ForwardResult, LimitReason, RequestBody,
+    describe, AuditEvent, AuditKind, ControlEvent, ForwardResult, LimitReason, RequestBody,
 };
 use crate::steering::decide::Command;
 use crate::steering::request::{Answer, RawBody};
@@ -145,6 +145,18 @@ enum Record {
     ModbusLimit(LimitRecord),
     #[serde(rename = "forwardedWrite")]
     ForwardedWrite(ForwardedRecord),
+    Csip(CsipRecord),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CsipRecord {
+    time: i64,
+    mrid: String,
+    program: String,
+    event: String,
+    limits: String,
+    response: Option<u8>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -288,6 +300,20 @@ pub fn encode_record(e: &AuditEvent) -> String {
             result: result.wire_name().into(),
             exception: *exception,
         }),
+        AuditKind::Csip {
+            mrid,
+            program,
+            event,
+            limits,
+            response,
+        } => Record::Csip(CsipRecord {
+            time: e.at_ms,
+            mrid: mrid.clone(),
+            program: program.clone(),
+            event: event.wire_name().into(),
+            limits: limits.clone(),
+            response: *response,
+        }),
     };
     text(&record)
 }
@@ -361,6 +387,16 @@ pub fn decode_record(site: &str, stored: &str) -> Option<AuditEvent> {
                 exception: f.exception,
             };
             (f.time, kind)
+        }
+        Record::Csip(c) => {
+            let kind = AuditKind::Csip {
+                mrid: c.mrid,
+                program: c.program,
+                event: ControlEvent::from_wire(&c.event)?,
+                limits: c.limits,
+                response: c.response,
+            };
+            (c.time, kind)
         }
     };
     Some(AuditEvent {
