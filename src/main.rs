@@ -46,6 +46,21 @@ enum Command {
         #[command(subcommand)]
         command: TlsCommand,
     },
+    /// The CSIP-AUS (IEEE 2030.5) client.
+    Csip {
+        #[command(subcommand)]
+        command: CsipCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CsipCommand {
+    /// Print each [csip_aus] table's device identity (lFDI and sFDI, from
+    /// its certificate) for registration with the utility.
+    Id {
+        #[arg(long, short, default_value = "/etc/sitegate/sitegate.toml")]
+        config: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -101,5 +116,8 @@ fn main() -> ExitCode {
         Command::Tls {
             command: TlsCommand::Fingerprint { config, pin },
         } => cli::tls_fingerprint(&config, pin),
+        Command::Csip {
+            command: CsipCommand::Id { config },
+        } => cli::csip_id(&config),
     }
 }

@@ -134,6 +134,45 @@ pub fn tls_fingerprint(file: &Path, pin: bool) -> ExitCode {
     }
 }
 
+/// `sitegate csip id`: each `[csip_aus]` table's site, lFDI and sFDI, read
+/// from its certificate as the client reads it.
+pub fn csip_id(file: &Path) -> ExitCode {
+    let config = match load_config(file) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    if config.csip.is_empty() {
+        complain(&format!(
+            "{}: no [csip_aus] table (or none enabled): no CSIP-AUS client",
+            file.display()
+        ));
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let count = config.csip.len();
+    let mut code = ExitCode::SUCCESS;
+    for (i, c) in config.csip.iter().enumerate() {
+        match sitegate::config::csip_files::load(c, i, count) {
+            Ok(m) => say(&format!(
+                "site {}\n  lFDI {}\n  sFDI {}\n  NMI  {}\n  server https://{}:{}{}",
+                c.site,
+                m.identity.lfdi,
+                m.identity.sfdi,
+                c.nmi,
+                c.server.host,
+                c.server.port,
+                c.server.path
+            )),
+            Err(problems) => {
+                for p in problems {
+                    complain(&format!("{}: {p}", file.display()));
+                }
+                code = ExitCode::from(EXIT_CONFIG);
+            }
+        }
+    }
+    code
+}
+
 /// Loads config or reports it like `check-config` does.
 pub fn load_config(file: &Path) -> Result<Config, ExitCode> {
     Config::load(file).map_err(|e| {

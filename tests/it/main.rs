@@ -18,6 +18,7 @@ mod check_config;
 mod clock;
 mod config_ops;
 mod contract;
+mod csip_registration;
 mod demo;
 mod demo_grid;
 mod device_data;

@@ -13,6 +13,9 @@ use crate::csip::resource::{der, discovery, mirror, program};
 impl Client {
     /// Runs poll `p`.
     pub(super) async fn poll(&mut self, p: &Poll) {
+        // The next poll counts from this one's start: its rate is kept
+        // exactly, however long the answer takes.
+        let started = self.mono_ms();
         let result = match p {
             Poll::DeviceCapability => self.poll_dcap().await,
             Poll::Time => self.poll_time().await,
@@ -26,7 +29,7 @@ impl Client {
         match result {
             Ok(rate) => {
                 self.contact(p.label());
-                self.polls.done(p, now, rate);
+                self.polls.done(p, started, rate);
             }
             Err(f) => {
                 self.failed(p.label(), &f);

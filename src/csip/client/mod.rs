@@ -139,21 +139,32 @@ pub(crate) struct Client {
     started: tokio::time::Instant,
 }
 
-/// Runs the client until `cancel`.
+/// Runs the client until `cancel`: a tick each second, and at once when a
+/// poll falls due between two.
 pub async fn run(p: Parts, cancel: CancellationToken) {
     let Some(mut c) = Client::new(p).await else {
         return;
     };
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_tick = tokio::time::Instant::now();
     loop {
         tokio::select! {
             () = cancel.cancelled() => break,
-            _ = tick.tick() => {}
+            () = c.tick() => {}
         }
+        let now = tokio::time::Instant::now();
+        while next_tick <= now {
+            next_tick += Duration::from_secs(1);
+        }
+        let wake = match c.next_poll_ms() {
+            Some(ms) => {
+                let at = c.started + Duration::from_millis(u64::try_from(ms.max(0)).unwrap_or(0));
+                at.min(next_tick).max(now)
+            }
+            None => next_tick,
+        };
         tokio::select! {
             () = cancel.cancelled() => break,
-            () = c.tick() => {}
+            () = tokio::time::sleep_until(wake) => {}
         }
     }
     c.save().await;
@@ -242,6 +253,17 @@ impl Client {
             started: tokio::time::Instant::now(),
             cfg: p.config,
         })
+    }
+
+    /// When the next poll (or discovery) is due, monotonic ms.
+    fn next_poll_ms(&self) -> Option<i64> {
+        if self.state() == State::PinRefused {
+            return None;
+        }
+        match self.discover_at {
+            Some(t) => Some(t),
+            None => self.polls.next_ms(),
+        }
     }
 
     /// Monotonic ms since the task started.

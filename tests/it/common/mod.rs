@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod csip_server;
 pub mod demo;
 pub mod farm;
 pub mod logs;
