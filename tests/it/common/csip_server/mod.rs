@@ -350,6 +350,20 @@ impl CsipServer {
         base: BaseSpec,
         randomize_start_s: i16,
     ) -> String {
+        let start = self.now_s() + start_in_s;
+        self.add_control_at(k, tag, start, duration_s, base, randomize_start_s)
+    }
+
+    /// Adds a control to program `k` starting at server time `start_s`.
+    pub fn add_control_at(
+        &self,
+        k: usize,
+        tag: &str,
+        start_s: i64,
+        duration_s: u32,
+        base: BaseSpec,
+        randomize_start_s: i16,
+    ) -> String {
         self.with(|s| {
             let mrid = format!("{:024X}{:08}", s.next_mrid, 12345);
             s.next_mrid += 1;
@@ -358,7 +372,7 @@ impl CsipServer {
                 mrid: mrid.clone(),
                 tag: tag.to_string(),
                 created_s: now,
-                start_s: now + start_in_s,
+                start_s,
                 duration_s,
                 randomize_start_s,
                 base,
