@@ -75,15 +75,16 @@ impl HttpError {
         }
     }
 
-    /// The server answered (it is reachable), with an error status.
+    /// The server answered what it means (it refused this request): a
+    /// client error, a redirect, a body it should not have sent. A server
+    /// error (5xx) is an outage like no answer at all: what waits is sent
+    /// again (CACTUS simulates an outage with 500s).
     pub fn answered(&self) -> bool {
-        matches!(
-            self,
-            HttpError::Status { .. }
-                | HttpError::Redirect { .. }
-                | HttpError::TooLarge(_)
-                | HttpError::NotText(_)
-        )
+        match self {
+            HttpError::Status { status, .. } => !status.is_server_error(),
+            HttpError::Redirect { .. } | HttpError::TooLarge(_) | HttpError::NotText(_) => true,
+            _ => false,
+        }
     }
 }
 

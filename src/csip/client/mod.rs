@@ -334,7 +334,7 @@ impl Client {
         self.status.update(|s| {
             *s.failures.entry(f.kind()).or_default() += 1;
             s.last_error = Some(format!("{what}: {text}"));
-            if !f.answered() && s.state == State::Following {
+            if !f.answered() && matches!(s.state, State::Following | State::Discovering) {
                 s.state = State::Unreachable;
             }
         });

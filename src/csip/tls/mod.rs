@@ -42,7 +42,13 @@ pub fn provider() -> Arc<CryptoProvider> {
 pub fn offered() -> String {
     suites()
         .iter()
-        .map(|s| format!("{:?}", s.suite()))
+        .map(|s| match s.suite() {
+            // rustls's own suites have a name; this one is ours.
+            rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_CCM_8 => {
+                "TLS_ECDHE_ECDSA_WITH_AES_128_CCM_8".to_string()
+            }
+            other => format!("{other:?}"),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -167,7 +167,20 @@ pub struct ServerState {
     pub offline: bool,
     /// The server's clock minus the real one, s.
     pub clock_offset_s: i64,
+    /// Canned answers by path: status, body, and a delay before it.
+    pub overrides: BTreeMap<String, Canned>,
+    /// The `responseRequired` of every control served.
+    pub response_required: &'static str,
     next_mrid: u32,
+}
+
+/// A canned answer.
+#[derive(Clone, Debug)]
+pub struct Canned {
+    pub status: StatusCode,
+    pub body: String,
+    pub location: Option<String>,
+    pub delay: Duration,
 }
 
 /// The running server.
@@ -229,6 +242,8 @@ impl CsipServer {
             requests: Vec::new(),
             offline: false,
             clock_offset_s: 0,
+            overrides: BTreeMap::new(),
+            response_required: "03",
             next_mrid: 1,
         }));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -435,6 +450,26 @@ impl CsipServer {
             .collect()
     }
 
+    /// Answers `path` with `status` and `body` after `delay` from now on.
+    pub fn canned(&self, path: &str, status: StatusCode, body: &str, delay: Duration) {
+        self.with(|s| {
+            s.overrides.insert(
+                path.to_string(),
+                Canned {
+                    status,
+                    body: body.to_string(),
+                    location: None,
+                    delay,
+                },
+            )
+        });
+    }
+
+    /// `path` answered as it should again.
+    pub fn uncanned(&self, path: &str) {
+        self.with(|s| s.overrides.remove(path));
+    }
+
     pub fn set_offline(&self, offline: bool) {
         self.with(|s| s.offline = offline);
     }
@@ -547,22 +582,46 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let body = String::from_utf8_lossy(&body).to_string();
+    let path = uri.path().to_string();
+    let canned = {
+        let mut s = state.lock().unwrap();
+        let real_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        let at_ms = real_ms + s.clock_offset_s * 1000;
+        s.requests.push(Seen {
+            method: method.clone(),
+            path: path.clone(),
+            at_ms,
+        });
+        if s.offline {
+            return (StatusCode::INTERNAL_SERVER_ERROR, "offline").into_response();
+        }
+        s.overrides.get(&path).cloned()
+    };
+    if let Some(c) = canned {
+        tokio::time::sleep(c.delay).await;
+        let mut r = sep(c.status, c.body);
+        if let Some(l) = c.location {
+            r.headers_mut().insert("location", l.parse().unwrap());
+        }
+        return r;
+    }
+    answer(&state, &peer, &method, &uri, body)
+}
+
+/// The server's answer from its state.
+fn answer(
+    state: &Mutex<ServerState>,
+    peer: &Peer,
+    method: &Method,
+    uri: &Uri,
+    body: String,
+) -> Response {
     let mut s = state.lock().unwrap();
     let path = uri.path().to_string();
     let now = s.now_s();
-    let real_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    let at_ms = real_ms + s.clock_offset_s * 1000;
-    s.requests.push(Seen {
-        method: method.clone(),
-        path: path.clone(),
-        at_ms,
-    });
-    if s.offline {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "offline").into_response();
-    }
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let r = s.rates.clone();
     match (method.as_str(), segs.as_slice()) {
@@ -591,7 +650,7 @@ async fn handle(
                 }
                 _ => Vec::new(),
             };
-            let (all, items) = page(items, &uri);
+            let (all, items) = page(items, uri);
             sep(StatusCode::OK, xml::list("EndDeviceList", all, &items, Some(r.edev_list), "/edev"))
         }
         ("POST", ["edev"]) => {
@@ -657,7 +716,7 @@ async fn handle(
                     )
                 })
                 .collect();
-            let (all, items) = page(items, &uri);
+            let (all, items) = page(items, uri);
             sep(
                 StatusCode::OK,
                 xml::list("FunctionSetAssignmentsList", all, &items, Some(r.fsa_list), "/edev/1/fsa"),
@@ -672,7 +731,7 @@ async fn handle(
                 .filter(|(_, p)| p.fsa.max(1) == f)
                 .map(|(i, p)| xml::program(i + 1, p))
                 .collect();
-            let (all, items) = page(items, &uri);
+            let (all, items) = page(items, uri);
             sep(
                 StatusCode::OK,
                 xml::list("DERProgramList", all, &items, Some(r.derp_list), &path),
@@ -683,8 +742,13 @@ async fn handle(
             let Some(p) = s.programs.get(k.wrapping_sub(1)) else {
                 return StatusCode::NOT_FOUND.into_response();
             };
-            let items = p.controls.iter().map(|c| xml::control(k, c, now)).collect();
-            let (all, items) = page(items, &uri);
+            let rr = s.response_required;
+            let items = p
+                .controls
+                .iter()
+                .map(|c| xml::control(k, c, now).replacen(r#"responseRequired="03""#, &format!(r#"responseRequired="{rr}""#), 1))
+                .collect();
+            let (all, items) = page(items, uri);
             sep(StatusCode::OK, xml::list("DERControlList", all, &items, None, &path))
         }
         ("GET", ["edev", "1", "derp", k, "dderc"]) => {
@@ -721,7 +785,7 @@ async fn handle(
                 .enumerate()
                 .map(|(i, m)| xml::mirror(i + 1, m, post))
                 .collect();
-            let (all, items) = page(items, &uri);
+            let (all, items) = page(items, uri);
             sep(StatusCode::OK, xml::list("MirrorUsagePointList", all, &items, Some(r.mup_list), "/mup"))
         }
         ("POST", ["mup"]) => {
