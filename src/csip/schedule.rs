@@ -320,13 +320,7 @@ impl Schedule {
             return Vec::new();
         }
         let mut out = Vec::new();
-        let superseded: Vec<String> = self
-            .events
-            .values()
-            .filter(|c| !c.phase.is_over())
-            .filter(|c| self.events.values().any(|d| supersedes(d, c, now_ms)))
-            .map(|c| c.control.mrid.clone())
-            .collect();
+        let superseded = self.superseded(now_ms);
         for mrid in superseded {
             if let Some(t) = self.events.get_mut(&mrid) {
                 t.phase = Phase::Superseded;
@@ -365,6 +359,38 @@ impl Schedule {
             .min()
             .or(Some(i64::MAX));
         out
+    }
+
+    /// The events not over that another supersedes at `now_ms`. Only events
+    /// that overlap can supersede: each is compared with those starting
+    /// within the longest duration before its end, found by a binary search
+    /// over the events by start (10,000 back-to-back events take 10,000
+    /// small searches, not 10^8 comparisons).
+    fn superseded(&self, now_ms: i64) -> Vec<String> {
+        let mut by_start: Vec<&Tracked> = self
+            .events
+            .values()
+            .filter(|d| !matches!(d.phase, Phase::Cancelled | Phase::Expired))
+            .collect();
+        by_start.sort_by_key(|d| d.control.start_s);
+        let longest = by_start
+            .iter()
+            .map(|d| i64::from(d.control.duration_s))
+            .max()
+            .unwrap_or(0);
+        self.events
+            .values()
+            .filter(|c| !c.phase.is_over())
+            .filter(|c| {
+                let from = c.control.start_s - longest;
+                let first = by_start.partition_point(|d| d.control.start_s < from);
+                by_start[first..]
+                    .iter()
+                    .take_while(|d| d.control.start_s < c.control.end_s())
+                    .any(|d| supersedes(d, c, now_ms))
+            })
+            .map(|c| c.control.mrid.clone())
+            .collect()
     }
 
     /// The values in force at `now_ms` (after [`Schedule::advance`] to it).

@@ -423,3 +423,37 @@ async fn all_11_12_13_disconnect_and_ramp_reach_the_der_and_its_status() {
     );
     let _ = Duration::ZERO;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_22_a_randomized_start_falls_within_its_window() {
+    let server = CsipServer::start(1).await;
+    let _rig = rig(&server).await;
+    let starts: Vec<(String, i64)> = (0..4)
+        .map(|i| {
+            let at = server.now_s() + 2 + 6 * i;
+            (
+                server.add_control_at(1, &format!("R{i}"), at, 5, BaseSpec::export(20_000.0), 4),
+                at,
+            )
+        })
+        .collect();
+    until(&server, "all four started", Duration::from_secs(40), |s| {
+        starts.iter().all(|(m, _)| s.responses_for(m).contains(&2))
+    })
+    .await;
+    // When each Started came, against its nominal start: within the 4 s
+    // window (and the tick that posts it).
+    let posts: Vec<i64> = server.times(axum::http::Method::POST, "/edev/1/rsps/site_control/rsp");
+    let responses = server.responses();
+    for (mrid, at) in &starts {
+        let i = responses
+            .iter()
+            .position(|(m, st)| m == mrid && *st == 2)
+            .unwrap();
+        let late_ms = posts[i] - at * 1000;
+        assert!(
+            (-100..=5_600).contains(&late_ms),
+            "{mrid} started {late_ms} ms after its start"
+        );
+    }
+}

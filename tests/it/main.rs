@@ -18,6 +18,7 @@ mod check_config;
 mod clock;
 mod config_ops;
 mod contract;
+mod csip_bad_input;
 mod csip_controls;
 mod csip_outage;
 mod csip_registration;

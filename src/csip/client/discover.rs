@@ -33,7 +33,9 @@ impl Client {
             return;
         }
         if let Some(ns) = Doc::parse(text).ok().and_then(|d| d.csipaus_namespace()) {
-            if ns != self.ns {
+            // A versioned namespace (`/ns/v1.3`) is kept once seen: a server
+            // may still declare the plain one in some documents.
+            if ns != self.ns && ns.starts_with(&self.ns) {
                 tracing::debug!(site = %self.cfg.site, namespace = %ns, "CSIP-AUS namespace of the server taken up");
                 self.ns = ns;
             }

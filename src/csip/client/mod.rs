@@ -521,3 +521,32 @@ pub fn describe(b: &super::resource::program::ControlBase) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn randomization_spreads_over_its_bound_of_either_sign() {
+        let mut rng = 0x9E37_79B9_7F4A_7C15;
+        let up: Vec<i64> = (0..2_000)
+            .map(|_| Client::randomize(&mut rng, 60))
+            .collect();
+        assert!(up.iter().all(|v| (0..=60).contains(v)));
+        let distinct: std::collections::BTreeSet<_> = up.iter().collect();
+        assert_eq!(distinct.len(), 61, "every second of the window is taken");
+        let down: Vec<i64> = (0..500).map(|_| Client::randomize(&mut rng, -30)).collect();
+        assert!(down.iter().all(|v| (-30..=0).contains(v)));
+        assert_eq!(Client::randomize(&mut rng, 0), 0);
+    }
+
+    #[test]
+    fn a_control_is_described_in_its_elements_names() {
+        let b = crate::csip::resource::program::ControlBase {
+            export_w: Some(1_500.4),
+            connect: Some(false),
+            ..Default::default()
+        };
+        assert_eq!(describe(&b), "opModConnect false, opModExpLimW 1500 W");
+    }
+}

@@ -743,12 +743,22 @@ fn answer(
                 return StatusCode::NOT_FOUND.into_response();
             };
             let rr = s.response_required;
-            let items = p
+            let (from, take) = paging(uri);
+            let all = p.controls.len();
+            // Only the page asked for is written (10,000 controls listed).
+            let items: Vec<String> = p
                 .controls
                 .iter()
-                .map(|c| xml::control(k, c, now).replacen(r#"responseRequired="03""#, &format!(r#"responseRequired="{rr}""#), 1))
+                .skip(from)
+                .take(take)
+                .map(|c| {
+                    xml::control(k, c, now).replacen(
+                        r#"responseRequired="03""#,
+                        &format!(r#"responseRequired="{rr}""#),
+                        1,
+                    )
+                })
                 .collect();
-            let (all, items) = page(items, uri);
             sep(StatusCode::OK, xml::list("DERControlList", all, &items, None, &path))
         }
         ("GET", ["edev", "1", "derp", k, "dderc"]) => {
