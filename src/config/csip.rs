@@ -11,8 +11,10 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+pub mod identity;
+
 use super::problem::Problem;
-use crate::csip::identity::{check_digit_holds, with_check_digit};
+use identity::{check_digit_holds, with_check_digit};
 
 /// The section as written.
 #[derive(Debug, Deserialize)]

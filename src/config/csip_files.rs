@@ -6,10 +6,10 @@
 //!
 //! Reads only the named files.
 
+use super::csip::identity::Identity;
 use super::csip::CsipConfig;
 use super::problem::Problem;
 use super::tls::{load_files, TlsFiles, TlsMaterial};
-use crate::csip::identity::Identity;
 
 /// What the client connects with.
 #[derive(Debug)]

@@ -6,15 +6,16 @@
 //! (`../shared/spec/grid-operators.md`); it reports the DER and its
 //! telemetry back, and answers each event.
 //!
-//! Pure cores: `identity` (lFDI, sFDI), `xml` and `resource` (the wire
-//! format), `schedule` (which control is in force), `ramp`. I/O at the
-//! edges: `tls` builds the TLS configuration, `http` the requests.
+//! Pure cores: `xml` and `resource` (the wire format), `schedule` (which
+//! control is in force), `limits` (from controls to steering's limits, with
+//! their ramps), `site` (the site as one DER). I/O at the edges: `tls`
+//! builds the TLS configuration, `http` makes the requests, `store` keeps
+//! the schedule, `client` is the task. The device's identity (lFDI, sFDI)
+//! is `config::csip::identity`'s, read with the certificate.
 //!
 //! Nothing here commands a device: steering holds the limits.
-
 pub mod client;
 pub mod http;
-pub mod identity;
 pub mod limits;
 pub mod resource;
 pub mod schedule;

@@ -3,7 +3,9 @@
 //! hex, the short form (sFDI) its first 36 bits in decimal followed by a
 //! check digit. The Registration PIN carries the same kind of check digit.
 //!
-//! Pure: bytes in, identifiers out.
+//! Pure: bytes in, identifiers out. Here in `config`, which reads the device
+//! certificate as the client will (`csip_files.rs`); the client takes the
+//! identity from there.
 
 use sha2::{Digest, Sha256};
 
