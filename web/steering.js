@@ -76,6 +76,41 @@ function gridLoopText(g) {
   return `Grid loop: ${LOOP_MODES[g.mode] || g.mode}. Max import ${limit(g.maxImport)}, max export ${limit(g.maxExport)}.`;
 }
 
+const CSIP_STATES = {
+  discovering: "finding its registration",
+  following: "following the utility's programs",
+  unreachable: "cannot reach the server: the schedule as last received holds",
+  pinRefused: "stopped: the server registered this device with another PIN",
+  noCertificate: "stopped: the certificate files cannot be used",
+};
+
+const SOURCE_KINDS = {
+  maxImport: "Max import",
+  maxExport: "Max export",
+  maxGeneration: "Max generation",
+  maxLoad: "Max load",
+  storageTarget: "Storage target",
+  connect: "Connected",
+  energize: "Energized",
+};
+
+/** The utility server's limits in force (CSIP-AUS), in words. */
+function csipSection(g, now) {
+  const c = g.csip;
+  const seen = c.lastContact ? `, last answer ${clock(c.lastContact, now)}` : "";
+  const items = (g.sources || []).map((l) => {
+    const value = typeof l.value === "boolean" ? (l.value ? "yes" : "no") : quantity(l.value);
+    const origin = l.until ? `control ${l.reference}, until ${clock(l.until, now)}` : `default ${l.reference || ""}`.trim();
+    return h("li", {}, `${SOURCE_KINDS[l.kind] || l.kind} ${value} (${origin}${l.failsafe ? ", as last received" : ""})`);
+  });
+  return h(
+    "div",
+    { class: `csip csip-${c.state}` },
+    h("p", {}, `Utility server (CSIP-AUS): ${CSIP_STATES[c.state] || c.state}${seen}. ${c.error ? `Last error: ${c.error}` : ""}`),
+    items.length ? h("ul", { class: "csip-limits" }, items) : h("p", {}, "No limit from the utility now."),
+  );
+}
+
 function toWatts(q) {
   const f = { W: 1, kW: 1e3, MW: 1e6 }[q.unit];
   return f ? q.value * f : q.value;
@@ -179,6 +214,7 @@ export function renderState(container, st, ctx) {
     );
   }
   if (st.gridLoop) parts.push(h("p", { class: `grid-loop loop-${st.gridLoop.mode}` }, gridLoopText(st.gridLoop)));
+  if (st.gridLoop && st.gridLoop.csip) parts.push(csipSection(st.gridLoop, now));
   const devices = st.devices || [];
   parts.push(
     h(

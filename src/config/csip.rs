@@ -18,7 +18,6 @@ use identity::{check_digit_holds, with_check_digit};
 
 /// The section as written.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(super) struct RawCsip {
     pub site: String,
     /// The server's DeviceCapability: `https://host[:port]/path`.

@@ -87,6 +87,18 @@ impl Status {
     pub fn snapshot(&self) -> Snapshot {
         self.inner.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
+
+    /// What the steering state shows of the client.
+    pub fn source_status(&self) -> crate::steering::sources::SourceStatus {
+        let s = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        crate::steering::sources::SourceStatus {
+            state: s.state.wire_name().to_string(),
+            server: s.server.clone(),
+            identity: s.lfdi.clone(),
+            last_contact_ms: s.last_contact_ms,
+            error: s.last_error.clone(),
+        }
+    }
 }
 
 /// Every site's client, as one collector.

@@ -291,11 +291,16 @@ impl SiteRuntime {
         lock(&self.csip).clone()
     }
 
-    /// How the CSIP-AUS client is doing; the state shows it.
+    /// How the CSIP-AUS client is doing; the state shows it. Its last
+    /// contact alone moving is no change of the state's (the feed would
+    /// publish the state on every poll).
     pub fn set_csip_status(&self, status: SourceStatus) {
         let changed = {
             let mut cur = lock(&self.csip_status);
-            let changed = cur.as_ref() != Some(&status);
+            let changed = cur.as_ref().map(|c| SourceStatus {
+                last_contact_ms: status.last_contact_ms,
+                ..c.clone()
+            }) != Some(status.clone());
             *cur = Some(status);
             changed
         };

@@ -216,10 +216,15 @@ impl SiteState {
 
     /// The state without the evaluation clock: what a change is measured by.
     pub fn without_clock(&self) -> SiteState {
-        SiteState {
+        let mut s = SiteState {
             evaluated_at_ms: None,
             ..self.clone()
+        };
+        // A utility server's last contact moves on every poll: no change.
+        if let Some(c) = &mut s.grid_loop.csip {
+            c.last_contact_ms = None;
         }
+        s
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::common::csip_server::{until, BaseSpec, CsipServer, DefaultSpec};
 use crate::csip_support::*;
-use crate::steering_support::Rig;
+use crate::steering_support::{Rig, READ, SITE};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gen_01_an_export_limit_is_held_at_the_meter_and_the_default_after() {
@@ -42,6 +42,34 @@ async fn gen_01_an_export_limit_is_held_at_the_meter_and_the_default_after() {
     .await;
     holds(&rig, "the default again", -20_000.0, -19_000.0).await;
     assert_eq!(server.responses_for(&mrid), vec![1, 2, 3]);
+    // The history records the control's life, the metrics the client's.
+    let (status, history) = rig
+        .get(&format!("/sites/{SITE}/steering/history"), READ)
+        .await;
+    assert_eq!(status, 200, "{history}");
+    let events: Vec<&str> = history["records"]
+        .as_array()
+        .or_else(|| history.as_array())
+        .unwrap()
+        .iter()
+        .filter(|r| r["type"] == "csip" && r["mrid"] == mrid.as_str())
+        .map(|r| r["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events.len(), 3, "{history}");
+    for e in ["received", "started", "completed"] {
+        assert!(events.contains(&e), "{e} in {events:?}");
+    }
+    let (status, metrics) = rig.get("/metrics", READ).await;
+    assert_eq!(status, 200);
+    let text = metrics.as_str().unwrap();
+    for line in [
+        format!("sitegate_csip_following{{site=\"{SITE}\"}} 1"),
+        format!("sitegate_csip_responses_total{{site=\"{SITE}\",status=\"3\"}}"),
+        format!("sitegate_csip_limit_watts{{site=\"{SITE}\",kind=\"maxExport\"}} 20000"),
+        format!("sitegate_csip_polls_total{{site=\"{SITE}\",resource=\"derp\"}}"),
+    ] {
+        assert!(text.contains(&line), "{line} in the metrics");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,6 +19,7 @@ mod clock;
 mod config_ops;
 mod contract;
 mod csip_bad_input;
+mod csip_config;
 mod csip_controls;
 mod csip_outage;
 mod csip_registration;

@@ -414,3 +414,38 @@ async fn screenshots() {
     std::fs::write(dir.join("page-confirm.png"), png).expect("write screenshot");
     b.quit().await;
 }
+
+/// A utility server's limits on the page, in words: the CSIP-AUS client's
+/// state and each limit with its control and end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_utilitys_limits_are_shown_in_words() {
+    let Some(b) = launch_or_skip("the_utilitys_limits_are_shown_in_words").await else {
+        return;
+    };
+    let server = crate::common::csip_server::CsipServer::start(1).await;
+    server.register(111_115);
+    let config = site::small_site().replace("auth = \"tokens\"", "auth = \"none\"")
+        + &server.table("ste_test", Some(111_115));
+    let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
+    site.ready().await;
+    server.add_control(
+        1,
+        "EVENING",
+        0,
+        600,
+        crate::common::csip_server::BaseSpec::export(5_000.0),
+    );
+    b.goto(&format!("{}/#range=1h", site.base)).await;
+    b.wait_js(
+        "the utility's export limit in words",
+        WAIT,
+        r#"const el = document.querySelector('.csip');
+           return !!el && /Utility server \(CSIP-AUS\): following/.test(el.textContent)
+             && /Max export 5([.,]0+)?\s*kW \(control [0-9A-F]{32}, until/.test(el.textContent);"#,
+    )
+    .await;
+    let errors = b.script_errors().await;
+    assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
+    b.quit().await;
+    site.stop().await;
+}

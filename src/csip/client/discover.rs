@@ -85,7 +85,7 @@ impl Client {
                 self.set_state(State::Following);
                 tracing::info!(site = %self.cfg.site, lfdi = %self.lfdi, sfdi = self.sfdi, "CSIP-AUS client registered: following the server's programs");
             }
-            Err(Failure::Refused(why)) if self.state() == State::PinRefused => {
+            Err(Failure::Refused(why)) if self.state == State::PinRefused => {
                 self.discover_at = None;
                 tracing::error!(site = %self.cfg.site, error = %why, "CSIP-AUS registration refused: the client stops talking to the server until its config changes");
             }
@@ -167,10 +167,10 @@ impl Client {
         let sent = tokio::time::Instant::now();
         let text = self.get(href).await?;
         let t = discovery::time(&text)?;
-        self.clock.read(t.current_s, sent);
+        self.shared().clock.read(t.current_s, sent);
         self.contact("tm");
         let wall = crate::model::time::now_ms();
-        let offset = self.clock.server_ms(wall) - wall;
+        let offset = self.shared().clock.server_ms(wall) - wall;
         if offset.abs() > 60_000 {
             tracing::warn!(site = %self.cfg.site, offset_ms = offset, "the controller's clock differs from the CSIP-AUS server's by more than a minute: events run on the server's time");
         }
@@ -191,7 +191,7 @@ impl Client {
             &self.lfdi,
             self.sfdi,
             device_category(self.site.devices.batteries.is_empty()),
-            self.clock.server_ms(crate::model::time::now_ms()) / 1000,
+            self.server_ms() / 1000,
             &self.ns,
         );
         let reply = self.http()?.post(list, body).await?;

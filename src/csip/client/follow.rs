@@ -104,7 +104,8 @@ impl Client {
             Poll::Programs(l) => lists.contains(l),
             _ => true,
         });
-        let gone: Vec<String> = self
+        let mut sh = self.shared.lock();
+        let gone: Vec<String> = sh
             .schedule
             .programs
             .values()
@@ -112,9 +113,10 @@ impl Client {
             .filter(|l| !lists.contains(l))
             .collect();
         for l in gone {
-            self.schedule.set_programs(&l, &[]);
-            self.dirty = true;
+            sh.schedule.set_programs(&l, &[]);
+            sh.dirty = true;
         }
+        drop(sh);
         Ok(rate)
     }
 
@@ -122,18 +124,18 @@ impl Client {
     /// same cycle (a control created at the list's read is seen at once).
     async fn poll_programs(&mut self, list: &str) -> Result<Option<u32>, Failure> {
         let (programs, rate) = self.list(list, program::programs).await?;
-        if self
-            .schedule
-            .programs
-            .values()
-            .filter(|p| p.list == list)
-            .map(|p| (&p.href, p.primacy))
-            .ne(programs.iter().map(|p| (&p.href, p.primacy)))
         {
-            self.dirty = true;
+            let mut sh = self.shared.lock();
+            let changed = sh
+                .schedule
+                .programs
+                .values()
+                .filter(|p| p.list == list)
+                .map(|p| (&p.href, p.primacy))
+                .ne(programs.iter().map(|p| (&p.href, p.primacy)));
+            sh.dirty |= changed;
+            sh.schedule.set_programs(list, &programs);
         }
-        self.schedule.set_programs(list, &programs);
-        let server_now = self.clock.server_ms(crate::model::time::now_ms());
         for p in &programs {
             let default =
                 match &p.default_control {
@@ -146,28 +148,40 @@ impl Client {
                     },
                     None => None,
                 };
-            let before = self
-                .schedule
-                .programs
-                .get(&p.href)
-                .and_then(|s| s.default.clone());
-            if before != default {
-                tracing::info!(site = %self.cfg.site, program = %p.href, default = %default.as_ref().map(|d| super::describe(&d.base)).unwrap_or_else(|| "none".into()), "CSIP-AUS default control");
-                self.dirty = true;
+            {
+                let mut sh = self.shared.lock();
+                let before = sh
+                    .schedule
+                    .programs
+                    .get(&p.href)
+                    .and_then(|s| s.default.clone());
+                if before != default {
+                    tracing::info!(site = %self.cfg.site, program = %p.href, default = %default.as_ref().map(|d| super::events::describe(&d.base)).unwrap_or_else(|| "none".into()), "CSIP-AUS default control");
+                    sh.dirty = true;
+                }
+                sh.schedule.set_default(&p.href, default);
             }
-            self.schedule.set_default(&p.href, default);
             if let Some(href) = &p.controls {
-                let (controls, bad) = self.control_list(href).await?;
+                let (controls, bad, pages) = self.control_list(href).await?;
                 for e in bad {
                     tracing::warn!(site = %self.cfg.site, program = %p.href, error = %e, "CSIP-AUS control not read: left out");
                 }
                 let rng = &mut self.rng;
-                let events = self
+                let mut sh = self.shared.lock();
+                let server_now = sh.clock.server_ms(crate::model::time::now_ms());
+                let events = sh
                     .schedule
                     .set_events(&p.href, controls, server_now, &mut |b| {
                         Client::randomize(rng, b)
                     });
-                self.handle(events);
+                self.recorder.record(&mut sh, events);
+                drop(sh);
+                if pages > 1 {
+                    // A long list's documents were parsed and dropped: their
+                    // pages go back to the system, not into a heap that only
+                    // grows (`memory.rs`).
+                    crate::memory::give_back();
+                }
             }
         }
         Ok(rate)
@@ -177,9 +191,17 @@ impl Client {
     async fn control_list(
         &mut self,
         href: &str,
-    ) -> Result<(Vec<program::Control>, Vec<crate::csip::xml::XmlError>), Failure> {
+    ) -> Result<
+        (
+            Vec<program::Control>,
+            Vec<crate::csip::xml::XmlError>,
+            usize,
+        ),
+        Failure,
+    > {
         let mut items = Vec::new();
         let mut bad = Vec::new();
+        let mut pages = 0;
         let sep = if href.contains('?') { '&' } else { '?' };
         loop {
             let text = self
@@ -190,6 +212,7 @@ impl Client {
                 ))
                 .await?;
             let (page, wrong) = program::controls(&text)?;
+            pages += 1;
             let got = page.items.len() + wrong.len();
             items.extend(page.items);
             bad.extend(wrong);
@@ -201,7 +224,7 @@ impl Client {
                 break;
             }
         }
-        Ok((items, bad))
+        Ok((items, bad, pages))
     }
 
     async fn poll_ders(&mut self) -> Result<Option<u32>, Failure> {

@@ -1,9 +1,11 @@
-//! The CSIP-AUS client task of one site: the owner of its connection to the
-//! utility server. Each second it polls what is due (`polls.rs`), moves the
-//! schedule on in server time, hands the limits in force to steering,
-//! samples the site for its telemetry, and posts what it owes the server
-//! (the DER's status, readings, responses). Discovery and registration are
-//! `discover.rs`, the programs `follow.rs`, what it reports `report.rs`.
+//! The CSIP-AUS client task of one site, in two halves joined in one task.
+//! The I/O half owns the connection to the utility server: it polls what is
+//! due (`polls.rs`), samples the site for its telemetry, and posts what it
+//! owes the server (the DER's status, readings, responses); discovery and
+//! registration are `discover.rs`, the programs `follow.rs`, what it
+//! reports `report.rs`. The evaluation half (`evaluate.rs`) moves the
+//! schedule on each second and hands the limits in force to steering,
+//! whatever the I/O half is waiting for; they share `shared.rs`.
 //!
 //! It never commands a device: steering holds the limits it hands over.
 //! Whatever the server does, the schedule as last received (kept in the
@@ -11,10 +13,13 @@
 
 mod clock;
 mod discover;
+mod evaluate;
+mod events;
 mod follow;
 pub mod polls;
 pub mod readings;
 mod report;
+mod shared;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -23,12 +28,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::http::{Http, HttpError};
-use super::limits::{to_limits, Ramps, Step};
+use super::limits::Ramps;
 use super::resource::der::{Capability, DerLinks, Settings};
-use super::resource::program::Mode;
-use super::schedule::{Event, Schedule};
 use super::status::{State, Status};
-use super::store::{CsipStore, Pending, Saved};
+use super::store::{CsipStore, Saved};
 use super::xml::XmlError;
 use crate::config::csip_files::CsipMaterial;
 use crate::config::CsipConfig;
@@ -37,8 +40,10 @@ use crate::steering::runtime::SiteRuntime;
 use crate::steering::SteeringService;
 use crate::telemetry::Live;
 use clock::ServerClock;
+use events::Recorder;
 use polls::Polls;
 use readings::Averager;
+use shared::{Shared, SharedRef};
 
 /// What the task works with.
 pub struct Parts {
@@ -93,8 +98,6 @@ struct Links {
     post_rate_s: Option<u32>,
 }
 
-/// The most Responses and readings kept waiting for the server.
-const PENDING_MAX: usize = 1_000;
 /// The most reading posts kept waiting for the server.
 const READINGS_MAX: usize = 120;
 
@@ -105,9 +108,12 @@ pub(crate) struct Client {
     http: Option<Http>,
     site: Arc<SiteRuntime>,
     live: Arc<Live>,
-    steering: SteeringService,
+    recorder: Recorder,
     store: CsipStore,
     status: Status,
+    /// The client's state, as `status` shows it (kept here for the loop).
+    state: State,
+    shared: SharedRef,
     /// The CSIP-AUS namespace written: the server's own once seen.
     ns: String,
     links: Links,
@@ -115,10 +121,9 @@ pub(crate) struct Client {
     discover_at: Option<i64>,
     discover_backoff_ms: i64,
     polls: Polls,
-    schedule: Schedule,
-    clock: ServerClock,
-    ramps: Ramps,
-    pending: VecDeque<Pending>,
+    /// When the owed posts are tried next after a failure (monotonic ms).
+    report_at: i64,
+    report_backoff_ms: i64,
     averager: Averager,
     readings: VecDeque<(String, String)>,
     /// The site's and the DER's mirror: href and post rate.
@@ -127,51 +132,49 @@ pub(crate) struct Client {
     sent_capability: Option<Capability>,
     sent_settings: Option<Settings>,
     sent_status: Option<(u8, u8)>,
-    set_grad_w: u16,
-    /// What the controls in force do to the DER now.
-    held: super::site::Held,
-    dirty: bool,
-    /// The last request's error, by poll, so a failure repeating is logged
-    /// once.
+    /// The last request's error, so a failure repeating is logged once.
     last_error: Option<String>,
-    last_tick_ms: i64,
     rng: u64,
     started: tokio::time::Instant,
 }
 
-/// Runs the client until `cancel`: a tick each second, and at once when a
-/// poll falls due between two.
+/// Runs the client until `cancel`: its I/O half, a pass each second and at
+/// once when a poll falls due between two, beside its evaluation half.
 pub async fn run(p: Parts, cancel: CancellationToken) {
-    let Some(mut c) = Client::new(p).await else {
+    let Some((mut c, evaluator)) = Client::new(p).await else {
         return;
     };
-    let mut next_tick = tokio::time::Instant::now();
-    loop {
-        tokio::select! {
-            () = cancel.cancelled() => break,
-            () = c.tick() => {}
-        }
-        let now = tokio::time::Instant::now();
-        while next_tick <= now {
-            next_tick += Duration::from_secs(1);
-        }
-        let wake = match c.next_poll_ms() {
-            Some(ms) => {
-                let at = c.started + Duration::from_millis(u64::try_from(ms.max(0)).unwrap_or(0));
-                at.min(next_tick).max(now)
+    let io = async {
+        let mut next_tick = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                () = c.tick() => {}
             }
-            None => next_tick,
-        };
-        tokio::select! {
-            () = cancel.cancelled() => break,
-            () = tokio::time::sleep_until(wake) => {}
+            let now = tokio::time::Instant::now();
+            while next_tick <= now {
+                next_tick += Duration::from_secs(1);
+            }
+            let wake = match c.next_poll_ms() {
+                Some(ms) => {
+                    let at =
+                        c.started + Duration::from_millis(u64::try_from(ms.max(0)).unwrap_or(0));
+                    at.min(next_tick).max(now)
+                }
+                None => next_tick,
+            };
+            tokio::select! {
+                () = cancel.cancelled() => break,
+                () = tokio::time::sleep_until(wake) => {}
+            }
         }
-    }
-    c.save().await;
+        c.save().await;
+    };
+    tokio::join!(io, evaluator.run(cancel.clone()));
 }
 
 impl Client {
-    async fn new(p: Parts) -> Option<Client> {
+    async fn new(p: Parts) -> Option<(Client, evaluate::Evaluator)> {
         let (lfdi, sfdi) = match &p.material {
             Ok(m) => (m.identity.lfdi.clone(), m.identity.sfdi),
             Err(_) => (String::new(), 0),
@@ -212,31 +215,51 @@ impl Client {
         }
         let mut seed = [0u8; 8];
         let _ = getrandom::fill(&mut seed);
-        p.status.update(|s| {
-            s.state = if http.is_some() {
-                State::Discovering
-            } else {
-                State::NoCertificate
-            };
+        let state = if http.is_some() {
+            State::Discovering
+        } else {
+            State::NoCertificate
+        };
+        p.status.update(|s| s.state = state);
+        let shared = SharedRef::new(Shared {
+            schedule,
+            clock: ServerClock::new(offset_ms),
+            pending: pending.into(),
+            dirty: false,
+            held: super::site::Held::default(),
+            set_grad_w: 0,
         });
-        Some(Client {
+        let recorder = Recorder {
+            site_ref: p.config.site.clone(),
+            site: p.site.clone(),
+            live: p.live.clone(),
+            steering: p.steering,
+        };
+        let evaluator = evaluate::Evaluator {
+            recorder: recorder.clone(),
+            shared: shared.clone(),
+            status: p.status.clone(),
+            ramps: Ramps::default(),
+            last_ms: now_ms(),
+        };
+        let client = Client {
             lfdi,
             sfdi,
             discover_at: http.as_ref().map(|_| 0),
             http,
             site: p.site,
             live: p.live,
-            steering: p.steering,
+            recorder,
             store: p.store,
             status: p.status,
+            state,
+            shared,
             ns: super::xml::write::CSIPAUS.to_string(),
             links: Links::default(),
             discover_backoff_ms: 0,
             polls: Polls::default(),
-            schedule,
-            clock: ServerClock::new(offset_ms),
-            ramps: Ramps::default(),
-            pending: pending.into(),
+            report_at: 0,
+            report_backoff_ms: 0,
             averager: Averager::default(),
             readings: VecDeque::new(),
             mirrors: Vec::new(),
@@ -244,20 +267,17 @@ impl Client {
             sent_capability: None,
             sent_settings: None,
             sent_status: None,
-            set_grad_w: 0,
-            held: super::site::Held::default(),
-            dirty: false,
             last_error: None,
-            last_tick_ms: now_ms(),
             rng: u64::from_le_bytes(seed) | 1,
             started: tokio::time::Instant::now(),
             cfg: p.config,
-        })
+        };
+        Some((client, evaluator))
     }
 
     /// When the next poll (or discovery) is due, monotonic ms.
     fn next_poll_ms(&self) -> Option<i64> {
-        if self.state() == State::PinRefused {
+        if self.state == State::PinRefused {
             return None;
         }
         match self.discover_at {
@@ -271,60 +291,64 @@ impl Client {
         i64::try_from(self.started.elapsed().as_millis()).unwrap_or(i64::MAX)
     }
 
-    /// One second's work.
+    /// One pass of the I/O half: discovery or the polls due, the site's
+    /// telemetry, what is owed the server, the schedule saved.
     async fn tick(&mut self) {
         let mono = self.mono_ms();
         if self.discover_at.is_some_and(|t| t <= mono) {
             self.discover().await;
         }
-        if self.discover_at.is_none() && self.state() != State::PinRefused {
+        if self.discover_at.is_none() && self.state != State::PinRefused {
             for p in self.polls.due(self.mono_ms()) {
                 self.poll(&p).await;
             }
         }
         let now = now_ms();
-        let events = self.schedule.advance(self.clock.server_ms(now));
-        self.handle(events);
-        self.hand_over(now);
-        self.sample(now);
-        if self.talking() {
-            self.report(now).await;
+        let snap = super::site::snapshot(&self.live, &self.site.devices);
+        self.sample(now, &snap);
+        if self.talking() && self.mono_ms() >= self.report_at {
+            self.report(now, &snap).await;
         }
-        if self.dirty {
-            self.save().await;
-        }
-        self.last_tick_ms = now;
+        self.save().await;
     }
 
-    fn state(&self) -> State {
-        self.status.snapshot().state
+    /// The schedule, the clock and what is owed, locked for a moment.
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock()
+    }
+
+    /// The server's time now, ms.
+    fn server_ms(&self) -> i64 {
+        self.shared().clock.server_ms(now_ms())
     }
 
     /// Whether the client talks to the server now.
     fn talking(&self) -> bool {
         self.http.is_some()
             && self.discover_at.is_none()
-            && !matches!(self.state(), State::PinRefused | State::NoCertificate)
+            && !matches!(self.state, State::PinRefused | State::NoCertificate)
     }
 
-    fn set_state(&self, state: State) {
+    fn set_state(&mut self, state: State) {
+        self.state = state;
         self.status.update(|s| s.state = state);
+        self.site.set_csip_status(self.status.source_status());
     }
 
     /// A request answered: the server is reachable.
     fn contact(&mut self, resource: &'static str) {
         let now = now_ms();
-        let was = self.state();
+        if self.state == State::Unreachable {
+            tracing::info!(site = %self.cfg.site, server = %self.cfg.server.host, "CSIP-AUS server reachable again");
+            self.set_state(State::Following);
+            self.report_at = 0;
+            self.report_backoff_ms = 0;
+        }
         self.status.update(|s| {
             s.last_contact_ms = Some(now);
             *s.polls.entry(resource).or_default() += 1;
-            if s.state == State::Unreachable {
-                s.state = State::Following;
-            }
         });
-        if was == State::Unreachable {
-            tracing::info!(site = %self.cfg.site, server = %self.cfg.server.host, "CSIP-AUS server reachable again");
-        }
+        self.site.set_csip_status(self.status.source_status());
         self.last_error = None;
     }
 
@@ -334,14 +358,22 @@ impl Client {
         self.status.update(|s| {
             *s.failures.entry(f.kind()).or_default() += 1;
             s.last_error = Some(format!("{what}: {text}"));
-            if !f.answered() && matches!(s.state, State::Following | State::Discovering) {
-                s.state = State::Unreachable;
-            }
         });
+        if !f.answered() && matches!(self.state, State::Following | State::Discovering) {
+            self.set_state(State::Unreachable);
+        }
         if self.last_error.as_deref() != Some(&text) {
             tracing::warn!(site = %self.cfg.site, resource = what, error = %text, "CSIP-AUS request failed: the schedule as last received holds");
             self.last_error = Some(text);
         }
+    }
+
+    /// The owed posts failed for want of the server: tried again after a
+    /// backoff (5 s, doubling to a minute), so a server that does not answer
+    /// is not asked each second.
+    fn report_later(&mut self) {
+        self.report_backoff_ms = (self.report_backoff_ms * 2).clamp(5_000, 60_000);
+        self.report_at = self.mono_ms() + self.report_backoff_ms;
     }
 
     /// A randomization offset within `bound` s (either sign).
@@ -362,164 +394,25 @@ impl Client {
         }
     }
 
-    /// Records what happened to events: history, log, and the Responses
-    /// they ask for.
-    fn handle(&mut self, events: Vec<Event>) {
-        for e in events {
-            self.dirty = true;
-            let limits = self
-                .schedule
-                .events
-                .get(&e.mrid)
-                .map(|t| describe(&t.control.base))
-                .unwrap_or_default();
-            let required = e.status.required_by(e.response_required);
-            if e.status == super::resource::response::ResponseStatus::Received {
-                self.check_values(&e.mrid);
-            }
-            tracing::info!(
-                site = %self.cfg.site,
-                mrid = %e.mrid,
-                program = %e.program,
-                event = e.status.wire_name(),
-                limits = %limits,
-                "CSIP-AUS control"
-            );
-            self.steering.note(crate::steering::audit::AuditEvent {
-                site: self.cfg.site.clone(),
-                at_ms: self.clock.local_ms(e.at_ms),
-                kind: crate::steering::audit::AuditKind::Csip {
-                    mrid: e.mrid.clone(),
-                    program: e.program.clone(),
-                    event: event_of(e.status),
-                    limits,
-                    response: required.then(|| e.status.code()),
-                },
-            });
-            if let (true, Some(reply_to)) = (required, e.reply_to) {
-                if self.pending.len() >= PENDING_MAX {
-                    tracing::warn!(site = %self.cfg.site, "CSIP-AUS responses waiting for the server: the oldest dropped");
-                    self.pending.pop_front();
-                }
-                self.pending.push_back(Pending {
-                    reply_to,
-                    mrid: e.mrid,
-                    status: e.status,
-                    at_s: e.at_ms.div_euclid(1000),
-                });
-            }
-        }
-    }
-
-    /// Says what a new control asks that the site cannot or need not follow.
-    fn check_values(&self, mrid: &str) {
-        let Some(t) = self.schedule.events.get(mrid) else {
-            return;
-        };
-        let rating = super::site::snapshot(&self.live, &self.site.devices).set_max_w();
-        for m in [Mode::Import, Mode::Export, Mode::Generation, Mode::Load] {
-            let Some(v) = t.control.base.value(m) else {
-                continue;
-            };
-            if v < 0.0 {
-                tracing::warn!(site = %self.cfg.site, mrid, mode = m.element(), value = v, "CSIP-AUS control with a negative limit: held as 0 W");
-            } else if rating > 0.0 && v > rating && matches!(m, Mode::Generation | Mode::Load) {
-                tracing::info!(site = %self.cfg.site, mrid, mode = m.element(), value = v, rating, "CSIP-AUS limit above the DER's rating: it does not bind");
-            }
-        }
-    }
-
-    /// Hands the limits in force to steering.
-    fn hand_over(&mut self, now: i64) {
-        let server = self.clock.server_ms(now);
-        let f = self.schedule.in_force(server);
-        let snap = super::site::snapshot(&self.live, &self.site.devices);
-        let dt_s = ((now - self.last_tick_ms) as f64 / 1000.0).clamp(0.0, 10.0);
-        let failsafe = matches!(self.state(), State::Unreachable | State::NoCertificate);
-        let set = to_limits(
-            &f,
-            &mut self.ramps,
-            &Step {
-                now_ms: now,
-                dt_s,
-                offset_ms: server - now,
-                set_max_w: snap.set_max_w(),
-                failsafe,
-            },
-        );
-        if let Some(g) = f.set_grad_w {
-            if g != self.set_grad_w {
-                self.set_grad_w = g;
-            }
-        }
-        self.status.update(|s| {
-            s.limits = set.clone();
-            s.offset_ms = server - now;
-            s.events_followed = self.schedule.pending().len();
-        });
-        self.site.set_csip(set);
-        let snap = self.status.snapshot();
-        self.site
-            .set_csip_status(crate::steering::sources::SourceStatus {
-                state: snap.state.wire_name().to_string(),
-                server: format!(
-                    "https://{}:{}{}",
-                    self.cfg.server.host, self.cfg.server.port, self.cfg.server.path
-                ),
-                identity: self.lfdi.clone(),
-                last_contact_ms: snap.last_contact_ms,
-                error: snap.last_error,
-            });
-        let off = |m: Mode| f.get(m).is_some_and(|v| v < 0.5);
-        self.held = super::site::Held {
-            disconnected: off(Mode::Connect),
-            deenergized: off(Mode::Energize),
-        };
-    }
-
     /// Saves the schedule when it changed.
     async fn save(&mut self) {
-        let saved = Saved {
-            schedule: self.schedule.clone(),
-            offset_ms: self.clock.server_ms(now_ms()) - now_ms(),
-            pending: self.pending.iter().cloned().collect(),
-        };
-        match self.store.save(&self.cfg.site, saved, now_ms()).await {
-            Ok(()) => self.dirty = false,
-            Err(e) => {
-                tracing::warn!(site = %self.cfg.site, error = %e, "the CSIP-AUS schedule could not be kept in the store: tried again");
+        let saved = {
+            let mut sh = self.shared();
+            if !sh.dirty {
+                return;
             }
+            sh.dirty = false;
+            Saved {
+                offset_ms: sh.clock.server_ms(now_ms()) - now_ms(),
+                schedule: sh.schedule.clone(),
+                pending: sh.pending.iter().cloned().collect(),
+            }
+        };
+        if let Err(e) = self.store.save(&self.cfg.site, saved, now_ms()).await {
+            self.shared().dirty = true;
+            tracing::warn!(site = %self.cfg.site, error = %e, "the CSIP-AUS schedule could not be kept in the store: tried again");
         }
     }
-}
-
-fn event_of(s: super::resource::response::ResponseStatus) -> crate::steering::audit::ControlEvent {
-    use super::resource::response::ResponseStatus as R;
-    use crate::steering::audit::ControlEvent as E;
-    match s {
-        R::Received => E::Received,
-        R::Started => E::Started,
-        R::Completed => E::Completed,
-        R::Cancelled => E::Cancelled,
-        R::Superseded => E::Superseded,
-        R::Expired => E::Expired,
-    }
-}
-
-/// What a control sets, in words.
-pub fn describe(b: &super::resource::program::ControlBase) -> String {
-    Mode::ALL
-        .iter()
-        .filter_map(|m| {
-            let v = b.value(*m)?;
-            Some(match m {
-                Mode::Connect | Mode::Energize => format!("{} {}", m.element(), v >= 0.5),
-                Mode::MaxLimPct => format!("{} {v} %", m.element()),
-                _ => format!("{} {} W", m.element(), v.round()),
-            })
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]
@@ -538,15 +431,5 @@ mod tests {
         let down: Vec<i64> = (0..500).map(|_| Client::randomize(&mut rng, -30)).collect();
         assert!(down.iter().all(|v| (-30..=0).contains(v)));
         assert_eq!(Client::randomize(&mut rng, 0), 0);
-    }
-
-    #[test]
-    fn a_control_is_described_in_its_elements_names() {
-        let b = crate::csip::resource::program::ControlBase {
-            export_w: Some(1_500.4),
-            connect: Some(false),
-            ..Default::default()
-        };
-        assert_eq!(describe(&b), "opModConnect false, opModExpLimW 1500 W");
     }
 }

@@ -56,12 +56,11 @@ impl Client {
 
     /// Samples the site into the current interval; a finished interval's
     /// readings wait to be posted.
-    pub(super) fn sample(&mut self, now: i64) {
+    pub(super) fn sample(&mut self, now: i64, snap: &site::SiteSnapshot) {
         if self.mirrors.is_empty() {
             return;
         }
-        let snap = site::snapshot(&self.live, &self.site.devices);
-        let now_s = self.clock.server_ms(now).div_euclid(1000);
+        let now_s = self.shared().clock.server_ms(now).div_euclid(1000);
         let rate = self.post_rate_s();
         let mut ended =
             self.averager
@@ -96,10 +95,14 @@ impl Client {
     }
 
     /// Sends what is owed, oldest first; stops at the first failure.
-    pub(super) async fn report(&mut self, now: i64) {
-        let now_s = self.clock.server_ms(now).div_euclid(1000);
-        if let Err(f) = self.put_der(now_s).await {
+    pub(super) async fn report(&mut self, now: i64, snap: &site::SiteSnapshot) {
+        let now_s = self.shared().clock.server_ms(now).div_euclid(1000);
+        if let Err(f) = self.put_der(now_s, snap).await {
             self.failed("der", &f);
+            if !f.answered() {
+                self.report_later();
+                return;
+            }
         }
         while let Some((href, body)) = self.readings.front().cloned() {
             let Ok(http) = self.http() else { break };
@@ -115,48 +118,67 @@ impl Client {
                     if f.answered() {
                         // Refused for what it is: not sent again.
                         self.readings.pop_front();
+                    } else {
+                        self.report_later();
+                        return;
                     }
                     break;
                 }
             }
         }
-        while let Some(p) = self.pending.front().cloned() {
+        loop {
+            let Some(p) = self.shared().pending.front().cloned() else {
+                break;
+            };
             let body = encode_response(&p.mrid, p.status, &self.lfdi, p.at_s, &self.ns);
             let Ok(http) = self.http() else { break };
             let sent = http.post(&p.reply_to, body).await;
-            match sent {
+            let refused = match sent {
                 Ok(_) => {
-                    self.pending.pop_front();
-                    self.dirty = true;
                     self.status
                         .update(|s| *s.responses.entry(p.status.code()).or_default() += 1);
                     self.contact("rsp");
+                    false
                 }
                 Err(e) => {
                     let f = e.into();
                     self.failed("rsp", &f);
-                    if f.answered() {
-                        self.pending.pop_front();
-                        self.dirty = true;
-                        self.status.update(|s| s.responses_failed += 1);
-                        continue;
+                    if !f.answered() {
+                        self.report_later();
+                        return;
                     }
-                    break;
+                    self.status.update(|s| s.responses_failed += 1);
+                    true
                 }
+            };
+            // Sent, or refused for what it is: either way not sent again.
+            let mut sh = self.shared();
+            if sh.pending.front() == Some(&p) {
+                sh.pending.pop_front();
             }
+            sh.dirty = true;
+            let _ = refused;
         }
+        self.report_backoff_ms = 0;
     }
 
     /// PUTs the DER's capability and settings when they changed, and its
     /// status when its connect or operating bits did.
-    async fn put_der(&mut self, now_s: i64) -> Result<(), super::Failure> {
+    async fn put_der(
+        &mut self,
+        now_s: i64,
+        snap: &site::SiteSnapshot,
+    ) -> Result<(), super::Failure> {
         let Some(der) = self.der.clone() else {
             return Ok(());
         };
-        let snap = site::snapshot(&self.live, &self.site.devices);
+        let (held, set_grad_w) = {
+            let sh = self.shared();
+            (sh.held, sh.set_grad_w)
+        };
         let storage_ns = self.ns.contains("v1.3");
         if let Some(href) = &der.capability {
-            let c = site::capability(&snap, storage_ns);
+            let c = site::capability(snap, storage_ns);
             if self.sent_capability.as_ref() != Some(&c) {
                 let body = encode_capability(&c, &self.ns);
                 self.http()?.put(href, body).await?;
@@ -164,7 +186,7 @@ impl Client {
             }
         }
         if let Some(href) = &der.settings {
-            let s = site::settings(&snap, self.set_grad_w, storage_ns, 0);
+            let s = site::settings(snap, set_grad_w, storage_ns, 0);
             if self.sent_settings.as_ref() != Some(&s) {
                 let body = encode_settings(
                     &crate::csip::resource::der::Settings {
@@ -178,7 +200,7 @@ impl Client {
             }
         }
         if let Some(href) = &der.status {
-            let st = site::status(&snap, self.held, now_s);
+            let st = site::status(snap, held, now_s);
             let bits = (st.gen_connect, st.operational_mode);
             if self.sent_status != Some(bits) {
                 let body = encode_status(&st, &self.ns);
