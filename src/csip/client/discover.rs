@@ -12,7 +12,7 @@ use crate::csip::status::State;
 use crate::csip::xml::{Doc, XmlError};
 
 /// Items asked for per page.
-pub const PAGE: u32 = 255;
+pub const PAGE: u32 = 100;
 /// The most items read of one list: beyond it the rest is not read (and
 /// said).
 pub const MAX_ITEMS: usize = 10_000;

@@ -19,6 +19,7 @@ mod follow;
 pub mod polls;
 pub mod readings;
 mod report;
+mod setup;
 mod shared;
 
 use std::collections::VecDeque;
@@ -28,7 +29,6 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::http::{Http, HttpError};
-use super::limits::Ramps;
 use super::resource::der::{Capability, DerLinks, Settings};
 use super::status::{State, Status};
 use super::store::{CsipStore, Saved};
@@ -39,7 +39,6 @@ use crate::model::time::now_ms;
 use crate::steering::runtime::SiteRuntime;
 use crate::steering::SteeringService;
 use crate::telemetry::Live;
-use clock::ServerClock;
 use events::Recorder;
 use polls::Polls;
 use readings::Averager;
@@ -141,9 +140,7 @@ pub(crate) struct Client {
 /// Runs the client until `cancel`: its I/O half, a pass each second and at
 /// once when a poll falls due between two, beside its evaluation half.
 pub async fn run(p: Parts, cancel: CancellationToken) {
-    let Some((mut c, evaluator)) = Client::new(p).await else {
-        return;
-    };
+    let (mut c, evaluator) = Client::new(p).await;
     let io = async {
         let mut next_tick = tokio::time::Instant::now();
         loop {
@@ -174,107 +171,6 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
 }
 
 impl Client {
-    async fn new(p: Parts) -> Option<(Client, evaluate::Evaluator)> {
-        let (lfdi, sfdi) = match &p.material {
-            Ok(m) => (m.identity.lfdi.clone(), m.identity.sfdi),
-            Err(_) => (String::new(), 0),
-        };
-        let timeout = Duration::from_millis(p.config.timeout_ms);
-        let http = match p.material {
-            Ok(m) => match super::tls::client_config(&m.tls) {
-                Ok(tls) => Some(Http::new(p.config.server.clone(), Arc::new(tls), timeout)),
-                Err(e) => {
-                    tracing::error!(site = %p.config.site, error = %e, "CSIP-AUS client cannot set up TLS: the schedule as last received holds");
-                    None
-                }
-            },
-            Err(e) => {
-                tracing::error!(site = %p.config.site, error = %e, "CSIP-AUS certificate files cannot be used: the schedule as last received holds");
-                None
-            }
-        };
-        let saved = match p.store.load(&p.config.site).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(site = %p.config.site, error = %e, "the CSIP-AUS schedule kept in the store cannot be read");
-                None
-            }
-        };
-        let Saved {
-            schedule,
-            offset_ms,
-            pending,
-        } = saved.unwrap_or_default();
-        if !schedule.programs.is_empty() || !schedule.events.is_empty() {
-            tracing::info!(
-                site = %p.config.site,
-                programs = schedule.programs.len(),
-                events = schedule.events.len(),
-                "CSIP-AUS schedule restored from the store"
-            );
-        }
-        let mut seed = [0u8; 8];
-        let _ = getrandom::fill(&mut seed);
-        let state = if http.is_some() {
-            State::Discovering
-        } else {
-            State::NoCertificate
-        };
-        p.status.update(|s| s.state = state);
-        let shared = SharedRef::new(Shared {
-            schedule,
-            clock: ServerClock::new(offset_ms),
-            pending: pending.into(),
-            dirty: false,
-            held: super::site::Held::default(),
-            set_grad_w: 0,
-        });
-        let recorder = Recorder {
-            site_ref: p.config.site.clone(),
-            site: p.site.clone(),
-            live: p.live.clone(),
-            steering: p.steering,
-        };
-        let evaluator = evaluate::Evaluator {
-            recorder: recorder.clone(),
-            shared: shared.clone(),
-            status: p.status.clone(),
-            ramps: Ramps::default(),
-            last_ms: now_ms(),
-        };
-        let client = Client {
-            lfdi,
-            sfdi,
-            discover_at: http.as_ref().map(|_| 0),
-            http,
-            site: p.site,
-            live: p.live,
-            recorder,
-            store: p.store,
-            status: p.status,
-            state,
-            shared,
-            ns: super::xml::write::CSIPAUS.to_string(),
-            links: Links::default(),
-            discover_backoff_ms: 0,
-            polls: Polls::default(),
-            report_at: 0,
-            report_backoff_ms: 0,
-            averager: Averager::default(),
-            readings: VecDeque::new(),
-            mirrors: Vec::new(),
-            der: None,
-            sent_capability: None,
-            sent_settings: None,
-            sent_status: None,
-            last_error: None,
-            rng: u64::from_le_bytes(seed) | 1,
-            started: tokio::time::Instant::now(),
-            cfg: p.config,
-        };
-        Some((client, evaluator))
-    }
-
     /// When the next poll (or discovery) is due, monotonic ms.
     fn next_poll_ms(&self) -> Option<i64> {
         if self.state == State::PinRefused {

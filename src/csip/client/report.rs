@@ -133,12 +133,11 @@ impl Client {
             let body = encode_response(&p.mrid, p.status, &self.lfdi, p.at_s, &self.ns);
             let Ok(http) = self.http() else { break };
             let sent = http.post(&p.reply_to, body).await;
-            let refused = match sent {
+            match sent {
                 Ok(_) => {
                     self.status
                         .update(|s| *s.responses.entry(p.status.code()).or_default() += 1);
                     self.contact("rsp");
-                    false
                 }
                 Err(e) => {
                     let f = e.into();
@@ -148,16 +147,14 @@ impl Client {
                         return;
                     }
                     self.status.update(|s| s.responses_failed += 1);
-                    true
                 }
-            };
+            }
             // Sent, or refused for what it is: either way not sent again.
             let mut sh = self.shared();
             if sh.pending.front() == Some(&p) {
                 sh.pending.pop_front();
             }
             sh.dirty = true;
-            let _ = refused;
         }
         self.report_backoff_ms = 0;
     }
