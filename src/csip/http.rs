@@ -20,7 +20,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::config::csip::ServerUrl;
 
-/// The largest body read, bytes: a page of 255 controls is about 150 kB.
+/// The largest body read, bytes: a page of 100 controls is about 60 kB.
 pub const MAX_BODY: usize = 4 << 20;
 
 /// The content type of 2030.5.

@@ -9,8 +9,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// The most nodes one document may hold: a list page of 255 controls is
-/// about 15,000; this bounds the tree at about 40 MB for a hostile body.
+/// The most nodes one document may hold: a list page of 100 controls is
+/// about 6,000; this bounds the tree at about 40 MB for a hostile body.
 pub const MAX_NODES: u32 = 500_000;
 
 /// What is wrong with a document, and where.
