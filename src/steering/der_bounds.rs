@@ -78,9 +78,20 @@ impl DerBounds {
             plan.production = ProductionPlan::Limit(0.0);
             return Some(off.clone());
         }
-        let target = self.storage_target.as_ref()?;
-        plan.storage = StoragePlan::Power(target.value);
-        Some(target.clone())
+        if let Some(target) = &self.storage_target {
+            plan.storage = StoragePlan::Power(target.value);
+            return Some(target.clone());
+        }
+        // Released batteries follow their own logic, which knows nothing
+        // of a limit over the DER: a full battery covering a load would
+        // discharge past a generation limit. Under such a limit they are
+        // held (idle unless the grid loop moves them), never released.
+        let over_der = self.generation.as_ref().or(self.load.as_ref())?;
+        if plan.storage == StoragePlan::Release {
+            plan.storage = StoragePlan::Power(0.0);
+            return Some(over_der.clone());
+        }
+        None
     }
 
     /// The loop's answer within the bounds: the production at most what the
@@ -226,5 +237,31 @@ mod tests {
         b.plan(&mut plan);
         assert_eq!(plan.storage, StoragePlan::Power(-2_500.0));
         assert!(set(Vec::new()).is_empty());
+    }
+
+    #[test]
+    fn released_batteries_are_held_under_a_generation_or_load_limit() {
+        let released = || SitePlan {
+            storage: StoragePlan::Release,
+            production: ProductionPlan::Release,
+            import_order: ImportOrder::LiftCurtailmentFirst,
+        };
+        for kind in [Kind::Generation, Kind::Load] {
+            let b = set(vec![limit(kind, 10_000.0)]);
+            let mut plan = released();
+            assert_eq!(b.plan(&mut plan).map(|l| l.kind), Some(kind));
+            assert_eq!(plan.storage, StoragePlan::Power(0.0), "{kind:?}");
+            // A partner's request stays, for the loop and the clamp to bound.
+            let mut asked = SitePlan {
+                storage: StoragePlan::Power(4_000.0),
+                ..released()
+            };
+            assert!(b.plan(&mut asked).is_none());
+            assert_eq!(asked.storage, StoragePlan::Power(4_000.0));
+        }
+        // With no limit over the DER, released stays released.
+        let mut plan = released();
+        assert!(set(Vec::new()).plan(&mut plan).is_none());
+        assert_eq!(plan.storage, StoragePlan::Release);
     }
 }
