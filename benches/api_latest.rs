@@ -12,7 +12,8 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use axum::extract::{Path, State};
 use axum::routing::get;

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 use std::hint::black_box;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use sitegate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment, ExportOrder};
 use sitegate::model::PowerValue;

@@ -27,7 +27,8 @@ mod common;
 mod steering_support;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use common::csip_server::{BaseSpec, CsipServer};
 use steering_support::*;

@@ -57,7 +57,8 @@ use procfs::{checkpoint, cpu_ticks, io_write_bytes, memory_kb};
 
 use std::fmt::Write as _;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use sitegate::config::parse;
 use sitegate::sim::{SimSite, SimSiteSpec};

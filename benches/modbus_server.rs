@@ -24,7 +24,8 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use common::prom::Scrape;
 use common::site::{self, SUMMER_MORNING_MS};

@@ -9,7 +9,8 @@
 #[path = "../tests/it/steering_support/mod.rs"]
 mod steering_support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use serde_json::json;
 use steering_support::*;

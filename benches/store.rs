@@ -19,7 +19,8 @@
     reason = "a benchmark reports on stdout and may panic"
 )]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use std::hint::black_box;
 

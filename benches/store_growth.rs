@@ -30,7 +30,7 @@
     reason = "a benchmark reports on stdout and may panic"
 )]
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use sitegate::config::StorageConfig;
 use sitegate::model::{DeviceId, Property, Sample};

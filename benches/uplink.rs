@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use sitegate::api::{router, ApiState, Auth};
 use sitegate::config::{parse, AuthMode, HttpConfig, MqttConfig, StorageConfig};

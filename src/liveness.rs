@@ -10,7 +10,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// How often an idle loop beats.
 pub const BEAT_EVERY: Duration = Duration::from_secs(5);

@@ -5,7 +5,7 @@
 //! (`dbstat`), and the figures of a run between two counts.
 
 use std::path::Path;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use sitegate::sim::SimSite;
 

@@ -8,7 +8,7 @@
 //! of data and whenever the staged samples reach the writer's own bound, as
 //! the agent's writer does; values from `noisy.rs` (or its calm ones).
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use sitegate::config::StorageConfig;
 use sitegate::model::{DeviceId, Sample};

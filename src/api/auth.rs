@@ -7,7 +7,7 @@
 //! and never logs or stores a token's plaintext.
 
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;

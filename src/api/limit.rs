@@ -9,7 +9,8 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::config::RateLimitConfig;
 use crate::util::TokenBucket;

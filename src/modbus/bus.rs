@@ -386,13 +386,8 @@ impl BusTask {
                 }
                 let ts = now_ms();
                 if let Some(map) = slot.state.map.as_ref().filter(|_| self.maps.keeps_images()) {
-                    let image = PollImage::build(
-                        &image,
-                        &map.discovered,
-                        &map.chain,
-                        Instant::now().into_std(),
-                        ts,
-                    );
+                    let image =
+                        PollImage::build(&image, &map.discovered, &map.chain, Instant::now(), ts);
                     self.maps.set_image(id, Some(Arc::new(image)));
                 }
                 let samples: Vec<Sample> = values

@@ -22,7 +22,7 @@ struct Run {
 #[derive(Debug, Clone)]
 pub struct PollImage {
     /// When the poll ended (monotonic).
-    pub taken: std::time::Instant,
+    pub taken: tokio::time::Instant,
     /// When the poll ended, Unix ms.
     pub ts_ms: i64,
     runs: Vec<Run>,
@@ -39,7 +39,7 @@ impl PollImage {
         image: &Image,
         discovered: &Image,
         chain: &[ModelBlock],
-        taken: std::time::Instant,
+        taken: tokio::time::Instant,
         ts_ms: i64,
     ) -> Self {
         let mut words: BTreeMap<(Table, u16), u16> = BTreeMap::new();
@@ -125,7 +125,7 @@ mod tests {
         img.insert(Span::new(Table::Holding, 13, 2), vec![4, 5]);
         img.insert(Span::new(Table::Holding, 12, 1), vec![99]);
         img.insert(Span::new(Table::Input, 10, 1), vec![7]);
-        let p = PollImage::build(&img, &Image::new(), &[], std::time::Instant::now(), 0);
+        let p = PollImage::build(&img, &Image::new(), &[], tokio::time::Instant::now(), 0);
         assert_eq!(p.get(Table::Holding, 10, 5), Some(&[1, 2, 3, 4, 5][..]));
         assert_eq!(p.get(Table::Holding, 11, 2), Some(&[2, 3][..]));
         assert_eq!(p.get(Table::Holding, 14, 2), None);
@@ -152,7 +152,7 @@ mod tests {
         let mut img = Image::new();
         img.insert(Span::new(Table::Holding, 40004, 2), vec![11, 12]);
         img.insert(Span::new(Table::Holding, 40008, 1), vec![13]);
-        let p = PollImage::build(&img, &Image::new(), &chain, std::time::Instant::now(), 0);
+        let p = PollImage::build(&img, &Image::new(), &chain, tokio::time::Instant::now(), 0);
         assert_eq!(
             p.get(Table::Holding, 40000, 11),
             Some(&[0x5375, 0x6E53, 1, 2, 11, 12, 103, 1, 13, 0xFFFF, 0][..])

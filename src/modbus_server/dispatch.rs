@@ -6,7 +6,8 @@
 //! steering history, whatever its result.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use super::forward::{self, Forwarders};
 use super::frame::{self, Exception, ReadTable, Request};

@@ -12,7 +12,8 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use super::change::{ChangeResult, ConfigChange, ConfigRecord, ConfigView, Refusal};
 use super::ended::{Done, Failed};

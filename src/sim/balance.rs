@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use super::device::{lock, DeviceCell, Kind};
 use super::noise::{self, LoadWalk};

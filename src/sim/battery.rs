@@ -7,7 +7,7 @@
 //! time). Ratings, SoC limits and `ChaGriSet` always win. Owns its registers, SoC and
 //! energy counters; it must not know about sockets or other devices.
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use sunspec::models::model124::Model124;
 use tokio_modbus::ExceptionCode;

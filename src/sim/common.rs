@@ -4,7 +4,7 @@
 //!
 //! No physics and no I/O here.
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use sunspec::models::model1::Model1;
 use sunspec::models::model120::Model120;

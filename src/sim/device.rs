@@ -6,7 +6,7 @@
 //! physics step); never across an `.await`.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tokio_modbus::ExceptionCode;
 

@@ -8,7 +8,7 @@
 //! and its energy counter; it must not know about sockets, other devices or
 //! the site balance.
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use sunspec::models::model120::Model120;
 use sunspec::models::model121::Model121;

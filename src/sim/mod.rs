@@ -305,7 +305,7 @@ pub struct WriteEvent {
     pub address: u16,
     pub values: Vec<u16>,
     /// When it arrived (real time).
-    pub at: std::time::Instant,
+    pub at: tokio::time::Instant,
     /// `None` when accepted, else the exception it was answered with.
     pub exception: Option<tokio_modbus::ExceptionCode>,
 }

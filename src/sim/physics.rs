@@ -3,7 +3,8 @@
 //! of charge. Deterministic, no registers, no I/O; the site task calls these.
 
 use std::f64::consts::PI;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 const MS_PER_DAY: f64 = 86_400_000.0;
 

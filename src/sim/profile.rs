@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tokio_modbus::ExceptionCode;
 

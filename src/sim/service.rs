@@ -14,7 +14,7 @@ use std::future::{ready, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use tokio::sync::{broadcast, watch};
 use tokio_modbus::{ExceptionCode, Request, Response, SlaveRequest};

@@ -6,7 +6,8 @@
 //! The loop decides through the pure `decide`; it never writes to a device itself.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 

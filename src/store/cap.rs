@@ -9,7 +9,8 @@
 //!
 //! Bookkeeping only: the writer runs the steps (`writer.rs`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::config::size_floor::{self, KEPT_NEWEST_MS};
 

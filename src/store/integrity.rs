@@ -10,7 +10,7 @@
 //! (`aside_notice`). This file only checks and renames; it writes no data.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -124,7 +124,7 @@ pub fn aside_notice(path: &Path, notice: Duration) -> Option<String> {
         .unwrap_or(Path::new("."));
     let name = path.file_name()?.to_string_lossy().into_owned();
     let prefix = format!("{name}{ASIDE}");
-    let now = SystemTime::now();
+    let now = crate::model::time::system_now();
     std::fs::read_dir(dir)
         .ok()?
         .flatten()

@@ -408,7 +408,7 @@ fn spawn_background_check(path: PathBuf, stats: Arc<StoreStats>) {
     let spawned = std::thread::Builder::new()
         .name("store-check".into())
         .spawn(move || {
-            let started = std::time::Instant::now();
+            let started = tokio::time::Instant::now();
             match integrity::background(&path) {
                 None => {
                     tracing::info!(path = %path.display(), took_s = started.elapsed().as_secs(), "background integrity check: sound")

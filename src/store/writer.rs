@@ -310,7 +310,7 @@ impl Writer {
     }
 
     fn warn_full(&mut self) {
-        if self.cap.warn_full(std::time::Instant::now()) {
+        if self.cap.warn_full(tokio::time::Instant::now()) {
             tracing::warn!(
                 max_bytes = self.cap.max_bytes,
                 "storage.max_size_mb holds no more than the staging ring and the newest 5 minutes of raw samples, which are kept: the database is over it (check-config says what this site needs)"

@@ -92,17 +92,17 @@ impl Pacer {
     pub fn new(rate_per_s: u32, now: Instant) -> Self {
         let rate = f64::from(rate_per_s.max(1));
         let burst = (rate / 10.0).max(1.0);
-        Self(TokenBucket::full(rate, burst, now.into_std()))
+        Self(TokenBucket::full(rate, burst, now))
     }
 
     /// Takes up to `want` whole tokens; returns how many it took.
     pub fn take(&mut self, now: Instant, want: usize) -> usize {
-        self.0.take_up_to(now.into_std(), want)
+        self.0.take_up_to(now, want)
     }
 
     /// When the next whole token is there.
     pub fn next_token(&self) -> Instant {
-        Instant::from_std(self.0.next_token())
+        self.0.next_token()
     }
 }
 

@@ -4,7 +4,8 @@
 //! Pure: every call is given the instant it happens at; the bucket never reads
 //! a clock. An instant earlier than the last one seen adds nothing.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TokenBucket {

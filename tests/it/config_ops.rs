@@ -840,14 +840,14 @@ async fn a_toml_merge_patch_lowers_max_export_live_and_the_loop_holds_it() {
         .await
         .expect("json");
     assert_eq!(view["gridConnection"]["maxExport"]["value"], 2000, "{view}");
-    let mut since: Option<std::time::Instant> = None;
+    let mut since: Option<tokio::time::Instant> = None;
     crate::common::wait_for("export held at 2 kW for 2 s", T, || {
         let held = grid_w(&sim) >= -2_500.0;
         let s = if held {
-            *since.get_or_insert_with(std::time::Instant::now)
+            *since.get_or_insert_with(tokio::time::Instant::now)
         } else {
             since = None;
-            std::time::Instant::now()
+            tokio::time::Instant::now()
         };
         std::future::ready((held && s.elapsed() >= Duration::from_secs(2)).then_some(()))
     })

@@ -12,7 +12,7 @@ use crate::common::csip_server::{until, BaseSpec, CsipServer};
 use crate::csip_support::*;
 
 async fn error_says(rig: &crate::steering_support::Rig, what: &str) -> serde_json::Value {
-    let start = std::time::Instant::now();
+    let start = tokio::time::Instant::now();
     loop {
         let st = rig.state().await;
         if st["gridLoop"]["csip"]["error"]

@@ -4,7 +4,8 @@
 //! what the meter holds and what the state shows.
 #![allow(dead_code)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use serde_json::Value;
 

@@ -3,7 +3,8 @@
 //! batteries fill, and the grid meter must not show more export than the
 //! limit and its tolerance once the loop holds it.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::common::demo::Demo;
 use nix::sys::signal::Signal;

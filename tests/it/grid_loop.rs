@@ -50,13 +50,13 @@ fn unused_room_w(rig: &Rig) -> f64 {
 /// Waits until the meter has stayed within `lo..=hi` W (+ import) for 2 s;
 /// an export band (`hi` < 0) short by no more than [`unused_room_w`].
 async fn holds(rig: &Rig, what: &str, lo: f64, hi: f64) {
-    let mut since: Option<std::time::Instant> = None;
-    let start = std::time::Instant::now();
+    let mut since: Option<tokio::time::Instant> = None;
+    let start = tokio::time::Instant::now();
     loop {
         let g = grid_w(rig);
         let short = if hi < 0.0 { unused_room_w(rig) } else { 0.0 };
         if (lo..=hi + short).contains(&g) {
-            let s = *since.get_or_insert_with(std::time::Instant::now);
+            let s = *since.get_or_insert_with(tokio::time::Instant::now);
             if s.elapsed() >= Duration::from_secs(2) {
                 return;
             }
@@ -136,7 +136,7 @@ async fn noon_with_full_batteries_holds_max_export_without_a_signal() {
     let together = 0.3 * east + 0.2 * west;
     assert!((40.0..=43.0).contains(&together), "{east} {west}");
     rig.sim.set_sun(Some(1.0));
-    let start = std::time::Instant::now();
+    let start = tokio::time::Instant::now();
     while start.elapsed() < Duration::from_secs(3) {
         let g = grid_w(&rig);
         assert!(g >= -40_800.0, "the returning sun passed the cap: {g} W");

@@ -6,7 +6,8 @@
 //! take the export past the limit that follows beyond its band, and a tight
 //! limit is held without a cycle.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::common::proxy::behind_proxy;
 use crate::steering_support::*;

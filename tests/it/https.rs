@@ -383,7 +383,7 @@ async fn a_trickled_handshake_ends_within_the_head_deadline() {
         (metric("sitegate_http_connections").await >= 2.0).then_some(())
     })
     .await;
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let mut closed = false;
     for byte in hello[1..].iter().cycle() {
         if conn.write_all(&[*byte]).await.is_err() {

@@ -170,7 +170,7 @@ async fn a_first_failure_is_retried_at_the_next_poll_and_a_second_backs_off() {
             (!live.snapshot(pv).online).then_some(())
         })
         .await;
-        let failed = std::time::Instant::now();
+        let failed = tokio::time::Instant::now();
         wait_for("online again", Duration::from_secs(15), || async {
             live.snapshot(pv).online.then_some(())
         })

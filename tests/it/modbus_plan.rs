@@ -318,7 +318,7 @@ async fn sunspec_polls_read_the_minimum_without_their_static_points() {
             .unwrap_or_else(|e| panic!("unit {unit}: {e}"));
         // The simulated clock stands still, but a device follows its target
         // in real time from its start: poll until two polls agree.
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             tokio::time::sleep(Duration::from_millis(200)).await;
             let next = poll_device(&mut r, &cfg, &gap(0), &mut state)
@@ -328,7 +328,7 @@ async fn sunspec_polls_read_the_minimum_without_their_static_points() {
                 break;
             }
             assert!(
-                std::time::Instant::now() < deadline,
+                tokio::time::Instant::now() < deadline,
                 "unit {unit}: its values still move: {:?}",
                 next.values
             );

@@ -6,7 +6,8 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::common::prom::Scrape;
 use crate::modbus_server::{demo_site_own_units, Client};
@@ -93,7 +94,7 @@ async fn sixty_four_clients_leave_polls_and_steering_alone() {
     )
     .await;
     // The window is the measurement: polls counted over at least 5 s.
-    tokio::time::sleep_until((t0 + Duration::from_secs(5)).into()).await;
+    tokio::time::sleep_until(t0 + Duration::from_secs(5)).await;
     let (after, secs) = (polls(&metrics(&rig).await), t0.elapsed().as_secs_f64());
     for ((bus, a), (_, b)) in before.iter().zip(&after) {
         let rate = (b - a) / secs;

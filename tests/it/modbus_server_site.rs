@@ -6,7 +6,8 @@
 //! site's steering history (read over HTTP, checked against the OpenAPI
 //! document); a refresh is none.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use serde_json::{json, Value};
 use sunspec::models::model103::Model103;

@@ -5,7 +5,8 @@
 //! flowing beside it.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::common::broker::{kinds, on_every_kind, Broker, Gate, Kind, Message, Subscriber};
 use crate::common::logs;

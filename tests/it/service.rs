@@ -9,7 +9,8 @@ use std::collections::BTreeSet;
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::common::process::{start_sim, AgentProcess, ConfigDir};
 use crate::common::site::{small_site, READ_TOKEN, STEER_TOKEN};

@@ -208,7 +208,7 @@ async fn scopes_idempotency_and_dry_runs() {
     // written once it answers (`report::due`: nothing written before), a
     // write of the agent's own: the writes are watched from a second after
     // both are in, over one more dry run.
-    let started = std::time::Instant::now();
+    let started = tokio::time::Instant::now();
     let mut writes = None;
     let v = loop {
         let (s, v) = rig.post(&path("/ess?dryRun=true"), STEER, &body).await;

@@ -2,7 +2,8 @@
 //! registers: combined signal, partial update, scheduled start, expiry back to the
 //! fallback within one control interval, DELETE, and devices that refuse writes.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::steering_support::*;
 use serde_json::json;

@@ -7,7 +7,8 @@
 //! (`docs/steering.md`, "Writes only when they matter").
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::steering_support::*;
 use serde_json::Value;

@@ -2,7 +2,8 @@
 //! killed with SIGKILL while a signal is active, and the simulated devices go
 //! back to their own defaults by their revert timers.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::common::process::AgentProcess;
 use crate::steering_support::*;

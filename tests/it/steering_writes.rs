@@ -9,7 +9,8 @@
 //! to answer, which pins the bus task inside one poll request.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use crate::steering_support::*;
 use serde_json::{json, Value};

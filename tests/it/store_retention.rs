@@ -250,7 +250,7 @@ fn a_held_retention_by_age_deletes_nothing_until_released() {
         assert_eq!(raw_samples(&store, i64::MAX).await, all, "held");
         assert!(store.stats().hold_age_retention(false));
         // The next pass deletes them.
-        let released = std::time::Instant::now();
+        let released = tokio::time::Instant::now();
         while raw_samples(&store, i64::MAX).await != 0 {
             assert!(
                 released.elapsed() < std::time::Duration::from_secs(60),

@@ -1,7 +1,8 @@
 //! Writes that steer: the model-123 limit, the model-124 window, revert timers,
 //! SoC limits, and the simulated clock.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use sunspec::models::model103::Model103;
 use sunspec::models::model123::Model123;

@@ -2,7 +2,7 @@
 //! every second within their noise, counters that never go back) and sites of
 //! their own (each meter balances only its own site).
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use sunspec::models::model103::Model103;
 use sunspec::models::model113::Model113;

@@ -436,7 +436,7 @@ pub struct Message {
     /// MQTT 5 user properties.
     pub user: Vec<(String, String)>,
     /// When the subscriber's event loop read it.
-    pub at: std::time::Instant,
+    pub at: tokio::time::Instant,
 }
 
 impl Message {
@@ -494,7 +494,7 @@ impl Subscriber {
                             retain: p.retain,
                             correlation,
                             user,
-                            at: std::time::Instant::now(),
+                            at: tokio::time::Instant::now(),
                         });
                     }
                     Ok(Event::Incoming(Packet::SubAck(_))) => {

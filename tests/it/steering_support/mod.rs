@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use serde_json::{json, Value};
 use sitegate::agent::Agent;

@@ -199,11 +199,17 @@ impl Drop for CsipServer {
     }
 }
 
-fn real_now_s() -> i64 {
+// The test server's own clock, not the agent's: the peer keeps real time.
+#[allow(clippy::disallowed_methods)]
+fn real_now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
+        .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+fn real_now_s() -> i64 {
+    real_now_ms() / 1000
 }
 
 impl ServerState {
@@ -585,10 +591,7 @@ async fn handle(
     let path = uri.path().to_string();
     let canned = {
         let mut s = state.lock().unwrap();
-        let real_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
+        let real_ms = real_now_ms();
         let at_ms = real_ms + s.clock_offset_s * 1000;
         s.requests.push(Seen {
             method: method.clone(),
