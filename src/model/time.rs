@@ -2,17 +2,13 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The wall clock, now: the one place the agent reads it (`clippy.toml`).
+/// Milliseconds since the Unix epoch, now: the one place the agent reads
+/// the wall clock (`clippy.toml`).
 #[allow(clippy::disallowed_methods)]
-pub fn system_now() -> SystemTime {
-    SystemTime::now()
-}
-
-/// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {
     // A clock before 1970 is a broken controller clock; report it as the epoch
     // rather than panic.
-    system_now()
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)

@@ -124,7 +124,7 @@ pub fn aside_notice(path: &Path, notice: Duration) -> Option<String> {
         .unwrap_or(Path::new("."));
     let name = path.file_name()?.to_string_lossy().into_owned();
     let prefix = format!("{name}{ASIDE}");
-    let now = crate::model::time::system_now();
+    let now_ms = crate::model::time::now_ms();
     std::fs::read_dir(dir)
         .ok()?
         .flatten()
@@ -133,12 +133,13 @@ pub fn aside_notice(path: &Path, notice: Duration) -> Option<String> {
             n.starts_with(&prefix) && !n.ends_with("-wal") && !n.ends_with("-shm")
         })
         .find_map(|e| {
-            let age = e
+            let modified_ms = e
                 .metadata()
                 .and_then(|m| m.modified())
                 .ok()
-                .and_then(|t| now.duration_since(t).ok())
-                .unwrap_or_default();
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(now_ms, |d| d.as_millis() as i64);
+            let age = Duration::from_millis(now_ms.saturating_sub(modified_ms).max(0) as u64);
             (age < notice).then(|| {
                 format!(
                     "the database was damaged and set aside as {} ({} h ago); remove that file once it is dealt with",

@@ -183,11 +183,7 @@ fn sigkill_while_ingesting_loses_at_most_the_unflushed_tail() {
     // Run for a few of the writer's commits, then up to one flush interval
     // more (a varying number of batches), so the kill lands anywhere between
     // two commits or in one.
-    let more = i64::from(
-        sitegate::model::time::system_now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos()),
-    ) % (PER_FLUSH / BATCH + 1);
+    let more = now_ms() % (PER_FLUSH / BATCH + 1);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut kill_at = None;
     while kill_at.is_none_or(|n| p.sent < n) {
