@@ -356,6 +356,7 @@ fn steering_facts(
         LimitSource::GridSignal => 3,
         LimitSource::Modbus => 4,
         LimitSource::Csip => 5,
+        LimitSource::Eebus => 6,
     };
     s.max_import = g.limits.import.map(|l| (l.w, source(l.source)));
     s.max_export = g.limits.export.map(|l| (l.w, source(l.source)));

@@ -13,7 +13,7 @@ use super::hold::{
     cap_rule, hold, Change, Held, ImportOrder, LoopMode, LoopSettings, LoopState, Meter,
     ProductionPlan, Sensed, Side, SitePlan, StoragePlan,
 };
-use super::limits::{in_force, GridLimits, OperatorLimits};
+use super::limits::{in_force, GridLimits, OperatorLimits, ServerLimits};
 use super::open_loop::{open_loop, Net};
 use super::settle::{production_limits, storage_setpoints};
 use super::signal::Active;
@@ -168,17 +168,13 @@ pub fn decide(
         None => (plan_storage_by, plan_production_by),
     };
 
-    let csip = OperatorLimits {
-        max_import_w: m.sources.value(Kind::Import),
-        max_export_w: m.sources.value(Kind::Export),
-    };
     let limits = in_force(
         rules.max_import_w,
         rules.max_export_w,
         active.grid_limit.as_ref().map(|e| &e.value),
         &m.operator,
         &m.modbus,
-        &csip,
+        &server_limits(m),
     );
     let mut held = held_at_the_grid(site, &limits, &plan, prev, now_ms, mgi);
     let clamped_by_der = der.clamp(&mut held, m.online_battery_w);
@@ -436,6 +432,32 @@ fn production_commands(
         ProductionPlan::Cap(c) => production_limits(cap_rule(rule), inverters, c),
     };
     limits.into_iter().map(Command::ProductionLimit).collect()
+}
+
+/// The tightest import and export the operators' servers set, with a
+/// consumption limit (§14a EnWG) made an import limit at the meter: the
+/// household's own import, which the limit does not touch, plus what the
+/// controllable consumers may draw. The household's import is the meter's
+/// import with the batteries' charge taken out (PV's surplus counts
+/// against it); without a reading of every battery it is taken as none, the
+/// tighter answer.
+fn server_limits(m: &Measurements) -> ServerLimits {
+    let pick = |kind: Kind| m.sources.tightest(kind).map(|l| (l.value, l.source));
+    let mut import = pick(Kind::Import);
+    if let Some(l) = m.sources.tightest(Kind::Consumption) {
+        let household = match (m.grid_w(), m.battery_w) {
+            (Some(g), Some(b)) => (g + b).max(0.0),
+            _ => 0.0,
+        };
+        let w = household + l.value.max(0.0);
+        if import.is_none_or(|(cur, _)| w < cur) {
+            import = Some((w, l.source));
+        }
+    }
+    ServerLimits {
+        import,
+        export: pick(Kind::Export),
+    }
 }
 
 fn changed_slots(before: &[Command], after: &[Command], offset: usize) -> Vec<usize> {

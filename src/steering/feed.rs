@@ -100,6 +100,7 @@ mod tests {
                 signals: Vec::new(),
                 sources: Vec::new(),
                 csip: None,
+                eebus: None,
             },
             evaluated_at_ms: Some(evaluated_at),
             durable: true,

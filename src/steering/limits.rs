@@ -22,6 +22,8 @@ pub enum LimitSource {
     /// A distribution network operator's control over IEEE 2030.5
     /// (CSIP-AUS).
     Csip,
+    /// A distribution operator's control box over EEBus (LPC, LPP).
+    Eebus,
 }
 
 impl LimitSource {
@@ -32,6 +34,7 @@ impl LimitSource {
             LimitSource::GridSignal => "gridSignal",
             LimitSource::Modbus => "modbus",
             LimitSource::Csip => "csip",
+            LimitSource::Eebus => "eebus",
         }
     }
 }
@@ -86,17 +89,29 @@ pub struct OperatorLimits {
     pub max_export_w: Option<f64>,
 }
 
+/// The tightest import and export a grid operator's server sets (CSIP-AUS,
+/// EEBus), each with the source that set it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ServerLimits {
+    pub import: Option<(f64, LimitSource)>,
+    pub export: Option<(f64, LimitSource)>,
+}
+
 /// The tightest of the five sources, per direction. Ties keep the earlier
 /// source (config, then gridLimit, then the operator's signal, then the
-/// SCADA over Modbus, then the utility server over CSIP-AUS).
+/// SCADA over Modbus, then the operators' servers: CSIP-AUS, EEBus).
 pub fn in_force(
     max_import_w: Option<f64>,
     max_export_w: Option<f64>,
     temporary: Option<&GridLimit>,
     operator: &OperatorLimits,
     modbus: &OperatorLimits,
-    csip: &OperatorLimits,
+    servers: &ServerLimits,
 ) -> GridLimits {
+    let server = |l: Option<(f64, LimitSource)>| match l {
+        Some((w, source)) => (Some(w), source),
+        None => (None, LimitSource::Csip),
+    };
     let pick = |direction: Direction, candidates: [(Option<f64>, LimitSource); 5]| {
         candidates
             .into_iter()
@@ -121,7 +136,7 @@ pub fn in_force(
                 ),
                 (operator.max_import_w, LimitSource::GridSignal),
                 (modbus.max_import_w, LimitSource::Modbus),
-                (csip.max_import_w, LimitSource::Csip),
+                server(servers.import),
             ],
         ),
         export: pick(
@@ -134,7 +149,7 @@ pub fn in_force(
                 ),
                 (operator.max_export_w, LimitSource::GridSignal),
                 (modbus.max_export_w, LimitSource::Modbus),
-                (csip.max_export_w, LimitSource::Csip),
+                server(servers.export),
             ],
         ),
     }
@@ -161,7 +176,7 @@ mod tests {
             Some(&g),
             &OperatorLimits::default(),
             &OperatorLimits::default(),
-            &OperatorLimits::default(),
+            &ServerLimits::default(),
         );
         assert_eq!(
             l.export.map(|l| (l.w, l.source)),
@@ -177,7 +192,7 @@ mod tests {
             Some(&g),
             &op,
             &OperatorLimits::default(),
-            &OperatorLimits::default(),
+            &ServerLimits::default(),
         );
         assert_eq!(
             l.export.map(|l| (l.w, l.source)),
@@ -194,7 +209,7 @@ mod tests {
             Some(&g),
             &OperatorLimits::default(),
             &scada,
-            &OperatorLimits::default(),
+            &ServerLimits::default(),
         );
         assert_eq!(
             l.export.map(|l| (l.w, l.source)),
@@ -203,12 +218,20 @@ mod tests {
         assert_eq!(l.export.unwrap().describe(), "maxExport 5000 W (modbus)");
         // A SCADA's limit never lifts a tighter one.
         let no = OperatorLimits::default();
-        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &op, &scada, &no);
+        let none_served = ServerLimits::default();
+        let l = in_force(
+            Some(60_000.0),
+            Some(40_000.0),
+            Some(&g),
+            &op,
+            &scada,
+            &none_served,
+        );
         assert_eq!(l.export.map(|l| l.source), Some(LimitSource::GridSignal));
         // A utility server's limit over CSIP-AUS wins where it is tightest.
-        let csip = OperatorLimits {
-            max_import_w: Some(2_000.0),
-            max_export_w: Some(1_500.0),
+        let csip = ServerLimits {
+            import: Some((2_000.0, LimitSource::Csip)),
+            export: Some((1_500.0, LimitSource::Csip)),
         };
         let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &no, &scada, &csip);
         assert_eq!(
@@ -220,13 +243,20 @@ mod tests {
             Some((2_000.0, LimitSource::Csip))
         );
         assert_eq!(l.export.unwrap().describe(), "maxExport 1500 W (csip)");
+        // A control box's limit says it is the box's.
+        let eebus = ServerLimits {
+            import: None,
+            export: Some((800.0, LimitSource::Eebus)),
+        };
+        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &no, &scada, &eebus);
+        assert_eq!(l.export.unwrap().describe(), "maxExport 800 W (eebus)");
         let none = in_force(
             None,
             None,
             None,
             &OperatorLimits::default(),
             &OperatorLimits::default(),
-            &OperatorLimits::default(),
+            &ServerLimits::default(),
         );
         assert_eq!(none, GridLimits::default());
     }

@@ -19,7 +19,7 @@ use super::operator::{combine, SignalStatus};
 use super::report::{Desired, DeviceReport};
 use super::request::ConfiguredLimits;
 use super::signal::SiteSignal;
-use super::sources::{OperatorSet, SourceStatus};
+use super::sources::{OperatorSet, Server, SourceStatus};
 use super::stats::WriteCounters;
 use super::value::Component;
 use crate::config::SiteConfig;
@@ -76,11 +76,12 @@ pub struct SiteRuntime {
     pub signals: Mutex<Vec<SignalStatus>>,
     /// Limits a SCADA set over the Modbus server (only ever tightening).
     modbus: Mutex<OperatorLimits>,
-    /// Limits the utility server sets over CSIP-AUS (written by the
-    /// `csip` client).
-    csip: Mutex<OperatorSet>,
-    /// How the CSIP-AUS client is doing (`None`: the site has none).
-    csip_status: Mutex<Option<SourceStatus>>,
+    /// Limits the grid operators' servers set: the utility server over
+    /// CSIP-AUS (written by the `csip` client), the control box over EEBus
+    /// (written by the `eebus` node), by [`Server`].
+    servers: [Mutex<OperatorSet>; 2],
+    /// How each of them is doing (`None`: the site has none).
+    server_status: [Mutex<Option<SourceStatus>>; 2],
     /// What the grid loop keeps from one tick to the next.
     loop_state: Mutex<LoopState>,
     /// The count of committed changes (`committed`) the last evaluation saw;
@@ -128,8 +129,8 @@ impl SiteRuntime {
             ticks: super::stats::TickStats::default(),
             signals: Mutex::new(signals),
             modbus: Mutex::new(OperatorLimits::default()),
-            csip: Mutex::new(OperatorSet::default()),
-            csip_status: Mutex::new(None),
+            servers: Default::default(),
+            server_status: Default::default(),
             loop_state: Mutex::new(LoopState::default()),
             desired,
             evaluated: watch::channel(None).0,
@@ -235,7 +236,7 @@ impl SiteRuntime {
             battery_setpoints: setpoints,
             operator: combine(&lock(&self.signals)),
             modbus: *lock(&self.modbus),
-            sources: lock(&self.csip).clone(),
+            sources: self.server_limits(),
             configured: self.limits(),
         };
         gather(live, &self.config, &self.devices, &ctx)
@@ -271,11 +272,11 @@ impl SiteRuntime {
         }
     }
 
-    /// The limits the utility server sets over CSIP-AUS, in force from the
-    /// control loop's next tick (woken now when they changed).
-    pub fn set_csip(&self, set: OperatorSet) {
+    /// The limits `server` sets, in force from the control loop's next tick
+    /// (woken now when they changed).
+    pub fn set_server_limits(&self, server: Server, set: OperatorSet) {
         let changed = {
-            let mut cur = lock(&self.csip);
+            let mut cur = lock(&self.servers[server as usize]);
             let changed = *cur != set;
             *cur = set;
             changed
@@ -286,17 +287,26 @@ impl SiteRuntime {
         }
     }
 
-    /// The limits the utility server sets now.
-    pub fn csip(&self) -> OperatorSet {
-        lock(&self.csip).clone()
+    /// The limits `server` sets now.
+    pub fn limits_of(&self, server: Server) -> OperatorSet {
+        lock(&self.servers[server as usize]).clone()
     }
 
-    /// How the CSIP-AUS client is doing; the state shows it. Its last
-    /// contact alone moving is no change of the state's (the feed would
-    /// publish the state on every poll).
-    pub fn set_csip_status(&self, status: SourceStatus) {
+    /// Every limit the operators' servers set now, CSIP-AUS's first.
+    pub fn server_limits(&self) -> OperatorSet {
+        let mut all = OperatorSet::default();
+        for slot in &self.servers {
+            all.limits.extend(lock(slot).limits.iter().cloned());
+        }
+        all
+    }
+
+    /// How `server`'s client is doing; the state shows it. Its last contact
+    /// alone moving is no change of the state's (the feed would publish the
+    /// state on every poll).
+    pub fn set_server_status(&self, server: Server, status: SourceStatus) {
         let changed = {
-            let mut cur = lock(&self.csip_status);
+            let mut cur = lock(&self.server_status[server as usize]);
             let changed = cur.as_ref().map(|c| SourceStatus {
                 last_contact_ms: status.last_contact_ms,
                 ..c.clone()
@@ -309,8 +319,8 @@ impl SiteRuntime {
         }
     }
 
-    pub fn csip_status(&self) -> Option<SourceStatus> {
-        lock(&self.csip_status).clone()
+    pub fn server_status(&self, server: Server) -> Option<SourceStatus> {
+        lock(&self.server_status[server as usize]).clone()
     }
 
     /// What each grid signal says now.

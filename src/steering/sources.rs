@@ -20,6 +20,9 @@ pub enum Kind {
     Generation,
     /// The DER's consumption (the batteries' charge), W.
     Load,
+    /// What the controllable consumers (§14a EnWG: here the batteries)
+    /// may draw from the grid, beside the household's own import, W.
+    Consumption,
     /// A storage power the operator asks for, W, + discharge.
     StorageTarget,
     /// 0: the DER is to be disconnected.
@@ -29,11 +32,12 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Import,
         Kind::Export,
         Kind::Generation,
         Kind::Load,
+        Kind::Consumption,
         Kind::StorageTarget,
         Kind::Connect,
         Kind::Energize,
@@ -45,6 +49,7 @@ impl Kind {
             Kind::Export => "maxExport",
             Kind::Generation => "maxGeneration",
             Kind::Load => "maxLoad",
+            Kind::Consumption => "maxConsumption",
             Kind::StorageTarget => "storageTarget",
             Kind::Connect => "connect",
             Kind::Energize => "energize",
@@ -70,7 +75,8 @@ pub struct SourceLimit {
     pub failsafe: bool,
     /// Since when it holds (ms).
     pub since_ms: i64,
-    /// The operator's reference: the mRID of a CSIP-AUS control.
+    /// The operator's reference: the mRID of a CSIP-AUS control, the
+    /// use case and state of an EEBus limit.
     pub reference: Option<String>,
 }
 
@@ -126,15 +132,24 @@ impl OperatorSet {
     }
 }
 
+/// A grid operator's server whose limits a site holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Server {
+    /// The utility server over IEEE 2030.5 (CSIP-AUS).
+    Csip = 0,
+    /// The control box over EEBus (LPC, LPP).
+    Eebus = 1,
+}
+
 /// How a grid operator's source is doing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SourceStatus {
-    /// `following`, `discovering`, `unreachable`, `pinRefused`,
-    /// `noCertificate`.
+    /// CSIP-AUS: `following`, `discovering`, `unreachable`, `pinRefused`,
+    /// `noCertificate`. EEBus: `waiting`, `connected`, `noCertificate`.
     pub state: String,
     /// The server the source speaks to.
     pub server: String,
-    /// The device's identity there (the lFDI).
+    /// The device's identity there (the lFDI; the SKI over EEBus).
     pub identity: String,
     /// Wall time of the server's last answer, ms.
     pub last_contact_ms: Option<i64>,

@@ -11,7 +11,7 @@ use super::operator::SignalStatus;
 use super::report::{DeviceReport, State};
 use super::runtime::SiteRuntime;
 use super::signal::{Active, SiteSignal, StoredEntry};
-use super::sources::{SourceLimit, SourceStatus};
+use super::sources::{Server, SourceLimit, SourceStatus};
 use super::value::Component;
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
 use crate::telemetry::Live;
@@ -132,6 +132,8 @@ pub struct GridLoopState {
     pub sources: Vec<SourceLimit>,
     /// How the site's CSIP-AUS client is doing; `None` without one.
     pub csip: Option<SourceStatus>,
+    /// How the site's EEBus node is doing; `None` without one.
+    pub eebus: Option<SourceStatus>,
 }
 
 /// `GET /sites/{s}/steering`: the combined signal at one instant, what is
@@ -199,7 +201,7 @@ impl SiteState {
                 },
                 signals: site.signal_statuses().iter().map(signal_state).collect(),
                 sources: site
-                    .csip()
+                    .server_limits()
                     .limits
                     .into_iter()
                     .map(|l| SourceLimit {
@@ -207,7 +209,8 @@ impl SiteState {
                         ..l
                     })
                     .collect(),
-                csip: site.csip_status(),
+                csip: site.server_status(Server::Csip),
+                eebus: site.server_status(Server::Eebus),
             },
             evaluated_at_ms: status.evaluated_at_ms,
             durable,
@@ -221,7 +224,10 @@ impl SiteState {
             ..self.clone()
         };
         // A utility server's last contact moves on every poll: no change.
-        if let Some(c) = &mut s.grid_loop.csip {
+        for c in [&mut s.grid_loop.csip, &mut s.grid_loop.eebus]
+            .into_iter()
+            .flatten()
+        {
             c.last_contact_ms = None;
         }
         s

@@ -174,6 +174,13 @@ fn grid_loop(g: &GridLoopState) -> Value {
             "lastContact": c.last_contact_ms,
             "error": c.error,
         })),
+        "eebus": g.eebus.as_ref().map(|c| json!({
+            "state": c.state,
+            "peer": c.server,
+            "ski": c.identity,
+            "lastContact": c.last_contact_ms,
+            "error": c.error,
+        })),
     })
 }
 

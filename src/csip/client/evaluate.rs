@@ -74,7 +74,7 @@ impl Evaluator {
             s.offset_ms = server_now - now;
             s.events_followed = pending;
         });
-        site.set_csip(set);
-        site.set_csip_status(self.status.source_status());
+        site.set_server_limits(crate::steering::sources::Server::Csip, set);
+        site.set_server_status(crate::steering::sources::Server::Csip, self.status.source_status());
     }
 }

@@ -124,6 +124,7 @@ fn site_state_shows_every_member() {
                 last_contact_ms: Some(1900),
                 error: None,
             }),
+            eebus: None,
         },
         evaluated_at_ms: Some(2000),
         durable: true,
