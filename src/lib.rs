@@ -10,6 +10,7 @@ pub mod api;
 pub mod clock;
 pub mod config;
 pub mod csip;
+pub mod eebus;
 pub mod https;
 pub mod liveness;
 pub mod logging;

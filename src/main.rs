@@ -51,6 +51,22 @@ enum Command {
         #[command(subcommand)]
         command: CsipCommand,
     },
+    /// The EEBus node (LPC, LPP) a grid operator's control box limits.
+    Eebus {
+        #[command(subcommand)]
+        command: EebusCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum EebusCommand {
+    /// Print the node's SHIP ID, SKI and installation QR payload for
+    /// pairing with the control box (its key is made first when there is
+    /// none yet).
+    Id {
+        #[arg(long, short, default_value = "/etc/sitegate/sitegate.toml")]
+        config: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -119,5 +135,8 @@ fn main() -> ExitCode {
         Command::Csip {
             command: CsipCommand::Id { config },
         } => cli::csip_id(&config),
+        Command::Eebus {
+            command: EebusCommand::Id { config },
+        } => cli::eebus_id(&config),
     }
 }

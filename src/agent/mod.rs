@@ -162,6 +162,14 @@ impl Agent {
             &cancel,
         );
 
+        crate::eebus::start(
+            &config,
+            &steering,
+            crate::eebus::store::EebusStore::new(store.clone()),
+            &tracker,
+            &cancel,
+        );
+
         let modbus_server = start_modbus_server(
             &config,
             modbus_bound,

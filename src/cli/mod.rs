@@ -173,6 +173,37 @@ pub fn csip_id(file: &Path) -> ExitCode {
     code
 }
 
+/// `sitegate eebus id`: the node's SHIP ID, SKI and QR payload, from the
+/// key in the state directory (made there first, as the agent would).
+pub fn eebus_id(file: &Path) -> ExitCode {
+    let config = match load_config(file) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let Some(c) = &config.eebus else {
+        complain(&format!(
+            "{}: no [eebus] table (or it is not enabled): no EEBus node",
+            file.display()
+        ));
+        return ExitCode::from(EXIT_CONFIG);
+    };
+    let dir = sitegate::https::state_dir(&config);
+    match sitegate::eebus::identity::load_or_make(&dir, c) {
+        Ok(id) => {
+            say(&format!(
+                "site {}\n{}",
+                c.site,
+                sitegate::eebus::identity::describe(c, &id)
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            complain(&format!("{}: {e}", file.display()));
+            ExitCode::from(EXIT_CONFIG)
+        }
+    }
+}
+
 /// Loads config or reports it like `check-config` does.
 pub fn load_config(file: &Path) -> Result<Config, ExitCode> {
     Config::load(file).map_err(|e| {

@@ -86,6 +86,7 @@ fn sections_but_devices_and_sites(old: &Config, new: &Config) -> Vec<&'static st
     check("mqtt", old.mqtt == new.mqtt);
     check("modbus_server", old.modbus_server == new.modbus_server);
     check("csip_aus", old.csip == new.csip);
+    check("eebus", old.eebus == new.eebus);
     check("profiles_dir", old.profiles_dir == new.profiles_dir);
     changed
 }

@@ -57,6 +57,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "mqtt",
     "modbus_server",
     "csip_aus",
+    "eebus",
     "profiles_dir",
     "simulator",
 ];
@@ -137,6 +138,8 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
         optional_section(&mut table, "modbus_server", &mut problems);
     let simulator: Option<super::SimulatorConfig> =
         optional_section(&mut table, "simulator", &mut problems);
+    let eebus: Option<super::eebus::RawEebus> =
+        optional_section(&mut table, "eebus", &mut problems);
     let declared_sites = declared_names(&table, "sites", "reference");
     let declared_buses = declared_names(&table, "buses", "name");
     let sites: Vec<Option<SiteConfig>> = array_section(&mut table, "sites", &mut problems);
@@ -175,6 +178,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
             buses,
             devices,
             csip,
+            eebus,
             declared_sites,
             declared_buses,
             profiles: super::profiles::Resolver::new(&profiles_dir, dir),

@@ -8,6 +8,7 @@
 pub mod capacity;
 pub mod csip;
 pub mod csip_files;
+pub mod eebus;
 mod gateway_id;
 pub mod live_change;
 mod load;
@@ -31,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use csip::CsipConfig;
+pub use eebus::EebusConfig;
 pub use gateway_id::GatewayIdSource;
 pub use load::{parse, parse_in, text_sha256, ConfigError};
 pub use modbus_server::{Cidr, ModbusServerConfig, Served, ServedSite, ServedUnit};
@@ -70,6 +72,8 @@ pub struct Config {
     pub modbus_server: Option<ModbusServerConfig>,
     /// The sites' CSIP-AUS clients (`[csip_aus]`), the enabled ones.
     pub csip: Vec<csip::CsipConfig>,
+    /// The site's EEBus node (`[eebus]`), when enabled.
+    pub eebus: Option<eebus::EebusConfig>,
     /// How the simulated devices respond (read by the simulator only).
     pub simulator: SimulatorConfig,
     /// Where named register-map profiles are looked for before the built-in ones.

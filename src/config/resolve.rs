@@ -42,6 +42,7 @@ pub(super) struct Sections {
     pub buses: Vec<Option<RawBus>>,
     pub devices: Vec<Option<RawDevice>>,
     pub csip: Vec<Option<super::csip::RawCsip>>,
+    pub eebus: Option<super::eebus::RawEebus>,
     /// Site references and bus names written in the file, including those of
     /// entries that failed to parse.
     pub declared_sites: HashSet<String>,
@@ -112,6 +113,8 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         }
     }
 
+    let eebus = super::eebus::resolve_eebus(s.eebus, &s.gateway_id, &sites, &devices, problems);
+
     let references: Vec<(&str, crate::model::DeviceType)> = devices
         .iter()
         .map(|d: &DeviceConfig| (d.reference.as_str(), d.device_type))
@@ -134,6 +137,7 @@ pub(super) fn resolve(mut s: Sections, problems: &mut Vec<Problem>) -> Config {
         mqtt: s.mqtt,
         modbus_server,
         csip,
+        eebus,
         simulator: s.simulator,
         profiles_dir: s.profiles_dir,
         file_problems,

@@ -257,7 +257,7 @@ fn date(s: i64) -> Result<(i32, u8, u8), SelfSignedError> {
 }
 
 /// Writes `bytes` to `path` through a new file renamed into place.
-fn write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), SelfSignedError> {
+pub(crate) fn write(path: &Path, bytes: &[u8], mode: u32) -> Result<(), SelfSignedError> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let io = |source| SelfSignedError::Io {

@@ -248,7 +248,14 @@ mod tests {
             import: None,
             export: Some((800.0, LimitSource::Eebus)),
         };
-        let l = in_force(Some(60_000.0), Some(40_000.0), Some(&g), &no, &scada, &eebus);
+        let l = in_force(
+            Some(60_000.0),
+            Some(40_000.0),
+            Some(&g),
+            &no,
+            &scada,
+            &eebus,
+        );
         assert_eq!(l.export.unwrap().describe(), "maxExport 800 W (eebus)");
         let none = in_force(
             None,

@@ -75,6 +75,9 @@ impl Evaluator {
             s.events_followed = pending;
         });
         site.set_server_limits(crate::steering::sources::Server::Csip, set);
-        site.set_server_status(crate::steering::sources::Server::Csip, self.status.source_status());
+        site.set_server_status(
+            crate::steering::sources::Server::Csip,
+            self.status.source_status(),
+        );
     }
 }

@@ -228,7 +228,10 @@ impl Client {
     fn set_state(&mut self, state: State) {
         self.state = state;
         self.status.update(|s| s.state = state);
-        self.site.set_server_status(crate::steering::sources::Server::Csip, self.status.source_status());
+        self.site.set_server_status(
+            crate::steering::sources::Server::Csip,
+            self.status.source_status(),
+        );
     }
 
     /// A request answered: the server is reachable.
@@ -244,7 +247,10 @@ impl Client {
             s.last_contact_ms = Some(now);
             *s.polls.entry(resource).or_default() += 1;
         });
-        self.site.set_server_status(crate::steering::sources::Server::Csip, self.status.source_status());
+        self.site.set_server_status(
+            crate::steering::sources::Server::Csip,
+            self.status.source_status(),
+        );
         self.last_error = None;
     }
 

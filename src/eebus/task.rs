@@ -1,0 +1,359 @@
+//! The node's task: a SHIP hub (TLS 1.2, WebSocket, SHIP, SPINE, from the
+//! `eebus` crate) that listens for the control box, dials it where its
+//! address is configured, and trusts nothing but its SKI; the two use cases'
+//! actors on it; and after every event what they hold, handed to steering
+//! as the limits of source `eebus` and kept in the store.
+//!
+//! A limit write is acknowledged only once its limit is in force in the
+//! site's runtime: the actor queues the answer, this task hands the limit
+//! to steering, and the hub sends the answer on its next turn.
+//!
+//! Owns the hub and the actors; never commands a device.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use eebus::runtime::{Hub, HubEvent, Node, TrustStore};
+use eebus::ship::{ShipTxtRecord, Ski};
+use eebus::spine::{ErrorNumber, SpineEvent};
+use eebus::tls::ShipTls;
+use eebus::usecases::limitation::{self, ControllableSystemActor, CsEvent, LIMIT_ID};
+use tokio_util::sync::CancellationToken;
+
+use super::node::{self, UseCase};
+use super::policy::{Held, Kept};
+use super::store::EebusStore;
+use super::{identity, limits_of, Tracked};
+use crate::config::EebusConfig;
+use crate::model::time::now_ms;
+use crate::steering::runtime::SiteRuntime;
+use crate::steering::sources::{Server, SourceStatus};
+
+/// What the task needs.
+pub struct Parts {
+    pub config: EebusConfig,
+    pub site: Arc<SiteRuntime>,
+    pub store: EebusStore,
+    pub state_dir: std::path::PathBuf,
+}
+
+/// One use case as the task follows it.
+struct Follow {
+    case: UseCase,
+    actor: ControllableSystemActor,
+    tracked: Tracked,
+}
+
+/// Refused writes are logged once per this many ms with their count.
+const REFUSALS_LOGGED_EVERY_MS: i64 = 10_000;
+
+/// Runs the node until `cancel`.
+pub async fn run(p: Parts, cancel: CancellationToken) {
+    let c = &p.config;
+    let site = &p.site;
+    let started_ms = now_ms();
+    let mut status = SourceStatus {
+        state: "waiting".into(),
+        server: c.box_address.map(|a| a.to_string()).unwrap_or_default(),
+        ..SourceStatus::default()
+    };
+    let id = match identity::load_or_make(&p.state_dir, c) {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!(error = %e, "EEBus node has no identity: the failsafe limits hold");
+            status.state = "noCertificate".into();
+            status.error = Some(e.to_string());
+            site.set_server_status(Server::Eebus, status);
+            hold_failsafe(&p, started_ms, &cancel).await;
+            return;
+        }
+    };
+    status.identity = id.ski.to_display_string();
+    let mut kept = [None, None];
+    for (i, name) in ["lpc", "lpp"].into_iter().enumerate() {
+        match p.store.load(&c.site, name).await {
+            Ok(k) => kept[i] = k,
+            Err(e) => {
+                tracing::warn!(use_case = name, error = %e, "EEBus state not read: starting in init")
+            }
+        }
+    }
+    let (engine, builders) = match node::build(c, [kept[0].as_ref(), kept[1].as_ref()]) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!(error = %e, "EEBus node not built: the failsafe limits hold");
+            status.error = Some(e);
+            site.set_server_status(Server::Eebus, status);
+            hold_failsafe(&p, started_ms, &cancel).await;
+            return;
+        }
+    };
+    let ski = Ski::from_bytes(c.trusted_ski);
+    let ship_id = identity::ship_id(c);
+    let record = ShipTxtRecord::new(ship_id.clone(), id.ski)
+        .with_brand(&c.brand)
+        .with_model(&c.model)
+        .with_serial(&c.serial)
+        .with_device_type("EnergyManagementSystem");
+    let node = Node::new(ship_id.as_str(), ShipTls::new(id), TrustStore::with([ski]));
+    let mut hub = Hub::new(node, engine);
+    let now = hub.now();
+    let mut follows: Vec<Follow> = builders
+        .into_iter()
+        .zip(kept)
+        .map(|((case, b), kept)| Follow {
+            case,
+            actor: b.install(hub.engine_mut(), now),
+            tracked: Tracked::new(kept),
+        })
+        .collect();
+    let bound = match hub.listen(c.listen).await {
+        Ok(a) => {
+            tracing::info!(listen = %a, ski = %status.identity, "EEBus node listening");
+            Some(a)
+        }
+        Err(e) => {
+            tracing::error!(listen = %c.listen, error = %e, "EEBus node cannot listen: it dials the box only");
+            status.error = Some(format!("cannot listen on {}: {e}", c.listen));
+            None
+        }
+    };
+    if let Some(a) = c.box_address {
+        hub.remember(ski, a);
+    }
+    let _mdns = match (c.mdns, bound) {
+        (true, Some(a)) => announce(&record, ship_id.as_str(), a.port()),
+        _ => None,
+    };
+    let mut refused = Refusals::default();
+    let mut heartbeat_ms: Option<i64> = None;
+    publish(&p, &mut follows, started_ms, heartbeat_ms).await;
+    site.set_server_status(Server::Eebus, status.clone());
+    loop {
+        for f in &follows {
+            hub.wake_at(f.actor.poll_timeout());
+        }
+        hub.wake_at(hub.now() + Duration::from_secs(1));
+        let event = tokio::select! {
+            () = cancel.cancelled() => break,
+            e = hub.next() => e,
+        };
+        let now = hub.now();
+        match event {
+            Err(e) => {
+                tracing::error!(error = %e, "EEBus hub stopped: the failsafe limits hold");
+                status.state = "stopped".into();
+                status.error = Some(e.to_string());
+                site.set_server_status(Server::Eebus, status.clone());
+                break;
+            }
+            Ok(HubEvent::TrustRequested { peer, origin }) => {
+                tracing::warn!(ski = %peer.ski.to_display_string(), %origin, "EEBus peer refused: its SKI is not the trusted box's");
+                hub.refuse(peer.ski);
+            }
+            Ok(HubEvent::HandshakeFailed { origin, error, ski }) => {
+                tracing::warn!(%origin, ski = ?ski.map(|s| s.to_display_string()), error = %error, "EEBus connection refused");
+            }
+            Ok(HubEvent::Connected { ski, .. }) => {
+                tracing::info!(ski = %ski, "EEBus control box connected");
+                status.state = "connected".into();
+                status.error = None;
+                status.last_contact_ms = Some(now_ms());
+                site.set_server_status(Server::Eebus, status.clone());
+            }
+            Ok(HubEvent::Disconnected { ski, reason }) => {
+                tracing::warn!(ski = %ski, reason = %reason, "EEBus control box gone");
+                status.state = "waiting".into();
+                site.set_server_status(Server::Eebus, status.clone());
+            }
+            Ok(HubEvent::Spine(event)) => {
+                if let SpineEvent::DataNotified { resolved, .. } = &event {
+                    if limitation::read_heartbeat(resolved).is_some() {
+                        heartbeat_ms = Some(now_ms());
+                        status.last_contact_ms = heartbeat_ms;
+                        site.set_server_status(Server::Eebus, status.clone());
+                    }
+                }
+                if let Some(refusal) = screen(&event, &follows, c) {
+                    if let SpineEvent::WriteRequested(w) = &event {
+                        hub.engine_mut()
+                            .reject_write(w.token, ErrorNumber::CommandRejected, now);
+                    }
+                    refused.note(refusal);
+                } else {
+                    for f in &mut follows {
+                        if let Some(e) = f.actor.handle_event(hub.engine_mut(), &event, now) {
+                            on_decision(f, &e, &mut refused);
+                        }
+                    }
+                }
+            }
+            Ok(HubEvent::Tick) => {
+                for f in &mut follows {
+                    if let Some(e) = f.actor.handle_timeout(hub.engine_mut(), now) {
+                        on_decision(f, &e, &mut refused);
+                    }
+                }
+            }
+            Ok(_) => {}
+        }
+        refused.log(now_ms());
+        publish(&p, &mut follows, started_ms, heartbeat_ms).await;
+    }
+    hub.shutdown(eebus::ship::ConnectionCloseReason::Unspecific)
+        .await;
+    hold_failsafe(&p, started_ms, &cancel).await;
+}
+
+/// A write the node refuses before the use case sees it: a limit above the
+/// connection's contractual maximum. It changes no limit.
+fn screen(event: &SpineEvent, follows: &[Follow], c: &EebusConfig) -> Option<String> {
+    let SpineEvent::WriteRequested(w) = event else {
+        return None;
+    };
+    let f = follows.iter().find(|f| f.case.load_control == w.feature)?;
+    let write = limitation::read_limit_write(&w.resolved, LIMIT_ID)?;
+    let max = match f.case.name {
+        "lpc" => c.contractual_max_consumption_w,
+        _ => c.contractual_max_production_w,
+    };
+    (write.is_active && write.watts > max).then(|| {
+        format!(
+            "{} limit {} W is above the contractual maximum {} W",
+            f.case.name, write.watts, max
+        )
+    })
+}
+
+fn on_decision(f: &mut Follow, e: &CsEvent, refused: &mut Refusals) {
+    let now = now_ms();
+    match e {
+        CsEvent::LimitDecided { write, outcome, .. } => {
+            if outcome.is_accepted() {
+                f.tracked.accepted(write, now);
+                tracing::info!(use_case = f.case.name, active = write.is_active, w = write.watts, duration_s = ?write.duration.map(|d| d.as_secs()), "EEBus limit accepted");
+            } else {
+                refused.note(format!(
+                    "{} limit {} W refused: {outcome:?}",
+                    f.case.name, write.watts
+                ));
+            }
+        }
+        CsEvent::LimitUnreadable { outcome, .. } => {
+            refused.note(format!("{} limit unreadable: {outcome:?}", f.case.name));
+        }
+        CsEvent::FailsafeDecided { outcome, .. } => {
+            tracing::info!(
+                use_case = f.case.name,
+                ?outcome,
+                failsafe_w = f.actor.system().config().failsafe_watts,
+                "EEBus failsafe values written"
+            );
+        }
+        CsEvent::StateChanged { from, to } => {
+            tracing::info!(use_case = f.case.name, from = %from, to = %to, "EEBus use case state");
+        }
+        _ => {}
+    }
+}
+
+/// Hands what the use cases hold to steering, and keeps it when it changed.
+async fn publish(p: &Parts, follows: &mut [Follow], started_ms: i64, heartbeat_ms: Option<i64>) {
+    let now = now_ms();
+    let mut helds: Vec<(Held, i64)> = Vec::new();
+    for f in follows.iter_mut() {
+        let (h, since, changed) = f
+            .tracked
+            .update(f.actor.system(), now, started_ms, heartbeat_ms);
+        if changed {
+            if h.protective {
+                tracing::warn!(use_case = f.case.name, w = ?h.value_w, "EEBus box silent past the failsafe duration: the failsafe limit holds");
+            }
+            let config = f.actor.system().config();
+            let kept = Kept {
+                state: h.state.to_string(),
+                failsafe: h.failsafe,
+                since_ms: since,
+                limit: h.value_w.filter(|_| !h.failsafe).map(|w| (w, h.until_ms)),
+                failsafe_w: config.failsafe_watts,
+                failsafe_duration_s: config.failsafe_duration.as_secs(),
+            };
+            if let Err(e) = p.store.save(&p.config.site, f.case.name, kept, now).await {
+                tracing::warn!(use_case = f.case.name, error = %e, "EEBus state not kept");
+            }
+        }
+        helds.push((h, since));
+    }
+    p.site
+        .set_server_limits(Server::Eebus, limits_of(&p.config, &helds));
+}
+
+/// Without a node: the failsafe values, as configured, until `cancel`.
+async fn hold_failsafe(p: &Parts, started_ms: i64, cancel: &CancellationToken) {
+    let c = &p.config;
+    let fail = |w: f64| {
+        (
+            Held {
+                state: "failsafe state",
+                value_w: Some(w),
+                failsafe: true,
+                protective: true,
+                until_ms: None,
+            },
+            started_ms,
+        )
+    };
+    p.site.set_server_limits(
+        Server::Eebus,
+        limits_of(
+            c,
+            &[
+                fail(c.failsafe_consumption_w),
+                fail(c.failsafe_production_w),
+            ],
+        ),
+    );
+    cancel.cancelled().await;
+}
+
+fn announce(record: &ShipTxtRecord, instance: &str, port: u16) -> Option<eebus::mdns::Mdns> {
+    let mut mdns = match eebus::mdns::Mdns::new() {
+        Ok(m) => m,
+        Err(e) => {
+            tracing::warn!(error = %e, "no mDNS: the box must be given the node's address");
+            return None;
+        }
+    };
+    let addrs: Vec<std::net::IpAddr> = Vec::new();
+    match mdns.announce(instance, record, port, &addrs) {
+        Ok(()) => Some(mdns),
+        Err(e) => {
+            tracing::warn!(error = %e, "mDNS announcement failed: the box must be given the node's address");
+            None
+        }
+    }
+}
+
+/// Refused writes, counted between log lines: a flood of them is one line
+/// every ten seconds, not one each.
+#[derive(Default)]
+struct Refusals {
+    count: u64,
+    last: Option<String>,
+    logged_ms: i64,
+}
+
+impl Refusals {
+    fn note(&mut self, why: String) {
+        self.count += 1;
+        self.last = Some(why);
+    }
+    fn log(&mut self, now: i64) {
+        if self.count == 0 || now - self.logged_ms < REFUSALS_LOGGED_EVERY_MS {
+            return;
+        }
+        tracing::warn!(count = self.count, last = ?self.last, "EEBus writes refused (NACK); no limit changed");
+        self.count = 0;
+        self.logged_ms = now;
+    }
+}
