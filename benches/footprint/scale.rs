@@ -309,7 +309,7 @@ impl Run {
     fn time_post(&self, round: usize) -> (Option<f64>, Option<f64>) {
         let targets = self.plan.steered_inverters();
         let site = &self.plan.sites[self.plan.steered_site()].reference;
-        let pct = if round % 2 == 0 { 10 } else { 15 };
+        let pct = if round.is_multiple_of(2) { 10 } else { 15 };
         let body = json!({"setting": {"value": pct, "unit": "%"},
             "validUntil": sitegate::model::time::now_ms() + 600_000});
         let url = self.url(&format!("/sites/{site}/steering/curtailment"));

@@ -101,7 +101,7 @@ fn watts(
     problems: &mut Vec<Problem>,
 ) -> f64 {
     match value.or(or) {
-        Some(w) if w.is_finite() && w >= 0.0 && w <= 1e9 => w,
+        Some(w) if (0.0..=1e9).contains(&w) => w,
         Some(w) => {
             problems.push(Problem::new(
                 format!("eebus.{key}"),

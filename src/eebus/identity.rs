@@ -16,10 +16,6 @@ use crate::config::EebusConfig;
 /// The node's private key, PEM (PKCS#8).
 pub const KEY_FILE: &str = "eebus-node.key";
 
-/// The IANA private enterprise number in the node's SHIP ID. sitegate has
-/// none of its own; the SHIP ID only has to be unique with the serial.
-const SHIP_PEN: &str = "0";
-
 /// Why the node has no identity.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
@@ -34,9 +30,14 @@ pub enum IdentityError {
     Make(String),
 }
 
-/// `i:0_u:sitegate-<serial>`.
+/// `sitegate-<serial>`: sitegate has no IANA enterprise number of its own,
+/// and a SHIP ID need only be unique.
 pub fn ship_id(c: &EebusConfig) -> ShipId {
-    ShipId::new(SHIP_PEN, &format!("sitegate-{}", c.serial))
+    let id = format!("sitegate-{}", c.serial);
+    // A true invariant: the serial is checked with the config (1 to 32 of
+    // A-Z, a-z, 0-9, '-', '_', '.'), so the ID is at most 41 such
+    // characters, within SHIP's 63.
+    id.parse().expect("a SHIP ID from a checked serial")
 }
 
 /// The node's identity from the key in `dir`, made there first if missing.

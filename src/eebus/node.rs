@@ -31,12 +31,8 @@ pub fn build(
     c: &EebusConfig,
     kept: [Option<&Kept>; 2],
 ) -> Result<(Engine, Vec<(UseCase, ControllableSystemBuilder)>), String> {
-    let mut device = LocalDevice::new(
-        "i:0",
-        &format!("sitegate-{}", c.serial),
-        DeviceType::EnergyManagementSystem,
-    )
-    .map_err(|e| format!("the node's device address: {e}"))?;
+    let mut device = LocalDevice::new("n:sitegate", &c.serial, DeviceType::EnergyManagementSystem)
+        .map_err(|e| format!("the node's device address: {e}"))?;
     let plays = [
         (
             "lpc",

@@ -365,7 +365,8 @@ impl Link {
                 if s.short_closes >= 2 {
                     bump(&self.p.stats.takeovers_suspected);
                 }
-                if s.short_closes == 2 || (s.short_closes > 2 && s.short_closes % 10 == 0) {
+                if s.short_closes == 2 || (s.short_closes > 2 && s.short_closes.is_multiple_of(10))
+                {
                     tracing::warn!(
                         client_id,
                         closes = s.short_closes,

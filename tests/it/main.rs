@@ -31,6 +31,7 @@ mod demo_grid;
 mod device_data;
 mod device_failure;
 mod disk_full;
+mod eebus;
 mod fronius_gen24;
 mod grid_loop;
 mod grid_transitions;

@@ -49,7 +49,7 @@ pub fn with_check_digit(n: u64) -> u64 {
 
 /// Whether `n`'s last digit is its check digit.
 pub fn check_digit_holds(n: u64) -> bool {
-    digit_sum(n) % 10 == 0
+    digit_sum(n).is_multiple_of(10)
 }
 
 #[cfg(test)]

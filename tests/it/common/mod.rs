@@ -7,6 +7,7 @@
 pub mod broker;
 pub mod csip_server;
 pub mod demo;
+pub mod eebus_box;
 pub mod farm;
 pub mod logs;
 pub mod mqtt;

@@ -1,0 +1,234 @@
+//! The EEBus node against a control box (the `eebus` crate's Energy Guard)
+//! over real sockets: TCP, TLS 1.2, WebSocket, SHIP, SPINE. The use-case
+//! timings themselves run on explicit times in `src/eebus/policy/tests.rs`;
+//! here the wire: what the box writes is in force before its
+//! acknowledgement, a limit above the contract is refused and changes
+//! nothing, an untrusted box never gets in, a restart keeps the limit, and
+//! the consumption limit holds at the meter over the batteries only.
+
+use std::time::Duration;
+
+use eebus::usecases::limitation::LimitWrite;
+use serde_json::{json, Value};
+
+use crate::common::eebus_box::{self, ControlBox};
+use crate::csip_support::holds;
+use crate::steering_support::*;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn free_addr() -> std::net::SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    l.local_addr().expect("its address")
+}
+
+fn text(listen: std::net::SocketAddr, box_ski: &eebus::ship::Ski) -> String {
+    format!(
+        "{}\n[eebus]\nsite = \"{SITE}\"\nlisten = \"{listen}\"\ntrusted_ski = \"{}\"\nmdns = false\n\
+         contractual_max_consumption_w = 60000\ncontractual_max_production_w = 40000\n\
+         failsafe_consumption_w = 4200\nfailsafe_production_w = 20000\n",
+        demo_site(250, ""),
+        hex::encode(box_ski.as_bytes())
+    )
+}
+
+/// The rig with its node's key made ahead, and the node's SKI and address.
+async fn rig(box_ski: &eebus::ship::Ski) -> (Rig, eebus::ship::Ski, std::net::SocketAddr) {
+    rig_with(box_ski, |_| {}).await
+}
+
+async fn rig_with(
+    box_ski: &eebus::ship::Ski,
+    tweak: impl FnOnce(&mut sitegate::sim::SimSiteSpec),
+) -> (Rig, eebus::ship::Ski, std::net::SocketAddr) {
+    let listen = free_addr();
+    let text = text(listen, box_ski);
+    let dir = tempfile::tempdir().expect("dir");
+    let cfg = sitegate::config::parse(&text).expect("valid");
+    let node = sitegate::eebus::identity::load_or_make(dir.path(), cfg.eebus.as_ref().unwrap())
+        .expect("the node's key");
+    let rig = Rig::start_in(&text, dir, tweak).await;
+    (rig, node.ski, listen)
+}
+
+fn eebus_limit(st: &Value, kind: &str) -> Option<Value> {
+    st["gridLoop"]["sources"]
+        .as_array()?
+        .iter()
+        .find(|s| s["source"] == "eebus" && s["kind"] == kind)
+        .cloned()
+}
+
+async fn consumption_is(rig: &Rig, w: f64, failsafe: bool) -> Value {
+    let start = tokio::time::Instant::now();
+    loop {
+        let st = rig.state().await;
+        if let Some(l) = eebus_limit(&st, "maxConsumption") {
+            if l["value"]["value"].as_f64() == Some(w) && l["failsafe"] == json!(failsafe) {
+                return st;
+            }
+        }
+        assert!(
+            start.elapsed() < WAIT,
+            "maxConsumption {w} W (failsafe {failsafe}) not shown: {st}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_is_in_force_before_its_acknowledgement_and_holds_over_the_batteries() {
+    let key = eebus_box::key();
+    let box_ski = key.ski;
+    let (rig, node_ski, addr) = rig(&box_ski).await;
+    // Before the box: the failsafe value, in init.
+    let st = consumption_is(&rig, 4_200.0, true).await;
+    assert_eq!(
+        eebus_limit(&st, "maxConsumption").unwrap()["reference"],
+        "lpc: init"
+    );
+    rig.sim.set_sun(Some(0.0));
+    rig.sim.set_load(Some(2_000.0));
+    let b = ControlBox::start(
+        key,
+        node_ski,
+        addr,
+        "lpc",
+        Some(LimitWrite::active(4_200.0)),
+    )
+    .await;
+    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
+        .await;
+    // Read once the acknowledgement arrived: the limit is in force already.
+    let st = rig.state().await;
+    let l = eebus_limit(&st, "maxConsumption").expect("the box's limit");
+    assert_eq!(
+        (l["value"]["value"].as_f64(), l["failsafe"].clone()),
+        (Some(4_200.0), json!(false)),
+        "{st}"
+    );
+    assert_eq!(l["reference"], "lpc: limited");
+    assert_eq!(st["gridLoop"]["eebus"]["state"], "connected", "{st}");
+    // The partner asks the batteries to charge 30 kW from the grid at night:
+    // they get the household's import plus 4.2 kW.
+    post_signal(
+        &rig.base,
+        &json!({"energyStorageSetting": {"value": -30, "unit": "kW"}, "validUntil": now_ms() + 600_000}),
+    )
+    .await;
+    holds(&rig, "2 kW household + 4.2 kW charge", 5_700.0, 6_700.0).await;
+    let st = rig.state().await;
+    assert_eq!(st["gridLoop"]["maxImport"]["source"], "eebus", "{st}");
+    // The household's load steps up: it is not dimmed, the batteries keep 4.2 kW.
+    rig.sim.set_load(Some(7_000.0));
+    holds(&rig, "7 kW household + 4.2 kW charge", 10_700.0, 11_700.0).await;
+    // Discharging stays free under a consumption limit.
+    post_signal(
+        &rig.base,
+        &json!({"energyStorageSetting": {"value": 10, "unit": "kW"}, "validUntil": now_ms() + 600_000}),
+    )
+    .await;
+    holds(&rig, "7 kW household - 10 kW discharge", -3_600.0, -2_400.0).await;
+    b.stop();
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_above_the_contract_is_refused_and_changes_nothing() {
+    let key = eebus_box::key();
+    let (rig, node_ski, addr) = rig(&key.ski).await;
+    let b = ControlBox::start(
+        key,
+        node_ski,
+        addr,
+        "lpc",
+        Some(LimitWrite::active(90_000.0)),
+    )
+    .await;
+    b.until("the write refused", WAIT, |s| !s.refused.is_empty())
+        .await;
+    let st = consumption_is(&rig, 4_200.0, true).await;
+    assert!(b.seen().accepted.is_empty());
+    assert_eq!(
+        eebus_limit(&st, "maxConsumption").unwrap()["reference"],
+        "lpc: init",
+        "{st}"
+    );
+    b.stop();
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_box_whose_ski_is_not_trusted_never_gets_in() {
+    let trusted = eebus_box::key();
+    let (rig, node_ski, addr) = rig(&trusted.ski).await;
+    let stranger = eebus_box::key();
+    let b = ControlBox::start(
+        stranger,
+        node_ski,
+        addr,
+        "lpc",
+        Some(LimitWrite::active(1_000.0)),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await; // Real sockets: the box's redials.
+    let seen = b.seen();
+    assert!(!seen.connected && seen.accepted.is_empty(), "{seen:?}");
+    let st = consumption_is(&rig, 4_200.0, true).await;
+    assert_eq!(st["gridLoop"]["eebus"]["state"], "waiting", "{st}");
+    b.stop();
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_keeps_the_boxs_limit_until_the_box_is_back() {
+    let key = eebus_box::key();
+    let (rig, node_ski, addr) = rig(&key.ski).await;
+    let b = ControlBox::start(
+        key,
+        node_ski,
+        addr,
+        "lpc",
+        Some(LimitWrite::active(3_000.0)),
+    )
+    .await;
+    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
+        .await;
+    consumption_is(&rig, 3_000.0, false).await;
+    b.stop();
+    let rig = rig.restart().await;
+    // In init after the restart, the kept limit holds beside the failsafe:
+    // the tighter 3 kW, not the 4.2 kW failsafe.
+    let st = consumption_is(&rig, 3_000.0, true).await;
+    assert_eq!(
+        eebus_limit(&st, "maxConsumption").unwrap()["reference"],
+        "lpc: init",
+        "{st}"
+    );
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_production_limit_is_held_at_the_connection_point() {
+    let key = eebus_box::key();
+    // Full batteries: the export is held by curtailment.
+    let (rig, node_ski, addr) = rig_with(&key.ski, fill_batteries).await;
+    rig.sim.set_sun(Some(0.95));
+    rig.sim.set_load(Some(2_000.0));
+    let b = ControlBox::start(
+        key,
+        node_ski,
+        addr,
+        "lpp",
+        Some(LimitWrite::active(5_000.0)),
+    )
+    .await;
+    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
+        .await;
+    let st = rig.state().await;
+    let l = eebus_limit(&st, "maxExport").expect("the box's export limit");
+    assert_eq!(l["reference"], "lpp: limited", "{st}");
+    holds(&rig, "export held at 5 kW", -5_000.0, -4_300.0).await;
+    b.stop();
+    rig.shutdown().await;
+}
