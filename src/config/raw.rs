@@ -231,8 +231,8 @@ pub struct GridSignalConfig {
     pub inputs: Option<u8>,
     #[serde(default = "default_poll_interval_ms")]
     pub poll_interval_ms: u64,
-    /// The input value whose level applies while the module cannot be read;
-    /// absent: the last value read holds.
+    /// The input value whose level applies while the module cannot be read
+    /// (and before its first read); absent: the tightest of every level.
     pub lost_value: Option<u16>,
     pub levels: Vec<GridSignalLevel>,
 }
@@ -261,6 +261,9 @@ pub struct GridSignalLevel {
     pub value: u16,
     pub max_import: Option<super::values::PowerShare>,
     pub max_export: Option<super::values::PowerShare>,
+    /// §14a dimming: what the controllable consumers may draw, beside the
+    /// household's own import.
+    pub max_consumption: Option<super::values::Power>,
 }
 
 /// The grid loop of a site (`docs/steering.md`, "The grid loop").

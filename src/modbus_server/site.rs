@@ -160,8 +160,8 @@ impl SiteShare {
             client: Some(peer.clone()),
         };
         let limits = OperatorLimits {
-            max_import_w: None,
             max_export_w: export_w,
+            ..OperatorLimits::default()
         };
         drop(s);
         runtime.set_modbus_limits(limits);
@@ -209,8 +209,8 @@ impl SiteShare {
         };
         drop(s);
         runtime.set_modbus_limits(OperatorLimits {
-            max_import_w: None,
             max_export_w: failsafe,
+            ..OperatorLimits::default()
         });
         let reason = match failsafe {
             Some(_) => LimitReason::HeartbeatFailsafe,

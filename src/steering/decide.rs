@@ -434,8 +434,9 @@ fn production_commands(
     limits.into_iter().map(Command::ProductionLimit).collect()
 }
 
-/// The tightest import and export the operators' servers set, with a
-/// consumption limit (§14a EnWG) made an import limit at the meter: the
+/// The tightest import and export the operators' servers set, with the
+/// tightest consumption limit (§14a EnWG; a server's or a control box's
+/// relay) made an import limit at the meter: the
 /// household's own import, which the limit does not touch, plus what the
 /// controllable consumers may draw. The household's import is the meter's
 /// import with the batteries' charge taken out (PV's surplus counts
@@ -444,14 +445,26 @@ fn production_commands(
 fn server_limits(m: &Measurements) -> ServerLimits {
     let pick = |kind: Kind| m.sources.tightest(kind).map(|l| (l.value, l.source));
     let mut import = pick(Kind::Import);
-    if let Some(l) = m.sources.tightest(Kind::Consumption) {
+    let consumption = [
+        m.sources
+            .tightest(Kind::Consumption)
+            .map(|l| (l.value, l.source)),
+        m.operator
+            .max_consumption_w
+            .map(|w| (w, super::limits::LimitSource::GridSignal)),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|(w, _)| w.is_finite())
+    .reduce(|a, b| if b.0 < a.0 { b } else { a });
+    if let Some((limit, source)) = consumption {
         let household = match (m.grid_w(), m.battery_w) {
             (Some(g), Some(b)) => (g + b).max(0.0),
             _ => 0.0,
         };
-        let w = household + l.value.max(0.0);
+        let w = household + limit.max(0.0);
         if import.is_none_or(|(cur, _)| w < cur) {
-            import = Some((w, l.source));
+            import = Some((w, source));
         }
     }
     ServerLimits {

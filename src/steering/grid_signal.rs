@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::operator::limits_of;
+use super::operator::{failsafe_of, limits_of};
 use super::runtime::SiteRuntime;
 use crate::config::GridSignalConfig;
 use crate::modbus::bus::{Op, OpOutput};
@@ -32,6 +32,13 @@ pub async fn run(
     let Some(block) = cfg.block() else { return };
     let every = Duration::from_millis(cfg.poll_interval_ms);
     let reference = site.config.reference.clone();
+    let failsafe = failsafe_of(&cfg.levels, cfg.lost_value, rated_production_w);
+    // Before the first read, the failsafe: never no limit.
+    site.update_signal(index, |s| {
+        s.limits = failsafe;
+        s.failsafe = true;
+    });
+    site.wake.notify_one();
     loop {
         let read = bus
             .transact(cfg.unit_id, vec![Op::Read(block.span())])
@@ -58,6 +65,7 @@ pub async fn run(
                     }
                     s.value = Some(*v);
                     s.online = true;
+                    s.failsafe = false;
                     s.error = None;
                     s.limits = limits_of(&cfg.levels, *v, rated_production_w);
                     if !cfg.levels.iter().any(|l| l.value == *v) {
@@ -70,9 +78,8 @@ pub async fn run(
                     }
                     s.online = false;
                     s.error = Some(e.clone());
-                    if let Some(v) = cfg.lost_value {
-                        s.limits = limits_of(&cfg.levels, v, rated_production_w);
-                    }
+                    s.limits = failsafe;
+                    s.failsafe = true;
                 }
             }
             if s.limits != before.limits {
@@ -82,6 +89,8 @@ pub async fn run(
                     value = ?s.value,
                     max_import_w = ?s.limits.max_import_w,
                     max_export_w = ?s.limits.max_export_w,
+                    max_consumption_w = ?s.limits.max_consumption_w,
+                    failsafe = s.failsafe,
                     at_ms = now_ms(),
                     "grid operator limits changed"
                 );

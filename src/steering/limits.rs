@@ -87,6 +87,9 @@ pub struct GridLimits {
 pub struct OperatorLimits {
     pub max_import_w: Option<f64>,
     pub max_export_w: Option<f64>,
+    /// What the controllable consumers may draw (§14a EnWG), beside the
+    /// household's own import.
+    pub max_consumption_w: Option<f64>,
 }
 
 /// The tightest import and export a grid operator's server sets (CSIP-AUS,
@@ -167,8 +170,8 @@ mod tests {
             max_export: Some(PowerValue::watts(10_000.0)),
         };
         let op = OperatorLimits {
-            max_import_w: None,
             max_export_w: Some(0.0),
+            ..OperatorLimits::default()
         };
         let l = in_force(
             Some(60_000.0),
@@ -200,8 +203,8 @@ mod tests {
         );
         assert_eq!(l.export.unwrap().describe(), "maxExport 0 W (gridSignal)");
         let scada = OperatorLimits {
-            max_import_w: None,
             max_export_w: Some(5_000.0),
+            ..OperatorLimits::default()
         };
         let l = in_force(
             Some(60_000.0),

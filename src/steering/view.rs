@@ -120,6 +120,8 @@ pub struct SignalState {
     /// The inputs last read, input 1 in bit 0.
     pub inputs: Option<u16>,
     pub online: bool,
+    /// The failsafe holds (the module cannot be read, or was not yet).
+    pub failsafe: bool,
     pub error: Option<String>,
 }
 
@@ -252,6 +254,7 @@ fn signal_state(s: &SignalStatus) -> SignalState {
         name: s.name.clone(),
         inputs: s.value,
         online: s.online,
+        failsafe: s.failsafe,
         error: s.error.clone(),
     }
 }

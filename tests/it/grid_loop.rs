@@ -348,7 +348,7 @@ async fn a_grid_operator_input_flipping_on_a_real_socket() {
     let st = rig.state().await;
     assert_eq!(
         st["gridLoop"]["signals"],
-        json!([{"name": "ripple control", "inputs": 0, "online": true, "error": null}])
+        json!([{"name": "ripple control", "inputs": 0, "online": true, "failsafe": false, "error": null}])
     );
 
     // Input 1 on: 60 % of 50 kW.
@@ -377,5 +377,28 @@ async fn a_grid_operator_input_flipping_on_a_real_socket() {
         rig.state().await["gridLoop"]["maxExport"]["source"],
         "gridLimit"
     );
+
+    // The module stops answering its inputs: the failsafe, the tightest
+    // level (0 %), never "no limit" and never the last value read.
+    io.refuse_reads(sitegate::register::plan::Span::new(
+        sitegate::register::plan::Table::DiscreteInput,
+        0,
+        4,
+    ));
+    holds(
+        &rig,
+        "zero export while the inputs cannot be read",
+        0.0,
+        500.0,
+    )
+    .await;
+    let st = rig.state().await;
+    let s = &st["gridLoop"]["signals"][0];
+    assert_eq!(
+        (&s["online"], &s["failsafe"]),
+        (&json!(false), &json!(true)),
+        "{st}"
+    );
+    assert_eq!(st["gridLoop"]["maxExport"]["source"], "gridSignal", "{st}");
     rig.shutdown().await;
 }

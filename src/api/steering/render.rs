@@ -150,6 +150,7 @@ fn grid_loop(g: &GridLoopState) -> Value {
             "name": s.name,
             "inputs": s.inputs,
             "online": s.online,
+            "failsafe": s.failsafe,
             "error": s.error,
         })).collect::<Vec<_>>(),
         "sources": g.sources.iter().map(|l| {

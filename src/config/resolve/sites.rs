@@ -139,11 +139,20 @@ fn check_grid_signal(
                 format!("value {} is listed twice", l.value),
             );
         }
-        if l.max_import.is_none() && l.max_export.is_none() {
+        if l.max_import.is_none() && l.max_export.is_none() && l.max_consumption.is_none() {
             bad(
                 &format!("levels[{k}]"),
-                "give max_import, max_export or both (\"100 %\" for no limit)".into(),
+                "give max_import, max_export, max_consumption or several (\"100 %\" for no limit)"
+                    .into(),
             );
+        }
+        if let Some(w) = l.max_consumption.map(|p| p.watts()) {
+            if !(0.0..=1e9).contains(&w) {
+                bad(
+                    &format!("levels[{k}].max_consumption"),
+                    format!("must be 0 to 1000000000 W, found {w} W"),
+                );
+            }
         }
         for (key, v) in [("max_import", l.max_import), ("max_export", l.max_export)] {
             if let Some(super::super::PowerShare::Watts(w)) = v {

@@ -106,6 +106,7 @@ fn site_state_shows_every_member() {
                 name: "ripple control".into(),
                 inputs: Some(2),
                 online: false,
+                failsafe: true,
                 error: Some("timeout".into()),
             }],
             sources: vec![crate::steering::sources::SourceLimit {
@@ -170,7 +171,7 @@ fn site_state_shows_every_member() {
                 "mode": "holdingExport",
                 "maxImport": null,
                 "maxExport": {"value": 0, "unit": "W", "source": "gridLimit"},
-                "signals": [{"name": "ripple control", "inputs": 2, "online": false, "error": "timeout"}],
+                "signals": [{"name": "ripple control", "inputs": 2, "online": false, "failsafe": true, "error": "timeout"}],
                 "sources": [{"source": "csip", "kind": "maxExport", "value": {"value": 1500, "unit": "W"},
                              "until": 8000, "since": 1500, "failsafe": false, "reference": "8F20"}],
                 "csip": {"state": "following", "server": "https://utility.example:443/dcap", "lfdi": "854D",
