@@ -51,6 +51,21 @@ enum Command {
         #[command(subcommand)]
         command: CsipCommand,
     },
+    /// The evidence log: every grid operator's limit the site held, with
+    /// what the meter saw meanwhile.
+    GridEvents {
+        #[arg(long, short, default_value = "/etc/sitegate/sitegate.toml")]
+        config: PathBuf,
+        /// From: a date (2026-11-01, UTC) or an RFC 3339 time.
+        #[arg(long)]
+        since: String,
+        /// Until (default: now).
+        #[arg(long)]
+        until: Option<String>,
+        /// CSV, one line an event, for the operator.
+        #[arg(long)]
+        csv: bool,
+    },
     /// The EEBus node (LPC, LPP) a grid operator's control box limits.
     Eebus {
         #[command(subcommand)]
@@ -138,5 +153,11 @@ fn main() -> ExitCode {
         Command::Eebus {
             command: EebusCommand::Id { config },
         } => cli::eebus_id(&config),
+        Command::GridEvents {
+            config,
+            since,
+            until,
+            csv,
+        } => cli::grid_events::run(&config, &since, until.as_deref(), csv),
     }
 }

@@ -169,6 +169,14 @@ impl Agent {
             &tracker,
             &cancel,
         );
+        for site in steering.sites() {
+            tracker.spawn(crate::grid_events::task::run(
+                site.clone(),
+                live.clone(),
+                crate::grid_events::store::EventStore::new(store.clone()),
+                cancel.child_token(),
+            ));
+        }
 
         let modbus_server = start_modbus_server(
             &config,

@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod diag;
+pub mod grid_events;
 pub mod run;
 pub mod scan;
 

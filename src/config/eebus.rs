@@ -23,8 +23,6 @@ pub(super) struct RawEebus {
     /// The control box's address, dialled and kept dialled; without it the
     /// node waits for the box to dial in.
     pub box_address: Option<String>,
-    #[serde(default = "default_true")]
-    pub mdns: bool,
     #[serde(default = "default_brand")]
     pub brand: String,
     #[serde(default = "default_model")]
@@ -67,7 +65,6 @@ pub struct EebusConfig {
     /// The box's SKI, 20 bytes.
     pub trusted_ski: [u8; 20],
     pub box_address: Option<SocketAddr>,
-    pub mdns: bool,
     pub brand: String,
     pub model: String,
     pub serial: String,
@@ -237,7 +234,6 @@ pub(super) fn resolve_eebus(
         listen: listen?,
         trusted_ski: ski?,
         box_address,
-        mdns: r.mdns,
         brand: r.brand,
         model: r.model,
         serial,

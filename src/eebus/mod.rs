@@ -28,7 +28,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, EebusConfig};
 use crate::steering::limits::LimitSource;
-use crate::steering::sources::{Kind, OperatorSet, SourceLimit};
+use crate::steering::sources::{Kind, OperatorSet, SourceLimit, CONTRACT_REFERENCE};
 use crate::steering::SteeringService;
 use policy::{Held, Kept};
 
@@ -128,7 +128,7 @@ pub fn limits_of(c: &EebusConfig, helds: &[(Held, i64)]) -> OperatorSet {
             until_ms: None,
             failsafe: false,
             since_ms: 0,
-            reference: Some("contractual maximum".into()),
+            reference: Some(CONTRACT_REFERENCE.into()),
         });
     }
     OperatorSet { limits }
@@ -168,7 +168,6 @@ pub(crate) mod tests {
             listen: "127.0.0.1:0".parse().expect("addr"),
             trusted_ski: [0x55; 20],
             box_address: None,
-            mdns: false,
             brand: "sitegate".into(),
             model: "test".into(),
             serial: "gw1".into(),

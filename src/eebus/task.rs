@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use eebus::runtime::{Hub, HubEvent, Node, TrustStore};
-use eebus::ship::{ShipTxtRecord, Ski};
+use eebus::ship::Ski;
 use eebus::spine::{ErrorNumber, SpineEvent};
 use eebus::tls::ShipTls;
 use eebus::usecases::limitation::{self, ControllableSystemActor, CsEvent, LIMIT_ID};
@@ -90,11 +90,6 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
     };
     let ski = Ski::from_bytes(c.trusted_ski);
     let ship_id = identity::ship_id(c);
-    let record = ShipTxtRecord::new(ship_id.clone(), id.ski)
-        .with_brand(&c.brand)
-        .with_model(&c.model)
-        .with_serial(&c.serial)
-        .with_device_type("EnergyManagementSystem");
     let node = Node::new(ship_id.as_str(), ShipTls::new(id), TrustStore::with([ski]));
     let mut hub = Hub::new(node, engine);
     let now = hub.now();
@@ -107,24 +102,18 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
             tracked: Tracked::new(kept),
         })
         .collect();
-    let bound = match hub.listen(c.listen).await {
+    match hub.listen(c.listen).await {
         Ok(a) => {
             tracing::info!(listen = %a, ski = %status.identity, "EEBus node listening");
-            Some(a)
         }
         Err(e) => {
             tracing::error!(listen = %c.listen, error = %e, "EEBus node cannot listen: it dials the box only");
             status.error = Some(format!("cannot listen on {}: {e}", c.listen));
-            None
         }
-    };
+    }
     if let Some(a) = c.box_address {
         hub.remember(ski, a);
     }
-    let _mdns = match (c.mdns, bound) {
-        (true, Some(a)) => announce(&record, ship_id.as_str(), a.port()),
-        _ => None,
-    };
     let mut refused = Refusals::default();
     let mut heartbeat_ms: Option<i64> = None;
     publish(&p, &mut follows, started_ms, heartbeat_ms).await;
@@ -314,24 +303,6 @@ async fn hold_failsafe(p: &Parts, started_ms: i64, cancel: &CancellationToken) {
         ),
     );
     cancel.cancelled().await;
-}
-
-fn announce(record: &ShipTxtRecord, instance: &str, port: u16) -> Option<eebus::mdns::Mdns> {
-    let mut mdns = match eebus::mdns::Mdns::new() {
-        Ok(m) => m,
-        Err(e) => {
-            tracing::warn!(error = %e, "no mDNS: the box must be given the node's address");
-            return None;
-        }
-    };
-    let addrs: Vec<std::net::IpAddr> = Vec::new();
-    match mdns.announce(instance, record, port, &addrs) {
-        Ok(()) => Some(mdns),
-        Err(e) => {
-            tracing::warn!(error = %e, "mDNS announcement failed: the box must be given the node's address");
-            None
-        }
-    }
 }
 
 /// Refused writes, counted between log lines: a flood of them is one line

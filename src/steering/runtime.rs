@@ -292,6 +292,51 @@ impl SiteRuntime {
         lock(&self.servers[server as usize]).clone()
     }
 
+    /// Every grid operator's limit in force now, one entry per source, kind
+    /// and reference: the relay signals (by name), the SCADA over Modbus,
+    /// and the servers' (not the contractual maxima, which are the
+    /// connection's, not an event). What the evidence log follows.
+    pub fn grid_operator_limits(&self) -> Vec<super::sources::SourceLimit> {
+        use super::limits::LimitSource;
+        use super::sources::{Kind, SourceLimit, CONTRACT_REFERENCE};
+        let mut out = Vec::new();
+        let mut push = |source, l: &OperatorLimits, failsafe, reference: Option<String>| {
+            for (kind, w) in [
+                (Kind::Import, l.max_import_w),
+                (Kind::Export, l.max_export_w),
+                (Kind::Consumption, l.max_consumption_w),
+            ] {
+                if let Some(value) = w {
+                    out.push(SourceLimit {
+                        source,
+                        kind,
+                        value,
+                        until_ms: None,
+                        failsafe,
+                        since_ms: 0,
+                        reference: reference.clone(),
+                    });
+                }
+            }
+        };
+        for s in lock(&self.signals).iter() {
+            push(
+                LimitSource::GridSignal,
+                &s.limits,
+                s.failsafe,
+                Some(s.name.clone()),
+            );
+        }
+        push(LimitSource::Modbus, &lock(&self.modbus), false, None);
+        out.extend(
+            self.server_limits()
+                .limits
+                .into_iter()
+                .filter(|l| l.reference.as_deref() != Some(CONTRACT_REFERENCE)),
+        );
+        out
+    }
+
     /// Every limit the operators' servers set now, CSIP-AUS's first.
     pub fn server_limits(&self) -> OperatorSet {
         let mut all = OperatorSet::default();

@@ -62,6 +62,10 @@ impl Kind {
     }
 }
 
+/// The reference of a connection's contractual maximum: a bound that holds
+/// always, not an operator's event.
+pub const CONTRACT_REFERENCE: &str = "contractual maximum";
+
 /// One limit of one source.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceLimit {

@@ -485,3 +485,9 @@ fn open_writer(
     }))?;
     Ok(conn)
 }
+
+/// The schema on a connection of a unit test's own.
+#[cfg(test)]
+pub(crate) fn migrate_for_tests(conn: &mut Connection) {
+    migrate::migrate(conn, 1).expect("the schema");
+}

@@ -24,7 +24,7 @@ fn free_addr() -> std::net::SocketAddr {
 
 fn text(listen: std::net::SocketAddr, box_ski: &eebus::ship::Ski) -> String {
     format!(
-        "{}\n[eebus]\nsite = \"{SITE}\"\nlisten = \"{listen}\"\ntrusted_ski = \"{}\"\nmdns = false\n\
+        "{}\n[eebus]\nsite = \"{SITE}\"\nlisten = \"{listen}\"\ntrusted_ski = \"{}\"\n\
          contractual_max_consumption_w = 60000\ncontractual_max_production_w = 40000\n\
          failsafe_consumption_w = 4200\nfailsafe_production_w = 20000\n",
         demo_site(250, ""),
@@ -231,4 +231,90 @@ async fn a_production_limit_is_held_at_the_connection_point() {
     holds(&rig, "export held at 5 kW", -5_000.0, -4_300.0).await;
     b.stop();
     rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_evidence_log_keeps_the_boxs_limit_with_what_the_meter_saw() {
+    let key = eebus_box::key();
+    let box_ski = key.ski;
+    let (rig, node_ski, addr) = rig(&box_ski).await;
+    rig.sim.set_sun(Some(0.0));
+    rig.sim.set_load(Some(2_000.0));
+    let b = ControlBox::start(
+        key,
+        node_ski,
+        addr,
+        "lpc",
+        Some(LimitWrite::active(3_000.0)),
+    )
+    .await;
+    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
+        .await;
+    post_signal(
+        &rig.base,
+        &json!({"energyStorageSetting": {"value": -30, "unit": "kW"}, "validUntil": now_ms() + 600_000}),
+    )
+    .await;
+    holds(&rig, "2 kW household + 3 kW charge", 4_500.0, 5_500.0).await;
+    b.stop();
+    let db = rig.config.storage.path.clone();
+    let text = text(addr, &box_ski).replace(
+        "path = \"unused.db\"",
+        &format!("path = {:?}", db.display().to_string()),
+    );
+    let file = rig.dir.path().join("sitegate.toml");
+    std::fs::write(&file, &text).expect("config file");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+            .arg("grid-events")
+            .arg("--config")
+            .arg(&file)
+            .args(args)
+            .output()
+            .expect("sitegate grid-events");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, csv, err) = run(&["--since", "2020-01-01", "--csv"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        csv.starts_with("site,source,kind,reference,limit_w,failsafe"),
+        "{csv}"
+    );
+    // The box's 3 kW, open while the agent runs.
+    let lines: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.contains("maxConsumption"))
+        .collect();
+    let limited = lines
+        .iter()
+        .find(|l| l.contains(",lpc: limited,3000,false,"))
+        .unwrap_or_else(|| panic!("the box's limit in {csv}"));
+    let cols: Vec<&str> = limited.split(',').collect();
+    let max_import: f64 = cols[10].parse().unwrap_or(0.0);
+    // Written with its extremes at the latest when the agent stops.
+    let Rig {
+        agent, sim, dir, ..
+    } = rig;
+    agent.shutdown().await;
+    sim.shutdown().await;
+    let (_, csv, _) = run(&["--since", "2020-01-01", "--csv"]);
+    let limited = csv
+        .lines()
+        .find(|l| l.contains(",lpc: limited,3000,false,"))
+        .unwrap_or_else(|| panic!("the box's limit in {csv}"));
+    let cols: Vec<&str> = limited.split(',').collect();
+    let max_import_after: f64 = cols[10].parse().expect("the most imported");
+    assert!(
+        (4_500.0..6_500.0).contains(&max_import_after) && max_import_after >= max_import,
+        "{limited}"
+    );
+    // A bad time names the flag and the value.
+    let (code, _, err) = run(&["--since", "yesterday"]);
+    assert_eq!(code, Some(64), "{err}");
+    assert!(err.contains("--since \"yesterday\""), "{err}");
+    drop(dir);
 }
