@@ -5,8 +5,6 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use rusqlite::{Connection, OpenFlags};
-
 use super::{complain, load_config, say};
 use crate::EXIT_USAGE;
 use sitegate::grid_events::{csv, store, Event};
@@ -70,10 +68,7 @@ pub fn run(file: &Path, since: &str, until: Option<&str>, as_csv: bool) -> ExitC
         }
     };
     let db = &config.storage.path;
-    let conn = match Connection::open_with_flags(
-        db,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    ) {
+    let conn = match sitegate::store::open_read_only(db) {
         Ok(c) => c,
         Err(e) => {
             complain(&format!("{}: {e}", db.display()));

@@ -186,7 +186,7 @@ pub(super) fn resolve_eebus(
     let fs_c = watts(
         "failsafe_consumption_w",
         r.failsafe_consumption_w,
-        Some(crate::eebus::pmin::pmin_w(consumers.max(1))),
+        Some(super::pmin::pmin_w(consumers.max(1))),
         "",
         problems,
     );

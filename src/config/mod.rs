@@ -16,6 +16,7 @@ pub mod log_level;
 mod modbus_server;
 mod ops;
 pub mod patch;
+pub mod pmin;
 mod problem;
 pub mod profiles;
 mod raw;

@@ -7,8 +7,8 @@
 //! controllable consumers, the production limit as a limit on the export,
 //! and the connection's contractual maxima beside them.
 //!
-//! Pure cores: `policy` (what a use case holds, with sitegate's protective
-//! failsafe and the resumed state), `pmin` (§14a's floor). I/O at the
+//! Pure core: `policy` (what a use case holds, with sitegate's protective
+//! failsafe and the resumed state); §14a's floor is `config::pmin`'s. I/O at the
 //! edges: `identity` keeps the node's key, `store` the use cases' state,
 //! `node` builds the SPINE device, `task` runs the hub.
 //!
@@ -16,7 +16,6 @@
 
 pub mod identity;
 pub mod node;
-pub mod pmin;
 pub mod policy;
 pub mod store;
 pub mod task;

@@ -486,6 +486,18 @@ fn open_writer(
     Ok(conn)
 }
 
+/// A read-only connection to the database at `path`, for a command that
+/// reads beside a running agent (`sitegate grid-events`); it waits up to 5 s
+/// on the writer.
+pub fn open_read_only(path: &std::path::Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(conn)
+}
+
 /// The schema on a connection of a unit test's own.
 #[cfg(test)]
 pub(crate) fn migrate_for_tests(conn: &mut Connection) {
