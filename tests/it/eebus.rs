@@ -318,3 +318,25 @@ async fn the_evidence_log_keeps_the_boxs_limit_with_what_the_meter_saw() {
     assert!(err.contains("--since \"yesterday\""), "{err}");
     drop(dir);
 }
+
+#[test]
+fn every_mistake_in_the_eebus_table_is_named_at_once() {
+    let text = format!(
+        "{}\n[eebus]\nsite = \"nowhere\"\nlisten = \"4712\"\ntrusted_ski = \"12ab\"\n\
+         contractual_max_consumption_w = -5\nfailsafe_duration_h = 30\nserial = \"a b\"\ncolour = 1\n",
+        demo_site(250, "")
+    );
+    let err = sitegate::config::parse(&text).unwrap_err().to_string();
+    for want in [
+        "eebus.site: \"nowhere\" is not a site",
+        "eebus.listen: \"4712\" is not an address:port",
+        "eebus.trusted_ski: \"12ab\" is not a SKI: 40 hex digits, found 4",
+        "eebus.contractual_max_consumption_w: must be 0 to 1000000000 W, found -5",
+        "eebus.failsafe_production_w: the failsafe production limit is needed",
+        "eebus.failsafe_duration_h: must be 2 to 24 h (LPC/LPP-022), found 30",
+        "eebus.serial: \"a b\"",
+        "eebus.colour: unknown key",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+}
