@@ -69,15 +69,7 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
         }
     };
     status.identity = id.ski.to_display_string();
-    let mut kept = [None, None];
-    for (i, name) in ["lpc", "lpp"].into_iter().enumerate() {
-        match p.store.load(&c.site, name).await {
-            Ok(k) => kept[i] = k,
-            Err(e) => {
-                tracing::warn!(use_case = name, error = %e, "EEBus state not read: starting in init")
-            }
-        }
-    }
+    let kept = load_kept(&p).await;
     let (engine, builders) = match node::build(c, [kept[0].as_ref(), kept[1].as_ref()]) {
         Ok(b) => b,
         Err(e) => {
@@ -93,7 +85,7 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
     let node = Node::new(ship_id.as_str(), ShipTls::new(id), TrustStore::with([ski]));
     let mut hub = Hub::new(node, engine);
     let now = hub.now();
-    let mut follows: Vec<Follow> = builders
+    let follows: Vec<Follow> = builders
         .into_iter()
         .zip(kept)
         .map(|((case, b), kept)| Follow {
@@ -114,84 +106,170 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
     if let Some(a) = c.box_address {
         hub.remember(ski, a);
     }
-    let mut refused = Refusals::default();
-    let mut heartbeat_ms: Option<i64> = None;
-    publish(&p, &mut follows, started_ms, heartbeat_ms).await;
     site.set_server_status(Server::Eebus, status.clone());
+    let mut n = Running {
+        hub,
+        follows,
+        status,
+        refused: Refusals::default(),
+        heartbeat_ms: None,
+        started_ms,
+    };
+    n.publish(&p).await;
     loop {
-        for f in &follows {
-            hub.wake_at(f.actor.poll_timeout());
+        for f in &n.follows {
+            n.hub.wake_at(f.actor.poll_timeout());
         }
-        hub.wake_at(hub.now() + Duration::from_secs(1));
+        n.hub.wake_at(n.hub.now() + Duration::from_secs(1));
         let event = tokio::select! {
             () = cancel.cancelled() => break,
-            e = hub.next() => e,
+            e = n.hub.next() => e,
         };
-        let now = hub.now();
         match event {
+            Ok(e) => n.on_event(e, &p),
             Err(e) => {
                 tracing::error!(error = %e, "EEBus hub stopped: the failsafe limits hold");
-                status.state = "stopped".into();
-                status.error = Some(e.to_string());
-                site.set_server_status(Server::Eebus, status.clone());
+                n.status.state = "stopped".into();
+                n.status.error = Some(e.to_string());
+                site.set_server_status(Server::Eebus, n.status.clone());
                 break;
             }
-            Ok(HubEvent::TrustRequested { peer, origin }) => {
-                tracing::warn!(ski = %peer.ski.to_display_string(), %origin, "EEBus peer refused: its SKI is not the trusted box's");
-                hub.refuse(peer.ski);
-            }
-            Ok(HubEvent::HandshakeFailed { origin, error, ski }) => {
-                tracing::warn!(%origin, ski = ?ski.map(|s| s.to_display_string()), error = %error, "EEBus connection refused");
-            }
-            Ok(HubEvent::Connected { ski, .. }) => {
-                tracing::info!(ski = %ski, "EEBus control box connected");
-                status.state = "connected".into();
-                status.error = None;
-                status.last_contact_ms = Some(now_ms());
-                site.set_server_status(Server::Eebus, status.clone());
-            }
-            Ok(HubEvent::Disconnected { ski, reason }) => {
-                tracing::warn!(ski = %ski, reason = %reason, "EEBus control box gone");
-                status.state = "waiting".into();
-                site.set_server_status(Server::Eebus, status.clone());
-            }
-            Ok(HubEvent::Spine(event)) => {
-                if let SpineEvent::DataNotified { resolved, .. } = &event {
-                    if limitation::read_heartbeat(resolved).is_some() {
-                        heartbeat_ms = Some(now_ms());
-                        status.last_contact_ms = heartbeat_ms;
-                        site.set_server_status(Server::Eebus, status.clone());
-                    }
-                }
-                if let Some(refusal) = screen(&event, &follows, c) {
-                    if let SpineEvent::WriteRequested(w) = &event {
-                        hub.engine_mut()
-                            .reject_write(w.token, ErrorNumber::CommandRejected, now);
-                    }
-                    refused.note(refusal);
-                } else {
-                    for f in &mut follows {
-                        if let Some(e) = f.actor.handle_event(hub.engine_mut(), &event, now) {
-                            on_decision(f, &e, &mut refused);
-                        }
-                    }
-                }
-            }
-            Ok(HubEvent::Tick) => {
-                for f in &mut follows {
-                    if let Some(e) = f.actor.handle_timeout(hub.engine_mut(), now) {
-                        on_decision(f, &e, &mut refused);
-                    }
-                }
-            }
-            Ok(_) => {}
         }
-        refused.log(now_ms());
-        publish(&p, &mut follows, started_ms, heartbeat_ms).await;
+        n.refused.log(now_ms());
+        n.publish(&p).await;
     }
-    hub.shutdown(eebus::ship::ConnectionCloseReason::Unspecific)
+    n.hub
+        .shutdown(eebus::ship::ConnectionCloseReason::Unspecific)
         .await;
     hold_failsafe(&p, started_ms, &cancel).await;
+}
+
+/// What the store kept of each use case (LPC, then LPP); nothing when it
+/// cannot be read (the use case starts in `init`, on the failsafe).
+async fn load_kept(p: &Parts) -> [Option<Kept>; 2] {
+    let mut kept = [None, None];
+    for (i, name) in ["lpc", "lpp"].into_iter().enumerate() {
+        match p.store.load(&p.config.site, name).await {
+            Ok(k) => kept[i] = k,
+            Err(e) => {
+                tracing::warn!(use_case = name, error = %e, "EEBus state not read: starting in init")
+            }
+        }
+    }
+    kept
+}
+
+/// The node once it runs: the hub, the use cases, what is shown of it.
+struct Running {
+    hub: Hub,
+    follows: Vec<Follow>,
+    status: SourceStatus,
+    refused: Refusals,
+    /// When the box's last heartbeat arrived, wall ms.
+    heartbeat_ms: Option<i64>,
+    started_ms: i64,
+}
+
+impl Running {
+    fn show(&self, p: &Parts) {
+        p.site.set_server_status(Server::Eebus, self.status.clone());
+    }
+
+    fn on_event(&mut self, event: HubEvent, p: &Parts) {
+        let now = self.hub.now();
+        match event {
+            HubEvent::TrustRequested { peer, origin } => {
+                tracing::warn!(ski = %peer.ski.to_display_string(), %origin, "EEBus peer refused: its SKI is not the trusted box's");
+                self.hub.refuse(peer.ski);
+            }
+            HubEvent::HandshakeFailed { origin, error, ski } => {
+                tracing::warn!(%origin, ski = ?ski.map(|s| s.to_display_string()), error = %error, "EEBus connection refused");
+            }
+            HubEvent::Connected { ski, .. } => {
+                tracing::info!(ski = %ski, "EEBus control box connected");
+                self.status.state = "connected".into();
+                self.status.error = None;
+                self.status.last_contact_ms = Some(now_ms());
+                self.show(p);
+            }
+            HubEvent::Disconnected { ski, reason } => {
+                tracing::warn!(ski = %ski, reason = %reason, "EEBus control box gone");
+                self.status.state = "waiting".into();
+                self.show(p);
+            }
+            HubEvent::Spine(event) => {
+                if let SpineEvent::DataNotified { resolved, .. } = &event {
+                    if limitation::read_heartbeat(resolved).is_some() {
+                        self.heartbeat_ms = Some(now_ms());
+                        self.status.last_contact_ms = self.heartbeat_ms;
+                        self.show(p);
+                    }
+                }
+                if let Some(refusal) = screen(&event, &self.follows, &p.config) {
+                    if let SpineEvent::WriteRequested(w) = &event {
+                        self.hub.engine_mut().reject_write(
+                            w.token,
+                            ErrorNumber::CommandRejected,
+                            now,
+                        );
+                    }
+                    self.refused.note(refusal);
+                    return;
+                }
+                for f in &mut self.follows {
+                    if let Some(e) = f.actor.handle_event(self.hub.engine_mut(), &event, now) {
+                        on_decision(f, &e, &mut self.refused);
+                    }
+                }
+            }
+            HubEvent::Tick => {
+                for f in &mut self.follows {
+                    if let Some(e) = f.actor.handle_timeout(self.hub.engine_mut(), now) {
+                        on_decision(f, &e, &mut self.refused);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Hands what the use cases hold to steering at once, then keeps what
+    /// changed: control never waits on the disk.
+    async fn publish(&mut self, p: &Parts) {
+        let now = now_ms();
+        let mut helds: Vec<(Held, i64)> = Vec::new();
+        let mut changed = Vec::new();
+        for f in &mut self.follows {
+            let (h, since, moved) =
+                f.tracked
+                    .update(f.actor.system(), now, self.started_ms, self.heartbeat_ms);
+            if moved {
+                if h.protective {
+                    tracing::warn!(use_case = f.case.name, w = ?h.value_w, "EEBus box silent past the failsafe duration: the failsafe limit holds");
+                }
+                let config = f.actor.system().config();
+                changed.push((
+                    f.case.name,
+                    Kept {
+                        state: h.state.to_string(),
+                        failsafe: h.failsafe,
+                        since_ms: since,
+                        limit: h.value_w.filter(|_| !h.failsafe).map(|w| (w, h.until_ms)),
+                        failsafe_w: config.failsafe_watts,
+                        failsafe_duration_s: config.failsafe_duration.as_secs(),
+                    },
+                ));
+            }
+            helds.push((h, since));
+        }
+        p.site
+            .set_server_limits(Server::Eebus, limits_of(&p.config, &helds));
+        for (name, kept) in changed {
+            if let Err(e) = p.store.save(&p.config.site, name, kept, now).await {
+                tracing::warn!(use_case = name, error = %e, "EEBus state not kept");
+            }
+        }
+    }
 }
 
 /// A write the node refuses before the use case sees it: a limit above the
@@ -244,37 +322,6 @@ fn on_decision(f: &mut Follow, e: &CsEvent, refused: &mut Refusals) {
         }
         _ => {}
     }
-}
-
-/// Hands what the use cases hold to steering, and keeps it when it changed.
-async fn publish(p: &Parts, follows: &mut [Follow], started_ms: i64, heartbeat_ms: Option<i64>) {
-    let now = now_ms();
-    let mut helds: Vec<(Held, i64)> = Vec::new();
-    for f in follows.iter_mut() {
-        let (h, since, changed) = f
-            .tracked
-            .update(f.actor.system(), now, started_ms, heartbeat_ms);
-        if changed {
-            if h.protective {
-                tracing::warn!(use_case = f.case.name, w = ?h.value_w, "EEBus box silent past the failsafe duration: the failsafe limit holds");
-            }
-            let config = f.actor.system().config();
-            let kept = Kept {
-                state: h.state.to_string(),
-                failsafe: h.failsafe,
-                since_ms: since,
-                limit: h.value_w.filter(|_| !h.failsafe).map(|w| (w, h.until_ms)),
-                failsafe_w: config.failsafe_watts,
-                failsafe_duration_s: config.failsafe_duration.as_secs(),
-            };
-            if let Err(e) = p.store.save(&p.config.site, f.case.name, kept, now).await {
-                tracing::warn!(use_case = f.case.name, error = %e, "EEBus state not kept");
-            }
-        }
-        helds.push((h, since));
-    }
-    p.site
-        .set_server_limits(Server::Eebus, limits_of(&p.config, &helds));
 }
 
 /// Without a node: the failsafe values, as configured, until `cancel`.
