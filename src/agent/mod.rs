@@ -169,11 +169,16 @@ impl Agent {
             &tracker,
             &cancel,
         );
+        let mut grid_operator =
+            crate::grid_events::metrics::GridOperatorMetrics { sites: Vec::new() };
         for site in steering.sites() {
+            let opened = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            grid_operator.sites.push((site.clone(), opened.clone()));
             tracker.spawn(crate::grid_events::task::run(
                 site.clone(),
                 live.clone(),
                 crate::grid_events::store::EventStore::new(store.clone()),
+                opened,
                 cancel.child_token(),
             ));
         }
@@ -246,6 +251,7 @@ impl Agent {
         )));
         if let Some(registry) = &metrics {
             registry.register(Arc::new(csip));
+            registry.register(Arc::new(grid_operator));
             register_metrics(
                 registry,
                 &connections,

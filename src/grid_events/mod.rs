@@ -6,9 +6,11 @@
 //! site to prove that it honoured a limit; this is the proof.
 //!
 //! `tracker` decides (pure), `csv` renders (pure), `store` keeps, `task`
-//! follows each steered site once a second. Nothing here changes a limit.
+//! follows each steered site once a second, `metrics` shows the limits and
+//! counts the events. Nothing here changes a limit.
 
 pub mod csv;
+pub mod metrics;
 pub mod store;
 pub mod task;
 pub mod tracker;

@@ -27,6 +27,7 @@ pub async fn run(
     site: Arc<SiteRuntime>,
     live: Arc<Live>,
     store: EventStore,
+    opened: Arc<std::sync::atomic::AtomicU64>,
     cancel: CancellationToken,
 ) {
     let name = site.config.reference.clone();
@@ -48,6 +49,10 @@ pub async fn run(
             tracing::info!(site = %name, source = %e.source, kind = %e.kind, reference = %e.reference, limit_w = e.limit_w, failsafe = e.failsafe, max_import_w = ?e.max_import_w, max_export_w = ?e.max_export_w, "grid operator event ended");
             keep(&store, e).await;
         }
+        opened.fetch_add(
+            step.opened.len() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         for e in step.opened {
             tracing::info!(site = %name, source = %e.source, kind = %e.kind, reference = %e.reference, limit_w = e.limit_w, failsafe = e.failsafe, "grid operator event began");
             if let Some(id) = keep(&store, e.clone()).await {

@@ -109,6 +109,32 @@ async fn a_limit_is_in_force_before_its_acknowledgement_and_holds_over_the_batte
     );
     assert_eq!(l["reference"], "lpc: limited");
     assert_eq!(st["gridLoop"]["eebus"]["state"], "connected", "{st}");
+    // /metrics: the limit in force, not in failsafe, and the events counted.
+    let (code, text) = rig.get_text("/metrics").await;
+    assert_eq!(code, 200);
+    let sample = |name: &str| {
+        text.lines()
+            .find(|l| {
+                l.starts_with(name)
+                    && l.contains("source=\"eebus\"")
+                    && l.contains("kind=\"maxConsumption\"")
+            })
+            .map(|l| l.rsplit(' ').next().unwrap_or("").to_string())
+    };
+    assert_eq!(
+        sample("sitegate_grid_operator_limit_watts").as_deref(),
+        Some("4200"),
+        "{text}"
+    );
+    assert_eq!(
+        sample("sitegate_grid_operator_failsafe{").as_deref(),
+        Some("0"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sitegate_grid_events_total{site=\"ste_e2e\"}"),
+        "{text}"
+    );
     // The partner asks the batteries to charge 30 kW from the grid at night:
     // they get the household's import plus 4.2 kW.
     post_signal(

@@ -1,0 +1,73 @@
+//! `/metrics` for the grid operators' limits: per site, source and kind the
+//! value in force and whether it is a failsafe, and a counter of the
+//! evidence log's events (`../shared/spec/grid-operators.md`, "What is
+//! shown").
+//!
+//! Reads the sites' runtimes and the counters the tasks move; no I/O.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::metrics::{Collect, Encoder, Kind};
+use crate::steering::runtime::SiteRuntime;
+
+/// The collector, and per site the counter its task moves.
+pub struct GridOperatorMetrics {
+    pub sites: Vec<(Arc<SiteRuntime>, Arc<AtomicU64>)>,
+}
+
+impl Collect for GridOperatorMetrics {
+    fn collect(&self, out: &mut Encoder) {
+        let limits: Vec<_> = self
+            .sites
+            .iter()
+            .map(|(s, _)| (s.config.reference.clone(), s.grid_operator_limits()))
+            .collect();
+        let mut f = out.family(
+            "sitegate_grid_operator_limit_watts",
+            Kind::Gauge,
+            "A grid operator's limit in force, W, by source (gridSignal, modbus, csip, eebus), kind (maxImport, maxExport, maxConsumption, ...) and the operator's reference.",
+        );
+        for (site, ls) in &limits {
+            for l in ls {
+                f.sample(
+                    &[
+                        ("site", site),
+                        ("source", l.source.wire_name()),
+                        ("kind", l.kind.wire_name()),
+                        ("reference", l.reference.as_deref().unwrap_or("")),
+                    ],
+                    l.value,
+                );
+            }
+        }
+        let mut f = out.family(
+            "sitegate_grid_operator_failsafe",
+            Kind::Gauge,
+            "1 while a grid operator's source holds its failsafe value (its peer silent, its input unreadable), by source and kind.",
+        );
+        for (site, ls) in &limits {
+            for l in ls {
+                f.sample(
+                    &[
+                        ("site", site),
+                        ("source", l.source.wire_name()),
+                        ("kind", l.kind.wire_name()),
+                    ],
+                    if l.failsafe { 1.0 } else { 0.0 },
+                );
+            }
+        }
+        let mut f = out.family(
+            "sitegate_grid_events_total",
+            Kind::Counter,
+            "Grid operator events the evidence log opened since the agent started.",
+        );
+        for (s, n) in &self.sites {
+            f.sample(
+                &[("site", &s.config.reference)],
+                n.load(Ordering::Relaxed) as f64,
+            );
+        }
+    }
+}
