@@ -77,7 +77,7 @@ mod tests {
         let line = text.lines().nth(1).expect("a line");
         assert_eq!(
             line,
-            "home,gridSignal,maxExport,\"relay, 60 %\",30000,false,2026-11-30T05:33:20Z,,1796000000000,,,29812"
+            "home,gridSignal,maxExport,\"relay, 60 %\",30000,false,2026-11-30T00:53:20Z,,1796000000000,,,29812"
         );
     }
 }

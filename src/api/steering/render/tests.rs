@@ -176,6 +176,7 @@ fn site_state_shows_every_member() {
                              "until": 8000, "since": 1500, "failsafe": false, "reference": "8F20"}],
                 "csip": {"state": "following", "server": "https://utility.example:443/dcap", "lfdi": "854D",
                          "lastContact": 1900, "error": null},
+                "eebus": null,
             },
             "evaluatedAt": 2000,
         })
