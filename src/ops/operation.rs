@@ -56,10 +56,11 @@ pub enum OpKind {
     ConfigGet,
     ConfigHistory,
     ConfigPut,
+    GridEvents,
 }
 
 impl OpKind {
-    pub const ALL: [OpKind; 7] = [
+    pub const ALL: [OpKind; 8] = [
         OpKind::Logs,
         OpKind::Bundle,
         OpKind::Restart,
@@ -67,6 +68,7 @@ impl OpKind {
         OpKind::ConfigGet,
         OpKind::ConfigHistory,
         OpKind::ConfigPut,
+        OpKind::GridEvents,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -78,6 +80,7 @@ impl OpKind {
             OpKind::ConfigGet => "config.get",
             OpKind::ConfigHistory => "config.history",
             OpKind::ConfigPut => "config.put",
+            OpKind::GridEvents => "gridEvents.export",
         }
     }
 
@@ -99,6 +102,10 @@ pub const SCAN_UNITS_MAX: usize = 247;
 /// Rows `config.history` returns by default and at most.
 pub const CONFIG_HISTORY_DEFAULT: usize = 20;
 pub const CONFIG_HISTORY_MAX: usize = 200;
+/// How far back `gridEvents.export` reaches by default, ms (30 days), and
+/// the most events it returns.
+pub const GRID_EVENTS_BACK_MS: i64 = 30 * 86_400_000;
+pub const GRID_EVENTS_MAX: usize = 10_000;
 
 /// What was asked, with every argument resolved to its value.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,6 +135,12 @@ pub enum OpRequest {
         /// The request allows a change that lowers safety.
         allow_less_safe: bool,
     },
+    /// The evidence log between two times (epoch ms; `None`: 30 days back,
+    /// now).
+    GridEvents {
+        since_ms: Option<i64>,
+        until_ms: Option<i64>,
+    },
 }
 
 impl OpRequest {
@@ -140,6 +153,7 @@ impl OpRequest {
             OpRequest::ConfigGet => OpKind::ConfigGet,
             OpRequest::ConfigHistory { .. } => OpKind::ConfigHistory,
             OpRequest::ConfigPut { .. } => OpKind::ConfigPut,
+            OpRequest::GridEvents { .. } => OpKind::GridEvents,
         }
     }
 
@@ -157,6 +171,11 @@ impl OpRequest {
             ),
             OpRequest::Bundle | OpRequest::Restart | OpRequest::ConfigGet => String::new(),
             OpRequest::ConfigHistory { limit } => format!("limit={limit}"),
+            OpRequest::GridEvents { since_ms, until_ms } => format!(
+                "since={} until={}",
+                since_ms.map_or("-".into(), |t| t.to_string()),
+                until_ms.map_or("-".into(), |t| t.to_string())
+            ),
             OpRequest::ConfigPut {
                 change,
                 allow_less_safe,
@@ -265,6 +284,13 @@ pub enum Outcome {
     },
     Config(ConfigView),
     ConfigHistory(Vec<ConfigRecord>),
+    /// The evidence log as CSV, `events` lines under its header.
+    GridEvents {
+        csv: String,
+        events: usize,
+        /// More events than [`GRID_EVENTS_MAX`]: the oldest are given.
+        truncated: bool,
+    },
     /// A new config was written; the agent restarts on it and watches its
     /// health for `within_s` (the operation stays `running` meanwhile).
     ConfigWritten {
@@ -314,6 +340,12 @@ impl Outcome {
             Outcome::Scan { bus, found, .. } => format!("{found} devices found on bus {bus}"),
             Outcome::Config(v) => format!("config sha256 {} version {}", v.sha256, v.version),
             Outcome::ConfigHistory(rows) => format!("{} changes", rows.len()),
+            Outcome::GridEvents {
+                events, truncated, ..
+            } => format!(
+                "{events} grid events{}",
+                if *truncated { " (truncated)" } else { "" }
+            ),
             Outcome::ConfigWritten {
                 new_sha256,
                 within_s,

@@ -125,6 +125,32 @@ async fn work(ops: &Ops, op: &Operation, request: &OpRequest) -> Result<Done, Fa
             change,
             allow_less_safe,
         } => return config_ops::put(ops, op, change, *allow_less_safe).await,
+        OpRequest::GridEvents { since_ms, until_ms } => {
+            grid_events(&ctx.store, *since_ms, *until_ms).await
+        }
     };
     outcome.map(Done::Finished).map_err(Failed::from)
+}
+
+/// `gridEvents.export`: the evidence log between two times, as CSV.
+async fn grid_events(
+    store: &crate::store::StoreHandle,
+    since_ms: Option<i64>,
+    until_ms: Option<i64>,
+) -> Result<Outcome, String> {
+    let until = until_ms.unwrap_or_else(now_ms);
+    let since = since_ms.unwrap_or(until - super::operation::GRID_EVENTS_BACK_MS);
+    let mut events = store
+        .read(move |conn: &rusqlite::Connection| {
+            crate::grid_events::store::between(conn, since, until)
+        })
+        .await
+        .map_err(|e| format!("the evidence log cannot be read: {e}"))?;
+    let truncated = events.len() > super::operation::GRID_EVENTS_MAX;
+    events.truncate(super::operation::GRID_EVENTS_MAX);
+    Ok(Outcome::GridEvents {
+        csv: crate::grid_events::csv::render(&events),
+        events: events.len(),
+        truncated,
+    })
 }

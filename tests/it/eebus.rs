@@ -22,7 +22,17 @@ fn free_addr() -> std::net::SocketAddr {
     l.local_addr().expect("its address")
 }
 
+const ADMIN: &str = "sgt_e2e_admin_token";
+
 fn text(listen: std::net::SocketAddr, box_ski: &eebus::ship::Ski) -> String {
+    let admin = hex::encode(sitegate::api::hash_token(ADMIN));
+    format!(
+        "{}\n[[http.tokens]]\nname = \"grid-admin\"\nsha256 = \"{admin}\"\nscopes = [\"admin\"]\n",
+        node_text(listen, box_ski)
+    )
+}
+
+fn node_text(listen: std::net::SocketAddr, box_ski: &eebus::ship::Ski) -> String {
     format!(
         "{}\n[eebus]\nsite = \"{SITE}\"\nlisten = \"{listen}\"\ntrusted_ski = \"{}\"\n\
          contractual_max_consumption_w = 60000\ncontractual_max_production_w = 40000\n\
@@ -338,6 +348,46 @@ async fn the_evidence_log_keeps_the_boxs_limit_with_what_the_meter_saw() {
         (4_500.0..6_500.0).contains(&max_import_after) && max_import_after >= max_import,
         "{limited}"
     );
+    // The same log through the admin operations, from afar.
+    let rig = Rig::start_in(&text, dir, |_| {}).await;
+    let (code, op) = rig
+        .post(
+            "/admin/operations",
+            ADMIN,
+            &json!({"id": "evidence-1", "kind": "gridEvents.export", "args": {"since": 0}}),
+        )
+        .await;
+    assert!(code == 200 || code == 202, "{op}");
+    let op = {
+        let start = tokio::time::Instant::now();
+        loop {
+            let (_, op) = rig.get("/admin/operations/evidence-1", ADMIN).await;
+            if op["state"] == "succeeded" || start.elapsed() > WAIT {
+                break op;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    assert_eq!(op["state"], "succeeded", "{op}");
+    let csv = op["result"]["csv"].as_str().expect("the CSV");
+    assert!(csv.contains(",lpc: limited,3000,false,"), "{op}");
+    let (code, bad) = rig
+        .post(
+            "/admin/operations",
+            ADMIN,
+            &json!({"id": "evidence-2", "kind": "gridEvents.export", "args": {"since": "last week"}}),
+        )
+        .await;
+    assert_eq!(code, 400, "{bad}");
+    assert!(
+        bad["detail"].as_str().unwrap_or("").contains("args.since"),
+        "{bad}"
+    );
+    let Rig {
+        agent, sim, dir, ..
+    } = rig;
+    agent.shutdown().await;
+    sim.shutdown().await;
     // A bad time names the flag and the value.
     let (code, _, err) = run(&["--since", "yesterday"]);
     assert_eq!(code, Some(64), "{err}");

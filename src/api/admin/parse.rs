@@ -120,6 +120,10 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
         OpKind::ConfigHistory => OpRequest::ConfigHistory {
             limit: count(args, "limit", CONFIG_HISTORY_DEFAULT, CONFIG_HISTORY_MAX)?,
         },
+        OpKind::GridEvents => OpRequest::GridEvents {
+            since_ms: epoch_ms(args, "since")?,
+            until_ms: epoch_ms(args, "until")?,
+        },
         OpKind::ConfigPut => OpRequest::ConfigPut {
             change: config_change(args)?,
             allow_less_safe: match args.get("allowLessSafe") {
@@ -146,6 +150,20 @@ fn allowed_args(kind: OpKind) -> &'static [&'static str] {
         OpKind::Scan => &["bus", "units", "timeoutMs", "site"],
         OpKind::ConfigHistory => &["limit"],
         OpKind::ConfigPut => &["toml", "patch", "patchToml", "allowLessSafe"],
+        OpKind::GridEvents => &["since", "until"],
+    }
+}
+
+/// `args.{key}`: a time in epoch ms, if given.
+fn epoch_ms(args: &Map<String, Value>, key: &str) -> Result<Option<i64>, ApiError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_i64().filter(|t| *t >= 0).map(Some).ok_or_else(|| {
+            ApiError::invalid_value(
+                format!("args.{key}"),
+                format!("args.{key} must be a time in epoch ms (an integer from 0), found {v}"),
+            )
+        }),
     }
 }
 

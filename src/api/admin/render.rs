@@ -57,6 +57,11 @@ fn outcome(o: &Outcome) -> Value {
         Outcome::ConfigHistory(rows) => {
             json!({"changes": rows.iter().map(record).collect::<Vec<_>>()})
         }
+        Outcome::GridEvents {
+            csv,
+            events,
+            truncated,
+        } => json!({"csv": csv, "events": events, "truncated": truncated}),
         Outcome::ConfigWritten {
             old_sha256,
             new_sha256,
