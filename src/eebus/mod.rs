@@ -150,6 +150,7 @@ pub fn start(
         task::Parts {
             config: c.clone(),
             site: Arc::clone(site),
+            steering: steering.clone(),
             store,
             state_dir: crate::https::state_dir(config),
         },

@@ -33,6 +33,9 @@ use crate::steering::sources::{Server, SourceStatus};
 pub struct Parts {
     pub config: EebusConfig,
     pub site: Arc<SiteRuntime>,
+    /// Where each change of what a use case holds is recorded (the site's
+    /// history).
+    pub steering: crate::steering::SteeringService,
     pub store: EebusStore,
     pub state_dir: std::path::PathBuf,
 }
@@ -244,6 +247,16 @@ impl Running {
                 f.tracked
                     .update(f.actor.system(), now, self.started_ms, self.heartbeat_ms);
             if moved {
+                p.steering.note(crate::steering::audit::AuditEvent {
+                    site: p.config.site.clone(),
+                    at_ms: now,
+                    kind: crate::steering::audit::AuditKind::Eebus {
+                        use_case: f.case.name.to_string(),
+                        state: h.state.to_string(),
+                        limit_w: h.value_w,
+                        failsafe: h.failsafe,
+                    },
+                });
                 if h.protective {
                     tracing::warn!(use_case = f.case.name, w = ?h.value_w, "EEBus box silent past the failsafe duration: the failsafe limit holds");
                 }

@@ -2,8 +2,9 @@
 //! which request id), every device write that changed a setpoint or failed,
 //! every change of a SCADA's export limit over the Modbus server (a write
 //! that sets, changes or ends it, a heartbeat that lapses), every write
-//! a Modbus server client asked to pass on to a device, and what happened
-//! to each control of a utility server over CSIP-AUS.
+//! a Modbus server client asked to pass on to a device, what happened
+//! to each control of a utility server over CSIP-AUS, and each change of
+//! what a control box's use case holds over EEBus.
 //!
 //! Plain data; they are also the records `GET /sites/{s}/steering/history`
 //! shows (the API renders them). Writing them down is the persistence layer's
@@ -79,6 +80,17 @@ pub enum AuditKind {
         /// The Response status the client answers with, when the control
         /// asks for one.
         response: Option<u8>,
+    },
+    /// What a control box's use case (LPC, LPP) holds changed: a limit in
+    /// force, ended, the failsafe entered or left.
+    Eebus {
+        /// `lpc` or `lpp`.
+        use_case: String,
+        /// The use case's state, as the specification names it.
+        state: String,
+        /// The limit that holds now, W; `None`: no operator limit.
+        limit_w: Option<f64>,
+        failsafe: bool,
     },
     /// A write a Modbus server client asked to pass on to a device.
     ForwardedWrite {
@@ -241,6 +253,7 @@ impl AuditEvent {
             AuditKind::ModbusLimit { .. } => "modbusLimit",
             AuditKind::ForwardedWrite { .. } => "forwardedWrite",
             AuditKind::Csip { .. } => "csip",
+            AuditKind::Eebus { .. } => "eebus",
         }
     }
 }

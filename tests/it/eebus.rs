@@ -145,6 +145,33 @@ async fn a_limit_is_in_force_before_its_acknowledgement_and_holds_over_the_batte
         text.contains("sitegate_grid_events_total{site=\"ste_e2e\"}"),
         "{text}"
     );
+    // The history: the use case's init failsafe, then the box's limit.
+    let (code, history) = rig
+        .get(&format!("/sites/{SITE}/steering/history?limit=1000"), READ)
+        .await;
+    assert_eq!(code, 200, "{history}");
+    let lpc: Vec<(String, Option<f64>, bool)> = history["records"]
+        .as_array()
+        .or_else(|| history.as_array())
+        .expect("records")
+        .iter()
+        .filter(|r| r["type"] == "eebus" && r["useCase"] == "lpc")
+        .map(|r| {
+            (
+                r["state"].as_str().unwrap_or("").to_string(),
+                r["limit"]["value"].as_f64(),
+                r["failsafe"] == true,
+            )
+        })
+        .collect();
+    assert!(
+        lpc.contains(&("limited".into(), Some(4_200.0), false)),
+        "{history}"
+    );
+    assert!(
+        lpc.contains(&("init".into(), Some(4_200.0), true)),
+        "{history}"
+    );
     // The partner asks the batteries to charge 30 kW from the grid at night:
     // they get the household's import plus 4.2 kW.
     post_signal(

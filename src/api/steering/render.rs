@@ -306,6 +306,20 @@ pub fn history_record(e: &AuditEvent) -> Value {
             "result": result.wire_name(),
             "exception": exception,
         }),
+        AuditKind::Eebus {
+            use_case,
+            state,
+            limit_w,
+            failsafe,
+        } => json!({
+            "type": "eebus",
+            "time": e.at_ms,
+            "source": "eebus",
+            "useCase": use_case,
+            "state": state,
+            "limit": limit_w.map(|w| json!({"value": Num(w.round()), "unit": "W"})),
+            "failsafe": failsafe,
+        }),
         AuditKind::Csip {
             mrid,
             program,

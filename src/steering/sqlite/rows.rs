@@ -146,6 +146,7 @@ enum Record {
     #[serde(rename = "forwardedWrite")]
     ForwardedWrite(ForwardedRecord),
     Csip(CsipRecord),
+    Eebus(EebusRecord),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -157,6 +158,16 @@ struct CsipRecord {
     event: String,
     limits: String,
     response: Option<u8>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EebusRecord {
+    time: i64,
+    use_case: String,
+    state: String,
+    limit_w: Option<f64>,
+    failsafe: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -314,6 +325,18 @@ pub fn encode_record(e: &AuditEvent) -> String {
             limits: limits.clone(),
             response: *response,
         }),
+        AuditKind::Eebus {
+            use_case,
+            state,
+            limit_w,
+            failsafe,
+        } => Record::Eebus(EebusRecord {
+            time: e.at_ms,
+            use_case: use_case.clone(),
+            state: state.clone(),
+            limit_w: *limit_w,
+            failsafe: *failsafe,
+        }),
     };
     text(&record)
 }
@@ -398,6 +421,15 @@ pub fn decode_record(site: &str, stored: &str) -> Option<AuditEvent> {
             };
             (c.time, kind)
         }
+        Record::Eebus(r) => (
+            r.time,
+            AuditKind::Eebus {
+                use_case: r.use_case,
+                state: r.state,
+                limit_w: r.limit_w,
+                failsafe: r.failsafe,
+            },
+        ),
     };
     Some(AuditEvent {
         site: site.to_string(),
