@@ -174,6 +174,8 @@ fn rules(order: ExportOrder) -> SiteRules {
 /// Runs `ticks` control intervals; returns the grid after each and the last decision.
 struct Run {
     plant: Plant,
+    /// What the grid operators' servers set (CSIP-AUS, EEBus).
+    sources: crate::steering::sources::OperatorSet,
     state: LoopState,
     now: i64,
     last: Option<crate::steering::decide::Decision>,
@@ -183,6 +185,7 @@ impl Run {
     fn new(plant: Plant) -> Run {
         Run {
             plant,
+            sources: Default::default(),
             state: LoopState::default(),
             now: 1_000_000,
             last: None,
@@ -194,7 +197,8 @@ impl Run {
         for _ in 0..n {
             self.now += TICK;
             let (b, i) = self.plant.views();
-            let m = self.plant.measurements(self.now);
+            let mut m = self.plant.measurements(self.now);
+            m.sources = self.sources.clone();
             let site = Site {
                 rules: r,
                 batteries: &b,
@@ -319,6 +323,53 @@ fn a_load_step_over_max_import_is_shaved_by_the_storage() {
     run.ticks(&r, &Active::default(), 1);
     assert_eq!(run.decision().batteries, [Command::EssRelease; 2]);
     assert_eq!(run.decision().grid.mode, LoopMode::Free);
+}
+
+#[test]
+fn a_consumption_limit_is_held_over_the_batteries_through_a_load_step() {
+    use crate::steering::limits::LimitSource;
+    use crate::steering::sources::{Kind, OperatorSet, SourceLimit};
+    let mut plant = Plant::noon(2_000.0, 50.0);
+    plant.sun_w = vec![0.0, 0.0];
+    let mut run = Run::new(plant);
+    // §14a: the batteries may draw 4.2 kW beside the household.
+    run.sources = OperatorSet {
+        limits: vec![SourceLimit {
+            source: LimitSource::Eebus,
+            kind: Kind::Consumption,
+            value: 4_200.0,
+            until_ms: None,
+            failsafe: false,
+            since_ms: 0,
+            reference: Some("lpc: limited".into()),
+        }],
+    };
+    let charge = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(-30_000.0))),
+        ..Active::default()
+    };
+    let r = rules(ExportOrder::StorageFirst);
+    let g = run.ticks(&r, &charge, 4);
+    assert!(g[1..].iter().all(|g| within(*g, 5_700.0, 6_200.0)), "{g:?}");
+    assert_eq!(
+        run.decision().grid.limits.import.map(|l| l.source),
+        Some(LimitSource::Eebus)
+    );
+    // The household steps to 9 kW: it is not dimmed, the batteries keep 4.2 kW.
+    run.plant.load_w = 9_000.0;
+    let g = run.ticks(&r, &charge, 4);
+    assert!(g.iter().all(|g| *g <= 13_200.0), "never over: {g:?}");
+    assert!(
+        g[1..].iter().all(|g| within(*g, 12_700.0, 13_200.0)),
+        "{g:?}"
+    );
+    // Discharge stays free under a consumption limit.
+    let discharge = Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(10_000.0))),
+        ..Active::default()
+    };
+    let g = run.ticks(&r, &discharge, 3);
+    assert!(within(*g.last().unwrap(), -1_000.0, -1_000.0), "{g:?}");
 }
 
 #[test]
