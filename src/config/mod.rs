@@ -233,6 +233,29 @@ impl Config {
             .into_iter()
             .chain(capacity::warning(self))
             .chain(self.no_token_warning())
+            .chain(self.placeholder_token_warnings())
+            .collect()
+    }
+
+    /// A token whose hash is one digit repeated (`"0000…"`, as the annotated
+    /// example ships): no token hashes to it, so it lets nobody in.
+    fn placeholder_token_warnings(&self) -> Vec<Problem> {
+        self.http
+            .tokens
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.sha256.iter().all(|b| *b == t.sha256[0] && b >> 4 == b & 0xf))
+            .map(|(i, t)| {
+                Problem::new(
+                    format!("http.tokens[{i}].sha256"),
+                    format!(
+                        "token {:?} has a placeholder hash ({}…): no token matches it; make one with `sitegate token new --name {}`",
+                        t.name,
+                        &hex::encode(t.sha256)[..8],
+                        t.name
+                    ),
+                )
+            })
             .collect()
     }
 

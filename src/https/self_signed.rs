@@ -166,7 +166,13 @@ pub fn renew_why(
 }
 
 /// The certificate in `dir`, made or issued again when due; what happened.
+/// `dir` is made first when missing (a state directory before the agent's
+/// first start).
 pub fn ensure(dir: &Path, wanted: &Wanted, now_s: i64) -> Result<(Pair, Issued), SelfSignedError> {
+    std::fs::create_dir_all(dir).map_err(|source| SelfSignedError::Io {
+        file: dir.to_path_buf(),
+        source,
+    })?;
     let key_path = dir.join(KEY_FILE);
     let cert_path = dir.join(CERT_FILE);
     let names_path = dir.join(NAMES_FILE);
@@ -296,6 +302,16 @@ mod tests {
         let inet6 = "fd000000000000000000000000000002 04 40 00 82     eth0\nfe8000000000000000fc00fffe000001 04 40 20 80     eth0\n00000000000000000000000000000001 01 80 10 80       lo\n";
         let v6: Vec<String> = v6(inet6).iter().map(ToString::to_string).collect();
         assert_eq!(v6, ["fd00::2", "fe80::fc:ff:fe00:1", "::1"]);
+    }
+
+    #[test]
+    fn a_missing_state_directory_is_made_first() {
+        let dir = tempfile::tempdir().expect("dir");
+        let state = dir.path().join("not").join("yet");
+        let (pair, how) = ensure(&state, &wanted(), 1_800_000_000).expect("made");
+        assert_eq!(how, Issued::New("none yet, or unreadable"));
+        assert!(!pair.fingerprint.is_empty());
+        assert!(state.join(KEY_FILE).exists());
     }
 
     #[test]

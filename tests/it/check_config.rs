@@ -138,6 +138,13 @@ fn the_shipped_configs_pass() {
         );
         assert!(stdout.contains(summary), "{file}: {stdout}");
     }
+    // The annotated example's tokens are placeholders: said, not failed.
+    let out = check_config(&root.join("config/sitegate.toml"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: http.tokens[0].sha256: token \"technician\" has a placeholder hash (00000000…)"),
+        "{stderr}"
+    );
 }
 
 /// Without `gateway_id` the id is the host name (the contract's default), and
