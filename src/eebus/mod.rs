@@ -9,12 +9,14 @@
 //!
 //! Pure core: `policy` (what a use case holds, with sitegate's protective
 //! failsafe and the resumed state); §14a's floor is `config::pmin`'s. I/O at the
-//! edges: `identity` keeps the node's key, `store` the use cases' state,
+//! edges: `identity` keeps the node's key, `listener` screens the
+//! connections, `store` the use cases' state,
 //! `node` builds the SPINE device, `task` runs the hub.
 //!
 //! Nothing here commands a device: steering holds the limits.
 
 pub mod identity;
+pub mod listener;
 pub mod node;
 pub mod policy;
 pub mod store;

@@ -97,15 +97,17 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
             tracked: Tracked::new(kept),
         })
         .collect();
-    match hub.listen(c.listen).await {
-        Ok(a) => {
+    let mut incoming = match super::listener::listen(c.listen, cancel.child_token()).await {
+        Ok((a, rx)) => {
             tracing::info!(listen = %a, ski = %status.identity, "EEBus node listening");
+            Some(rx)
         }
         Err(e) => {
             tracing::error!(listen = %c.listen, error = %e, "EEBus node cannot listen: it dials the box only");
             status.error = Some(format!("cannot listen on {}: {e}", c.listen));
+            None
         }
-    }
+    };
     if let Some(a) = c.box_address {
         hub.remember(ski, a);
     }
@@ -126,6 +128,10 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
         n.hub.wake_at(n.hub.now() + Duration::from_secs(1));
         let event = tokio::select! {
             () = cancel.cancelled() => break,
+            Some(stream) = next_stream(&mut incoming) => {
+                n.hub.accept(stream);
+                continue;
+            }
             e = n.hub.next() => e,
         };
         match event {
@@ -160,6 +166,16 @@ async fn load_kept(p: &Parts) -> [Option<Kept>; 2] {
         }
     }
     kept
+}
+
+/// The next connection the listener passed; never, without a listener.
+async fn next_stream(
+    incoming: &mut Option<tokio::sync::mpsc::Receiver<tokio::net::TcpStream>>,
+) -> Option<tokio::net::TcpStream> {
+    match incoming {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The node once it runs: the hub, the use cases, what is shown of it.

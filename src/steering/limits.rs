@@ -111,6 +111,7 @@ pub fn in_force(
     modbus: &OperatorLimits,
     servers: &ServerLimits,
 ) -> GridLimits {
+    // Without a value the source is never shown: any will do.
     let server = |l: Option<(f64, LimitSource)>| match l {
         Some((w, source)) => (Some(w), source),
         None => (None, LimitSource::Csip),

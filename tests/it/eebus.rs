@@ -443,3 +443,46 @@ fn every_mistake_in_the_eebus_table_is_named_at_once() {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_bad_connections_neither_stops_control_nor_keeps_the_box_out() {
+    use tokio::io::AsyncWriteExt;
+    let key = eebus_box::key();
+    let (rig, node_ski, addr) = rig(&key.ski).await;
+    // 40 connections: half send garbage where TLS is due, half say nothing.
+    let mut held = Vec::new();
+    for i in 0..40 {
+        if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await {
+            if i % 2 == 0 {
+                let _ = s
+                    .write_all(b"GET / HTTP/1.1\r\n\r\n\x16\x03\x01garbage")
+                    .await;
+            }
+            held.push(s);
+        }
+    }
+    // Control goes on meanwhile: the state is evaluated again and again.
+    let first = rig.state().await["evaluatedAt"].as_i64();
+    tokio::time::sleep(Duration::from_secs(1)).await; // Real sockets: the flood is in flight.
+    let later = rig.state().await["evaluatedAt"].as_i64();
+    assert!(later > first, "control stalled: {first:?} then {later:?}");
+    // The trusted box still gets in and its limit is taken.
+    let b = ControlBox::start(
+        key,
+        node_ski,
+        addr,
+        "lpc",
+        Some(LimitWrite::active(5_000.0)),
+    )
+    .await;
+    b.until(
+        "the limit accepted despite the flood",
+        Duration::from_secs(60),
+        |s| !s.accepted.is_empty(),
+    )
+    .await;
+    consumption_is(&rig, 5_000.0, false).await;
+    drop(held);
+    b.stop();
+    rig.shutdown().await;
+}
