@@ -187,7 +187,7 @@ pub(super) fn resolve_eebus(
         "failsafe_consumption_w",
         r.failsafe_consumption_w,
         Some(super::pmin::pmin_w(consumers.max(1))),
-        "",
+        "the failsafe consumption limit is needed (Pmin by default)",
         problems,
     );
     let fs_p = watts(

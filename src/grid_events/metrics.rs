@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::metrics::{Collect, Encoder, Kind};
 use crate::steering::runtime::SiteRuntime;
+use crate::steering::sources::SourceLimit;
 
 /// The collector, and per site the counter its task moves.
 pub struct GridOperatorMetrics {
@@ -23,39 +24,32 @@ impl Collect for GridOperatorMetrics {
             .iter()
             .map(|(s, _)| (s.config.reference.clone(), s.grid_operator_limits()))
             .collect();
-        let mut f = out.family(
-            "sitegate_grid_operator_limit_watts",
-            Kind::Gauge,
-            "A grid operator's limit in force, W, by source (gridSignal, modbus, csip, eebus), kind (maxImport, maxExport, maxConsumption, ...) and the operator's reference.",
-        );
-        for (site, ls) in &limits {
-            for l in ls {
-                f.sample(
-                    &[
-                        ("site", site),
-                        ("source", l.source.wire_name()),
-                        ("kind", l.kind.wire_name()),
-                        ("reference", l.reference.as_deref().unwrap_or("")),
-                    ],
-                    l.value,
-                );
-            }
-        }
-        let mut f = out.family(
-            "sitegate_grid_operator_failsafe",
-            Kind::Gauge,
-            "1 while a grid operator's source holds its failsafe value (its peer silent, its input unreadable), by source and kind.",
-        );
-        for (site, ls) in &limits {
-            for l in ls {
-                f.sample(
-                    &[
-                        ("site", site),
-                        ("source", l.source.wire_name()),
-                        ("kind", l.kind.wire_name()),
-                    ],
-                    if l.failsafe { 1.0 } else { 0.0 },
-                );
+        let families: [(&str, &str, fn(&SourceLimit) -> f64); 2] = [
+            (
+                "sitegate_grid_operator_limit_watts",
+                "A grid operator's limit in force, W, by source (gridSignal, modbus, csip, eebus), kind (maxImport, maxExport, maxConsumption, ...) and the operator's reference.",
+                |l| l.value,
+            ),
+            (
+                "sitegate_grid_operator_failsafe",
+                "1 while a grid operator's source holds its failsafe value (its peer silent, its input unreadable), by source, kind and reference.",
+                |l| if l.failsafe { 1.0 } else { 0.0 },
+            ),
+        ];
+        for (name, help, value) in families {
+            let mut f = out.family(name, Kind::Gauge, help);
+            for (site, ls) in &limits {
+                for l in ls {
+                    f.sample(
+                        &[
+                            ("site", site),
+                            ("source", l.source.wire_name()),
+                            ("kind", l.kind.wire_name()),
+                            ("reference", l.reference.as_deref().unwrap_or("")),
+                        ],
+                        value(l),
+                    );
+                }
             }
         }
         let mut f = out.family(

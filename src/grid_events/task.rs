@@ -43,7 +43,7 @@ pub async fn run(
     let mut pruned = 0;
     loop {
         let now = now_ms();
-        let grid_w = site.inputs(now, &live).measurements.grid_w();
+        let grid_w = site.grid_w(now, &live);
         let step = tracker.step(now, &site.grid_operator_limits(), grid_w);
         for e in step.closed {
             tracing::info!(site = %name, source = %e.source, kind = %e.kind, reference = %e.reference, limit_w = e.limit_w, failsafe = e.failsafe, max_import_w = ?e.max_import_w, max_export_w = ?e.max_export_w, "grid operator event ended");

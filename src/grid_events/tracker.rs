@@ -37,16 +37,18 @@ impl Event {
         (&self.source, &self.kind, &self.reference)
     }
 
+    /// `l` is this event's limit, still at its value and failsafe.
     fn holds(&self, l: &SourceLimit) -> bool {
-        self.limit_w == l.value && self.failsafe == l.failsafe
+        self.key() == key_of(l) && self.limit_w == l.value && self.failsafe == l.failsafe
     }
 }
 
-fn key_of(l: &SourceLimit) -> (String, String, String) {
+/// What names the event a limit belongs to.
+fn key_of(l: &SourceLimit) -> (&str, &str, &str) {
     (
-        l.source.wire_name().to_string(),
-        l.kind.wire_name().to_string(),
-        l.reference.clone().unwrap_or_default(),
+        l.source.wire_name(),
+        l.kind.wire_name(),
+        l.reference.as_deref().unwrap_or(""),
     )
 }
 
@@ -85,15 +87,7 @@ impl Tracker {
         let mut step = Step::default();
         let mut still = Vec::new();
         for e in std::mem::take(&mut self.open) {
-            let holds = limits.iter().any(|l| {
-                e.key()
-                    == (
-                        l.source.wire_name(),
-                        l.kind.wire_name(),
-                        l.reference.as_deref().unwrap_or(""),
-                    )
-                    && e.holds(l)
-            });
+            let holds = limits.iter().any(|l| e.holds(l));
             if holds {
                 still.push(e);
             } else {
@@ -104,17 +98,15 @@ impl Tracker {
             }
         }
         for l in limits {
-            let (source, kind, reference) = key_of(l);
-            let known = still
-                .iter()
-                .any(|e| e.key() == (source.as_str(), kind.as_str(), reference.as_str()));
+            let known = still.iter().any(|e| e.key() == key_of(l));
             if !known && l.value.is_finite() {
+                let (source, kind, reference) = key_of(l);
                 let e = Event {
                     id: None,
                     site: self.site.clone(),
-                    source,
-                    kind,
-                    reference,
+                    source: source.to_string(),
+                    kind: kind.to_string(),
+                    reference: reference.to_string(),
                     limit_w: l.value,
                     failsafe: l.failsafe,
                     start_ms: now_ms,

@@ -148,7 +148,7 @@ fn sum_power(live: &Live, ids: &[DeviceId]) -> Option<f64> {
 /// The site's meters as the grid loop sees them: every one with a reading
 /// younger than [`STALE_POLLS`] poll intervals (a meter whose last poll
 /// failed too: its last reading stands until then), or lost.
-fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
+pub fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
     if meters.is_empty() {
         return None;
     }

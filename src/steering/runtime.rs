@@ -292,6 +292,15 @@ impl SiteRuntime {
         lock(&self.servers[server as usize]).clone()
     }
 
+    /// What the site's grid meter reads now (+ import), as the grid loop
+    /// would take it; `None` without a fresh reading.
+    pub fn grid_w(&self, now: i64, live: &Live) -> Option<f64> {
+        match super::inputs::meter(live, &self.devices.meters, now) {
+            Some(super::hold::Meter::Fresh { grid_w, .. }) => Some(grid_w),
+            _ => None,
+        }
+    }
+
     /// Every grid operator's limit in force now, one entry per source, kind
     /// and reference: the relay signals (by name), the SCADA over Modbus,
     /// and the servers' (not the contractual maxima, which are the

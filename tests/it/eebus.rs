@@ -69,6 +69,20 @@ fn eebus_limit(st: &Value, kind: &str) -> Option<Value> {
         .cloned()
 }
 
+/// A box that dials the node and has its limit of `w` W accepted.
+async fn accepted(
+    key: eebus::cert::Identity,
+    node_ski: eebus::ship::Ski,
+    addr: std::net::SocketAddr,
+    use_case: &str,
+    w: f64,
+) -> ControlBox {
+    let b = ControlBox::start(key, node_ski, addr, use_case, Some(LimitWrite::active(w))).await;
+    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
+        .await;
+    b
+}
+
 async fn consumption_is(rig: &Rig, w: f64, failsafe: bool) -> Value {
     let start = tokio::time::Instant::now();
     loop {
@@ -99,16 +113,7 @@ async fn a_limit_is_in_force_before_its_acknowledgement_and_holds_over_the_batte
     );
     rig.sim.set_sun(Some(0.0));
     rig.sim.set_load(Some(2_000.0));
-    let b = ControlBox::start(
-        key,
-        node_ski,
-        addr,
-        "lpc",
-        Some(LimitWrite::active(4_200.0)),
-    )
-    .await;
-    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
-        .await;
+    let b = accepted(key, node_ski, addr, "lpc", 4_200.0).await;
     // Read once the acknowledgement arrived: the limit is in force already.
     let st = rig.state().await;
     let l = eebus_limit(&st, "maxConsumption").expect("the box's limit");
@@ -247,16 +252,7 @@ async fn a_box_whose_ski_is_not_trusted_never_gets_in() {
 async fn a_restart_keeps_the_boxs_limit_until_the_box_is_back() {
     let key = eebus_box::key();
     let (rig, node_ski, addr) = rig(&key.ski).await;
-    let b = ControlBox::start(
-        key,
-        node_ski,
-        addr,
-        "lpc",
-        Some(LimitWrite::active(3_000.0)),
-    )
-    .await;
-    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
-        .await;
+    let b = accepted(key, node_ski, addr, "lpc", 3_000.0).await;
     consumption_is(&rig, 3_000.0, false).await;
     b.stop();
     let rig = rig.restart().await;
@@ -278,16 +274,7 @@ async fn a_production_limit_is_held_at_the_connection_point() {
     let (rig, node_ski, addr) = rig_with(&key.ski, fill_batteries).await;
     rig.sim.set_sun(Some(0.95));
     rig.sim.set_load(Some(2_000.0));
-    let b = ControlBox::start(
-        key,
-        node_ski,
-        addr,
-        "lpp",
-        Some(LimitWrite::active(5_000.0)),
-    )
-    .await;
-    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
-        .await;
+    let b = accepted(key, node_ski, addr, "lpp", 5_000.0).await;
     let st = rig.state().await;
     let l = eebus_limit(&st, "maxExport").expect("the box's export limit");
     assert_eq!(l["reference"], "lpp: limited", "{st}");
@@ -303,16 +290,7 @@ async fn the_evidence_log_keeps_the_boxs_limit_with_what_the_meter_saw() {
     let (rig, node_ski, addr) = rig(&box_ski).await;
     rig.sim.set_sun(Some(0.0));
     rig.sim.set_load(Some(2_000.0));
-    let b = ControlBox::start(
-        key,
-        node_ski,
-        addr,
-        "lpc",
-        Some(LimitWrite::active(3_000.0)),
-    )
-    .await;
-    b.until("the limit accepted", WAIT, |s| !s.accepted.is_empty())
-        .await;
+    let b = accepted(key, node_ski, addr, "lpc", 3_000.0).await;
     post_signal(
         &rig.base,
         &json!({"energyStorageSetting": {"value": -30, "unit": "kW"}, "validUntil": now_ms() + 600_000}),
