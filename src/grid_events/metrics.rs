@@ -12,6 +12,9 @@ use crate::metrics::{Collect, Encoder, Kind};
 use crate::steering::runtime::SiteRuntime;
 use crate::steering::sources::SourceLimit;
 
+/// A gauge family of the limits: its name, its help, its value of a limit.
+type Family = (&'static str, &'static str, fn(&SourceLimit) -> f64);
+
 /// The collector, and per site the counter its task moves.
 pub struct GridOperatorMetrics {
     pub sites: Vec<(Arc<SiteRuntime>, Arc<AtomicU64>)>,
@@ -24,7 +27,7 @@ impl Collect for GridOperatorMetrics {
             .iter()
             .map(|(s, _)| (s.config.reference.clone(), s.grid_operator_limits()))
             .collect();
-        let families: [(&str, &str, fn(&SourceLimit) -> f64); 2] = [
+        let families: [Family; 2] = [
             (
                 "sitegate_grid_operator_limit_watts",
                 "A grid operator's limit in force, W, by source (gridSignal, modbus, csip, eebus), kind (maxImport, maxExport, maxConsumption, ...) and the operator's reference.",
