@@ -10,13 +10,15 @@
 //! Pure core: `policy` (what a use case holds, with sitegate's protective
 //! failsafe and the resumed state); §14a's floor is `config::pmin`'s. I/O at the
 //! edges: `identity` keeps the node's key, `listener` screens the
-//! connections, `store` the use cases' state,
-//! `node` builds the SPINE device, `task` runs the hub.
+//! connections, `store` the use cases' state, `monitoring` fills MGCP's
+//! measurements from the meters, `node` builds the SPINE device, `task`
+//! runs the hub.
 //!
 //! Nothing here commands a device: steering holds the limits.
 
 pub mod identity;
 pub mod listener;
+pub mod monitoring;
 pub mod node;
 pub mod policy;
 pub mod store;
@@ -58,13 +60,13 @@ impl Tracked {
         self.resumed = None;
     }
 
-    /// What holds now, since when, and whether it changed.
+    /// What holds now (wall `now_ms`, the box silent for `silent_ms` on the
+    /// monotonic clock), since when, and whether it changed.
     pub fn update(
         &mut self,
         system: &ControllableSystem,
         now_ms: i64,
-        started_ms: i64,
-        heartbeat_ms: Option<i64>,
+        silent_ms: i64,
     ) -> (Held, i64, bool) {
         if system.state() != eebus::usecases::limitation::LimitationState::Init {
             // The protective failsafe keeps the resumed start; a limit does not.
@@ -75,8 +77,7 @@ impl Tracked {
         let h = policy::held(
             system,
             now_ms,
-            started_ms,
-            heartbeat_ms,
+            silent_ms,
             self.until_ms,
             self.resumed.as_ref(),
         );
@@ -152,7 +153,8 @@ pub fn start(
         task::Parts {
             config: c.clone(),
             site: Arc::clone(site),
-            steering: steering.clone(),
+            live: Arc::clone(steering.live()),
+            history: steering.audit_queue(),
             store,
             state_dir: crate::https::state_dir(config),
         },

@@ -2,7 +2,8 @@
 //! playing LPC's Controllable System (entity 1) and one LPP's (entity 2),
 //! each with the features its use case asks for, and the two actors on
 //! them, set up with the failsafe values the store kept (the box may have
-//! written them) or the config's.
+//! written them) or the config's; and a grid connection point (entity 3)
+//! serving MGCP's measurements.
 //!
 //! Construction only; the hub loop (`task.rs`) drives them.
 
@@ -14,8 +15,10 @@ use eebus::usecases::limitation::{
     self, ControllableSystem, ControllableSystemActor, ControllableSystemBuilder, CsConfig,
     CsFeatures, Direction,
 };
-use eebus::usecases::{lpc, lpp};
+use eebus::usecases::monitoring::MonitoredUnit;
+use eebus::usecases::{lpc, lpp, mgcp};
 
+use super::monitoring;
 use super::policy::Kept;
 use crate::config::EebusConfig;
 
@@ -24,13 +27,30 @@ pub struct UseCase {
     pub name: &'static str,
     pub direction: Direction,
     pub load_control: FeatureAddress,
+    pub device_configuration: FeatureAddress,
 }
 
-/// The engine, and per use case (LPC, then LPP) its builder.
-pub fn build(
-    c: &EebusConfig,
-    kept: [Option<&Kept>; 2],
-) -> Result<(Engine, Vec<(UseCase, ControllableSystemBuilder)>), String> {
+/// MGCP's unit and the two features it is served from.
+pub struct Monitor {
+    pub unit: MonitoredUnit,
+    pub electrical_connection: FeatureAddress,
+    pub measurement: FeatureAddress,
+}
+
+/// The node's entity that serves MGCP.
+const MONITOR_ENTITY: u32 = 3;
+
+/// What [`build`] makes.
+pub struct Built {
+    pub engine: Engine,
+    /// Per use case (LPC, then LPP), its builder.
+    pub use_cases: Vec<(UseCase, ControllableSystemBuilder)>,
+    /// MGCP's unit, already published on the engine.
+    pub monitor: Monitor,
+}
+
+/// The node's SPINE device and its use cases.
+pub fn build(c: &EebusConfig, kept: [Option<&Kept>; 2]) -> Result<Built, String> {
     let mut device = LocalDevice::new("n:sitegate", &c.serial, DeviceType::EnergyManagementSystem)
         .map_err(|e| format!("the node's device address: {e}"))?;
     let plays = [
@@ -61,7 +81,20 @@ pub fn build(
             )
             .map_err(|e| format!("the node's entity {entity}: {e}"))?;
     }
+    let unit = monitoring::unit();
+    device
+        .add_entity(
+            LocalEntity::new([MONITOR_ENTITY], EntityType::GridConnectionPointOfPremises)
+                .with_feature(unit.electrical_connection_feature(1))
+                .with_feature(unit.measurement_feature(2)),
+        )
+        .map_err(|e| format!("the node's entity {MONITOR_ENTITY}: {e}"))?;
     let addr = |d: &LocalDevice, entity: u32, f: u32| d.address_of(&[entity], f);
+    let monitor = Monitor {
+        unit,
+        electrical_connection: addr(&device, MONITOR_ENTITY, 1),
+        measurement: addr(&device, MONITOR_ENTITY, 2),
+    };
     let features: Vec<(CsFeatures, FeatureAddress)> = (1..=2u32)
         .map(|e| {
             (
@@ -92,6 +125,7 @@ pub fn build(
             Duration::ZERO,
         );
         let load_control = f.load_control.clone();
+        let device_configuration = f.device_configuration.clone();
         let builder = ControllableSystemActor::builder(system, direction, f)
             .with_electrical_connection(electrical);
         out.push((
@@ -99,9 +133,25 @@ pub fn build(
                 name,
                 direction,
                 load_control,
+                device_configuration,
             },
             builder,
         ));
     }
-    Ok((engine, out))
+    engine.add_use_case_scenarios(
+        [MONITOR_ENTITY],
+        1,
+        &mgcp::GRID_CONNECTION_POINT,
+        monitoring::SCENARIOS,
+    );
+    monitor.unit.publish(
+        &mut engine,
+        &monitor.electrical_connection,
+        &monitor.measurement,
+    );
+    Ok(Built {
+        engine,
+        use_cases: out,
+        monitor,
+    })
 }

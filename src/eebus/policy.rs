@@ -16,7 +16,8 @@
 //!   writes again.
 //!
 //! Pure: the machine, the times and the record in; what holds out. No clock,
-//! no I/O.
+//! no I/O. The box's silence is measured on the node's monotonic clock (the
+//! one the crate's machine runs on), wall ms only stamp what holds.
 
 use eebus::usecases::limitation::{ControllableSystem, LimitationState};
 
@@ -59,21 +60,20 @@ pub struct Held {
 
 /// What `system` holds the site to at `now_ms`.
 ///
-/// `heartbeat_ms`: when the box's last heartbeat arrived (wall ms; `None`:
-/// none since the start, `started_ms`). `limit_until_ms`: the end of the
-/// active limit, as sitegate noted it when the write was accepted.
+/// `silent_ms`: how long since the box's last heartbeat, or since the start
+/// when none came (monotonic). `limit_until_ms`: the end of the active
+/// limit, wall ms, as sitegate noted it when the write was accepted.
 /// `resumed`: what the store kept from before the restart, while the
 /// machine has not left `init` since.
 pub fn held(
     system: &ControllableSystem,
     now_ms: i64,
-    started_ms: i64,
-    heartbeat_ms: Option<i64>,
+    silent_ms: i64,
     limit_until_ms: Option<i64>,
     resumed: Option<&Kept>,
 ) -> Held {
     let failsafe_w = system.config().failsafe_watts;
-    let heard = now_ms - heartbeat_ms.unwrap_or(started_ms) < HEARTBEAT_TIMEOUT_MS;
+    let heard = silent_ms < HEARTBEAT_TIMEOUT_MS;
     let state = system.state();
     let name = state.as_str();
     let fail = |protective: bool| Held {

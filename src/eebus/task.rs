@@ -33,9 +33,11 @@ use crate::steering::sources::{Server, SourceStatus};
 pub struct Parts {
     pub config: EebusConfig,
     pub site: Arc<SiteRuntime>,
+    /// What the site's meters read, for MGCP.
+    pub live: Arc<crate::telemetry::Live>,
     /// Where each change of what a use case holds is recorded (the site's
     /// history).
-    pub steering: crate::steering::SteeringService,
+    pub history: crate::steering::service::AuditQueue,
     pub store: EebusStore,
     pub state_dir: std::path::PathBuf,
 }
@@ -46,6 +48,13 @@ struct Follow {
     actor: ControllableSystemActor,
     tracked: Tracked,
 }
+
+/// How often the loop takes the listener's connections and looks for its
+/// cancellation, at the latest.
+const DRAIN_EVERY: Duration = Duration::from_millis(200);
+
+/// How often an overdue use-case deadline is run again.
+const OVERDUE_EVERY: Duration = Duration::from_millis(10);
 
 /// Refused writes are logged once per this many ms with their count.
 const REFUSALS_LOGGED_EVERY_MS: i64 = 10_000;
@@ -73,7 +82,11 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
     };
     status.identity = id.ski.to_display_string();
     let kept = load_kept(&p).await;
-    let (engine, builders) = match node::build(c, [kept[0].as_ref(), kept[1].as_ref()]) {
+    let node::Built {
+        engine,
+        use_cases: builders,
+        monitor,
+    } = match node::build(c, [kept[0].as_ref(), kept[1].as_ref()]) {
         Ok(b) => b,
         Err(e) => {
             tracing::error!(error = %e, "EEBus node not built: the failsafe limits hold");
@@ -117,24 +130,29 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
         follows,
         status,
         refused: Refusals::default(),
-        heartbeat_ms: None,
-        started_ms,
+        heard_at: None,
+        monitor,
+        measured_at: None,
     };
     n.publish(&p).await;
-    loop {
-        for f in &n.follows {
-            n.hub.wake_at(f.actor.poll_timeout());
-        }
-        n.hub.wake_at(n.hub.now() + Duration::from_secs(1));
-        let event = tokio::select! {
-            () = cancel.cancelled() => break,
-            Some(stream) = next_stream(&mut incoming) => {
+    // `Hub::next` must not be raced (a write dropped half-way garbles the
+    // stream): the cancellation and the listener's connections are taken
+    // between calls, on a tick at least every `DRAIN_EVERY`.
+    while !cancel.is_cancelled() {
+        if let Some(rx) = &mut incoming {
+            while let Ok(stream) = rx.try_recv() {
                 n.hub.accept(stream);
-                continue;
             }
-            e = n.hub.next() => e,
-        };
-        match event {
+        }
+        let now = n.hub.now();
+        for f in &n.follows {
+            // A deadline already due is run once, then no more often than
+            // this: a deadline the machine does not move would spin the loop.
+            n.hub
+                .wake_at(f.actor.poll_timeout().max(now + OVERDUE_EVERY));
+        }
+        n.hub.wake_at(now + DRAIN_EVERY);
+        match n.hub.next().await {
             Ok(e) => n.on_event(e, &p),
             Err(e) => {
                 tracing::error!(error = %e, "EEBus hub stopped: the failsafe limits hold");
@@ -145,6 +163,7 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
             }
         }
         n.refused.log(now_ms());
+        n.measure(&p);
         n.publish(&p).await;
     }
     n.hub
@@ -168,25 +187,18 @@ async fn load_kept(p: &Parts) -> [Option<Kept>; 2] {
     kept
 }
 
-/// The next connection the listener passed; never, without a listener.
-async fn next_stream(
-    incoming: &mut Option<tokio::sync::mpsc::Receiver<tokio::net::TcpStream>>,
-) -> Option<tokio::net::TcpStream> {
-    match incoming {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The node once it runs: the hub, the use cases, what is shown of it.
 struct Running {
     hub: Hub,
     follows: Vec<Follow>,
     status: SourceStatus,
     refused: Refusals,
-    /// When the box's last heartbeat arrived, wall ms.
-    heartbeat_ms: Option<i64>,
-    started_ms: i64,
+    /// When the box's last heartbeat arrived, on the hub's monotonic clock
+    /// (which starts at zero with the node).
+    heard_at: Option<Duration>,
+    /// MGCP's unit, and when it last read the meters (hub clock).
+    monitor: node::Monitor,
+    measured_at: Option<Duration>,
 }
 
 impl Running {
@@ -215,12 +227,15 @@ impl Running {
                 tracing::warn!(ski = %ski, reason = %reason, "EEBus control box gone");
                 self.status.state = "waiting".into();
                 self.show(p);
+                for f in &mut self.follows {
+                    forget_guard(f, self.hub.engine_mut(), now);
+                }
             }
             HubEvent::Spine(event) => {
                 if let SpineEvent::DataNotified { resolved, .. } = &event {
                     if limitation::read_heartbeat(resolved).is_some() {
-                        self.heartbeat_ms = Some(now_ms());
-                        self.status.last_contact_ms = self.heartbeat_ms;
+                        self.heard_at = Some(now);
+                        self.status.last_contact_ms = Some(now_ms());
                         self.show(p);
                     }
                 }
@@ -252,18 +267,37 @@ impl Running {
         }
     }
 
+    /// Reads the meters into MGCP's unit once a second and notifies the
+    /// box's subscriptions of what moved.
+    fn measure(&mut self, p: &Parts) {
+        let now = self.hub.now();
+        if self
+            .measured_at
+            .is_some_and(|t| now.saturating_sub(t) < Duration::from_secs(1))
+        {
+            return;
+        }
+        self.measured_at = Some(now);
+        let m = &mut self.monitor;
+        super::monitoring::update(&mut m.unit, &p.live, &p.site.devices.meters, now_ms());
+        m.unit.notify(self.hub.engine_mut(), &m.measurement, now);
+    }
+
     /// Hands what the use cases hold to steering at once, then keeps what
     /// changed: control never waits on the disk.
     async fn publish(&mut self, p: &Parts) {
         let now = now_ms();
+        let silent = self
+            .hub
+            .now()
+            .saturating_sub(self.heard_at.unwrap_or_default());
+        let silent_ms = i64::try_from(silent.as_millis()).unwrap_or(i64::MAX);
         let mut helds: Vec<(Held, i64)> = Vec::new();
         let mut changed = Vec::new();
         for f in &mut self.follows {
-            let (h, since, moved) =
-                f.tracked
-                    .update(f.actor.system(), now, self.started_ms, self.heartbeat_ms);
+            let (h, since, moved) = f.tracked.update(f.actor.system(), now, silent_ms);
             if moved {
-                p.steering.note(crate::steering::audit::AuditEvent {
+                p.history.note(crate::steering::audit::AuditEvent {
                     site: p.config.site.clone(),
                     at_ms: now,
                     kind: crate::steering::audit::AuditKind::Eebus {
@@ -319,6 +353,23 @@ fn screen(event: &SpineEvent, follows: &[Follow], c: &EebusConfig) -> Option<Str
             f.case.name, write.watts, max
         )
     })
+}
+
+/// The box's connection is gone, and with it the engine's bindings and
+/// subscriptions (LPC implementation guide §2.17), but the crate's actor
+/// still counts the box as its bound Energy Guard with its heartbeat
+/// followed. Told that both bindings were released, it binds the box anew
+/// when it is back and subscribes to its heartbeat again; without it, a
+/// box that reconnects is never heard again, and the site stays in
+/// failsafe. The use case's state is untouched.
+fn forget_guard(f: &mut Follow, engine: &mut eebus::spine::Engine, now: Duration) {
+    for server in [&f.case.load_control, &f.case.device_configuration] {
+        let released = SpineEvent::BindingReleased {
+            client: server.clone(),
+            server: server.clone(),
+        };
+        let _ = f.actor.handle_event(engine, &released, now);
+    }
 }
 
 fn on_decision(f: &mut Follow, e: &CsEvent, refused: &mut Refusals) {

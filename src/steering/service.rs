@@ -88,6 +88,26 @@ fn new_request_id() -> String {
     format!("req_{}", hex::encode(b))
 }
 
+/// The history writer's queue, as a producer holds it.
+#[derive(Clone)]
+pub struct AuditQueue(pub tokio::sync::mpsc::Sender<AuditEvent>);
+
+impl AuditQueue {
+    /// Queues `event`; never waits: a full queue drops it with a warning.
+    pub fn note(&self, event: AuditEvent) {
+        if let Err(e) = self.0.try_send(event) {
+            let kind = match &e {
+                tokio::sync::mpsc::error::TrySendError::Full(ev)
+                | tokio::sync::mpsc::error::TrySendError::Closed(ev) => ev.kind_name(),
+            };
+            tracing::warn!(
+                kind,
+                "audit queue full or closed: a history record was dropped"
+            );
+        }
+    }
+}
+
 impl SteeringService {
     pub fn new(
         sites: Vec<Arc<SiteRuntime>>,
@@ -140,16 +160,13 @@ impl SteeringService {
     /// SCADA limits and forwarded writes). Never waits: a full queue drops
     /// the record with a warning.
     pub fn note(&self, event: AuditEvent) {
-        if let Err(e) = self.inner.audit.try_send(event) {
-            let kind = match &e {
-                tokio::sync::mpsc::error::TrySendError::Full(ev)
-                | tokio::sync::mpsc::error::TrySendError::Closed(ev) => ev.kind_name(),
-            };
-            tracing::warn!(
-                kind,
-                "audit queue full or closed: a history record was dropped"
-            );
-        }
+        self.audit_queue().note(event);
+    }
+
+    /// The history writer's queue, for a task that records changes of its
+    /// own (the EEBus node).
+    pub fn audit_queue(&self) -> AuditQueue {
+        AuditQueue(self.inner.audit.clone())
     }
 
     /// Starts a change of the site's signal (a steering POST): the site's

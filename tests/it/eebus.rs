@@ -3,8 +3,9 @@
 //! timings themselves run on explicit times in `src/eebus/policy/tests.rs`;
 //! here the wire: what the box writes is in force before its
 //! acknowledgement, a limit above the contract is refused and changes
-//! nothing, an untrusted box never gets in, a restart keeps the limit, and
-//! the consumption limit holds at the meter over the batteries only.
+//! nothing, an untrusted box never gets in, a restart keeps the limit, the
+//! consumption limit holds at the meter over the batteries only, and the
+//! box reads the grid connection point (MGCP) as the meter does.
 
 use std::time::Duration;
 
@@ -279,6 +280,31 @@ async fn a_production_limit_is_held_at_the_connection_point() {
     let l = eebus_limit(&st, "maxExport").expect("the box's export limit");
     assert_eq!(l["reference"], "lpp: limited", "{st}");
     holds(&rig, "export held at 5 kW", -5_000.0, -4_300.0).await;
+    // MGCP: the box reads the connection point as the meter does (load
+    // convention: the export is negative), with its energies and frequency.
+    let seen = b
+        .until("MGCP's power and frequency", WAIT, |s| {
+            s.grid.get("totalActivePower").copied().flatten().is_some()
+                && s.grid.get("frequency").copied().flatten().is_some()
+        })
+        .await;
+    let power = seen.grid["totalActivePower"].expect("a power reading");
+    assert!(
+        (-5_600.0..=-3_700.0).contains(&power),
+        "the box read {power} W; it saw {seen:?}"
+    );
+    let hz = seen.grid["frequency"].expect("a frequency");
+    assert!((49.0..=51.0).contains(&hz), "{seen:?}");
+    for energy in ["energyConsumed", "energyProduced"] {
+        assert!(
+            seen.grid
+                .get(energy)
+                .copied()
+                .flatten()
+                .is_some_and(|wh| wh >= 0.0),
+            "{energy}: {seen:?}"
+        );
+    }
     b.stop();
     rig.shutdown().await;
 }

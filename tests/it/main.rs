@@ -32,6 +32,7 @@ mod device_data;
 mod device_failure;
 mod disk_full;
 mod eebus;
+mod eebus_timing;
 mod fronius_gen24;
 mod grid_loop;
 mod grid_transitions;

@@ -67,8 +67,7 @@ impl Rig {
         held(
             &self.cs,
             ms,
-            0,
-            self.heartbeat_ms,
+            ms - self.heartbeat_ms.unwrap_or(0),
             self.until_ms,
             self.resumed.as_ref(),
         )

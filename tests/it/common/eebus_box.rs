@@ -1,7 +1,9 @@
 //! A §14a control box for the tests: the `eebus` crate's Energy Guard (LPC
 //! or LPP) on its own SHIP hub, dialling the agent's node over TCP, TLS and
 //! WebSocket, and requiring the limit a test gives it. It records what the
-//! guard reported, so a test can see the acknowledgement or the refusal.
+//! guard reported, so a test can see the acknowledgement or the refusal,
+//! and, as MGCP's Monitoring Appliance, what the node says the grid
+//! connection point reads.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -14,8 +16,10 @@ use eebus::runtime::{Hub, HubEvent, Node, TrustStore};
 use eebus::ship::Ski;
 use eebus::spine::{Engine, LocalDevice, LocalEntity};
 use eebus::tls::ShipTls;
+use eebus::usecases::descriptor::{actors, names};
 use eebus::usecases::limitation::{self, Direction, EnergyGuardActor, GuardEvent, LimitWrite};
-use eebus::usecases::{lpc, lpp};
+use eebus::usecases::monitoring::{self, MonitoringApplianceActor, MonitoringEvent};
+use eebus::usecases::{lpc, lpp, mgcp};
 use tokio::sync::mpsc;
 
 /// What the box saw.
@@ -25,6 +29,9 @@ pub struct Seen {
     pub handshake_failures: usize,
     pub accepted: Vec<LimitWrite>,
     pub refused: Vec<LimitWrite>,
+    /// MGCP's readings by the measurand's signal name (`totalActivePower`,
+    /// `voltageA`, ...); `None`: published as an error.
+    pub grid: std::collections::BTreeMap<String, Option<f64>>,
 }
 
 pub struct ControlBox {
@@ -37,6 +44,12 @@ pub struct ControlBox {
 /// A box's key, made ahead so the agent's config can trust its SKI.
 pub fn key() -> eebus::cert::Identity {
     cert::self_signed(CertParams::new("i:46925_u:ControlBox-test")).expect("a box key")
+}
+
+/// The same box again (its key, so its SKI), as after the box restarts.
+pub fn same_key(id: &eebus::cert::Identity) -> eebus::cert::Identity {
+    let key = rcgen::KeyPair::try_from(id.key_der().as_slice()).expect("the box's key");
+    cert::self_signed_with(CertParams::new("i:46925_u:ControlBox-test"), key).expect("a box key")
 }
 
 impl ControlBox {
@@ -80,6 +93,8 @@ impl ControlBox {
                 &lpc::ENERGY_GUARD
             },
         );
+        engine.add_use_case([1], 1, &mgcp::MONITORING_APPLIANCE);
+        let mut monitor = MonitoringApplianceActor::new(client.clone());
         let node_cfg = Node::new(
             "i:46925_u:ControlBox-test",
             ShipTls::new(identity),
@@ -95,19 +110,19 @@ impl ControlBox {
             let mut wanted = limit;
             let mut found = None;
             loop {
-                hub.wake_at(guard.poll_timeout());
-                hub.wake_at(hub.now() + Duration::from_millis(200));
+                // `Hub::next` is not raced (a write dropped half-way garbles
+                // the stream): a new requirement is taken between calls, and
+                // an overdue deadline is run once, then every 10 ms at most.
                 let now = hub.now();
-                let event = tokio::select! {
-                    e = hub.next() => e,
-                    Some(w) = rx.recv() => {
-                        wanted = w;
-                        if let Some(d) = &found {
-                            guard.require(d, wanted, now);
-                        }
-                        continue;
+                while let Ok(w) = rx.try_recv() {
+                    wanted = w;
+                    if let Some(d) = &found {
+                        guard.require(d, wanted, now);
                     }
-                };
+                }
+                hub.wake_at(guard.poll_timeout().max(now + Duration::from_millis(10)));
+                hub.wake_at(now + Duration::from_millis(200));
+                let event = hub.next().await;
                 let Ok(event) = event else { return };
                 let mut reports = Vec::new();
                 match event {
@@ -122,6 +137,12 @@ impl ControlBox {
                             .peer(&device)
                             .and_then(|r| limitation::locate(r, direction))
                             .is_some();
+                        let grid = hub.engine().peer(&device).and_then(|r| {
+                            monitoring::locate(r, names::MGCP, actors::GRID_CONNECTION_POINT)
+                        });
+                        if let Some(unit) = grid {
+                            monitor.attach(hub.engine_mut(), unit, now);
+                        }
                         if plays {
                             found = Some(device.clone());
                             if wanted.is_some() {
@@ -130,6 +151,14 @@ impl ControlBox {
                         }
                     }
                     HubEvent::Spine(e) => {
+                        if let Some(MonitoringEvent::Measured { readings, .. }) =
+                            monitor.handle_event(&e)
+                        {
+                            let mut seen = record.lock().unwrap();
+                            for r in readings {
+                                seen.grid.insert(r.measurand.signal_name(), r.usable());
+                            }
+                        }
                         reports.extend(guard.handle_event(hub.engine_mut(), &e, now))
                     }
                     HubEvent::Tick => reports = guard.handle_timeout(hub.engine_mut(), now),

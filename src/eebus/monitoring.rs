@@ -1,0 +1,127 @@
+//! MGCP (Monitoring of the Grid Connection Point): what the site's grid
+//! meters read, published on the node's third entity for the control box
+//! to read and subscribe to. Scenarios 2 to 7: the momentary power (load
+//! convention, import positive, as the meters speak), the energy drawn and
+//! fed in, the current and voltage per phase, and the frequency.
+//!
+//! Several meters on one site are summed (power, energies, currents); the
+//! voltage and the frequency are the first meter's that has them. A reading
+//! older than the control loop's staleness bound, or from a meter offline,
+//! is published as an error (MPC/MGCP-003), never as a number it no longer
+//! is.
+//!
+//! Reads the live view and fills the crate's `MonitoredUnit`; sends nothing
+//! itself (the hub loop notifies).
+
+use eebus::model::{ElectricalConnectionPhaseName as Phase, MeasurementValueState};
+use eebus::usecases::mgcp;
+use eebus::usecases::monitoring::{Measurand, MonitoredUnit, Quantity};
+
+use crate::model::{DeviceId, Property};
+use crate::steering::inputs::STALE_POLLS;
+use crate::telemetry::Live;
+
+/// The scenarios the node plays (MGCP Table 1; 1, the PV curtailment
+/// factor, is a configured value sitegate does not hold).
+pub const SCENARIOS: &[u32] = &[2, 3, 4, 5, 6, 7];
+
+/// Each measurand and the meter property it comes from, and whether the
+/// site's meters are summed for it.
+const POINTS: [(Measurand, Property, bool); 10] = [
+    (Measurand::total_power(), Property::ActivePower, true),
+    (
+        Measurand::total(Quantity::EnergyConsumed),
+        Property::TotalEnergyConsumed,
+        true,
+    ),
+    (
+        Measurand::total(Quantity::EnergyProduced),
+        Property::TotalEnergyProduced,
+        true,
+    ),
+    (
+        Measurand::on(Quantity::Current, Phase::A),
+        Property::CurrentL1,
+        true,
+    ),
+    (
+        Measurand::on(Quantity::Current, Phase::B),
+        Property::CurrentL2,
+        true,
+    ),
+    (
+        Measurand::on(Quantity::Current, Phase::C),
+        Property::CurrentL3,
+        true,
+    ),
+    (
+        Measurand::on(Quantity::Voltage, Phase::A),
+        Property::VoltageL1,
+        false,
+    ),
+    (
+        Measurand::on(Quantity::Voltage, Phase::B),
+        Property::VoltageL2,
+        false,
+    ),
+    (
+        Measurand::on(Quantity::Voltage, Phase::C),
+        Property::VoltageL3,
+        false,
+    ),
+    (
+        Measurand::total(Quantity::Frequency),
+        Property::Frequency,
+        false,
+    ),
+];
+
+/// The grid connection point's unit, with every measurand it publishes.
+pub fn unit() -> MonitoredUnit {
+    POINTS.iter().fold(
+        MonitoredUnit::new(1).naming(mgcp::NAMING),
+        |u, (m, _, _)| u.with(m.clone()),
+    )
+}
+
+/// What one point reads now over `meters`: `None` when no meter has it,
+/// `Some(None)` when a meter that had it is offline or stale.
+fn point(
+    live: &Live,
+    meters: &[DeviceId],
+    p: Property,
+    summed: bool,
+    now_ms: i64,
+) -> Option<Option<f64>> {
+    let mut sum: Option<Option<f64>> = None;
+    for id in meters {
+        let max_age = STALE_POLLS * live.config(*id).poll_interval_ms as i64;
+        // As the control loop reads its meter: one failed poll does not
+        // lose a reading, one older than its bound is lost.
+        let read = live.inspect(*id, |s| {
+            s.reading(p)
+                .filter(|r| r.value.is_finite())
+                .map(|r| (now_ms - r.ts_ms <= max_age).then_some(r.value))
+        });
+        let Some(value) = read else { continue };
+        if !summed {
+            return Some(value);
+        }
+        sum = Some(match (sum.flatten(), value) {
+            (_, None) => return Some(None),
+            (acc, Some(v)) => Some(acc.unwrap_or(0.0) + v),
+        });
+    }
+    sum
+}
+
+/// Sets what the site's meters read now on `unit`.
+pub fn update(unit: &mut MonitoredUnit, live: &Live, meters: &[DeviceId], now_ms: i64) {
+    for (m, p, summed) in &POINTS {
+        match point(live, meters, *p, *summed, now_ms) {
+            Some(Some(v)) => unit.set(m, v),
+            Some(None) => unit.set_state(m, MeasurementValueState::Error),
+            None => {}
+        }
+    }
+}

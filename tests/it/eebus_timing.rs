@@ -1,0 +1,342 @@
+//! The LPC timings over real sockets, on a paused clock: the node's task
+//! (hub, use cases, store on disk) against the `eebus` crate's Energy Guard
+//! over TCP, TLS 1.2, WebSocket and SHIP, and hours of heartbeats, silence
+//! and failsafe stepped through in seconds.
+//!
+//! The two sides connect on real time; then tokio's clock is paused and
+//! stepped by hand. Between steps the test yields for a few real
+//! milliseconds so that the loopback's bytes arrive before the clock moves
+//! on (tokio's auto-advance would otherwise fire a timeout while an answer
+//! is still in flight). The pure rules are `src/eebus/policy/tests.rs`'s.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use eebus::usecases::limitation::LimitWrite;
+use sitegate::steering::runtime::SiteRuntime;
+use sitegate::steering::service::AuditQueue;
+use sitegate::steering::sources::{Kind, Server, SourceLimit};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::eebus_box::{self, ControlBox};
+use crate::steering_support::{site_header, SITE};
+
+const S: Duration = Duration::from_secs(1);
+/// The failsafe consumption limit of the node's config.
+const FAILSAFE_W: f64 = 4_200.0;
+
+/// A node on its own, its store in `dir`.
+struct Node {
+    site: Arc<SiteRuntime>,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    ski: eebus::ship::Ski,
+    addr: std::net::SocketAddr,
+}
+
+fn config(box_ski: &eebus::ship::Ski, listen: std::net::SocketAddr) -> sitegate::config::Config {
+    let text = format!(
+        "{}\n[eebus]\nsite = \"{SITE}\"\nlisten = \"{listen}\"\ntrusted_ski = \"{}\"\n\
+         contractual_max_consumption_w = 60000\ncontractual_max_production_w = 40000\n\
+         failsafe_consumption_w = {FAILSAFE_W}\nfailsafe_production_w = 20000\n",
+        site_header(250, 30).replace("{rated_production}", ""),
+        hex::encode(box_ski.as_bytes())
+    );
+    sitegate::config::parse(&text).expect("a valid config")
+}
+
+impl Node {
+    /// Starts the node of a config trusting `box_ski` (its key and its
+    /// store kept in `dir`, as the agent keeps them in its state folder).
+    async fn start(box_ski: &eebus::ship::Ski, dir: &std::path::Path) -> Node {
+        let listen = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+            l.local_addr().expect("its address")
+        };
+        let mut cfg = config(box_ski, listen);
+        cfg.storage.path = dir.join("sitegate.db");
+        let eebus = cfg.eebus.clone().expect("[eebus]");
+        let ski = sitegate::eebus::identity::load_or_make(dir, &eebus)
+            .expect("the node's key")
+            .ski;
+        let live = Arc::new(sitegate::telemetry::Live::new(&[]));
+        let site = Arc::new(SiteRuntime::new(
+            cfg.sites[0].clone(),
+            Default::default(),
+            Default::default(),
+            &live,
+        ));
+        let store =
+            sitegate::store::StoreHandle::open(&cfg.storage, Vec::new()).expect("the store opens");
+        let (history, _) = tokio::sync::mpsc::channel(1_024);
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(sitegate::eebus::task::run(
+            sitegate::eebus::task::Parts {
+                config: eebus,
+                site: site.clone(),
+                live,
+                history: AuditQueue(history),
+                store: sitegate::eebus::store::EebusStore::new(store),
+                state_dir: dir.to_path_buf(),
+            },
+            cancel.clone(),
+        ));
+        Node {
+            site,
+            cancel,
+            task,
+            ski,
+            addr: listen,
+        }
+    }
+
+    /// What LPC holds the site to now.
+    fn consumption(&self) -> Option<SourceLimit> {
+        self.site
+            .limits_of(Server::Eebus)
+            .tightest(Kind::Consumption)
+            .cloned()
+    }
+
+    /// Waits (real time: the handshake runs on real sockets) until LPC
+    /// holds `w` W, in failsafe or not.
+    async fn until(&self, w: f64, failsafe: bool) -> SourceLimit {
+        let start = Instant::now();
+        loop {
+            if let Some(l) = self.consumption() {
+                if l.value == w && l.failsafe == failsafe {
+                    return l;
+                }
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "LPC did not hold {w} W (failsafe {failsafe}): {:?}",
+                self.consumption()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// Lets the loopback's bytes through without moving the paused clock:
+/// yielding keeps the runtime busy, so it polls the sockets and never
+/// auto-advances. Real time is the point here: the bytes travel on it.
+async fn settle() {
+    #[allow(clippy::disallowed_methods)]
+    let until = std::time::Instant::now() + Duration::from_millis(15);
+    #[allow(clippy::disallowed_methods)]
+    while std::time::Instant::now() < until {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Steps the paused clock by `step` until `total` has passed, calling
+/// `each` after every step with the time passed so far.
+async fn step_through(total: Duration, step: Duration, mut each: impl FnMut(Duration)) {
+    let start = Instant::now();
+    while start.elapsed() < total {
+        tokio::time::advance(step).await;
+        settle().await;
+        each(start.elapsed());
+    }
+}
+
+/// A box that dials `node` and has `write` accepted, or, without one,
+/// is connected (real time).
+async fn boxed(key: eebus::cert::Identity, node: &Node, write: Option<LimitWrite>) -> ControlBox {
+    let wait = Duration::from_secs(30);
+    let writes = write.is_some();
+    let b = ControlBox::start(key, node.ski, node.addr, "lpc", write).await;
+    if writes {
+        b.until("the limit accepted", wait, |s| !s.accepted.is_empty())
+            .await;
+    } else {
+        b.until("connected", wait, |s| s.connected).await;
+    }
+    b
+}
+
+/// A box whose limit of `w` W holds.
+async fn limited(key: eebus::cert::Identity, node: &Node, w: f64) -> ControlBox {
+    let b = boxed(key, node, Some(LimitWrite::active(w))).await;
+    node.until(w, false).await;
+    b
+}
+
+#[tokio::test]
+async fn heartbeat_loss_enters_failsafe_within_120_s() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = eebus_box::key();
+    let node = Node::start(&key.ski, dir.path()).await;
+    let b = limited(key, &node, 3_000.0).await;
+    tokio::time::pause();
+    b.stop();
+    let mut entered = None;
+    step_through(180 * S, 5 * S, |t| {
+        let l = node.consumption().expect("LPC always holds a value here");
+        if l.failsafe && entered.is_none() {
+            entered = Some((t, l));
+        }
+    })
+    .await;
+    let (t, l) = entered.expect("the failsafe entered");
+    // The box's last heartbeat came at most 60 s before it went: the limit
+    // holds at least 60 s, the failsafe comes at most 120 s after it.
+    assert!((60 * S..=125 * S).contains(&t), "failsafe after {t:?}");
+    assert_eq!(l.value, FAILSAFE_W);
+    assert_eq!(l.reference.as_deref(), Some("lpc: failsafe state"));
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_limit_without_a_duration_outlives_an_hour() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = eebus_box::key();
+    let node = Node::start(&key.ski, dir.path()).await;
+    let b = limited(key, &node, 3_000.0).await;
+    tokio::time::pause();
+    step_through(3_700 * S, 10 * S, |t| {
+        let l = node.consumption().expect("the limit");
+        assert!(
+            l.value == 3_000.0 && !l.failsafe && l.until_ms.is_none(),
+            "at {t:?}: {l:?}"
+        );
+    })
+    .await;
+    b.stop();
+    node.stop().await;
+}
+
+/// The crate's Energy Guard always sends an opening write behind its first
+/// heartbeat. Here it is one above the contract, which the node refuses
+/// before the use case sees it: the heartbeat is back, no limit is.
+#[tokio::test]
+async fn a_returning_heartbeat_alone_does_not_leave_failsafe_before_120_s() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = eebus_box::key();
+    let node = Node::start(&key.ski, dir.path()).await;
+    let b = limited(eebus_box::same_key(&key), &node, 3_000.0).await;
+    tokio::time::pause();
+    b.stop();
+    step_through(200 * S, 10 * S, |_| {}).await;
+    assert!(node.consumption().expect("LPC").failsafe);
+    // The box is back (its handshake on real time), its write refused.
+    tokio::time::resume();
+    let b = ControlBox::start(
+        key,
+        node.ski,
+        node.addr,
+        "lpc",
+        Some(LimitWrite::active(90_000.0)),
+    )
+    .await;
+    b.until("the write refused", 30 * S, |s| !s.refused.is_empty())
+        .await;
+    tokio::time::pause();
+    let mut left = None;
+    step_through(200 * S, 5 * S, |t| {
+        let failsafe = node.consumption().is_some_and(|l| l.failsafe);
+        if !failsafe && left.is_none() {
+            left = Some(t);
+        }
+    })
+    .await;
+    let set = node.site.limits_of(Server::Eebus);
+    let t = left.unwrap_or_else(|| panic!("failsafe 200 s after the heartbeat returned: {set:?}"));
+    assert!(
+        (115 * S..=130 * S).contains(&t),
+        "left after {t:?}: {set:?}"
+    );
+    // The box present and not controlling: the use case's unlimited, the
+    // contract still bounding the import.
+    assert!(set.tightest(Kind::Consumption).is_none(), "{set:?}");
+    assert_eq!(set.value(Kind::Import), Some(60_000.0));
+    b.stop();
+    node.stop().await;
+}
+
+/// A box that reconnects is heard again: its heartbeat and a fresh write
+/// leave the failsafe at once.
+#[tokio::test]
+async fn failsafe_is_left_on_a_heartbeat_and_a_fresh_write_after_a_reconnection() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = eebus_box::key();
+    let node = Node::start(&key.ski, dir.path()).await;
+    let b = limited(eebus_box::same_key(&key), &node, 3_000.0).await;
+    tokio::time::pause();
+    b.stop();
+    step_through(200 * S, 10 * S, |_| {}).await;
+    assert!(node.consumption().expect("LPC").failsafe);
+    tokio::time::resume();
+    let b = limited(key, &node, 6_000.0).await;
+    let l = node.consumption().expect("LPC");
+    assert_eq!(l.reference.as_deref(), Some("lpc: limited"), "{l:?}");
+    b.stop();
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_24_h_outage_never_leaves_the_site_unlimited() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = eebus_box::key();
+    let node = Node::start(&key.ski, dir.path()).await;
+    // The box lets the site run unlimited, then goes.
+    let b = boxed(key, &node, Some(LimitWrite::deactivated())).await;
+    let start = Instant::now();
+    while node.consumption().is_some() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            node.consumption()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::pause();
+    b.stop();
+    let mut limited_from = None;
+    step_through(24 * 3_600 * S, 60 * S, |t| match node.consumption() {
+        Some(l) if l.value == FAILSAFE_W => {
+            limited_from.get_or_insert(t);
+        }
+        other => assert!(
+            limited_from.is_none() && t <= 125 * S,
+            "at {t:?} the site was not held to the failsafe: {other:?}"
+        ),
+    })
+    .await;
+    assert!(limited_from.is_some(), "the failsafe never held");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_restart_in_failsafe_stays_in_failsafe() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = eebus_box::key();
+    let node = Node::start(&key.ski, dir.path()).await;
+    let b = limited(eebus_box::same_key(&key), &node, 3_000.0).await;
+    tokio::time::pause();
+    b.stop();
+    step_through(130 * S, 10 * S, |_| {}).await;
+    let before = node.consumption().expect("LPC");
+    assert!(before.failsafe, "{before:?}");
+    tokio::time::resume();
+    node.stop().await;
+    // The node again, on the same store: in failsafe at once, with the
+    // failsafe's start kept, and through the 120 s of its own start.
+    let node = Node::start(&key.ski, dir.path()).await;
+    let after = node.until(FAILSAFE_W, true).await;
+    assert_eq!(after.since_ms, before.since_ms, "{after:?} / {before:?}");
+    tokio::time::pause();
+    step_through(300 * S, 10 * S, |t| {
+        let l = node.consumption().expect("LPC");
+        assert!(l.failsafe && l.value == FAILSAFE_W, "at {t:?}: {l:?}");
+    })
+    .await;
+    node.stop().await;
+}
