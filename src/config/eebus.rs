@@ -37,6 +37,9 @@ pub(super) struct RawEebus {
     /// The §14a controllable consumers behind the node; the site's
     /// batteries when not given.
     pub controllable_consumers: Option<u32>,
+    /// Announce the node over mDNS (`_ship._tcp`) for the box to find.
+    #[serde(default = "default_true")]
+    pub mdns: bool,
     #[serde(default = "default_true")]
     pub enabled: bool,
 }
@@ -51,7 +54,7 @@ fn default_brand() -> String {
     "sitegate".into()
 }
 fn default_model() -> String {
-    "sitegate energy manager".into()
+    "sitegate-energy-manager".into()
 }
 fn default_failsafe_h() -> f64 {
     2.0
@@ -74,6 +77,8 @@ pub struct EebusConfig {
     pub failsafe_production_w: f64,
     pub failsafe_duration_s: u64,
     pub controllable_consumers: u32,
+    /// Announce the node over mDNS.
+    pub mdns: bool,
 }
 
 /// 40 hex digits, spaces, dashes and colons between them ignored.
@@ -207,10 +212,12 @@ pub(super) fn resolve_eebus(
         ));
     }
     for (k, v) in [("brand", &r.brand), ("model", &r.model)] {
-        if v.is_empty() || v.len() > 32 || v.chars().any(|c| c.is_control() || c == ';') {
+        // The SHIP TXT record's rule (SHIP §7.3.2): mDNS announces both.
+        let bad = |c: char| c.is_control() || c.is_whitespace() || c == ';';
+        if v.is_empty() || v.chars().count() > 32 || v.chars().any(bad) {
             problems.push(Problem::new(
                 key(k),
-                format!("{v:?}: 1 to 32 printable characters, no ';'"),
+                format!("{v:?}: 1 to 32 printable characters, no space or ';'"),
             ));
         }
     }
@@ -243,6 +250,7 @@ pub(super) fn resolve_eebus(
         failsafe_production_w: fs_p,
         failsafe_duration_s: (r.failsafe_duration_h * 3600.0).round() as u64,
         controllable_consumers: consumers,
+        mdns: r.mdns,
     })
 }
 

@@ -16,6 +16,7 @@
 //!
 //! Nothing here commands a device: steering holds the limits.
 
+pub mod announce;
 pub mod identity;
 pub mod listener;
 pub mod monitoring;
@@ -181,6 +182,7 @@ pub(crate) mod tests {
             failsafe_production_w: 10_000.0,
             failsafe_duration_s: 7_200,
             controllable_consumers: 1,
+            mdns: false,
         }
     }
 

@@ -96,6 +96,7 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
             return;
         }
     };
+    let node_ski = id.ski;
     let ski = Ski::from_bytes(c.trusted_ski);
     let ship_id = identity::ship_id(c);
     let node = Node::new(ship_id.as_str(), ShipTls::new(id), TrustStore::with([ski]));
@@ -110,9 +111,18 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
             tracked: Tracked::new(kept),
         })
         .collect();
+    let mut announcement = None;
     let mut incoming = match super::listener::listen(c.listen, cancel.child_token()).await {
         Ok((a, rx)) => {
             tracing::info!(listen = %a, ski = %status.identity, "EEBus node listening");
+            if c.mdns {
+                match super::announce::announce(c, node_ski, a) {
+                    Ok(on) => announcement = Some(on),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "EEBus node not announced over mDNS: the box needs the controller's address")
+                    }
+                }
+            }
             Some(rx)
         }
         Err(e) => {
@@ -133,6 +143,7 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
         heard_at: None,
         monitor,
         measured_at: None,
+        _announcement: announcement,
     };
     n.publish(&p).await;
     // `Hub::next` must not be raced (a write dropped half-way garbles the
@@ -199,6 +210,8 @@ struct Running {
     /// MGCP's unit, and when it last read the meters (hub clock).
     monitor: node::Monitor,
     measured_at: Option<Duration>,
+    /// The mDNS announcement, withdrawn when the node stops.
+    _announcement: Option<super::announce::Announcement>,
 }
 
 impl Running {

@@ -37,7 +37,7 @@ fn node_text(listen: std::net::SocketAddr, box_ski: &eebus::ship::Ski) -> String
     format!(
         "{}\n[eebus]\nsite = \"{SITE}\"\nlisten = \"{listen}\"\ntrusted_ski = \"{}\"\n\
          contractual_max_consumption_w = 60000\ncontractual_max_production_w = 40000\n\
-         failsafe_consumption_w = 4200\nfailsafe_production_w = 20000\n",
+         failsafe_consumption_w = 4200\nfailsafe_production_w = 20000\nmdns = false\n",
         demo_site(250, ""),
         hex::encode(box_ski.as_bytes())
     )
@@ -430,7 +430,7 @@ async fn the_evidence_log_keeps_the_boxs_limit_with_what_the_meter_saw() {
 fn every_mistake_in_the_eebus_table_is_named_at_once() {
     let text = format!(
         "{}\n[eebus]\nsite = \"nowhere\"\nlisten = \"4712\"\ntrusted_ski = \"12ab\"\n\
-         contractual_max_consumption_w = -5\nfailsafe_duration_h = 30\nserial = \"a b\"\ncolour = 1\n",
+         contractual_max_consumption_w = -5\nfailsafe_duration_h = 30\nserial = \"a b\"\nmodel = \"E M S\"\ncolour = 1\n",
         demo_site(250, "")
     );
     let err = sitegate::config::parse(&text).unwrap_err().to_string();
@@ -442,6 +442,7 @@ fn every_mistake_in_the_eebus_table_is_named_at_once() {
         "eebus.failsafe_production_w: the failsafe production limit is needed",
         "eebus.failsafe_duration_h: must be 2 to 24 h (LPC/LPP-022), found 30",
         "eebus.serial: \"a b\"",
+        "eebus.model: \"E M S\": 1 to 32 printable characters, no space or ';'",
         "eebus.colour: unknown key",
     ] {
         assert!(err.contains(want), "missing {want:?} in:\n{err}");
@@ -488,5 +489,56 @@ async fn a_flood_of_bad_connections_neither_stops_control_nor_keeps_the_box_out(
     consumption_is(&rig, 5_000.0, false).await;
     drop(held);
     b.stop();
+    rig.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_node_announces_itself_over_mdns_for_the_box_to_find() {
+    let key = eebus_box::key();
+    let serial = format!("mdns-{}", std::process::id());
+    // On every interface: mDNS announces the interfaces' addresses (the
+    // loopback carries no multicast).
+    let listen: std::net::SocketAddr = format!("0.0.0.0:{}", free_addr().port())
+        .parse()
+        .expect("an address");
+    let text = text(listen, &key.ski).replace(
+        "mdns = false\n",
+        &format!("mdns = true\nserial = \"{serial}\"\n"),
+    );
+    let browser = eebus::mdns::Mdns::new().expect("an mDNS browser");
+    let browse = browser.browse().expect("a browse for _ship._tcp");
+    let rig = Rig::start(&text).await;
+    let instance = format!("sitegate-{serial}");
+    // The browse answers on the mDNS daemon's own thread.
+    let found = tokio::task::spawn_blocking(move || {
+        #[allow(clippy::disallowed_methods)]
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        #[allow(clippy::disallowed_methods)]
+        while std::time::Instant::now() < until {
+            if let Some(eebus::mdns::BrowseEvent::Found(f)) =
+                browse.recv_timeout(Duration::from_secs(1))
+            {
+                if f.instance == instance {
+                    return Some(f);
+                }
+            }
+        }
+        None
+    })
+    .await
+    .expect("the browse")
+    .expect("the node's announcement found within 20 s");
+    let node = sitegate::eebus::identity::load_or_make(
+        rig.dir.path(),
+        rig.config.eebus.as_ref().expect("[eebus]"),
+    )
+    .expect("the node's key");
+    assert_eq!(found.ski, node.ski, "the SKI the box is asked to trust");
+    assert_eq!(found.port, listen.port(), "{found:?}");
+    assert!(
+        !found.addresses.is_empty() && found.addresses.iter().all(|a| !a.is_loopback()),
+        "{found:?}"
+    );
+    assert_eq!(found.record.brand.as_deref(), Some("sitegate"));
     rig.shutdown().await;
 }

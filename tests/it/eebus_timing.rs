@@ -39,7 +39,7 @@ fn config(box_ski: &eebus::ship::Ski, listen: std::net::SocketAddr) -> sitegate:
     let text = format!(
         "{}\n[eebus]\nsite = \"{SITE}\"\nlisten = \"{listen}\"\ntrusted_ski = \"{}\"\n\
          contractual_max_consumption_w = 60000\ncontractual_max_production_w = 40000\n\
-         failsafe_consumption_w = {FAILSAFE_W}\nfailsafe_production_w = 20000\n",
+         failsafe_consumption_w = {FAILSAFE_W}\nfailsafe_production_w = 20000\nmdns = false\n",
         site_header(250, 30).replace("{rated_production}", ""),
         hex::encode(box_ski.as_bytes())
     );
