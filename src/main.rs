@@ -118,6 +118,11 @@ enum TokenCommand {
         #[arg(long, default_value = "read")]
         scopes: String,
     },
+    /// List the tokens a config holds: name, scopes, the start of the hash.
+    List {
+        #[arg(long, short, default_value = "/etc/sitegate/sitegate.toml")]
+        config: PathBuf,
+    },
 }
 
 /// EX_USAGE from sysexits.h.
@@ -140,6 +145,9 @@ fn main() -> ExitCode {
         Command::Token {
             command: TokenCommand::New { name, scopes },
         } => cli::token_new(&name, &scopes),
+        Command::Token {
+            command: TokenCommand::List { config },
+        } => cli::tokens::token_list(&config),
         Command::Run { config } => cli::run::run(&config),
         Command::Demo(args) => cli::demo::demo(args),
         Command::Scan(args) => cli::scan::scan(args),

@@ -112,6 +112,10 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         tracing::info!(speed = args.speed, data = %data.display(), "simulated site running");
         // One plain line on stdout says where the demo is (the log says it too,
         // among many): with `--listen 127.0.0.1:0` it is the only way to know.
+        // And where each simulated device answers, for `sitegate scan`.
+        for line in device_lines(&config) {
+            say(&line);
+        }
         let code = super::run::serve(config, None, |agent| {
             for addr in agent.http_addrs() {
                 say(&format!("sitegate demo: http://{addr}/ (Ctrl-C stops it)"));
@@ -121,6 +125,37 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         sim.shutdown().await;
         code
     })
+}
+
+/// One line per simulated device: its reference, type, bus address and
+/// unit id (`sitegate scan --tcp ADDR --units N` finds it there).
+fn device_lines(config: &Config) -> Vec<String> {
+    config
+        .devices
+        .iter()
+        .map(|d| {
+            let at = match config
+                .buses
+                .iter()
+                .find(|b| b.name == d.bus)
+                .map(|b| &b.transport)
+            {
+                Some(sitegate::config::Transport::Tcp { host, port }) => {
+                    format!("Modbus TCP {host}:{port}")
+                }
+                Some(sitegate::config::Transport::Rtu(r)) => {
+                    format!("Modbus RTU {}", r.path.display())
+                }
+                None => format!("bus {}", d.bus),
+            };
+            format!(
+                "sitegate demo: device {} ({}) on {at}, unit {}",
+                d.reference,
+                d.device_type.as_str(),
+                d.unit_id
+            )
+        })
+        .collect()
 }
 
 /// 07:00 UTC today in epoch ms: the simulated day starts with the sun rising.

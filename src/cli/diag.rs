@@ -10,7 +10,9 @@
 //! library: plain on the agent's first plain listener (loopback), or HTTPS
 //! (`--https`, or the agent's HTTPS listener when it has no plain one)
 //! trusting only the pinned certificate: `--fingerprint`, else the one the
-//! config names (read from its file on this machine).
+//! config names (read from its file on this machine). `--url` names the
+//! agent instead of the config: `http://HOST:PORT`, or `https://HOST:PORT`
+//! with `--fingerprint`.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,6 +40,10 @@ pub struct DiagArgs {
     /// Ask over HTTPS at this address (ip:port), e.g. a controller on the LAN.
     #[arg(long)]
     https: Option<std::net::SocketAddr>,
+    /// Ask the agent at this URL instead of the one the config names:
+    /// `http://HOST:PORT`, or `https://HOST:PORT` with `--fingerprint`.
+    #[arg(long, conflicts_with = "https")]
+    url: Option<String>,
     /// The SHA-256 fingerprint of the agent's certificate to trust
     /// (`sitegate tls fingerprint` prints it); by default the one the
     /// config names.
@@ -108,20 +114,72 @@ fn target(args: &DiagArgs, config: &sitegate::config::Config) -> Result<Target, 
     })
 }
 
+/// The target `--url` names, and a label for the file name.
+fn target_of_url(url: &str, fingerprint: Option<&str>) -> Result<(Target, String), String> {
+    let bad = |why: &str| format!("--url {url:?}: {why}");
+    let (https, rest) = if let Some(r) = url.strip_prefix("https://") {
+        (true, r)
+    } else if let Some(r) = url.strip_prefix("http://") {
+        (false, r)
+    } else {
+        return Err(bad("expected http://HOST:PORT or https://HOST:PORT"));
+    };
+    let authority = rest.trim_end_matches('/');
+    if authority.contains('/') {
+        return Err(bad("give the agent's address only, without a path"));
+    }
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(authority)
+        .map_err(|e| bad(&format!("not HOST:PORT ({e})")))?
+        .next()
+        .ok_or_else(|| bad("the host has no address"))?;
+    let label: String = authority
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    if !https {
+        return Ok((Target::Plain(addr), label));
+    }
+    let fingerprint = fingerprint.ok_or_else(|| {
+        bad("an https URL needs --fingerprint (`sitegate tls fingerprint` prints it)")
+    })?;
+    let tls = sitegate::https::pinned::client_config(fingerprint).ok_or_else(|| {
+        format!("--fingerprint: {fingerprint:?} is not a SHA-256 fingerprint (64 hex digits, colons allowed)")
+    })?;
+    Ok((
+        Target::Https {
+            addr,
+            tls: tokio_rustls::TlsConnector::from(tls),
+        },
+        label,
+    ))
+}
+
+/// The agent to ask and the label its bundle file is named with: `--url`'s,
+/// else the config's.
+fn resolve(args: &DiagArgs) -> Result<(Target, String), ExitCode> {
+    if let Some(url) = &args.url {
+        return target_of_url(url, args.fingerprint.as_deref()).map_err(|e| {
+            complain(&e);
+            ExitCode::from(EXIT_USAGE)
+        });
+    }
+    let config = load_config(&args.config)?;
+    match target(args, &config) {
+        Ok(t) => Ok((t, config.gateway_id)),
+        Err(e) => {
+            complain(&format!("{}: {e}", args.config.display()));
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+    }
+}
+
 /// How long the bundle may take to be made.
 const WAIT: Duration = Duration::from_secs(60);
 
 pub fn diag(args: DiagArgs) -> ExitCode {
-    let config = match load_config(&args.config) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let addr = match target(&args, &config) {
+    let (addr, label) = match resolve(&args) {
         Ok(t) => t,
-        Err(e) => {
-            complain(&format!("{}: {e}", args.config.display()));
-            return ExitCode::from(EXIT_USAGE);
-        }
+        Err(code) => return code,
     };
     let token = args
         .token
@@ -148,7 +206,7 @@ pub fn diag(args: DiagArgs) -> ExitCode {
     let out = args.output.unwrap_or_else(|| {
         let stamp =
             sitegate::model::time::format_utc(sitegate::model::time::now_ms()).replace(':', "");
-        PathBuf::from(format!("sitegate-bundle-{}-{stamp}.txt", config.gateway_id))
+        PathBuf::from(format!("sitegate-bundle-{label}-{stamp}.txt"))
     });
     if out.as_os_str() == "-" {
         let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());

@@ -5,6 +5,7 @@ pub mod diag;
 pub mod grid_events;
 pub mod run;
 pub mod scan;
+pub mod tokens;
 
 use std::io::Write;
 use std::path::Path;

@@ -40,9 +40,10 @@ pub struct ScanArgs {
     /// Site reference the printed devices belong to.
     #[arg(long, default_value = "ste_site")]
     site: String,
-    /// Name of the printed bus.
-    #[arg(long, default_value = "scanned")]
-    bus_name: String,
+    /// Name of the printed bus; default: what was scanned
+    /// (`tcp-192-168-1-20-502`, `rtu-ttyUSB0`).
+    #[arg(long)]
+    bus_name: Option<String>,
 }
 
 /// `HOST`, `HOST:PORT` or `[V6]:PORT`.
@@ -147,8 +148,12 @@ fn report(args: &ScanArgs, transport: &Transport, found: &scan::Scan) -> ExitCod
         ));
     }
     say("");
+    let bus = args
+        .bus_name
+        .clone()
+        .unwrap_or_else(|| scan::bus_name_of(transport));
     say(&scan::snippet_all(
-        &args.bus_name,
+        &bus,
         transport,
         args.timeout_ms.max(1000),
         found,

@@ -135,6 +135,16 @@ pub struct TokenConfig {
     pub scopes: Vec<Scope>,
 }
 
+impl TokenConfig {
+    /// A hash of one hex digit repeated (`"0000…"`, as the annotated example
+    /// ships): no token hashes to it, so it lets nobody in.
+    pub fn is_placeholder(&self) -> bool {
+        self.sha256
+            .iter()
+            .all(|b| *b == self.sha256[0] && b >> 4 == b & 0xf)
+    }
+}
+
 /// One Modbus connection, owned by one bus task.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BusConfig {
@@ -244,7 +254,7 @@ impl Config {
             .tokens
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.sha256.iter().all(|b| *b == t.sha256[0] && b >> 4 == b & 0xf))
+            .filter(|(_, t)| t.is_placeholder())
             .map(|(i, t)| {
                 Problem::new(
                     format!("http.tokens[{i}].sha256"),

@@ -209,6 +209,30 @@ pub fn snippet(
     snippet_all(bus, transport, timeout_ms, &scan, site)
 }
 
+/// The name a scanned bus gets unless one is given: what was scanned,
+/// `tcp-<host>-<port>` or `rtu-<serial device>`, with every character
+/// but letters, digits, `-` and `_` made `-`. Two scans of two lines give
+/// two names, so their outputs paste into one config.
+pub fn bus_name_of(transport: &Transport) -> String {
+    let raw = match transport {
+        Transport::Tcp { host, port } => format!("tcp-{host}-{port}"),
+        Transport::Rtu(r) => {
+            let path = r.path.to_string_lossy();
+            let device = path.rsplit('/').find(|p| !p.is_empty()).unwrap_or("line");
+            format!("rtu-{device}")
+        }
+    };
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
 /// Config blocks for everything a scan found: the bus, the SunSpec devices
 /// as in [`snippet`], then the devices recognised by a profile.
 pub fn snippet_all(
@@ -332,6 +356,27 @@ pub fn parse_units(s: &str) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bus_is_named_after_what_was_scanned() {
+        let tcp = |host: &str, port| Transport::Tcp {
+            host: host.into(),
+            port,
+        };
+        assert_eq!(
+            bus_name_of(&tcp("192.168.1.20", 502)),
+            "tcp-192-168-1-20-502"
+        );
+        assert_eq!(bus_name_of(&tcp("fe80::1", 1502)), "tcp-fe80--1-1502");
+        let rtu = Transport::Rtu(crate::config::RtuConfig {
+            path: "/dev/ttyUSB0".into(),
+            baud: 9600,
+            parity: crate::config::Parity::None,
+            data_bits: 8,
+            stop_bits: 1,
+        });
+        assert_eq!(bus_name_of(&rtu), "rtu-ttyUSB0");
+    }
 
     #[test]
     fn unit_ranges() {

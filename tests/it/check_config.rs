@@ -315,3 +315,44 @@ fn a_log_level_that_would_silence_the_agent_is_refused() {
         );
     }
 }
+
+#[test]
+fn token_list_names_each_token_its_scopes_and_a_placeholder() {
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("sitegate.toml");
+    let real = hex::encode(sitegate::api::hash_token("sgt_listed_token"));
+    let text = format!(
+        "[http]\nlisten = [\"127.0.0.1:8080\"]\n\n[[http.tokens]]\nname = \"operator\"\n\
+         sha256 = \"{real}\"\nscopes = [\"read\", \"steer\"]\n\n[[http.tokens]]\nname = \"cloud\"\n\
+         sha256 = \"{}\"\nscopes = [\"admin\"]\n\n[storage]\npath = \"x.db\"\n",
+        "0".repeat(64)
+    );
+    std::fs::write(&file, text).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .args(["token", "list", "--config"])
+        .arg(&file)
+        .output()
+        .expect("run sitegate token list");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("2 tokens in "), "{stdout}");
+    assert!(lines[0].contains("auth = \"tokens\""), "{stdout}");
+    assert!(
+        lines[1].starts_with("operator")
+            && lines[1].contains("read,steer")
+            && lines[1].contains(&format!("sha256 {}…", &real[..16]))
+            && !lines[1].contains("placeholder"),
+        "{stdout}"
+    );
+    assert!(
+        lines[2].starts_with("cloud")
+            && lines[2].contains("admin")
+            && lines[2].contains("placeholder"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("sgt_listed_token"),
+        "no token is shown: {stdout}"
+    );
+}

@@ -121,6 +121,20 @@ async fn demo_serves_its_site_and_stops_on_sigint() {
         "{}",
         demo.printed()
     );
+    // Each simulated device's address and unit, as `scan` takes them.
+    for (reference, device_type) in &want {
+        let start = format!(
+            "sitegate demo: device {reference} ({}) on Modbus TCP 127.0.0.1:",
+            device_type.as_str()
+        );
+        assert!(
+            demo.printed()
+                .lines()
+                .any(|l| l.starts_with(&start) && l.contains(", unit ")),
+            "no {start:?} in:\n{}",
+            demo.printed()
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

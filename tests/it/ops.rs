@@ -440,6 +440,35 @@ async fn a_restart_exits_for_systemd_and_its_id_restarts_nothing_again() {
         "{bundle}"
     );
     assert!(bundle.len() <= sitegate::ops::BUNDLE_MAX);
+    // The same by the agent's address alone, without its config.
+    let by_url = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .args([
+            "diag",
+            "--url",
+            &base,
+            "--output",
+            "-",
+            "--token",
+            ADMIN_TOKEN,
+        ])
+        .output()
+        .expect("sitegate diag runs");
+    assert!(
+        by_url.status.success(),
+        "{}",
+        String::from_utf8_lossy(&by_url.stderr)
+    );
+    let text = String::from_utf8_lossy(&by_url.stdout);
+    assert!(text.contains(&format!("config_sha256: {hash}")), "{text}");
+    let no_pin = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .args(["diag", "--url", &base.replace("http://", "https://")])
+        .output()
+        .expect("sitegate diag runs");
+    assert_eq!(no_pin.status.code(), Some(64), "{no_pin:?}");
+    assert!(
+        String::from_utf8_lossy(&no_pin.stderr).contains("needs --fingerprint"),
+        "{no_pin:?}"
+    );
     let refused = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
         .args(["diag", "--config"])
         .arg(&file)

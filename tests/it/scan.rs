@@ -193,3 +193,48 @@ async fn scan_on_a_serial_line_prints_a_valid_config() {
     line.stop().await;
     drop(slave);
 }
+
+/// Two scans of two lines, pasted into one config, pass `check-config`:
+/// each bus is named after what was scanned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_scans_pasted_into_one_config_pass_check_config() {
+    let server = |name: &str, kind| SimServerSpec {
+        name: name.into(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        devices: vec![device(1, kind)],
+    };
+    let spec = SimSiteSpec {
+        servers: vec![
+            server("a", SimKind::Inverter { rated_w: 6000.0 }),
+            server("b", SimKind::Meter),
+        ],
+        time_factor: 1.0,
+        start: None,
+        base_load_w: 500.0,
+        ..SimSiteSpec::default()
+    };
+    let sim = SimSite::start(spec).await.unwrap();
+    let mut pasted = String::new();
+    for line in ["a", "b"] {
+        let addr = sim.addr(line).unwrap();
+        let out = success(
+            &sitegate(&[
+                "scan",
+                "--tcp",
+                &addr.to_string(),
+                "--units",
+                "1",
+                "--site",
+                "ste_home",
+            ])
+            .await,
+        );
+        let name = format!("name = \"tcp-127-0-0-1-{}\"", addr.port());
+        assert!(out.contains(&name), "missing {name:?} in:\n{out}");
+        pasted.push_str(&out);
+        pasted.push('\n');
+    }
+    let check = check_completed(&pasted).await;
+    assert!(check.contains("2 buses, 2 devices"), "{check}");
+    sim.shutdown().await;
+}
