@@ -581,8 +581,9 @@ pub struct MqttConfig {
     pub url: String,
     /// First topic level; the root is `{prefix}/{gateway_id}`.
     pub prefix: String,
-    /// `"5"` (default) or `"3.1.1"`.
-    pub protocol: MqttProtocol,
+    /// `"5"` or `"3.1.1"`. Not given: MQTT 5, and 3.1.1 from then on if the
+    /// broker closes the connection at CONNECT under 5 (`docs/mqtt.md`).
+    pub protocol: Option<MqttProtocol>,
     /// Default: `sitegate-{gateway_id}`. Must stay the same across restarts so the
     /// broker keeps the persistent session.
     pub client_id: Option<String>,
@@ -611,12 +612,19 @@ pub struct MqttConfig {
     pub max_incoming_kb: u32,
 }
 
+impl MqttConfig {
+    /// The protocol the uplink starts with.
+    pub fn protocol(&self) -> MqttProtocol {
+        self.protocol.unwrap_or_default()
+    }
+}
+
 impl Default for MqttConfig {
     fn default() -> Self {
         Self {
             url: String::new(),
             prefix: "sitegate".to_string(),
-            protocol: MqttProtocol::V5,
+            protocol: None,
             client_id: None,
             username: None,
             password: None,

@@ -68,6 +68,8 @@ pub enum LostKind {
     Oversized,
     /// The broker closed the connection without saying why.
     ClosedByPeer,
+    /// The broker refused the protocol version at CONNECT.
+    VersionRefused,
     /// Anything else (refused, timeout, TLS, DNS, ...).
     Other,
 }
@@ -109,7 +111,7 @@ pub fn build(
     let keep_alive = Duration::from_secs(m.keep_alive_s);
     let will_topic = topics.status();
     let max_incoming = m.max_incoming_kb as usize * 1024;
-    Ok(match m.protocol {
+    Ok(match m.protocol() {
         MqttProtocol::V311 => {
             let mut o = rumqttc::MqttOptions::new(client_id, broker.host, broker.port);
             o.set_clean_session(false)
@@ -172,6 +174,11 @@ pub const CLOCK_PROPERTY: (&str, &str) = ("sitegate-clock", "unsynchronised");
 pub struct QueueFull;
 
 impl Client {
+    /// Whether this client speaks MQTT 5.
+    pub fn is_v5(&self) -> bool {
+        matches!(self, Client::V5(_))
+    }
+
     /// Queues a QoS 1 publish without waiting. `correlation` is sent as MQTT 5
     /// correlation data, and `clock_unsynchronised` as the user property
     /// `sitegate-clock: unsynchronised` (both ignored with 3.1.1, which has
@@ -311,6 +318,9 @@ fn v5_lost(e: &v5::ConnectionError) -> Lost {
         C::MqttState(S::IncomingPacketTooLarge { .. })
         | C::MqttState(S::Deserialization(mqttbytes::Error::PayloadSizeLimitExceeded { .. })) => {
             LostKind::Oversized
+        }
+        C::ConnectionRefused(m5::ConnectReturnCode::UnsupportedProtocolVersion) => {
+            LostKind::VersionRefused
         }
         C::MqttState(S::ConnectionAborted) => LostKind::ClosedByPeer,
         C::MqttState(S::Io(io)) | C::Io(io) if io_closed(io) => LostKind::ClosedByPeer,

@@ -13,6 +13,7 @@
 //! `backoff.rs` and `refusal.rs`; this file only sequences them.
 
 mod outgoing;
+mod version;
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -45,6 +46,7 @@ const GOODBYE: Duration = Duration::from_secs(2);
 const HOUSEKEEPING: Duration = Duration::from_secs(60);
 
 /// What building the client needs.
+#[derive(Clone)]
 pub(super) struct Setup {
     pub config: MqttConfig,
     pub gateway_id: String,
@@ -78,6 +80,8 @@ pub(super) struct Parts {
 struct Link {
     client: Client,
     p: Parts,
+    /// Which MQTT version it speaks, and whether to change it.
+    version: version::Version,
     /// The dedup record's pruning, while it runs.
     pruning: Option<tokio::task::JoinHandle<()>>,
     /// The RPC queue was full at the last offer (logged once per spell).
@@ -121,6 +125,7 @@ pub(super) async fn run(
     Link {
         client,
         p: parts,
+        version: version::Version::new(setup),
         pruning: None,
         rpc_full: false,
     }
@@ -259,7 +264,23 @@ impl Link {
                     self.on_event(&mut s, event).await;
                 }
                 Step::Event(Err(lost)) => {
+                    let was_connected = s.connected;
                     let delay = self.on_lost(&mut s, &lost);
+                    if self.version.lost(&self.client, was_connected, lost.kind) {
+                        match self.version.build_311().await {
+                            Ok((client, events)) => {
+                                tracing::warn!(
+                                    error = %lost.message,
+                                    "MQTT broker closed the connection at CONNECT under MQTT 5: the uplink speaks MQTT 3.1.1 from now on (mqtt.protocol pins one)"
+                                );
+                                self.client = client;
+                                eventloop = events;
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "MQTT 3.1.1 client not built: staying on MQTT 5")
+                            }
+                        }
+                    }
                     if s.clean_next {
                         eventloop.set_clean(true);
                     }
@@ -301,7 +322,9 @@ impl Link {
                 s.flight.reset();
                 s.attempts.connected(Instant::now());
                 s.refusals.reconnected();
-                tracing::info!(session_present, "MQTT connected");
+                self.version.connected(&self.client);
+                let protocol = if self.client.is_v5() { "5" } else { "3.1.1" };
+                tracing::info!(session_present, protocol, "MQTT connected");
                 if self
                     .client
                     .subscribe_requests(&[self.p.topics.rpc_request(), self.p.topics.ops_request()])

@@ -389,3 +389,71 @@ fn the_checker_sees_each_kind_of_breach() {
         ["src/newlayer/mod.rs: module newlayer has no rule in ARCHITECTURE.md"]
     );
 }
+
+/// One clock: the std clocks are read in `src/model/time.rs` alone (wall
+/// time); monotonic time is tokio's `Instant`, which a paused test clock
+/// moves. `clippy.toml` says the same to clippy.
+#[test]
+fn the_std_clocks_are_read_in_one_place() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    files.sort();
+    let mut readers = Vec::new();
+    for file in &files {
+        let relative = file
+            .strip_prefix(root())
+            .expect("under the project")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let code = strip_comments(&read(file));
+        let std_instant = code.contains("std::time::Instant")
+            || code
+                .lines()
+                .any(|l| l.trim_start().starts_with("use std::time::{") && l.contains("Instant"));
+        let system_now = code.contains("SystemTime::now");
+        if (std_instant || system_now) && relative != "src/model/time.rs" {
+            readers.push(relative);
+        }
+    }
+    assert!(
+        files.len() > 100,
+        "only {} files found under src/",
+        files.len()
+    );
+    assert!(
+        readers.is_empty(),
+        "a std clock read outside src/model/time.rs:\n{}",
+        readers.join("\n")
+    );
+}
+
+/// ARCHITECTURE.md is a map: at most 300 lines, naming every top-level
+/// module of `src/` (a folder as `name/`, a file as `name.rs`).
+#[test]
+fn the_map_names_every_top_level_module_in_300_lines() {
+    let map = read(&root().join("ARCHITECTURE.md"));
+    let lines = map.lines().count();
+    assert!(lines <= 300, "ARCHITECTURE.md has {lines} lines");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root().join("src")).expect("src/") {
+        let path = entry.expect("an entry").path();
+        let name = path
+            .file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .to_string();
+        let named = if path.is_dir() {
+            format!("`{name}/`")
+        } else {
+            format!("`{name}`")
+        };
+        if !map.contains(&named) {
+            missing.push(named);
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md does not name {missing:?}"
+    );
+}

@@ -55,6 +55,7 @@ mod mqtt_demo;
 mod mqtt_fleet;
 mod mqtt_grid_limit;
 mod mqtt_incoming;
+mod mqtt_nats;
 mod mqtt_offline;
 mod mqtt_ops_acl;
 mod mqtt_outbox;
