@@ -124,15 +124,18 @@ impl Node {
     }
 }
 
-/// Lets the loopback's bytes through without moving the paused clock:
-/// yielding keeps the runtime busy, so it polls the sockets and never
-/// auto-advances. Real time is the point here: the bytes travel on it.
+/// Lets the loopback's bytes through without moving the paused clock.
+/// The runtime thread sleeps a millisecond at a time (the kernel carries
+/// the bytes meanwhile), then yields enough times for the scheduler to poll
+/// the sockets and run what they woke: the runtime is never idle, so it
+/// never auto-advances, and the test spends its time asleep, not spinning
+/// a core the rest of the suite needs.
 async fn settle() {
-    #[allow(clippy::disallowed_methods)]
-    let until = std::time::Instant::now() + Duration::from_millis(15);
-    #[allow(clippy::disallowed_methods)]
-    while std::time::Instant::now() < until {
-        tokio::task::yield_now().await;
+    for _ in 0..8 {
+        std::thread::sleep(Duration::from_millis(1));
+        for _ in 0..128 {
+            tokio::task::yield_now().await;
+        }
     }
 }
 
