@@ -99,6 +99,14 @@ impl Node {
             .cloned()
     }
 
+    /// What LPP holds the export to now (beside the contract's 40 kW).
+    fn production(&self) -> Option<SourceLimit> {
+        self.site
+            .limits_of(Server::Eebus)
+            .tightest(Kind::Export)
+            .cloned()
+    }
+
     /// Waits (real time: the handshake runs on real sockets) until LPC
     /// holds `w` W, in failsafe or not.
     async fn until(&self, w: f64, failsafe: bool) -> SourceLimit {
@@ -153,9 +161,19 @@ async fn step_through(total: Duration, step: Duration, mut each: impl FnMut(Dura
 /// A box that dials `node` and has `write` accepted, or, without one,
 /// is connected (real time).
 async fn boxed(key: eebus::cert::Identity, node: &Node, write: Option<LimitWrite>) -> ControlBox {
+    boxed_as(key, node, "lpc", write).await
+}
+
+/// [`boxed`] for `use_case` (`lpc` or `lpp`).
+async fn boxed_as(
+    key: eebus::cert::Identity,
+    node: &Node,
+    use_case: &str,
+    write: Option<LimitWrite>,
+) -> ControlBox {
     let wait = Duration::from_secs(30);
     let writes = write.is_some();
-    let b = ControlBox::start(key, node.ski, node.addr, "lpc", write).await;
+    let b = ControlBox::start(key, node.ski, node.addr, use_case, write).await;
     if writes {
         b.until("the limit accepted", wait, |s| !s.accepted.is_empty())
             .await;
@@ -194,6 +212,38 @@ async fn heartbeat_loss_enters_failsafe_within_120_s() {
     assert!((60 * S..=125 * S).contains(&t), "failsafe after {t:?}");
     assert_eq!(l.value, FAILSAFE_W);
     assert_eq!(l.reference.as_deref(), Some("lpc: failsafe state"));
+    node.stop().await;
+}
+
+/// LPP runs the same machine: its heartbeat loss, over the wire.
+#[tokio::test]
+async fn lpp_heartbeat_loss_enters_its_failsafe_within_120_s() {
+    let dir = tempfile::tempdir().expect("dir");
+    let key = eebus_box::key();
+    let node = Node::start(&key.ski, dir.path()).await;
+    let b = boxed_as(key, &node, "lpp", Some(LimitWrite::active(5_000.0))).await;
+    let start = Instant::now();
+    while node
+        .production()
+        .is_none_or(|l| l.value != 5_000.0 || l.failsafe)
+    {
+        assert!(start.elapsed() < 30 * S, "{:?}", node.production());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::pause();
+    b.stop();
+    let mut entered = None;
+    step_through(180 * S, 5 * S, |t| {
+        let l = node.production().expect("LPP or the contract always holds");
+        if l.failsafe && entered.is_none() {
+            entered = Some((t, l));
+        }
+    })
+    .await;
+    let (t, l) = entered.expect("the failsafe entered");
+    assert!((60 * S..=125 * S).contains(&t), "failsafe after {t:?}");
+    assert_eq!(l.value, 20_000.0, "the failsafe production limit");
+    assert_eq!(l.reference.as_deref(), Some("lpp: failsafe state"));
     node.stop().await;
 }
 
