@@ -36,6 +36,10 @@ enum Command {
     /// Write the running agent's support bundle to a file (asks its local
     /// API; needs a token with the admin scope unless auth = "none").
     Diag(cli::diag::DiagArgs),
+    /// One screen of the running agent: readiness, devices online, each
+    /// site's grid loop, limits and steering, the uplink, the store, the
+    /// clock (asks its API; a read token unless auth = "none").
+    Status(cli::status::StatusArgs),
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
@@ -152,6 +156,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::demo::demo(args),
         Command::Scan(args) => cli::scan::scan(args),
         Command::Diag(args) => cli::diag::diag(args),
+        Command::Status(args) => cli::status::status(args),
         Command::Tls {
             command: TlsCommand::Fingerprint { config, pin },
         } => cli::tls_fingerprint(&config, pin),

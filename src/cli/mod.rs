@@ -1,10 +1,12 @@
 //! Subcommand bodies for the binary. Each returns the process exit code.
 
+pub mod agent_api;
 pub mod demo;
 pub mod diag;
 pub mod grid_events;
 pub mod run;
 pub mod scan;
+pub mod status;
 pub mod tokens;
 
 use std::io::Write;

@@ -144,6 +144,34 @@ async fn demo_stops_cleanly_on_sigterm() {
         (demo.get("/readyz").await.0 == StatusCode::OK).then_some(())
     })
     .await;
+    // `sitegate status` by the demo's URL: one screen of it.
+    let url = format!("http://{}", demo.addr);
+    let screen = wait_for("status sees every device online", DEADLINE, || {
+        let url = url.clone();
+        async move {
+            let out = tokio::task::spawn_blocking(move || {
+                std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+                    .args(["status", "--url", &url])
+                    .output()
+                    .expect("sitegate status runs")
+            })
+            .await
+            .expect("the command");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            (out.status.success() && text.contains("devices  5 of 5 online")).then_some(text)
+        }
+    })
+    .await;
+    for want in [
+        &format!("agent    {url}: "),
+        "site     ste_demo: grid loop ",
+        "max import 60000 W (config), max export 40000 W (config)",
+        "uplink   not configured",
+        "store    ",
+        "clock    ",
+    ] {
+        assert!(screen.contains(want), "missing {want:?} in:\n{screen}");
+    }
     let status = demo.stop(Signal::SIGTERM).await;
     let log = demo.log();
     assert!(
