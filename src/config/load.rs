@@ -191,7 +191,49 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     if problems.is_empty() {
         Ok(config)
     } else {
+        locate(text, &mut problems);
         Err(ConfigError { problems })
+    }
+}
+
+/// Names the entry of each problem in `sites`, `buses` and `devices` by
+/// its reference (a bus by its name) and the line of its `[[…]]` header:
+/// `devices[17]` alone is hard to find in a file of forty devices.
+fn locate(text: &str, problems: &mut [Problem]) {
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return;
+    };
+    for p in problems.iter_mut() {
+        let Some((key, rest)) = p.path.split_once('[') else {
+            continue;
+        };
+        let (what, field) = match key {
+            "sites" => ("site", "reference"),
+            "devices" => ("device", "reference"),
+            "buses" => ("bus", "name"),
+            _ => continue,
+        };
+        let Some(index) = rest.split(']').next().and_then(|i| i.parse::<usize>().ok()) else {
+            continue;
+        };
+        let name = table
+            .get(key)
+            .and_then(|v| v.get(index))
+            .and_then(|e| e.get(field))
+            .and_then(|n| n.as_str());
+        let header = format!("[[{key}]]");
+        let line = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim_start().starts_with(&header))
+            .nth(index)
+            .map(|(n, _)| n + 1);
+        p.entry = match (name, line) {
+            (Some(n), Some(l)) => Some(format!("{what} {n:?}, line {l}")),
+            (Some(n), None) => Some(format!("{what} {n:?}")),
+            (None, Some(l)) => Some(format!("line {l}")),
+            (None, None) => None,
+        };
     }
 }
 
@@ -202,31 +244,74 @@ pub fn text_sha256(text: &str) -> String {
     hex::encode(sha2::Sha256::digest(text.as_bytes()))
 }
 
-/// Deserializes one value, reporting unknown keys and the first bad value under `path`.
+/// How many bad values of one entry are reported at most.
+const BAD_VALUES_PER_ENTRY: usize = 16;
+
+/// Deserializes one value, reporting unknown keys and every bad value under
+/// `path`. A bad value's key is taken out and the rest read again, so the
+/// next bad value is found too, and the rest is returned for the checks
+/// that follow (the config is refused anyway: a problem was reported). A
+/// key whose removal only makes a required key missing is not reported
+/// twice, and gives no entry.
 fn deserialize_at<T: DeserializeOwned>(
-    value: toml::Value,
+    mut value: toml::Value,
     path: &str,
     problems: &mut Vec<Problem>,
 ) -> Option<T> {
     let mut unknown = Vec::new();
-    // An optional table's path has a `?` segment for its `Some`
-    // (`serial.?.speed`): the key as written has none.
-    let mut on_unknown = |p: serde_ignored::Path<'_>| unknown.push(p.to_string().replace(".?", ""));
-    let de = serde_ignored::Deserializer::new(value, &mut on_unknown);
-    let result: Result<T, _> = serde_path_to_error::deserialize(de);
-    for key in unknown {
-        problems.push(Problem::new(join(path, &key), "unknown key"));
-    }
-    match result {
-        Ok(v) => Some(v),
-        Err(e) => {
-            let inner = e.path().to_string();
-            // The bare message: the error's Display appends the key again
-            // ("in `max_import`"), which the path already says.
-            let message = e.into_inner().message().to_string();
-            problems.push(Problem::new(join(path, &inner), message));
-            None
+    let mut removed: Vec<String> = Vec::new();
+    for _ in 0..BAD_VALUES_PER_ENTRY {
+        // An optional table's path has a `?` segment for its `Some`
+        // (`serial.?.speed`): the key as written has none.
+        let mut on_unknown =
+            |p: serde_ignored::Path<'_>| unknown.push(p.to_string().replace(".?", ""));
+        let de = serde_ignored::Deserializer::new(value.clone(), &mut on_unknown);
+        let result: Result<T, _> = serde_path_to_error::deserialize(de);
+        match result {
+            Ok(v) => {
+                report_unknown(&mut unknown, path, problems);
+                return Some(v);
+            }
+            Err(e) => {
+                let inner = e.path().to_string();
+                // The bare message: the error's Display appends the key again
+                // ("in `max_import`"), which the path already says.
+                let message = e.into_inner().message().to_string();
+                let missing_removed = removed
+                    .iter()
+                    .any(|k| message == format!("missing field `{k}`"));
+                if !missing_removed {
+                    problems.push(Problem::new(join(path, &inner), message));
+                }
+                // Only a key of this entry's own table can be taken out.
+                let key = inner
+                    .split(['.', '['])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string();
+                let taken = match &mut value {
+                    toml::Value::Table(t) if !key.is_empty() && !missing_removed => {
+                        t.remove(&key).is_some()
+                    }
+                    _ => false,
+                };
+                if !taken {
+                    break;
+                }
+                removed.push(key);
+            }
         }
+    }
+    report_unknown(&mut unknown, path, problems);
+    None
+}
+
+/// Each unknown key once, under `path`.
+fn report_unknown(unknown: &mut Vec<String>, path: &str, problems: &mut Vec<Problem>) {
+    unknown.sort();
+    unknown.dedup();
+    for key in unknown.drain(..) {
+        problems.push(Problem::new(join(path, &key), "unknown key"));
     }
 }
 

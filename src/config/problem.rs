@@ -10,6 +10,9 @@ pub struct Problem {
     /// TOML path such as `devices[2].unit_id`; empty for the file as a whole.
     pub path: String,
     pub message: String,
+    /// The entry the path is in, for a reader of the file: `device
+    /// "dvc_pv", line 42`.
+    pub entry: Option<String>,
 }
 
 impl Problem {
@@ -17,6 +20,7 @@ impl Problem {
         Self {
             path: path.into(),
             message: message.into(),
+            entry: None,
         }
     }
 }
@@ -26,7 +30,11 @@ impl fmt::Display for Problem {
         if self.path.is_empty() {
             f.write_str(&self.message)
         } else {
-            write!(f, "{}: {}", self.path, self.message)
+            write!(f, "{}: {}", self.path, self.message)?;
+            match &self.entry {
+                Some(e) => write!(f, " ({e})"),
+                None => Ok(()),
+            }
         }
     }
 }

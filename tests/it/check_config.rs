@@ -30,6 +30,7 @@ retention_interval_s = 0
 reference = "ste_home"
 name = "Home"
 max_import = "25 parsecs"
+max_export = "-5 kW"
 
 [[buses]]
 name = "lan"
@@ -86,6 +87,8 @@ fn every_problem_is_reported_with_its_path_and_exit_78() {
         ),
         ("storage.retention_interval_s", "must be 1 to 3600, found 0"),
         ("sites[0].max_import", "unknown power unit \"parsecs\""),
+        // Beside a bad value, the entry's other values are still checked.
+        ("sites[0].max_export", "must not be negative, found -5000 W"),
         (
             "buses[0].tcp",
             "\"192.168.1.50:99999\" is not a Modbus TCP address",
@@ -111,6 +114,36 @@ fn every_problem_is_reported_with_its_path_and_exit_78() {
         );
     }
     assert_eq!(problems.len(), expected.len(), "{stderr}");
+    // Each entry's problems name it by reference and the line of its header.
+    let header = |name: &str, nth: usize| {
+        BAD.lines()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with(name))
+            .nth(nth)
+            .map(|(n, _)| n + 1)
+            .expect("a header")
+    };
+    for (path, entry) in [
+        (
+            "sites[0].max_export",
+            format!("(site \"ste_home\", line {})", header("[[sites]]", 0)),
+        ),
+        (
+            "devices[1].unit_id",
+            format!("(device \"dvc_pv\", line {})", header("[[devices]]", 1)),
+        ),
+        (
+            "buses[0].tcp",
+            format!("(bus \"lan\", line {})", header("[[buses]]", 0)),
+        ),
+    ] {
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with(path) && p.ends_with(&entry)),
+            "no {path} ending {entry:?} in:\n{stderr}"
+        );
+    }
     assert!(
         stderr.starts_with(&format!(
             "{}: {} problems in the config",
