@@ -426,34 +426,3 @@ fn the_std_clocks_are_read_in_one_place() {
         readers.join("\n")
     );
 }
-
-/// ARCHITECTURE.md is a map: at most 300 lines, naming every top-level
-/// module of `src/` (a folder as `name/`, a file as `name.rs`).
-#[test]
-fn the_map_names_every_top_level_module_in_300_lines() {
-    let map = read(&root().join("ARCHITECTURE.md"));
-    let lines = map.lines().count();
-    assert!(lines <= 300, "ARCHITECTURE.md has {lines} lines");
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(root().join("src")).expect("src/") {
-        let path = entry.expect("an entry").path();
-        let name = path
-            .file_name()
-            .expect("a name")
-            .to_string_lossy()
-            .to_string();
-        let named = if path.is_dir() {
-            format!("`{name}/`")
-        } else {
-            format!("`{name}`")
-        };
-        if !map.contains(&named) {
-            missing.push(named);
-        }
-    }
-    missing.sort();
-    assert!(
-        missing.is_empty(),
-        "ARCHITECTURE.md does not name {missing:?}"
-    );
-}
