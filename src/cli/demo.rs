@@ -39,6 +39,10 @@ pub struct DemoArgs {
     /// The seed of noisy mode's draws (the same seed, the same noise).
     #[arg(long, requires = "noisy")]
     seed: Option<u64>,
+    /// Also write a `sitegate run` config for the same simulated devices to
+    /// this file (its API on 127.0.0.1:8081), to try the path to a site.
+    #[arg(long, value_name = "FILE")]
+    print_config: Option<PathBuf>,
 }
 
 pub fn demo(args: DemoArgs) -> ExitCode {
@@ -109,6 +113,20 @@ pub fn demo(args: DemoArgs) -> ExitCode {
             }
         };
         sim.point_config_at_servers(&mut config);
+        if let Some(file) = &args.print_config {
+            match std::fs::write(file, run_config(&config)) {
+                Ok(()) => say(&format!(
+                    "sitegate demo: a config for these devices is in {} (sitegate run --config {})",
+                    file.display(),
+                    file.display()
+                )),
+                Err(e) => {
+                    tracing::error!(file = %file.display(), error = %e, "--print-config: cannot write the file");
+                    sim.shutdown().await;
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         tracing::info!(speed = args.speed, data = %data.display(), "simulated site running");
         // One plain line on stdout says where the demo is (the log says it too,
         // among many): with `--listen 127.0.0.1:0` it is the only way to know.
@@ -125,6 +143,37 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         sim.shutdown().await;
         code
     })
+}
+
+/// The demo's own config, its buses pointed at the simulated devices, for
+/// `sitegate run` beside the demo: its API on 127.0.0.1:8081 and its own
+/// database.
+fn run_config(config: &Config) -> String {
+    let mut text = String::from(
+        "# Written by `sitegate demo --print-config`: the demo's site with each bus\n\
+         # pointed at the running demo's simulated device. Run it with\n\
+         # `sitegate run --config THIS_FILE` while the demo runs.\n",
+    );
+    let mut buses = config.buses.iter();
+    for line in DEMO_CONFIG.lines() {
+        let out = if line.trim() == "tcp = \"127.0.0.1:0\"" {
+            match buses.next().map(|b| &b.transport) {
+                Some(sitegate::config::Transport::Tcp { host, port }) => {
+                    format!("tcp = \"{host}:{port}\"")
+                }
+                _ => line.to_string(),
+            }
+        } else if line.starts_with("listen = [\"127.0.0.1:8080\"]") {
+            "listen = [\"127.0.0.1:8081\"]".to_string()
+        } else if line.starts_with("path = \"sitegate-demo.db\"") {
+            "path = \"sitegate-from-demo.db\"".to_string()
+        } else {
+            line.to_string()
+        };
+        text.push_str(&out);
+        text.push('\n');
+    }
+    text
 }
 
 /// One line per simulated device: its reference, type, bus address and

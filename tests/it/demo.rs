@@ -139,11 +139,36 @@ async fn demo_serves_its_site_and_stops_on_sigint() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_stops_cleanly_on_sigterm() {
-    let mut demo = Demo::start(&[]).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let written = dir.path().join("from-demo.toml");
+    let mut demo = Demo::start(&["--print-config", written.to_str().expect("a path")]).await;
     wait_for("the demo ready", DEADLINE, || async {
         (demo.get("/readyz").await.0 == StatusCode::OK).then_some(())
     })
     .await;
+    // `--print-config`: a `sitegate run` config for the same devices, that
+    // check-config takes, with each device's printed address.
+    let text = std::fs::read_to_string(&written).expect("the written config");
+    let check = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .arg("check-config")
+        .arg(&written)
+        .output()
+        .expect("check-config runs");
+    assert!(check.status.success(), "{check:?}\n{text}");
+    let printed = demo.printed();
+    let addresses: Vec<&str> = printed
+        .lines()
+        .filter_map(|l| l.split(" on Modbus TCP ").nth(1))
+        .filter_map(|rest| rest.split(',').next())
+        .collect();
+    assert_eq!(addresses.len(), 5, "{printed}");
+    for a in addresses {
+        assert!(
+            text.contains(&format!("tcp = \"{a}\"")),
+            "{a} not in:\n{text}"
+        );
+    }
+    assert!(text.contains("listen = [\"127.0.0.1:8081\"]"), "{text}");
     // `sitegate status` by the demo's URL: one screen of it.
     let url = format!("http://{}", demo.addr);
     let screen = wait_for("status sees every device online", DEADLINE, || {
