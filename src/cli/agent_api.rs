@@ -47,11 +47,42 @@ impl AgentArgs {
             .or_else(|| std::env::var("SITEGATE_TOKEN").ok())
     }
 
-    /// The agent to ask, and a label for it (its gateway id, or the URL's
-    /// host and port); the exit code after saying why not.
+    /// The agent to ask, and a label for it: `--url`'s host and port, else
+    /// the config's gateway id. The exit code after saying why not.
     pub fn resolve(&self) -> Result<(Target, String), ExitCode> {
-        resolve(self)
+        if let Some(url) = &self.url {
+            return target_of_url(url, self.fingerprint.as_deref()).map_err(|e| {
+                complain(&e);
+                ExitCode::from(EXIT_USAGE)
+            });
+        }
+        let config = load_config(&self.config)?;
+        match target(self, &config) {
+            Ok(t) => Ok((t, config.gateway_id)),
+            Err(e) => {
+                complain(&format!("{}: {e}", self.config.display()));
+                Err(ExitCode::from(EXIT_USAGE))
+            }
+        }
     }
+}
+
+/// Runs one command's requests on a runtime of this thread.
+pub fn block_on<T>(f: impl std::future::Future<Output = Result<T, String>>) -> Result<T, String> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?
+        .block_on(f)
+}
+
+/// A TLS connector trusting only the certificate of `fingerprint`.
+fn pinned(fingerprint: &str) -> Result<tokio_rustls::TlsConnector, String> {
+    sitegate::https::pinned::client_config(fingerprint)
+        .map(tokio_rustls::TlsConnector::from)
+        .ok_or_else(|| {
+            format!("--fingerprint: {fingerprint:?} is not a SHA-256 fingerprint (64 hex digits, colons allowed)")
+        })
 }
 
 /// Where the agent is asked.
@@ -108,12 +139,9 @@ fn target(args: &AgentArgs, config: &sitegate::config::Config) -> Result<Target,
         None => sitegate::https::configured_fingerprint(config)
             .map_err(|e| format!("no fingerprint to pin (give --fingerprint): {e}"))?,
     };
-    let tls = sitegate::https::pinned::client_config(&fingerprint).ok_or_else(|| {
-        format!("--fingerprint: {fingerprint:?} is not a SHA-256 fingerprint (64 hex digits, colons allowed)")
-    })?;
     Ok(Target::Https {
         addr: reachable(addr),
-        tls: tokio_rustls::TlsConnector::from(tls),
+        tls: pinned(&fingerprint)?,
     })
 }
 
@@ -145,35 +173,13 @@ fn target_of_url(url: &str, fingerprint: Option<&str>) -> Result<(Target, String
     let fingerprint = fingerprint.ok_or_else(|| {
         bad("an https URL needs --fingerprint (`sitegate tls fingerprint` prints it)")
     })?;
-    let tls = sitegate::https::pinned::client_config(fingerprint).ok_or_else(|| {
-        format!("--fingerprint: {fingerprint:?} is not a SHA-256 fingerprint (64 hex digits, colons allowed)")
-    })?;
     Ok((
         Target::Https {
             addr,
-            tls: tokio_rustls::TlsConnector::from(tls),
+            tls: pinned(fingerprint)?,
         },
         label,
     ))
-}
-
-/// The agent to ask and the label its bundle file is named with: `--url`'s,
-/// else the config's.
-fn resolve(args: &AgentArgs) -> Result<(Target, String), ExitCode> {
-    if let Some(url) = &args.url {
-        return target_of_url(url, args.fingerprint.as_deref()).map_err(|e| {
-            complain(&e);
-            ExitCode::from(EXIT_USAGE)
-        });
-    }
-    let config = load_config(&args.config)?;
-    match target(args, &config) {
-        Ok(t) => Ok((t, config.gateway_id)),
-        Err(e) => {
-            complain(&format!("{}: {e}", args.config.display()));
-            Err(ExitCode::from(EXIT_USAGE))
-        }
-    }
 }
 
 pub fn problem(v: &Value) -> String {

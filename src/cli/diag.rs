@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::agent_api::{call, problem, AgentArgs, Target};
+use super::agent_api::{block_on, call, problem, AgentArgs, Target};
 use super::{complain, say};
 
 #[derive(clap::Args, Debug)]
@@ -38,17 +38,7 @@ pub fn diag(args: DiagArgs) -> ExitCode {
     };
     let token = args.agent.token();
     let id = format!("diag-{}", sitegate::model::time::now_ms());
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            complain(&format!("cannot start the async runtime: {e}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    let text = match runtime.block_on(fetch(&addr, token.as_deref(), &id)) {
+    let text = match block_on(fetch(&addr, token.as_deref(), &id)) {
         Ok(text) => text,
         Err(e) => {
             complain(&format!("sitegate diag: the agent at {addr}: {e}"));

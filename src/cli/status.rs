@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
-use super::agent_api::{call, call_raw, AgentArgs, Target};
+use super::agent_api::{block_on, call, call_raw, AgentArgs, Target};
 use super::{complain, say};
 
 #[derive(clap::Args, Debug)]
@@ -216,17 +216,7 @@ pub fn status(args: StatusArgs) -> ExitCode {
         Ok(t) => t,
         Err(code) => return code,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            complain(&format!("cannot start the async runtime: {e}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(ask(target, args.agent.token())) {
+    match block_on(ask(target, args.agent.token())) {
         Ok(a) => {
             for line in render(&a) {
                 say(&line);
