@@ -53,6 +53,23 @@ pub(super) struct Setup {
     pub topics: Topics,
 }
 
+impl Setup {
+    /// The client and its event loop, built off the runtime's threads (it
+    /// reads and parses the TLS files).
+    async fn build(&self) -> Result<(Client, EventLoop), String> {
+        let s = self.clone();
+        match tokio::task::spawn_blocking(move || {
+            client::build(&s.config, &s.gateway_id, &s.topics)
+        })
+        .await
+        {
+            Ok(Ok(pair)) => Ok(pair),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(format!("the setup task failed: {e}")),
+        }
+    }
+}
+
 /// Everything else the link needs.
 pub(super) struct Parts {
     pub client_id: String,
@@ -144,24 +161,15 @@ async fn set_up(
     let mut attempts = Attempts::default();
     let mut beat = Heartbeat::ticker();
     loop {
-        let (config, gateway_id, topics) = (
-            setup.config.clone(),
-            setup.gateway_id.clone(),
-            setup.topics.clone(),
-        );
-        // Reads and parses files: off the runtime's threads.
-        let built =
-            tokio::task::spawn_blocking(move || client::build(&config, &gateway_id, &topics)).await;
-        let error = match built {
-            Ok(Ok(pair)) => {
+        let error = match setup.build().await {
+            Ok(pair) => {
                 if parts.stats.setup_problem().is_some() {
                     tracing::info!("MQTT uplink set up: its TLS files can be used now");
                 }
                 parts.stats.set_setup_problem(None);
                 return Some(pair);
             }
-            Ok(Err(e)) => e.to_string(),
-            Err(e) => format!("the setup task failed: {e}"),
+            Err(e) => e,
         };
         let (attempt, _) = attempts.failed(Instant::now());
         let delay = RETRY.full_jitter(attempt, jitter.next_u64());

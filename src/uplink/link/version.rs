@@ -5,9 +5,9 @@
 //! on, until the agent restarts. A pinned `protocol` is never changed.
 //!
 //! The decision is pure (`Version::lost`); `build_311` makes the new client
-//! off the runtime's threads, as the first one was made.
+//! as the first one was made (`Setup::build`).
 
-use super::super::client::{self, Client, EventLoop, LostKind};
+use super::super::client::{Client, EventLoop, LostKind};
 use super::Setup;
 use crate::config::MqttProtocol;
 
@@ -57,21 +57,15 @@ impl Version {
 
     /// The client and event loop of the same config under MQTT 3.1.1.
     pub async fn build_311(&self) -> Result<(Client, EventLoop), String> {
-        let mut config = self.setup.config.clone();
-        config.protocol = Some(MqttProtocol::V311);
-        let (gateway_id, topics) = (self.setup.gateway_id.clone(), self.setup.topics.clone());
-        match tokio::task::spawn_blocking(move || client::build(&config, &gateway_id, &topics))
-            .await
-        {
-            Ok(Ok(pair)) => Ok(pair),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(e) => Err(format!("the setup task failed: {e}")),
-        }
+        let mut setup = self.setup.clone();
+        setup.config.protocol = Some(MqttProtocol::V311);
+        setup.build().await
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::client;
     use super::*;
 
     fn version(protocol: Option<MqttProtocol>) -> (Version, Client) {
