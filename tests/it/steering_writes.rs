@@ -156,7 +156,17 @@ async fn unchanged_setpoints_are_not_written_again_except_to_refresh() {
     })
     .await;
     assert!(evaluated >= 5, "only {evaluated} evaluations seen");
-    assert!(events.is_empty(), "writes at the fallback: {events:#?}");
+    if !events.is_empty() {
+        // Seen once on a loaded CI machine and not reproduced since: the
+        // devices' history and state say which decision wrote again.
+        let (_, history) = rig
+            .get(&format!("/sites/{SITE}/steering/history?limit=50"), STEER)
+            .await;
+        panic!(
+            "writes at the fallback: {events:#?}\nhistory: {history:#}\nstate: {:#}",
+            rig.state().await
+        );
+    }
 
     // A signal: 100 kW discharge, 300 kW curtailment.
     let until = now_ms() + 600_000;
