@@ -6,9 +6,10 @@
 //!
 //! Several meters on one site are summed (power, energies, currents); the
 //! voltage and the frequency are the first meter's that has them. A reading
-//! older than the control loop's staleness bound, or from a meter offline,
-//! is published as an error (MPC/MGCP-003), never as a number it no longer
-//! is.
+//! older than the control loop's staleness bound
+//! (`steering::inputs::stale_after_ms`), or from a meter offline, is
+//! published as an error (MPC/MGCP-003), never as a number it no longer is.
+//! The power is the one the grid loop holds (`steering::inputs::meter`).
 //!
 //! Reads the live view and fills the crate's `MonitoredUnit`; sends nothing
 //! itself (the hub loop notifies).
@@ -18,7 +19,8 @@ use eebus::usecases::mgcp;
 use eebus::usecases::monitoring::{Measurand, MonitoredUnit, Quantity};
 
 use crate::model::{DeviceId, Property};
-use crate::steering::inputs::STALE_POLLS;
+use crate::steering::hold::Meter;
+use crate::steering::inputs::{meter, stale_after_ms};
 use crate::telemetry::Live;
 
 /// The scenarios the node plays (MGCP Table 1; 1, the PV curtailment
@@ -95,7 +97,7 @@ fn point(
 ) -> Option<Option<f64>> {
     let mut sum: Option<Option<f64>> = None;
     for id in meters {
-        let max_age = STALE_POLLS * live.config(*id).poll_interval_ms as i64;
+        let max_age = stale_after_ms(&live.config(*id));
         // As the control loop reads its meter: one failed poll does not
         // lose a reading, one older than its bound is lost.
         let read = live.inspect(*id, |s| {
@@ -115,10 +117,23 @@ fn point(
     sum
 }
 
+/// The momentary power exactly as the grid loop reads it
+/// (`steering::inputs::meter`): what the box sees is what the loop holds.
+fn power(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Option<f64>> {
+    meter(live, meters, now_ms).map(|m| match m {
+        Meter::Fresh { grid_w, .. } => Some(grid_w),
+        Meter::Lost(_) => None,
+    })
+}
+
 /// Sets what the site's meters read now on `unit`.
 pub fn update(unit: &mut MonitoredUnit, live: &Live, meters: &[DeviceId], now_ms: i64) {
     for (m, p, summed) in &POINTS {
-        match point(live, meters, *p, *summed, now_ms) {
+        let read = match p {
+            Property::ActivePower => power(live, meters, now_ms),
+            _ => point(live, meters, *p, *summed, now_ms),
+        };
+        match read {
             Some(Some(v)) => unit.set(m, v),
             Some(None) => unit.set_state(m, MeasurementValueState::Error),
             None => {}

@@ -110,6 +110,12 @@ pub struct Inputs {
 /// A meter reading older than this many of its poll intervals is stale.
 pub const STALE_POLLS: i64 = 3;
 
+/// How old a reading of `device` may be before it is stale, ms:
+/// [`STALE_POLLS`] of its poll intervals.
+pub fn stale_after_ms(device: &DeviceConfig) -> i64 {
+    STALE_POLLS * device.poll_interval_ms as i64
+}
+
 /// What the control loop adds to the live state.
 #[derive(Clone, Debug, Default)]
 pub struct Context<'a> {
@@ -161,7 +167,7 @@ pub fn meter(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Meter> {
             let reading = s.reading(Property::ActivePower);
             (s.online, reading.filter(|r| r.value.is_finite()))
         });
-        let max_age = STALE_POLLS * cfg.poll_interval_ms as i64;
+        let max_age = stale_after_ms(&cfg);
         match reading {
             // One failed poll (a timeout on a loaded link, a garbled frame)
             // does not lose the meter: its last reading serves until it is
