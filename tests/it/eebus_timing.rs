@@ -107,23 +107,29 @@ impl Node {
             .cloned()
     }
 
-    /// Waits (real time: the handshake runs on real sockets) until LPC
-    /// holds `w` W, in failsafe or not.
-    async fn until(&self, w: f64, failsafe: bool) -> SourceLimit {
+    /// Waits (real time: the handshake runs on real sockets) until `done`
+    /// holds of the node; `what` and the node's limits name a timeout.
+    async fn wait_for(&self, what: &str, done: impl Fn(&Node) -> bool) {
         let start = Instant::now();
-        loop {
-            if let Some(l) = self.consumption() {
-                if l.value == w && l.failsafe == failsafe {
-                    return l;
-                }
-            }
+        while !done(self) {
             assert!(
                 start.elapsed() < Duration::from_secs(30),
-                "LPC did not hold {w} W (failsafe {failsafe}): {:?}",
-                self.consumption()
+                "{what}: {:?}",
+                self.site.limits_of(Server::Eebus)
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Waits until LPC holds `w` W, in failsafe or not.
+    async fn until(&self, w: f64, failsafe: bool) -> SourceLimit {
+        let holds = |n: &Node| {
+            n.consumption()
+                .is_some_and(|l| l.value == w && l.failsafe == failsafe)
+        };
+        self.wait_for(&format!("LPC holds {w} W (failsafe {failsafe})"), holds)
+            .await;
+        self.consumption().expect("held just now")
     }
 
     async fn stop(self) {
@@ -190,23 +196,49 @@ async fn limited(key: eebus::cert::Identity, node: &Node, w: f64) -> ControlBox 
     b
 }
 
-#[tokio::test]
-async fn heartbeat_loss_enters_failsafe_within_120_s() {
+/// A node on a store of its own and the key of the box it trusts.
+async fn fresh_node() -> (tempfile::TempDir, eebus::cert::Identity, Node) {
     let dir = tempfile::tempdir().expect("dir");
     let key = eebus_box::key();
     let node = Node::start(&key.ski, dir.path()).await;
-    let b = limited(key, &node, 3_000.0).await;
+    (dir, key, node)
+}
+
+/// A box holds the site at 3 kW, then falls silent for `silent` on the
+/// paused clock (which stays paused): the node is in failsafe.
+async fn into_failsafe(key: &eebus::cert::Identity, node: &Node, silent: Duration) {
+    let b = limited(eebus_box::same_key(key), node, 3_000.0).await;
     tokio::time::pause();
     b.stop();
+    step_through(silent, 10 * S, |_| {}).await;
+    let l = node.consumption().expect("LPC");
+    assert!(
+        l.failsafe,
+        "not in failsafe after {silent:?} of silence: {l:?}"
+    );
+}
+
+/// Steps 180 s in 5 s steps and returns when `read` first showed a
+/// failsafe limit, with it.
+async fn first_failsafe(read: impl Fn() -> Option<SourceLimit>) -> (Duration, SourceLimit) {
     let mut entered = None;
     step_through(180 * S, 5 * S, |t| {
-        let l = node.consumption().expect("LPC always holds a value here");
+        let l = read().expect("a limit always holds here");
         if l.failsafe && entered.is_none() {
             entered = Some((t, l));
         }
     })
     .await;
-    let (t, l) = entered.expect("the failsafe entered");
+    entered.expect("the failsafe entered")
+}
+
+#[tokio::test]
+async fn heartbeat_loss_enters_failsafe_within_120_s() {
+    let (_dir, key, node) = fresh_node().await;
+    let b = limited(key, &node, 3_000.0).await;
+    tokio::time::pause();
+    b.stop();
+    let (t, l) = first_failsafe(|| node.consumption()).await;
     // The box's last heartbeat came at most 60 s before it went: the limit
     // holds at least 60 s, the failsafe comes at most 120 s after it.
     assert!((60 * S..=125 * S).contains(&t), "failsafe after {t:?}");
@@ -218,29 +250,16 @@ async fn heartbeat_loss_enters_failsafe_within_120_s() {
 /// LPP runs the same machine: its heartbeat loss, over the wire.
 #[tokio::test]
 async fn lpp_heartbeat_loss_enters_its_failsafe_within_120_s() {
-    let dir = tempfile::tempdir().expect("dir");
-    let key = eebus_box::key();
-    let node = Node::start(&key.ski, dir.path()).await;
+    let (_dir, key, node) = fresh_node().await;
     let b = boxed_as(key, &node, "lpp", Some(LimitWrite::active(5_000.0))).await;
-    let start = Instant::now();
-    while node
-        .production()
-        .is_none_or(|l| l.value != 5_000.0 || l.failsafe)
-    {
-        assert!(start.elapsed() < 30 * S, "{:?}", node.production());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::pause();
-    b.stop();
-    let mut entered = None;
-    step_through(180 * S, 5 * S, |t| {
-        let l = node.production().expect("LPP or the contract always holds");
-        if l.failsafe && entered.is_none() {
-            entered = Some((t, l));
-        }
+    node.wait_for("LPP holds 5 kW", |n| {
+        n.production()
+            .is_some_and(|l| l.value == 5_000.0 && !l.failsafe)
     })
     .await;
-    let (t, l) = entered.expect("the failsafe entered");
+    tokio::time::pause();
+    b.stop();
+    let (t, l) = first_failsafe(|| node.production()).await;
     assert!((60 * S..=125 * S).contains(&t), "failsafe after {t:?}");
     assert_eq!(l.value, 20_000.0, "the failsafe production limit");
     assert_eq!(l.reference.as_deref(), Some("lpp: failsafe state"));
@@ -249,9 +268,7 @@ async fn lpp_heartbeat_loss_enters_its_failsafe_within_120_s() {
 
 #[tokio::test]
 async fn a_limit_without_a_duration_outlives_an_hour() {
-    let dir = tempfile::tempdir().expect("dir");
-    let key = eebus_box::key();
-    let node = Node::start(&key.ski, dir.path()).await;
+    let (_dir, key, node) = fresh_node().await;
     let b = limited(key, &node, 3_000.0).await;
     tokio::time::pause();
     step_through(3_700 * S, 10 * S, |t| {
@@ -271,14 +288,8 @@ async fn a_limit_without_a_duration_outlives_an_hour() {
 /// before the use case sees it: the heartbeat is back, no limit is.
 #[tokio::test]
 async fn a_returning_heartbeat_alone_does_not_leave_failsafe_before_120_s() {
-    let dir = tempfile::tempdir().expect("dir");
-    let key = eebus_box::key();
-    let node = Node::start(&key.ski, dir.path()).await;
-    let b = limited(eebus_box::same_key(&key), &node, 3_000.0).await;
-    tokio::time::pause();
-    b.stop();
-    step_through(200 * S, 10 * S, |_| {}).await;
-    assert!(node.consumption().expect("LPC").failsafe);
+    let (_dir, key, node) = fresh_node().await;
+    into_failsafe(&key, &node, 200 * S).await;
     // The box is back (its handshake on real time), its write refused.
     tokio::time::resume();
     let b = ControlBox::start(
@@ -318,14 +329,8 @@ async fn a_returning_heartbeat_alone_does_not_leave_failsafe_before_120_s() {
 /// leave the failsafe at once.
 #[tokio::test]
 async fn failsafe_is_left_on_a_heartbeat_and_a_fresh_write_after_a_reconnection() {
-    let dir = tempfile::tempdir().expect("dir");
-    let key = eebus_box::key();
-    let node = Node::start(&key.ski, dir.path()).await;
-    let b = limited(eebus_box::same_key(&key), &node, 3_000.0).await;
-    tokio::time::pause();
-    b.stop();
-    step_through(200 * S, 10 * S, |_| {}).await;
-    assert!(node.consumption().expect("LPC").failsafe);
+    let (_dir, key, node) = fresh_node().await;
+    into_failsafe(&key, &node, 200 * S).await;
     tokio::time::resume();
     let b = limited(key, &node, 6_000.0).await;
     let l = node.consumption().expect("LPC");
@@ -336,20 +341,11 @@ async fn failsafe_is_left_on_a_heartbeat_and_a_fresh_write_after_a_reconnection(
 
 #[tokio::test]
 async fn a_24_h_outage_never_leaves_the_site_unlimited() {
-    let dir = tempfile::tempdir().expect("dir");
-    let key = eebus_box::key();
-    let node = Node::start(&key.ski, dir.path()).await;
+    let (_dir, key, node) = fresh_node().await;
     // The box lets the site run unlimited, then goes.
     let b = boxed(key, &node, Some(LimitWrite::deactivated())).await;
-    let start = Instant::now();
-    while node.consumption().is_some() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "{:?}",
-            node.consumption()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    node.wait_for("LPC unlimited", |n| n.consumption().is_none())
+        .await;
     tokio::time::pause();
     b.stop();
     let mut limited_from = None;
@@ -369,15 +365,9 @@ async fn a_24_h_outage_never_leaves_the_site_unlimited() {
 
 #[tokio::test]
 async fn a_restart_in_failsafe_stays_in_failsafe() {
-    let dir = tempfile::tempdir().expect("dir");
-    let key = eebus_box::key();
-    let node = Node::start(&key.ski, dir.path()).await;
-    let b = limited(eebus_box::same_key(&key), &node, 3_000.0).await;
-    tokio::time::pause();
-    b.stop();
-    step_through(130 * S, 10 * S, |_| {}).await;
+    let (dir, key, node) = fresh_node().await;
+    into_failsafe(&key, &node, 130 * S).await;
     let before = node.consumption().expect("LPC");
-    assert!(before.failsafe, "{before:?}");
     tokio::time::resume();
     node.stop().await;
     // The node again, on the same store: in failsafe at once, with the
