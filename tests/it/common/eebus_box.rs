@@ -41,15 +41,18 @@ pub struct ControlBox {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// The box's SHIP ID: its certificate's name and its hub's identity.
+const SHIP_ID: &str = "i:46925_u:ControlBox-test";
+
 /// A box's key, made ahead so the agent's config can trust its SKI.
 pub fn key() -> eebus::cert::Identity {
-    cert::self_signed(CertParams::new("i:46925_u:ControlBox-test")).expect("a box key")
+    cert::self_signed(CertParams::new(SHIP_ID)).expect("a box key")
 }
 
 /// The same box again (its key, so its SKI), as after the box restarts.
 pub fn same_key(id: &eebus::cert::Identity) -> eebus::cert::Identity {
     let key = rcgen::KeyPair::try_from(id.key_der().as_slice()).expect("the box's key");
-    cert::self_signed_with(CertParams::new("i:46925_u:ControlBox-test"), key).expect("a box key")
+    cert::self_signed_with(CertParams::new(SHIP_ID), key).expect("a box key")
 }
 
 impl ControlBox {
@@ -96,7 +99,7 @@ impl ControlBox {
         engine.add_use_case([1], 1, &mgcp::MONITORING_APPLIANCE);
         let mut monitor = MonitoringApplianceActor::new(client.clone());
         let node_cfg = Node::new(
-            "i:46925_u:ControlBox-test",
+            SHIP_ID,
             ShipTls::new(identity),
             TrustStore::with([node_ski]),
         );
