@@ -11,17 +11,6 @@ use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 use crate::common::broker::{free_port, wait_listening};
 use crate::common::mqtt::{site_config, start, ROOT};
 
-fn nats_binary() -> Option<PathBuf> {
-    [
-        "/usr/sbin/nats-server",
-        "/usr/bin/nats-server",
-        "/usr/local/bin/nats-server",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.is_file())
-}
-
 /// A NATS server with JetStream and its MQTT gateway on a port of its own.
 struct Nats {
     child: std::process::Child,
@@ -68,7 +57,7 @@ impl Drop for Nats {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_uplink_falls_back_to_3_1_1_on_nats_and_delivers() {
-    let Some(bin) = nats_binary() else {
+    let Some(bin) = crate::common::installed("nats-server") else {
         assert!(
             !crate::common::required("NATS"),
             "SITEGATE_REQUIRE_NATS=1 but no nats-server is installed"

@@ -67,28 +67,14 @@ where
 }
 
 fn mosquitto_binary() -> Option<PathBuf> {
-    [
-        "/usr/sbin/mosquitto",
-        "/usr/bin/mosquitto",
-        "/usr/local/sbin/mosquitto",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.is_file())
+    super::installed("mosquitto")
 }
 
 /// A mosquitto password file for `users` (name, password), hashed by
 /// `mosquitto_passwd -b` (the mosquitto package ships it); `None` where that
 /// binary is not installed (mosquitto 2 takes no plain-text passwords).
 pub fn mosquitto_password_file(users: &[(&str, &str)]) -> Option<String> {
-    let bin = [
-        "/usr/bin/mosquitto_passwd",
-        "/usr/sbin/mosquitto_passwd",
-        "/usr/local/bin/mosquitto_passwd",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.is_file())?;
+    let bin = super::installed("mosquitto_passwd")?;
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("passwd");
     std::fs::write(&file, "").expect("an empty password file");

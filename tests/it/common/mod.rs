@@ -30,6 +30,16 @@ pub fn required(what: &str) -> bool {
     std::env::var(format!("SITEGATE_REQUIRE_{what}")).is_ok_and(|v| v == "1")
 }
 
+/// Where the program `name` is installed, looked up in the system's binary
+/// folders (a test's `PATH` may leave out the `sbin` ones that Debian's
+/// mosquitto uses); `None` when it is not installed.
+pub fn installed(name: &str) -> Option<std::path::PathBuf> {
+    ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"]
+        .iter()
+        .map(|dir| std::path::Path::new(dir).join(name))
+        .find(|p| p.is_file())
+}
+
 /// An HTTP client for the agent's API. The agent closes a connection idle
 /// for 10 s between requests (it waits that long for the next request's
 /// head, `agent::http::HEAD_TIMEOUT`); a pooled connection reused at that
