@@ -3,14 +3,12 @@
 //! example configs exit 0.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::common::process::{sitegate, succeeded};
 
 fn check_config(file: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .arg("check-config")
-        .arg(file)
-        .output()
-        .expect("run sitegate check-config")
+    sitegate([Path::new("check-config"), file])
 }
 
 /// One problem of each kind the issue lists, and a device on a bus whose own
@@ -361,13 +359,12 @@ fn token_list_names_each_token_its_scopes_and_a_placeholder() {
         "0".repeat(64)
     );
     std::fs::write(&file, text).expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["token", "list", "--config"])
-        .arg(&file)
-        .output()
-        .expect("run sitegate token list");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
+    let stdout = succeeded(&sitegate([
+        Path::new("token"),
+        Path::new("list"),
+        Path::new("--config"),
+        &file,
+    ]));
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].starts_with("2 tokens in "), "{stdout}");
     assert!(lines[0].contains("auth = \"tokens\""), "{stdout}");

@@ -2,7 +2,10 @@
 //! simulated site of `config/demo.toml` over HTTP with values, says where it
 //! listens, and stops cleanly on Ctrl-C (SIGINT) and on SIGTERM.
 
+use std::path::Path;
+
 use crate::common::demo::{Demo, DEADLINE};
+use crate::common::process::{sitegate, succeeded};
 use crate::common::wait_for;
 use nix::sys::signal::Signal;
 use reqwest::StatusCode;
@@ -149,12 +152,7 @@ async fn demo_stops_cleanly_on_sigterm() {
     // `--print-config`: a `sitegate run` config for the same devices, that
     // check-config takes, with each device's printed address.
     let text = std::fs::read_to_string(&written).expect("the written config");
-    let check = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .arg("check-config")
-        .arg(&written)
-        .output()
-        .expect("check-config runs");
-    assert!(check.status.success(), "{check:?}\n{text}");
+    succeeded(&sitegate([Path::new("check-config"), &written]));
     let printed = demo.printed();
     let addresses: Vec<&str> = printed
         .lines()
@@ -174,14 +172,9 @@ async fn demo_stops_cleanly_on_sigterm() {
     let screen = wait_for("status sees every device online", DEADLINE, || {
         let url = url.clone();
         async move {
-            let out = tokio::task::spawn_blocking(move || {
-                std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-                    .args(["status", "--url", &url])
-                    .output()
-                    .expect("sitegate status runs")
-            })
-            .await
-            .expect("the command");
+            let out = tokio::task::spawn_blocking(move || sitegate(["status", "--url", &url]))
+                .await
+                .expect("the command");
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             (out.status.success() && text.contains("devices  5 of 5 online")).then_some(text)
         }

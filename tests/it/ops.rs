@@ -17,7 +17,7 @@ use sitegate::api::hash_token;
 
 use crate::common::broker::{free_port, kinds, Broker, Kind, Subscriber};
 use crate::common::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
-use crate::common::process::{start_sim, AgentProcess, ConfigDir};
+use crate::common::process::{sitegate, start_sim, succeeded, AgentProcess, ConfigDir};
 use crate::common::site::{small_site, ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};
 
 const T: Duration = Duration::from_secs(20);
@@ -416,19 +416,16 @@ async fn a_restart_exits_for_systemd_and_its_id_restarts_nothing_again() {
 
     // `sitegate diag` writes the running agent's bundle to a file.
     let out = agent.dir.path().join("bundle.txt");
-    let diag = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["diag", "--config"])
-        .arg(&file)
-        .arg("--output")
-        .arg(&out)
-        .args(["--token", ADMIN_TOKEN])
-        .output()
-        .expect("sitegate diag runs");
-    assert!(
-        diag.status.success(),
-        "{}",
-        String::from_utf8_lossy(&diag.stderr)
-    );
+    let (file_text, out_text) = (file.to_string_lossy(), out.to_string_lossy());
+    succeeded(&sitegate([
+        "diag",
+        "--config",
+        &file_text,
+        "--output",
+        &out_text,
+        "--token",
+        ADMIN_TOKEN,
+    ]));
     let bundle = std::fs::read_to_string(&out).expect("the bundle file");
     let hash = sitegate::config::text_sha256(&std::fs::read_to_string(&file).expect("config"));
     assert!(
@@ -441,40 +438,31 @@ async fn a_restart_exits_for_systemd_and_its_id_restarts_nothing_again() {
     );
     assert!(bundle.len() <= sitegate::ops::BUNDLE_MAX);
     // The same by the agent's address alone, without its config.
-    let by_url = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args([
-            "diag",
-            "--url",
-            &base,
-            "--output",
-            "-",
-            "--token",
-            ADMIN_TOKEN,
-        ])
-        .output()
-        .expect("sitegate diag runs");
-    assert!(
-        by_url.status.success(),
-        "{}",
-        String::from_utf8_lossy(&by_url.stderr)
-    );
-    let text = String::from_utf8_lossy(&by_url.stdout);
+    let text = succeeded(&sitegate([
+        "diag",
+        "--url",
+        &base,
+        "--output",
+        "-",
+        "--token",
+        ADMIN_TOKEN,
+    ]));
     assert!(text.contains(&format!("config_sha256: {hash}")), "{text}");
-    let no_pin = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["diag", "--url", &base.replace("http://", "https://")])
-        .output()
-        .expect("sitegate diag runs");
+    let no_pin = sitegate(["diag", "--url", &base.replace("http://", "https://")]);
     assert_eq!(no_pin.status.code(), Some(64), "{no_pin:?}");
     assert!(
         String::from_utf8_lossy(&no_pin.stderr).contains("needs --fingerprint"),
         "{no_pin:?}"
     );
-    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["diag", "--config"])
-        .arg(&file)
-        .args(["--output", "-", "--token", STEER_TOKEN])
-        .output()
-        .expect("sitegate diag runs");
+    let refused = sitegate([
+        "diag",
+        "--config",
+        &file_text,
+        "--output",
+        "-",
+        "--token",
+        STEER_TOKEN,
+    ]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("\"admin\""),

@@ -3,7 +3,7 @@
 //! signal the agent (SIGHUP, SIGTERM) or kill it the hard way.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::Duration;
 
 use nix::sys::signal::{kill, Signal};
@@ -12,6 +12,26 @@ use sitegate::config::{parse, Config, Transport};
 use sitegate::sim::{SimSite, SimSiteSpec};
 
 use super::site::SUMMER_MORNING_MS;
+
+/// Runs the `sitegate` binary with `args` to its end (a command such as
+/// `diag`, `status` or `check-config`, not `run`).
+pub fn sitegate<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sitegate"))
+        .args(args)
+        .output()
+        .expect("the sitegate binary runs")
+}
+
+/// What a command printed, after checking it succeeded (else its output).
+pub fn succeeded(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
 
 /// A running `sitegate run`; killed (SIGKILL) when dropped.
 pub struct AgentProcess {
