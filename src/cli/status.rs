@@ -57,6 +57,31 @@ fn label<'a>(series: &'a str, key: &str) -> Option<&'a str> {
     Some(&series[start..start + len])
 }
 
+/// From when the store holds each resolution, and what the size cap
+/// deleted; `None` before retention measured it.
+fn history(m: &str) -> Option<String> {
+    let from: Vec<String> = samples(m, "sitegate_store_oldest_timestamp_seconds", "")
+        .iter()
+        .filter_map(|(series, t)| {
+            let at = sitegate::model::time::format_utc((t * 1000.0) as i64);
+            Some(format!("{} from {at}", label(series, "resolution")?))
+        })
+        .collect();
+    if from.is_empty() {
+        return None;
+    }
+    let capped: f64 = samples(m, "sitegate_store_deleted_rows_total", "reason=\"cap\"")
+        .iter()
+        .map(|(_, v)| v)
+        .sum();
+    let cap = if capped > 0.0 {
+        format!("; {capped} rows deleted to stay under storage.max_size_mb")
+    } else {
+        String::new()
+    };
+    Some(format!("         history: {}{cap}", from.join(", ")))
+}
+
 fn watts(v: &Value) -> String {
     match v["value"].as_f64() {
         Some(w) => format!("{w} W ({})", v["source"].as_str().unwrap_or("?")),
@@ -121,6 +146,7 @@ pub fn render(a: &Answers) -> Vec<String> {
                 file / 1e6,
                 if failing { "; commits FAILING" } else { "" }
             ));
+            out.extend(history(m));
             let clock = match one(m, "sitegate_clock_synchronised") {
                 Some(1.0) => "synchronised",
                 Some(0.0) => "NOT synchronised",
@@ -227,5 +253,28 @@ pub fn status(args: StatusArgs) -> ExitCode {
             complain(&format!("sitegate status: {e}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_line_names_each_resolution_and_the_caps_deletes() {
+        let m = "# HELP x\n\
+            sitegate_store_oldest_timestamp_seconds{resolution=\"raw\"} 1717286400\n\
+            sitegate_store_oldest_timestamp_seconds{resolution=\"hour\"} 1717200000\n\
+            sitegate_store_deleted_rows_total{reason=\"age\",resolution=\"raw\"} 7\n\
+            sitegate_store_deleted_rows_total{reason=\"cap\",resolution=\"raw\"} 300\n\
+            sitegate_store_deleted_rows_total{reason=\"cap\",resolution=\"minute\"} 20\n";
+        assert_eq!(
+            history(m).as_deref(),
+            Some(
+                "         history: raw from 2024-06-02T00:00:00Z, hour from 2024-06-01T00:00:00Z; \
+                 320 rows deleted to stay under storage.max_size_mb"
+            )
+        );
+        assert_eq!(history("sitegate_store_failing 0\n"), None);
     }
 }

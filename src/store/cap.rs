@@ -7,7 +7,8 @@
 //! than the cap in use. `retention.rs` says what goes first; the ring and the
 //! newest [`KEPT_NEWEST_MS`] of raw samples never go.
 //!
-//! Bookkeeping only: the writer runs the steps (`writer.rs`).
+//! Bookkeeping only, with how often the writer says or measures what the
+//! cap deleted: the writer runs the steps (`writer.rs`).
 
 use std::time::Duration;
 use tokio::time::Instant;
@@ -19,13 +20,44 @@ use crate::config::size_floor::{self, KEPT_NEWEST_MS};
 const FIRST_GUESS: f64 = 6.0;
 /// How often at most the log says the cap cannot be held.
 const FULL_WARNING_EVERY: Duration = Duration::from_secs(600);
+/// How often at most the log says how far back the raw history reaches
+/// while the cap deletes.
+const REACH_LOG_EVERY: Duration = Duration::from_secs(3600);
+/// How often at most the oldest times are measured again while retention
+/// deletes (and once at the end of each pass).
+const OLDEST_EVERY: Duration = Duration::from_secs(60);
+
+/// Something done at most once per period.
+struct Every {
+    period: Duration,
+    last: Option<Instant>,
+}
+
+impl Every {
+    const fn new(period: Duration) -> Self {
+        Self { period, last: None }
+    }
+
+    /// Whether it is due at `now`; if so, it counts as done.
+    fn due(&mut self, now: Instant) -> bool {
+        let due = self
+            .last
+            .is_none_or(|at| now.duration_since(at) >= self.period);
+        if due {
+            self.last = Some(now);
+        }
+        due
+    }
+}
 
 pub(crate) struct Cap {
     pub max_bytes: u64,
     /// Staged samples from which a compaction starts at once.
     pub staged_max: usize,
     grown_per_sample: f64,
-    warned: Option<Instant>,
+    warned: Every,
+    reach_logged: Every,
+    oldest_measured: Every,
 }
 
 impl Cap {
@@ -34,7 +66,9 @@ impl Cap {
             max_bytes,
             staged_max: size_floor::staged_max(max_bytes),
             grown_per_sample: FIRST_GUESS,
-            warned: None,
+            warned: Every::new(FULL_WARNING_EVERY),
+            reach_logged: Every::new(REACH_LOG_EVERY),
+            oldest_measured: Every::new(OLDEST_EVERY),
         }
     }
 
@@ -60,13 +94,19 @@ impl Cap {
 
     /// Whether to log now that the cap holds only the ring and the kept window.
     pub fn warn_full(&mut self, now: Instant) -> bool {
-        let due = self
-            .warned
-            .is_none_or(|at| now.duration_since(at) >= FULL_WARNING_EVERY);
-        if due {
-            self.warned = Some(now);
-        }
-        due
+        self.warned.due(now)
+    }
+
+    /// Whether to log now how far back the raw history reaches (the cap
+    /// deleted something).
+    pub fn log_reach(&mut self, now: Instant) -> bool {
+        self.reach_logged.due(now)
+    }
+
+    /// Whether to measure the oldest times again now (retention deleted
+    /// something).
+    pub fn measure_oldest(&mut self, now: Instant) -> bool {
+        self.oldest_measured.due(now)
     }
 }
 
@@ -90,5 +130,10 @@ mod tests {
         assert!(cap.warn_full(t));
         assert!(!cap.warn_full(t + Duration::from_secs(60)));
         assert!(cap.warn_full(t + FULL_WARNING_EVERY));
+        assert!(cap.log_reach(t));
+        assert!(!cap.log_reach(t + FULL_WARNING_EVERY));
+        assert!(cap.log_reach(t + REACH_LOG_EVERY));
+        assert!(cap.measure_oldest(t));
+        assert!(!cap.measure_oldest(t + Duration::from_secs(1)));
     }
 }

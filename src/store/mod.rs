@@ -34,6 +34,7 @@ mod query;
 mod reader;
 mod restamp;
 mod retention;
+mod retention_stats;
 mod sqlite_memory;
 mod stage;
 mod stats;
@@ -54,7 +55,8 @@ pub use reader::{
     OWN_TURNS as OWN_READS_RUNNING,
 };
 pub use restamp::{Restamp, Restamped};
-pub use retention::{RetentionReport, CHUNK_BLOBS, CHUNK_ROWS, KEPT_NEWEST_MS};
+pub use retention::{Resolution, RetentionReport, Tally, CHUNK_BLOBS, CHUNK_ROWS, KEPT_NEWEST_MS};
+pub use retention_stats::{Reason, RetentionStats};
 pub use writer::STAGED_MAX;
 
 use std::path::{Path, PathBuf};

@@ -20,9 +20,12 @@
 //!
 //! Work is cut into steps of at most [`CHUNK_ROWS`] rows (or [`CHUNK_BLOBS`]
 //! raw-sample chunks, deleted in the order they ended so their pages are freed
-//! whole), each its own short transaction on the writer thread, so sample
-//! batches and steering writes wait for one small delete at most, never for a
-//! whole pass. Deleted pages go to
+//! whole). A retention pass runs each step in its own short transaction on
+//! the writer thread, so sample batches and steering writes wait for one
+//! small delete at most, never for a whole pass; the cap's deletes around a
+//! compaction run in the compaction's transaction ([`Policy::evict_in_tx`]).
+//! Each step says what it deleted from which [`Resolution`], for the
+//! counters (`retention_stats.rs`). Deleted pages go to
 //! SQLite's free list and are reused; the file does not shrink (no VACUUM: it
 //! would rewrite the whole file on flash).
 
@@ -47,6 +50,54 @@ const HOUR_FROM: &str = "rollup_1h_from";
 /// `max_size_mb`: the uplink's RPC record (`uplink/dedup.rs`, rows and bytes).
 pub const ACCOUNTED_APART: [&str; 1] = ["uplink_rpc_seen"];
 
+/// The resolutions the store keeps, finest first: raw samples, minute and
+/// hour rollups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    Raw,
+    Minute,
+    Hour,
+}
+
+impl Resolution {
+    pub const ALL: [Resolution; 3] = [Resolution::Raw, Resolution::Minute, Resolution::Hour];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Resolution::Raw => "raw",
+            Resolution::Minute => "minute",
+            Resolution::Hour => "hour",
+        }
+    }
+
+    fn of_table(table: &str) -> Resolution {
+        match table {
+            "rollup_1m" => Resolution::Minute,
+            "rollup_1h" => Resolution::Hour,
+            _ => Resolution::Raw,
+        }
+    }
+}
+
+/// Rows deleted, by resolution (raw samples counted one by one, also where
+/// a chunk held them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally(pub [u64; 3]);
+
+impl Tally {
+    pub fn add(&mut self, r: Resolution, rows: u64) {
+        self.0[r as usize] += rows;
+    }
+
+    pub fn of(&self, r: Resolution) -> u64 {
+        self.0[r as usize]
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
 /// How long data is kept and how big the database may grow.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Policy {
@@ -59,12 +110,10 @@ pub(crate) struct Policy {
 /// What a retention run deleted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RetentionReport {
-    /// Rows deleted because they were past their table's retention (for
-    /// raw-sample chunks: the samples they held).
-    pub expired_rows: u64,
-    /// Rows deleted to bring the database under its size cap (chunks counted
-    /// by their samples).
-    pub evicted_rows: u64,
+    /// Rows deleted because they were past their table's retention.
+    pub expired: Tally,
+    /// Rows deleted to bring the database under its size cap.
+    pub evicted: Tally,
     /// Transactions used.
     pub steps: u64,
     /// The cap was still exceeded with nothing left to delete but the
@@ -75,8 +124,8 @@ pub struct RetentionReport {
 /// Outcome of one step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
-    Expired(u64),
-    Evicted(u64),
+    Expired(Resolution, u64),
+    Evicted(Resolution, u64),
     Done,
     /// Over the cap with nothing left to delete but the staging ring and the
     /// kept window.
@@ -110,7 +159,7 @@ impl Policy {
             for table in *tables {
                 let n = delete_chunk(conn, table, &series, now_ms.saturating_sub(keep))?;
                 if n > 0 {
-                    return Ok(Step::Expired(n));
+                    return Ok(Step::Expired(Resolution::of_table(table), n));
                 }
             }
         }
@@ -118,7 +167,7 @@ impl Policy {
             return Ok(Step::Done);
         }
         Ok(match evict(conn, &series, keep_from)? {
-            Some(n) => Step::Evicted(n),
+            Some((r, n)) => Step::Evicted(r, n),
             None => Step::Full,
         })
     }
@@ -134,8 +183,8 @@ impl Policy {
         loop {
             report.steps += 1;
             match self.step(conn, now_ms, keep_from)? {
-                Step::Expired(n) => report.expired_rows += n,
-                Step::Evicted(n) => report.evicted_rows += n,
+                Step::Expired(r, n) => report.expired.add(r, n),
+                Step::Evicted(r, n) => report.evicted.add(r, n),
                 Step::Done => return Ok(report),
                 Step::Full => {
                     report.full = true;
@@ -172,12 +221,12 @@ impl Policy {
         conn: &Connection,
         keep_from: i64,
         room: u64,
-    ) -> rusqlite::Result<(u64, bool)> {
+    ) -> rusqlite::Result<(Tally, bool)> {
         let series = raw_series(conn)?;
-        let mut deleted = 0;
+        let mut deleted = Tally::default();
         while capped_bytes(conn)?.saturating_add(room) > self.max_bytes {
             match evict(conn, &series, keep_from)? {
-                Some(n) => deleted += n,
+                Some((r, n)) => deleted.add(r, n),
                 None => return Ok((deleted, true)),
             }
         }
@@ -188,9 +237,13 @@ impl Policy {
 /// One step for the cap, oldest first, a minute at a time: raw samples and
 /// minute rollups older than their newest day (the day before the newest
 /// sample); when that is not enough, raw samples older than `keep_from`;
-/// then minute rollups, then hour rollups, whatever their age. `None` when
-/// none is left.
-fn evict(conn: &Connection, series: &[i64], keep_from: i64) -> rusqlite::Result<Option<u64>> {
+/// then minute rollups, then hour rollups, whatever their age. Returns what
+/// it deleted from which resolution; `None` when none is left.
+fn evict(
+    conn: &Connection,
+    series: &[i64],
+    keep_from: i64,
+) -> rusqlite::Result<Option<(Resolution, u64)>> {
     let newest_day = keep_from
         .saturating_add(KEPT_NEWEST_MS)
         .saturating_sub(DAY_MS);
@@ -229,10 +282,32 @@ fn evict(conn: &Connection, series: &[i64], keep_from: i64) -> rusqlite::Result<
             _ => continue,
         };
         if n > 0 {
-            return Ok(Some(n));
+            return Ok(Some((Resolution::of_table(table), n)));
         }
     }
     Ok(None)
+}
+
+/// From when each resolution holds data (epoch ms; `None` where it holds
+/// none): the oldest compacted raw sample (the staging ring's are newer),
+/// and for each rollup level its first period that it answers from whole
+/// ([`held`]). Each is one search of an index.
+pub(crate) fn oldest_held(conn: &Connection) -> rusqlite::Result<[Option<i64>; 3]> {
+    let chunks: Option<i64> = conn
+        .prepare_cached(
+            "SELECT min(start_ts) FROM raw_chunk WHERE start_ts / 600000 =
+             (SELECT min(start_ts / 600000) FROM raw_chunk)",
+        )?
+        .query_row([], |r| r.get(0))?;
+    let older = oldest(conn, "raw", &raw_series(conn)?)?;
+    let raw = match (chunks, older) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let whole = held(conn)?;
+    let minute = oldest(conn, "rollup_1m", &[])?.map(|t| t.max(whole.minute_from));
+    let hour = oldest(conn, "rollup_1h", &[])?.map(|t| t.max(whole.hour_from));
+    Ok([raw, minute, hour])
 }
 
 /// From when each rollup level holds its periods whole (`plan.rs`).

@@ -1,13 +1,14 @@
 //! The store's counters: commits with their duration, samples committed or
 //! dropped, bytes appended to the write-ahead log, and (read at scrape time)
 //! the writer's queue depths, the database file size and the memory SQLite
-//! holds. The writer counts; `/metrics` reads.
+//! holds; what retention deleted is `retention_stats.rs`'s. The writer
+//! counts; `/metrics` reads.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::{StoreHandle, JOB_QUEUE, SAMPLE_QUEUE};
+use super::{RetentionStats, StoreHandle, JOB_QUEUE, SAMPLE_QUEUE};
 use crate::metrics::{Collect, Encoder, Histogram, Kind};
 
 #[derive(Debug, Default)]
@@ -30,6 +31,8 @@ pub struct StoreStats {
     damage: Mutex<Option<String>>,
     /// Why commits fail now (`None` while they succeed).
     failing: Mutex<Option<String>>,
+    /// What retention deleted and how far back the data reaches.
+    pub retention: RetentionStats,
 }
 
 impl StoreStats {
@@ -216,6 +219,7 @@ impl Collect for StoreHandle {
             "Time of one writer transaction, fsync included.",
         )
         .histogram(&[], &s.commit_duration.snapshot());
+        s.retention.collect(out);
         let sample_depth = SAMPLE_QUEUE.saturating_sub(self.samples.capacity());
         let job_depth = JOB_QUEUE.saturating_sub(self.jobs.capacity());
         out.family(

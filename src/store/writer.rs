@@ -30,7 +30,8 @@ use tokio::time::Instant;
 use super::cap::Cap;
 use super::hook::{CommitHook, Pending};
 use super::ingest::Ingest;
-use super::retention::{Policy, RetentionReport, Step};
+use super::retention::{Policy, Resolution, RetentionReport, Step, Tally};
+use super::retention_stats::Reason;
 use super::stats::StoreStats;
 use super::StoreError;
 use crate::model::{time::now_ms, Sample};
@@ -116,6 +117,7 @@ impl Writer {
             }
         };
         rt.block_on(async move {
+            self.measure_oldest();
             let mut next_compaction = Instant::now() + self.compact_interval;
             let mut pending = Pending::default();
             let mut deadline: Option<Instant> = None;
@@ -206,6 +208,7 @@ impl Writer {
                         if let Err(e) = result {
                             tracing::error!(error = %e, "compacting staged samples failed; retrying later");
                         }
+                        self.measure_oldest_when_due();
                         next_compaction = Instant::now() + self.compact_interval;
                     }
                     _ = tokio::time::sleep_until(next_retention), if retention_at.is_none() => {
@@ -280,14 +283,10 @@ impl Writer {
         let (deleted, full) = if after > self.cap.max_bytes {
             self.policy.evict_in_tx(&self.conn, keep_from, 0)?
         } else {
-            (0, full_before)
+            (Tally::default(), full_before)
         };
-        if made_room + deleted > 0 {
-            tracing::debug!(
-                rows = made_room + deleted,
-                "deleted oldest rows to stay under storage.max_size_mb"
-            );
-        }
+        self.deleted(Reason::Cap, made_room);
+        self.deleted(Reason::Cap, deleted);
         Ok((moved, full))
     }
 
@@ -296,17 +295,54 @@ impl Writer {
     fn retention(&mut self, now_ms: i64) -> Result<RetentionReport, StoreError> {
         let keep_from = Cap::keep_from(self.ingest.newest_of_all(&self.conn)?);
         let report = self.policy.run(&self.conn, now_ms, keep_from)?;
-        if report.evicted_rows > 0 {
-            tracing::debug!(
-                rows = report.evicted_rows,
-                steps = report.steps,
-                "deleted oldest rows to stay under storage.max_size_mb"
-            );
-        }
+        self.deleted(Reason::Age, report.expired);
+        self.deleted(Reason::Cap, report.evicted);
+        self.measure_oldest();
         if report.full {
             self.warn_full();
         }
         Ok(report)
+    }
+
+    /// Counts what retention deleted; measures how far back each resolution
+    /// reaches now (at most once a minute), and while
+    /// the cap deletes, says so in the log once an hour.
+    fn deleted(&mut self, why: Reason, rows: Tally) {
+        if rows.total() == 0 {
+            return;
+        }
+        self.stats.retention.record(why, &rows);
+        tracing::debug!(reason = ?why, raw = rows.of(Resolution::Raw), minute = rows.of(Resolution::Minute),
+            hour = rows.of(Resolution::Hour), "retention deleted rows");
+        self.measure_oldest_when_due();
+        if why == Reason::Cap && self.cap.log_reach(Instant::now()) {
+            let reach = |r| {
+                self.stats
+                    .retention
+                    .oldest(r)
+                    .map_or("none".to_string(), crate::model::time::format_utc)
+            };
+            tracing::info!(max_bytes = self.cap.max_bytes, raw_from = %reach(Resolution::Raw),
+                minute_from = %reach(Resolution::Minute), hour_from = %reach(Resolution::Hour),
+                "storage.max_size_mb: the oldest data is being deleted; the history now reaches back to these times");
+        }
+    }
+
+    /// [`Self::measure_oldest`], at most once a minute.
+    fn measure_oldest_when_due(&mut self) {
+        if self.cap.measure_oldest(Instant::now()) {
+            self.measure_oldest();
+        }
+    }
+
+    /// Measures from when each resolution holds data (`/metrics`).
+    fn measure_oldest(&mut self) {
+        match super::retention::oldest_held(&self.conn) {
+            Ok(held) => self.stats.retention.set_oldest(held),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot measure how far back the stored history reaches")
+            }
+        }
     }
 
     fn warn_full(&mut self) {
@@ -352,20 +388,21 @@ impl Writer {
             .newest_of_all(&self.conn)
             .and_then(|newest| self.policy.step(&self.conn, at, Cap::keep_from(newest)));
         match step {
-            Ok(Step::Expired(n)) => {
-                tracing::debug!(rows = n, "deleted expired rows");
+            Ok(Step::Expired(r, n)) => {
+                self.deleted(Reason::Age, one(r, n));
                 Some(at)
             }
-            Ok(Step::Evicted(n)) => {
-                tracing::debug!(
-                    rows = n,
-                    "deleted oldest rows to stay under storage.max_size_mb"
-                );
+            Ok(Step::Evicted(r, n)) => {
+                self.deleted(Reason::Cap, one(r, n));
                 Some(at)
             }
-            Ok(Step::Done) => None,
+            Ok(Step::Done) => {
+                self.measure_oldest();
+                None
+            }
             Ok(Step::Full) => {
                 self.warn_full();
+                self.measure_oldest();
                 None
             }
             Err(e) => {
@@ -495,4 +532,11 @@ async fn sleep_until(deadline: Option<Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
+}
+
+/// `rows` deleted at `r` alone.
+fn one(r: Resolution, rows: u64) -> Tally {
+    let mut t = Tally::default();
+    t.add(r, rows);
+    t
 }

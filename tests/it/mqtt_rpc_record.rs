@@ -110,7 +110,7 @@ async fn kept_answers_are_bounded_and_never_count_against_the_store_cap() {
     let store = StoreHandle::open(&config, vec!["dvc_a".into()]).expect("open");
     fill(&store, 3 * MIB).await;
     let report = store.enforce_retention(now_ms()).await.expect("retention");
-    assert_eq!(report.evicted_rows, 0, "the history fits under the cap");
+    assert_eq!(report.evicted.total(), 0, "the history fits under the cap");
     let kept = history(&store).await;
 
     // 300 state-changing answers of 60 KB: far more than the record keeps.
@@ -154,7 +154,7 @@ async fn kept_answers_are_bounded_and_never_count_against_the_store_cap() {
         "the record must push the file over the cap: {used}"
     );
     let report = store.enforce_retention(now_ms()).await.expect("retention");
-    assert_eq!(report.evicted_rows, 0, "{report:?}");
+    assert_eq!(report.evicted.total(), 0, "{report:?}");
     assert_eq!(history(&store).await, kept);
     store.close().await.expect("close");
 }
@@ -216,7 +216,7 @@ async fn get_flood(kind: Kind) {
     mqtt::wait_connected(&site, true, T).await;
     let store = site.agent.store().clone();
     let report = store.enforce_retention(now_ms()).await.expect("retention");
-    assert_eq!(report.evicted_rows, 0, "the history fits under the cap");
+    assert_eq!(report.evicted.total(), 0, "the history fits under the cap");
     let kept = history(&store).await;
 
     let n = 120;
@@ -245,7 +245,7 @@ async fn get_flood(kind: Kind) {
     let m = scrape(&site.http, &site.base).await;
     assert_eq!(m.get("sitegate_mqtt_rpc_record_rows"), Some(0.0));
     let report = store.enforce_retention(now_ms()).await.expect("retention");
-    assert_eq!(report.evicted_rows, 0, "{kind:?}: {report:?}");
+    assert_eq!(report.evicted.total(), 0, "{kind:?}: {report:?}");
     assert_eq!(history(&store).await, kept, "{kind:?}: history changed");
     site.stop().await;
 }

@@ -5,7 +5,8 @@
 use crate::store_support::*;
 use sitegate::model::Property;
 use sitegate::store::{
-    Aggregation, SeriesQuery, StoreHandle, CHUNK_BLOBS, CHUNK_ROWS, CHUNK_SPAN_MS, HOUR_MS,
+    Aggregation, Reason, Resolution, SeriesQuery, StoreHandle, CHUNK_BLOBS, CHUNK_ROWS,
+    CHUNK_SPAN_MS, HOUR_MS,
 };
 
 const DAY: i64 = 86_400_000;
@@ -79,7 +80,7 @@ fn raw_samples_expire_first_in_chunks_and_rollups_still_answer() {
         let report = store.enforce_retention(now).await.expect("retention");
         let minute_rows = 2 * per_day * series as i64;
         assert_eq!(
-            report.expired_rows as i64,
+            report.expired.total() as i64,
             4 * per_day * series as i64 + minute_rows + 2 * 24 * series as i64
         );
         let least = (4 * chunks_per_day + CHUNK_BLOBS - 1) / CHUNK_BLOBS
@@ -107,7 +108,7 @@ fn raw_samples_expire_first_in_chunks_and_rollups_still_answer() {
         assert!(day1.is_empty());
         // Nothing left to do on a second run.
         let again = store.enforce_retention(now).await.expect("retention");
-        assert_eq!((again.expired_rows, again.evicted_rows), (0, 0));
+        assert_eq!((again.expired.total(), again.evicted.total()), (0, 0));
         store.close().await.expect("close");
     });
 }
@@ -198,7 +199,7 @@ fn the_size_cap_deletes_the_oldest_raw_days_first_and_keeps_hourly_history() {
             .enforce_retention(T0 + 20 * DAY)
             .await
             .expect("retention");
-        assert_eq!(report.expired_rows, 0, "{report:?}");
+        assert_eq!(report.expired.total(), 0, "{report:?}");
         assert!(!report.full, "{report:?}");
         // The cap leaves out the uplink's RPC record (its empty table and
         // indexes here: a few pages).
@@ -220,6 +221,49 @@ fn the_size_cap_deletes_the_oldest_raw_days_first_and_keeps_hourly_history() {
             .await
             .expect("query");
         assert_eq!(day0.len(), 24);
+
+        // What the cap deleted, by resolution, and from when each still
+        // holds data: in the counters and on /metrics.
+        let kept = store.stats();
+        let r = &kept.retention;
+        let at_rest = raw_samples(&store, i64::MAX).await;
+        assert_eq!(
+            r.deleted(Reason::Cap, Resolution::Raw) as i64,
+            20 * 17_280 - at_rest,
+            "every raw sample not at rest was counted deleted by the cap"
+        );
+        for res in Resolution::ALL {
+            assert_eq!(r.deleted(Reason::Age, res), 0, "{res:?}");
+        }
+        assert_eq!(r.deleted(Reason::Cap, Resolution::Hour), 0);
+        let first_chunk: i64 = store
+            .read(|c| {
+                c.query_row("SELECT min(start_ts) FROM raw_chunk", [], |r| r.get(0))
+                    .map_err(sitegate::store::StoreError::from)
+            })
+            .await
+            .expect("the oldest chunk");
+        assert!(first_chunk >= T0 + DAY, "{first_chunk}");
+        assert_eq!(r.oldest(Resolution::Raw), Some(first_chunk));
+        assert_eq!(r.oldest(Resolution::Hour), Some(T0), "hourly history kept");
+        let mut e = sitegate::metrics::Encoder::new();
+        sitegate::metrics::Collect::collect(&store, &mut e);
+        let text = e.finish();
+        let raw_deleted = r.deleted(Reason::Cap, Resolution::Raw);
+        for line in [
+            format!("sitegate_store_deleted_rows_total{{reason=\"cap\",resolution=\"raw\"}} {raw_deleted}"),
+            "sitegate_store_deleted_rows_total{reason=\"age\",resolution=\"raw\"} 0".to_string(),
+            format!(
+                "sitegate_store_oldest_timestamp_seconds{{resolution=\"raw\"}} {}",
+                first_chunk / 1000
+            ),
+            format!(
+                "sitegate_store_oldest_timestamp_seconds{{resolution=\"hour\"}} {}",
+                T0 / 1000
+            ),
+        ] {
+            assert!(text.contains(&line), "{line} not in:\n{text}");
+        }
         store.close().await.expect("close");
     });
 }
