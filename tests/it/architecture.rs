@@ -9,6 +9,9 @@
 //! one. The binary's own files (`src/main.rs`, `src/cli/`) are outside the
 //! library and may use all of it.
 //!
+//! The map itself stays a map: at most 300 lines, with an entry in its
+//! "Code map" for every folder and file directly under `src/`.
+//!
 //! Reads files only; it must not build, start or import anything of the agent.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -250,20 +253,126 @@ fn violations(relative: &str, text: &str, rules: &Rules) -> Vec<String> {
     out
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.expect("a directory entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
+/// Every `.rs` file under `src/`, sorted: its path from the crate root with
+/// `/` separators (`src/model/time.rs`), and its absolute path.
+fn source_files() -> Vec<(String, PathBuf)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
         }
     }
+    let root = root();
+    let mut paths = Vec::new();
+    walk(&root.join("src"), &mut paths);
+    let mut files: Vec<(String, PathBuf)> = paths
+        .into_iter()
+        .map(|path| {
+            let relative = path
+                .strip_prefix(&root)
+                .expect("under the project")
+                .to_string_lossy()
+                .replace('\\', "/");
+            (relative, path)
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 fn project_rules() -> Rules {
     rules_from(&read(&root().join("ARCHITECTURE.md")))
+}
+
+/// The names the `## Code map` section of ARCHITECTURE.md gives an entry:
+/// each line there that starts with `` - `NAME` ``, as `NAME`.
+fn map_entries(architecture: &str) -> BTreeSet<String> {
+    let section = architecture
+        .split("\n## Code map")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a `## Code map` section");
+    let section = section.split("\n## ").next().unwrap_or(section);
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- `"))
+        .filter_map(|l| l.split('`').next())
+        .map(String::from)
+        .collect()
+}
+
+/// What lies directly under `src/` now: each folder as `name/`, each `.rs`
+/// file as `name.rs`.
+fn top_level_entries() -> BTreeSet<String> {
+    let src = root().join("src");
+    let entries = std::fs::read_dir(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    entries
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter_map(|path| {
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            if path.is_dir() {
+                Some(format!("{name}/"))
+            } else {
+                name.ends_with(".rs").then_some(name)
+            }
+        })
+        .collect()
+}
+
+/// ARCHITECTURE.md is a map a newcomer reads in one sitting: at most 300
+/// lines (bounds, decisions and detail live in `docs/design-notes.md`), with
+/// a `` - `agent/` `` or `` - `lib.rs` `` entry in its code map for every
+/// folder and file directly under `src/`, and none for what is gone.
+#[test]
+fn the_map_names_every_top_level_folder_in_at_most_300_lines() {
+    let architecture = read(&root().join("ARCHITECTURE.md"));
+    let lines = architecture.lines().count();
+    assert!(
+        lines <= 300,
+        "ARCHITECTURE.md has {lines} lines, more than 300: move detail to docs/design-notes.md"
+    );
+    let on_disk = top_level_entries();
+    assert!(on_disk.contains("agent/") && on_disk.contains("lib.rs"));
+    let mapped = map_entries(&architecture);
+    let missing: Vec<String> = on_disk.difference(&mapped).cloned().collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's code map has no entry (a line \"- `NAME`: ...\") for:\n{}",
+        missing.join("\n")
+    );
+    let gone: Vec<String> = mapped.difference(&on_disk).cloned().collect();
+    assert!(
+        gone.is_empty(),
+        "ARCHITECTURE.md's code map names what src/ does not hold:\n{}",
+        gone.join("\n")
+    );
+}
+
+/// The code map's reader takes the entries of that section only.
+#[test]
+fn the_map_reader_takes_the_code_map_entries_only() {
+    let text = [
+        "# A",
+        "",
+        "- `before/`: no",
+        "",
+        "## Code map",
+        "",
+        "- `agent/`: the agent,",
+        "  `not/` an entry",
+        "- `lib.rs`: the library",
+        "",
+        "## Layers",
+        "",
+        "- `after/`: no",
+    ]
+    .join("\n");
+    let entries: Vec<String> = map_entries(&text).into_iter().collect();
+    assert_eq!(entries, ["agent/", "lib.rs"]);
 }
 
 #[test]
@@ -318,23 +427,15 @@ fn every_library_module_has_a_rule_and_the_rules_have_no_cycle() {
 #[test]
 fn the_source_keeps_the_layer_rules() {
     let rules = project_rules();
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
-    files.sort();
     let mut broken = Vec::new();
     let mut checked = 0;
-    for file in &files {
-        let relative = file
-            .strip_prefix(root())
-            .expect("under the project")
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (relative, file) in &source_files() {
         if relative == "src/main.rs" || relative == "src/lib.rs" || relative.starts_with("src/cli/")
         {
             continue;
         }
         checked += 1;
-        broken.extend(violations(&relative, &read(file), &rules));
+        broken.extend(violations(relative, &read(file), &rules));
     }
     assert!(checked > 100, "only {checked} files found under src/");
     assert!(
@@ -395,16 +496,9 @@ fn the_checker_sees_each_kind_of_breach() {
 /// moves. `clippy.toml` says the same to clippy.
 #[test]
 fn the_std_clocks_are_read_in_one_place() {
-    let mut files = Vec::new();
-    rust_files(&root().join("src"), &mut files);
-    files.sort();
+    let files = source_files();
     let mut readers = Vec::new();
-    for file in &files {
-        let relative = file
-            .strip_prefix(root())
-            .expect("under the project")
-            .to_string_lossy()
-            .replace('\\', "/");
+    for (relative, file) in &files {
         let code = strip_comments(&read(file));
         let std_instant = code.contains("std::time::Instant")
             || code
@@ -412,7 +506,7 @@ fn the_std_clocks_are_read_in_one_place() {
                 .any(|l| l.trim_start().starts_with("use std::time::{") && l.contains("Instant"));
         let system_now = code.contains("SystemTime::now");
         if (std_instant || system_now) && relative != "src/model/time.rs" {
-            readers.push(relative);
+            readers.push(relative.clone());
         }
     }
     assert!(
