@@ -338,10 +338,4 @@ fn describe(l: Option<Limit>) -> String {
 }
 
 #[cfg(test)]
-mod joining;
-#[cfg(test)]
-mod plant;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod transitions;

@@ -698,5 +698,8 @@ fn a_storage_handed_back_never_cuts_the_production_below_the_load() {
     }
 }
 
+mod joining;
+mod plant;
 mod quiet;
 mod spread;
+mod transitions;
