@@ -1,6 +1,7 @@
 //! The `sitegate` command line: parses arguments, loads config, starts logging,
-//! runs the library, and maps failures to exit codes (78 bad config, 64 bad usage, 65 a database
-//! written by a newer version, 1 for what a restart may cure).
+//! runs the library, and maps failures to exit codes (78 bad config, 64 bad
+//! usage, 1 for what a restart may cure). A database written by a newer
+//! version is set aside for a temporary store, not an exit.
 
 #![warn(clippy::unwrap_used)]
 

@@ -3,7 +3,7 @@
 //!
 //! glibc's malloc raises its mmap threshold to the size of the largest block
 //! freed so far (up to 32 MiB), and its trim threshold with it. The store's
-//! compaction reads a part of up to 250,000 samples (about 6 MiB of rows), so
+//! compaction reads parts of up to 50,000 samples (the store's `COMPACT_PART`), so
 //! after the first one every later part is carved from a heap that only grows,
 //! and one arena per thread keeps its own peak: the RSS of an agent with 1,000
 //! devices crept by more than 20 MB in its first minutes. [`tune`] fixes the

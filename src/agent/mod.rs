@@ -3,7 +3,11 @@
 //! first (each releases its device while the bus tasks still run), then every
 //! other task, then the store.
 //!
-//! This is wiring only: no protocol logic and no decisions live here.
+//! Besides the wiring it holds the HTTP connection handling (`connections.rs`,
+//! `http.rs`, `https.rs`, `head_errors.rs`: caps, accept loops, head
+//! deadlines, problem answers to what hyper refuses), the certificate in
+//! service, and the choice of store or temporary store. No protocol logic
+//! and no steering decisions live here.
 
 mod clock_steps;
 mod connections;

@@ -1,8 +1,10 @@
 //! Where polled samples go: the in-memory latest values and device status that the
 //! API reads, and the bounded hand-off to the store.
 //!
-//! Owns no I/O. Bus tasks call [`Telemetry::publish`]; readers take short read
-//! locks on one device at a time.
+//! Owns no I/O. Bus tasks call [`Telemetry::record`] and hand the batch to
+//! [`Telemetry::downstream`] themselves, waiting for its room
+//! ([`Telemetry::publish`] does both); readers take short read locks on one
+//! device at a time.
 
 mod collect;
 mod live;

@@ -10,7 +10,7 @@
 //! # Wiring
 //!
 //! ```text
-//! Telemetry::publish ─► store writer ─► OutboxSink (same transaction) ─► Outbox ─► link ─► broker
+//! Telemetry::record + downstream ─► store writer ─► OutboxSink (same transaction) ─► Outbox ─► link ─► broker
 //! steering::follow_states ─► SteeringFeed::publish_steering_state ─► link (retained)
 //! broker ─► link ─► workers (4, bounded queue) ─► rpc::Bridge ─► api::router (oneshot) ─► link ─► broker
 //!   (the ops channel `{root}/ops/request`: the same workers, its own bridge, `/admin/...` only)
