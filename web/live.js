@@ -10,12 +10,14 @@ const ROWS = {
     ["activePower", "Power"],
     ["activePowerLimit", "Production limit"],
     ["totalEnergyProduced", "Yield (lifetime)"],
+    ["operatingState", "Operating state"],
   ],
   battery: [
     ["activePower", "Power"],
     ["soc", "State of charge"],
     ["totalEnergyProduced", "Discharged (lifetime)"],
     ["totalEnergyConsumed", "Charged (lifetime)"],
+    ["operatingState", "Operating state"],
   ],
   meter: [
     ["activePower", "Power"],
@@ -68,6 +70,8 @@ export async function fetchDevices(siteRef) {
 function valueText(property, m) {
   if (!m) return "–";
   if (property === "activePower") return power(m.value);
+  // The model's symbol where it names the code (docs/api.md), else the code.
+  if (property === "operatingState") return m.state ? `${m.state} (${m.value})` : `code ${m.value}`;
   if (property.startsWith("totalEnergy")) return energy(m.value);
   if (m.unit === "%") return `${num(m.value, 1)} %`;
   return `${num(m.value, 2)} ${m.unit}`;

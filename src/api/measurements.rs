@@ -25,6 +25,10 @@ pub struct MeasurementView {
     pub property: Property,
     pub value: Num,
     pub unit: Unit,
+    /// The name of an `operatingState` code, where the device's model
+    /// enumerates it (`model::operating_state`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'static str>,
 }
 
 impl MeasurementView {
@@ -34,8 +38,26 @@ impl MeasurementView {
             property,
             value: Num(reading.value),
             unit: property.unit(),
+            state: None,
         }
     }
+
+    /// As [`MeasurementView::new`], naming an operating state by the
+    /// device's model (`state_model`).
+    pub fn of(property: Property, reading: Reading, state_model: Option<u16>) -> Self {
+        Self {
+            state: state_name(property, reading, state_model),
+            ..Self::new(property, reading)
+        }
+    }
+}
+
+/// The name of `reading` when it is an operating state the model names.
+fn state_name(property: Property, reading: Reading, model: Option<u16>) -> Option<&'static str> {
+    (property == Property::OperatingState)
+        .then_some(model)
+        .flatten()
+        .and_then(|m| crate::model::operating_state::name(m, reading.value))
 }
 
 #[derive(Serialize)]
@@ -44,6 +66,8 @@ struct Single<'a> {
     property: Property,
     value: Num,
     unit: Unit,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'static str>,
     reference: &'a str,
 }
 
@@ -68,6 +92,8 @@ impl Serialize for InOrder {
         struct Entry {
             value: Num,
             unit: Unit,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            state: Option<&'static str>,
         }
         let mut map = s.serialize_map(Some(self.0.len()))?;
         for m in &self.0 {
@@ -76,6 +102,7 @@ impl Serialize for InOrder {
                 &Entry {
                     value: m.value,
                     unit: m.unit,
+                    state: m.state,
                 },
             )?;
         }
@@ -100,6 +127,7 @@ pub async fn single(
         property,
         value: Num(reading.value),
         unit: property.unit(),
+        state: state_name(property, reading, snapshot.info.state_model),
         reference: &reference,
     };
     Ok(Json(body).into_response())
@@ -164,7 +192,9 @@ fn requested(
     };
     Ok(properties
         .into_iter()
-        .filter_map(|p| latest(&snapshot, p).map(|r| MeasurementView::new(p, r)))
+        .filter_map(|p| {
+            latest(&snapshot, p).map(|r| MeasurementView::of(p, r, snapshot.info.state_model))
+        })
         .collect())
 }
 

@@ -18,7 +18,7 @@ use super::control;
 use super::statics::{Kept, Statics};
 use super::sunspec::{self, ModelBlock, Ratings};
 use crate::config::DeviceConfig;
-use crate::model::DeviceType;
+use crate::model::{DeviceType, Property};
 use crate::profile::{Profile, ProfileControls};
 use crate::register::plan::{self, Image, Span};
 use crate::register::point::{self, PointSpec};
@@ -65,6 +65,18 @@ pub enum Controls<'a> {
     Profile(&'a ProfileControls),
 }
 
+/// The model of the chain the `operatingState` point lies in.
+fn state_model(chain: &[ModelBlock], points: &[PointSpec]) -> Option<u16> {
+    let addr = points
+        .iter()
+        .find(|p| p.property == Property::OperatingState)?
+        .addr;
+    chain
+        .iter()
+        .find(|b| (b.addr..b.addr.saturating_add(2).saturating_add(b.len)).contains(&addr))
+        .map(|b| b.id)
+}
+
 impl DeviceMap {
     /// Every register from the first model to the end marker of a SunSpec map is
     /// readable, so reads span any gap: the plan is the fewest requests the
@@ -79,6 +91,10 @@ impl DeviceMap {
     ) -> Self {
         let points = sunspec::points_for(&chain, device_type, invert_power);
         let statics = Self::sunspec_statics(&chain, &points);
+        let info = DeviceInfo {
+            state_model: state_model(&chain, &points),
+            ..info
+        };
         let requests = plan::plan(&per_poll(&points, &statics), u16::MAX);
         let kept = Kept::new(read.extract(&statics), sunspec::ratings(&chain, read));
         Self {

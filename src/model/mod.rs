@@ -4,6 +4,7 @@
 //! Nothing here does I/O or knows about Modbus, SQLite, HTTP or MQTT.
 
 mod device;
+pub mod operating_state;
 mod power;
 mod property;
 mod sample;

@@ -30,6 +30,10 @@ pub struct DeviceInfo {
     pub rated_power_w: Option<f64>,
     /// Energy capacity (Wh) the device reports.
     pub capacity_wh: Option<f64>,
+    /// The SunSpec model `operatingState` is read from, which names its
+    /// codes (`model::operating_state`); `None` for a profile or no state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_model: Option<u16>,
 }
 
 /// The state kept per device is what a snapshot copies.

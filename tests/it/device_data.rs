@@ -253,3 +253,36 @@ async fn every_error_reachable_so_far() {
     assert_eq!(body["field"], "property");
     site.stop().await;
 }
+
+/// An operating state is named as the device's SunSpec model enumerates it,
+/// in all three reads; a property without names carries none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operating_states_are_named_as_their_model_says() {
+    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    site.ready().await;
+    let listing = site.get_ok("/devices").await;
+    let pv = &listing[0];
+    assert!(offers(pv, "operatingState", ""), "{pv}");
+    let single = wait_for("the inverter's state", Duration::from_secs(10), || async {
+        let v = site
+            .get_ok("/devices/dvc_pv/measurement?property=operatingState")
+            .await;
+        v["value"].is_number().then_some(v)
+    })
+    .await;
+    // The simulated inverter (model 103) produces: St 4, MPPT.
+    assert_eq!(single["value"], 4, "{single}");
+    assert_eq!(single["state"], "MPPT", "{single}");
+    let list = site
+        .get_ok("/devices/dvc_pv/measurements?properties=operatingState,activePower")
+        .await;
+    assert_eq!(list["measurements"][0]["state"], "MPPT", "{list}");
+    assert!(list["measurements"][1].get("state").is_none(), "{list}");
+    let map = site
+        .get_ok("/devices/dvc_pv/measurements/map?properties=operatingState")
+        .await;
+    assert_eq!(
+        map["measurements"]["operatingState"]["state"], "MPPT",
+        "{map}"
+    );
+}

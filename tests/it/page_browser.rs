@@ -71,6 +71,10 @@ async fn site_is_shown(b: &Browser) {
     assert!(soc.contains('%'), "battery SoC shown: {soc:?}");
     let state = b.text("#device-list article[data-ref=dvc_pv] .state").await;
     assert!(state.contains("Online"), "online state in words: {state:?}");
+    let operating = b
+        .text("#device-list article[data-ref=dvc_pv] dd[data-property=operatingState]")
+        .await;
+    assert_eq!(operating, "MPPT (4)", "the inverter's St by its name");
     let load = b.text("#flow-body svg .node.load text.value").await;
     assert!(load.contains('W'), "load derived in the flow: {load:?}");
 
