@@ -307,10 +307,14 @@ function wireRange() {
   const fs = $("range");
   const wanted = hashParams().get("range");
   if (RANGES[wanted]) state.range = wanted;
+  // A range asked for (in the link, or by a click) is kept; else the first
+  // load fits the range to the data (fitRange).
+  state.rangeFitted = Boolean(RANGES[wanted]);
   for (const [key, r] of Object.entries(RANGES)) {
     const input = h("input", { type: "radio", name: "range", value: key, id: `range-${key}`, checked: key === state.range });
     input.addEventListener("change", () => {
       state.range = key;
+      state.rangeFitted = true;
       saveHash();
       state.charts = null;
       refreshCharts(state.generation);
@@ -351,6 +355,7 @@ async function refreshCharts(gen) {
       load(devices.filter((d) => d.type === "battery" && offers(d, "soc")), "soc"),
     ]);
     if (gen !== state.generation || mine !== chartRequest) return;
+    if (fitRange(powerSeries)) return refreshCharts(gen);
     state.charts = { range, win, powerSeries, socSeries };
     $("chart-note").textContent = `Last ${range.label}, one point per ${range.resolution.value} ${range.resolution.unit} (mean). Updated ${clock(serverNow())}.`;
     drawCharts();
@@ -359,6 +364,25 @@ async function refreshCharts(gen) {
   } finally {
     if (mine === chartRequest) state.chartsLoading = false;
   }
+}
+
+/**
+ * Once per page, unless a range was asked for: the shortest range that holds
+ * all the history the first load found (a site an hour old gets 1 h, not a
+ * sliver at the right edge of 24 h). True when it changed the range.
+ */
+function fitRange(series) {
+  if (state.rangeFitted) return false;
+  state.rangeFitted = true;
+  const first = Math.min(...series.flatMap((x) => x.points.filter((p) => p[1] !== null).map((p) => p[0])));
+  if (!Number.isFinite(first)) return false;
+  const age = serverNow() - first;
+  const key = Object.keys(RANGES).find((k) => RANGES[k].span >= age) || "7d";
+  if (key === state.range) return false;
+  state.range = key;
+  const input = $(`range-${key}`);
+  if (input) input.checked = true;
+  return true;
 }
 
 function drawCharts() {

@@ -197,7 +197,8 @@ async fn the_demo_page_works_out_of_the_box() {
     )
     .await;
 
-    // The charts: the default range (24 h), a line or a point per device.
+    // The charts: fitted to the data (a demo minutes old: 1 h), a line or a
+    // point per device.
     b.wait_js(
         "the power chart with every device",
         WAIT,
@@ -213,7 +214,11 @@ async fn the_demo_page_works_out_of_the_box() {
     )
     .await;
     let note = b.text("#chart-note").await;
-    assert!(note.starts_with("Last 24 h"), "{note}");
+    assert!(note.starts_with("Last 1 h"), "{note}");
+    let fitted = b
+        .js("return document.getElementById('range-1h').checked;", json!([]))
+        .await;
+    assert_eq!(fitted, json!(true), "the 1 h selector shows the fitted range");
 
     // Another range, chosen with the selector: the charts are fetched again
     // (one request per series, at that range's resolution) and redrawn.
@@ -229,13 +234,13 @@ async fn the_demo_page_works_out_of_the_box() {
         json!([]),
     )
     .await;
-    b.click("label[for=range-1h]").await;
+    b.click("label[for=range-24h]").await;
     b.wait_js(
-        "the charts redrawn for 1 h",
+        "the charts redrawn for 24 h",
         WAIT,
         r#"const svgs = [...document.querySelectorAll('#history .plot svg')];
            const n = document.querySelectorAll('#chart-power .plot svg path.series, #chart-power .plot svg circle.dot').length;
-           return /^Last 1 h/.test(document.getElementById('chart-note').textContent)
+           return /^Last 24 h/.test(document.getElementById('chart-note').textContent)
              && svgs.length === 2 && svgs.every(s => !s.dataset.before) && n >= 5;"#,
     )
     .await;
@@ -256,21 +261,21 @@ async fn the_demo_page_works_out_of_the_box() {
     }
     for a in asked {
         let body = &a[1];
-        assert_eq!(body["resolution"], json!({"value": 30, "unit": "s"}), "{a}");
+        assert_eq!(body["resolution"], json!({"value": 5, "unit": "min"}), "{a}");
         let start =
             sitegate::model::time::parse_rfc3339(body["range"]["start"].as_str().unwrap_or(""));
         let end = sitegate::model::time::parse_rfc3339(body["range"]["end"].as_str().unwrap_or(""));
-        assert_eq!(end.and_then(|e| Ok(e - start?)), Ok(3_600_000), "{a}");
+        assert_eq!(end.and_then(|e| Ok(e - start?)), Ok(86_400_000), "{a}");
     }
     let chosen = b
         .js(
-            "return [document.getElementById('range-1h').checked, location.hash];",
+            "return [document.getElementById('range-24h').checked, location.hash];",
             json!([]),
         )
         .await;
     assert_eq!(chosen[0], json!(true), "{chosen}");
     assert!(
-        chosen[1].as_str().unwrap_or("").contains("range=1h"),
+        chosen[1].as_str().unwrap_or("").contains("range=24h"),
         "the range is kept in the URL: {chosen}"
     );
 
