@@ -55,6 +55,8 @@ pub(super) struct ApiParts {
     pub buses: HashMap<String, crate::modbus::BusHandle>,
     /// The HTTPS certificate in service, when HTTPS is served.
     pub https: Option<Arc<crate::https::Certs>>,
+    /// The event list (`GET /events`, the bundle of `sitegate diag`).
+    pub events: Arc<crate::events::EventLog>,
 }
 
 /// The API router and what the agent keeps of it.
@@ -84,10 +86,12 @@ pub(super) async fn router(
         telemetry,
         buses,
         https,
+        events,
     } = parts;
     let state = crate::api::ApiState::new(&config, live.clone())
         .with_store(store.clone())
-        .with_steering(steering.clone());
+        .with_steering(steering.clone())
+        .with_events(events);
     let auth = state.auth.clone();
     let reload: crate::ops::Reload = Arc::new(move |c: &Config| auth.reload(&c.http));
     let ops = crate::ops::Ops::start(

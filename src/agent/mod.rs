@@ -200,6 +200,18 @@ impl Agent {
             &cancel,
         )?;
 
+        let events = Arc::new(crate::events::EventLog::default());
+        tracker.spawn(crate::events::task::run(
+            crate::events::task::Sources {
+                live: live.clone(),
+                steering: Some(steering.clone()),
+                store: Some(store.clone()),
+                clock: Some(clock.clone()),
+            },
+            events.clone(),
+            cancel.child_token(),
+        ));
+
         let http::Api {
             router,
             auth,
@@ -215,6 +227,7 @@ impl Agent {
                 telemetry: telemetry.clone(),
                 buses: buses.clone(),
                 https: certs.clone(),
+                events,
             },
             &tracker,
             cancel.child_token(),

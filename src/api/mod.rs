@@ -47,6 +47,7 @@ pub mod bounds;
 mod code;
 mod devices;
 mod error;
+mod events;
 mod extract;
 mod http_stats;
 mod in_clear;
@@ -124,6 +125,8 @@ pub struct ApiState {
     pub time_limit: time_limit::TimeLimit,
     /// `storage.damaged_notice_h`.
     pub damaged_notice: Duration,
+    /// What happened (`GET /events`); `None` until the agent starts it (500).
+    pub events: Option<Arc<crate::events::EventLog>>,
 }
 
 impl ApiState {
@@ -151,6 +154,7 @@ impl ApiState {
                 config.http.request_timeout_ms,
             )),
             damaged_notice: Duration::from_secs(config.storage.damaged_notice_h * 3600),
+            events: None,
         }
     }
 
@@ -193,6 +197,12 @@ impl ApiState {
     /// Serves the `/admin/...` endpoints with `ops`.
     pub fn with_ops(mut self, ops: crate::ops::Ops) -> Self {
         self.ops = Some(ops);
+        self
+    }
+
+    /// Serves `GET /events` from `log`.
+    pub fn with_events(mut self, log: Arc<crate::events::EventLog>) -> Self {
+        self.events = Some(log);
         self
     }
 
@@ -261,6 +271,7 @@ fn register(auth: &Arc<Auth>) -> (Router<ApiState>, Vec<RouteInfo>) {
             "/devices/{device_reference}/measurements/time-series",
             timeseries::time_series,
         )
+        .get("/events", events::list)
         .get("/sites", steering::list_sites)
         .get("/sites/{site_reference}", steering::get_site)
         .get("/sites/{site_reference}/steering", steering::get_state)

@@ -30,6 +30,7 @@ mod demo;
 mod demo_grid;
 mod device_data;
 mod device_failure;
+mod events;
 mod disk_full;
 mod eebus;
 mod eebus_timing;

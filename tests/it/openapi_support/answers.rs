@@ -291,6 +291,23 @@ pub async fn steering(c: &mut Checker<'_>) {
 
 /// The audit log once it holds a device write, then ending steering.
 pub async fn history_and_end(c: &mut Checker<'_>) {
+    // The event list after the steering changes: their signals started
+    // (the list looks once a second).
+    let mut events = Value::Null;
+    for _ in 0..100 {
+        events = c.get("/events?limit=200", Some(READ), 200).await;
+        if events.as_array().is_some_and(|e| !e.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        events.as_array().is_some_and(|e| !e.is_empty()),
+        "no events after the steering changes: {events}"
+    );
+    c.get("/events?limit=0", Some(READ), 400).await;
+    c.get("/events?since=1", Some(READ), 400).await;
+    c.get("/events", None, 401).await;
     let history = format!("{SITE}/steering/history");
     let mut writes = false;
     for _ in 0..100 {
