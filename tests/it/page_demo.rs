@@ -216,9 +216,16 @@ async fn the_demo_page_works_out_of_the_box() {
     let note = b.text("#chart-note").await;
     assert!(note.starts_with("Last 1 h"), "{note}");
     let fitted = b
-        .js("return document.getElementById('range-1h').checked;", json!([]))
+        .js(
+            "return document.getElementById('range-1h').checked;",
+            json!([]),
+        )
         .await;
-    assert_eq!(fitted, json!(true), "the 1 h selector shows the fitted range");
+    assert_eq!(
+        fitted,
+        json!(true),
+        "the 1 h selector shows the fitted range"
+    );
 
     // Another range, chosen with the selector: the charts are fetched again
     // (one request per series, at that range's resolution) and redrawn.
@@ -261,7 +268,11 @@ async fn the_demo_page_works_out_of_the_box() {
     }
     for a in asked {
         let body = &a[1];
-        assert_eq!(body["resolution"], json!({"value": 5, "unit": "min"}), "{a}");
+        assert_eq!(
+            body["resolution"],
+            json!({"value": 5, "unit": "min"}),
+            "{a}"
+        );
         let start =
             sitegate::model::time::parse_rfc3339(body["range"]["start"].as_str().unwrap_or(""));
         let end = sitegate::model::time::parse_rfc3339(body["range"]["end"].as_str().unwrap_or(""));
