@@ -266,6 +266,7 @@ async function refreshLive(gen) {
     if (gen === state.generation) failed(e, "Refreshing devices");
     return;
   }
+  await refreshEvents(gen);
   if (state.siteRef && state.scope !== "none") {
     try {
       const st = await steering.fetchState(state.siteRef);
@@ -277,6 +278,32 @@ async function refreshLive(gen) {
       fill($("steer-state"), h("p", { class: "error-text" }, `GET /sites/${state.siteRef}/steering: ${problemText(e)}`));
     }
   }
+}
+
+/** The event list (GET /events): time, what it concerns, kind, detail. */
+async function refreshEvents(gen) {
+  let events;
+  try {
+    events = await get("/events?limit=50");
+  } catch (e) {
+    if (gen === state.generation) fill($("event-list"), h("li", { class: "error-text" }, `GET /events: ${problemText(e)}`));
+    return;
+  }
+  if (gen !== state.generation) return;
+  const names = new Map(state.devices.map((d) => [d.deviceReference, d.name]));
+  const now = serverNow();
+  const items = events.map((e) => {
+    const about = e.deviceReference ? names.get(e.deviceReference) || e.deviceReference : e.siteReference || "agent";
+    return h(
+      "li",
+      { "data-kind": e.kind },
+      h("time", { datetime: new Date(e.timestamp).toISOString() }, clock(e.timestamp, now)),
+      " ",
+      h("strong", {}, about),
+      ` ${e.kind}: ${e.detail}`,
+    );
+  });
+  fill($("event-list"), ...(items.length ? items : [h("li", { class: "muted" }, "No events since the agent started.")]));
 }
 
 function names() {

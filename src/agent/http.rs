@@ -91,7 +91,7 @@ pub(super) async fn router(
     let state = crate::api::ApiState::new(&config, live.clone())
         .with_store(store.clone())
         .with_steering(steering.clone())
-        .with_events(events);
+        .with_events(events.clone());
     let auth = state.auth.clone();
     let reload: crate::ops::Reload = Arc::new(move |c: &Config| auth.reload(&c.http));
     let ops = crate::ops::Ops::start(
@@ -107,6 +107,7 @@ pub(super) async fn router(
                 reload,
             }),
             https,
+            events: Some(events),
         },
         tracker,
         cancel,

@@ -1,6 +1,6 @@
 //! The support bundle's sections, read from the running agent: version and
 //! build, the config's hash, the device table with each device's last error,
-//! the store's health, the metrics text, the recent steering history of each
+//! the event list, the store's health, the metrics text, the recent steering history of each
 //! site and the newest log lines. Each section has its bound
 //! (`bundle::assemble` cuts it there).
 //!
@@ -50,6 +50,11 @@ pub async fn sections(ctx: &OpsContext) -> Vec<Section> {
             max: 128 * 1024,
         },
         Section {
+            title: "events",
+            body: events(ctx),
+            max: 48 * 1024,
+        },
+        Section {
             title: "store",
             body: store(ctx),
             max: 8 * 1024,
@@ -73,6 +78,33 @@ pub async fn sections(ctx: &OpsContext) -> Vec<Section> {
             max: LOG_BYTES + 16 * 1024,
         },
     ]
+}
+
+/// The event list, newest first: time, kind, what it concerns, detail.
+fn events(ctx: &OpsContext) -> String {
+    let Some(log) = &ctx.events else {
+        return "the event list is not running\n".into();
+    };
+    let events = log.newest_first();
+    if events.is_empty() {
+        return "no events since start\n".into();
+    }
+    let mut out = String::new();
+    for e in events {
+        let about = match &e.subject {
+            crate::events::Subject::Device(d) => format!("device {d}"),
+            crate::events::Subject::Site(s) => format!("site {s}"),
+            crate::events::Subject::Agent => "agent".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{}  {}  {about}  {}",
+            format_utc(e.at_ms),
+            e.kind.wire_name(),
+            e.detail
+        );
+    }
+    out
 }
 
 fn agent(ctx: &OpsContext) -> String {

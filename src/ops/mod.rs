@@ -85,6 +85,8 @@ pub struct OpsContext {
     /// The HTTPS certificate in service (its fingerprint goes into the
     /// bundle), when HTTPS is served.
     pub https: Option<Arc<crate::https::Certs>>,
+    /// The event list (the bundle's `events` section), when it runs.
+    pub events: Option<Arc<crate::events::EventLog>>,
 }
 
 /// One chunk of a bundle.

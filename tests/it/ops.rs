@@ -222,6 +222,7 @@ async fn operations_over_the_ops_channel(kind: Kind) {
         &format!("config_sha256: {config_hash}"),
         "## devices",
         "dvc_bat\tste_test\tbat\t1\tbattery\tyes",
+        "## events",
         "## store",
         "## steering history",
         "site ste_test:",

@@ -75,6 +75,7 @@ async fn site_is_shown(b: &Browser) {
         .text("#device-list article[data-ref=dvc_pv] dd[data-property=operatingState]")
         .await;
     assert_eq!(operating, "MPPT (4)", "the inverter's St by its name");
+
     let load = b.text("#flow-body svg .node.load text.value").await;
     assert!(load.contains('W'), "load derived in the flow: {load:?}");
 
@@ -277,6 +278,23 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
                && /applied/.test(cells[3]) && /yes/.test(cells[4]);"#,
     )
     .await;
+
+    // The event list names the signal the page sent, with its request.
+    let listed = b
+        .wait_js(
+            "the signal in the event list",
+            WAIT,
+            r#"const li = [...document.querySelectorAll('#event-list li[data-kind=signalStarted]')]
+                 .find(l => l.textContent.includes('energyStorageSetting'));
+               return !!li && li.querySelector('time') && li.textContent;"#,
+        )
+        .await;
+    assert!(
+        listed
+            .as_str()
+            .is_some_and(|t| t.contains(request_id) && t.contains("ste_test")),
+        "{listed}"
+    );
 
     let errors = b.script_errors().await;
     assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
