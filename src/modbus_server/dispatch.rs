@@ -1,5 +1,6 @@
-//! What a request gets: a device's registers from its last poll, a site's
-//! from its map, or an exception. Reads only what the registers' owners
+//! What a request gets: a device's registers from its last poll (inside a
+//! SunSpec device's models, every register: `models.rs`), a site's from
+//! its map, or an exception. Reads only what the registers' owners
 //! published; never waits on a bus (but for a forwarded request, which
 //! waits for an idle one), a lock held across an await, or the disk. Each
 //! write to a device that forwards writes is one record of its site's
@@ -11,11 +12,13 @@ use tokio::time::Instant;
 
 use super::forward::{self, Forwarders};
 use super::frame::{self, Exception, ReadTable, Request};
+use super::models;
 use super::peer::Peer;
 use super::site::Sites;
 use super::stats::ServerStats;
 use crate::config::{ModbusServerConfig, Served};
 use crate::modbus::control::{footprint, Recipe};
+use crate::modbus::sunspec::ModelBlock;
 use crate::modbus::{DeviceMaps, PollImage};
 use crate::model::time::now_ms;
 use crate::model::DeviceId;
@@ -60,7 +63,10 @@ async fn respond(
     let request = frame::request(pdu)?;
     match (served, request) {
         (Served::Device(id), Request::Read { table, addr, count }) => {
-            let words = match device_read(ctx, *id, table, addr, count) {
+            // A device that forwards reads has its unread registers read
+            // from it; one that does not answers them inside its models.
+            let inside = !ctx.forward.forwards(*id);
+            let words = match device_read(ctx, *id, table, addr, count, inside) {
                 Err(Exception::IllegalDataAddress) if ctx.forward.forwards(*id) => {
                     let span = Span::new(forward::table(table), addr, count);
                     ctx.forward.read(*id, span, peer.host()).await?
@@ -179,6 +185,7 @@ fn device_read(
     table: ReadTable,
     addr: u16,
     count: u16,
+    inside: bool,
 ) -> Result<Vec<u16>, Exception> {
     let (online, interval) = (
         ctx.live.inspect(id, |s| s.online),
@@ -186,36 +193,47 @@ fn device_read(
     );
     let max_age = Duration::from_millis(interval) * ctx.config.stale_after_polls;
     let image = ctx.maps.image(id);
-    mirror(
-        image.as_deref(),
-        online,
-        max_age,
-        Instant::now(),
-        table,
-        addr,
-        count,
-    )
+    let image = fresh(image.as_deref(), online, max_age, Instant::now())?;
+    if let Some(words) = image.get(forward::table(table), addr, count) {
+        return Ok(words.to_vec());
+    }
+    // Only a read the poll does not hold looks at the map.
+    let map = inside.then(|| ctx.maps.get(id)).flatten();
+    let chain = map.as_ref().map_or(&[][..], |m| &m.chain[..]);
+    mirror(image, chain, table, addr, count)
 }
 
-/// A read of a device's mirror: its last poll's words; 0x0B when the device
-/// is offline, never polled, or its poll older than `max_age`; 02 for a
-/// register the poll does not read.
-pub fn mirror(
+/// A device's last poll while it is fresh; 0x0B when the device is
+/// offline, never polled, or its poll older than `max_age`.
+pub fn fresh(
     image: Option<&PollImage>,
     online: bool,
     max_age: Duration,
     now: Instant,
+) -> Result<&PollImage, Exception> {
+    image
+        .filter(|i| online && now.saturating_duration_since(i.taken) <= max_age)
+        .ok_or(Exception::GatewayTargetFailed)
+}
+
+/// A read of a device's mirror: its last poll's words, and for holding
+/// registers inside the models of `chain` (a SunSpec device's; empty for
+/// none) every other register's "not implemented" word (`models.rs`); 02
+/// for a register outside them the poll does not read.
+pub fn mirror(
+    image: &PollImage,
+    chain: &[ModelBlock],
     table: ReadTable,
     addr: u16,
     count: u16,
 ) -> Result<Vec<u16>, Exception> {
-    let image = image
-        .filter(|i| online && now.saturating_duration_since(i.taken) <= max_age)
-        .ok_or(Exception::GatewayTargetFailed)?;
-    image
-        .get(forward::table(table), addr, count)
-        .map(<[u16]>::to_vec)
-        .ok_or(Exception::IllegalDataAddress)
+    if let Some(words) = image.get(forward::table(table), addr, count) {
+        return Ok(words.to_vec());
+    }
+    if table != ReadTable::Holding {
+        return Err(Exception::IllegalDataAddress);
+    }
+    models::read(image, chain, addr, count).ok_or(Exception::IllegalDataAddress)
 }
 
 #[cfg(test)]
@@ -230,23 +248,54 @@ mod tests {
         let t0 = Instant::now();
         let p = PollImage::build(&img, &Image::new(), &[], t0, 0);
         let age = Duration::from_secs(3);
-        let read = |online, now, addr, count| {
-            mirror(Some(&p), online, age, now, ReadTable::Holding, addr, count)
-        };
-        assert_eq!(read(true, t0, 100, 3), Ok(vec![1, 2, 3]));
-        assert_eq!(read(true, t0, 101, 3), Err(Exception::IllegalDataAddress));
-        assert_eq!(read(false, t0, 100, 1), Err(Exception::GatewayTargetFailed));
+        let read = |addr, count| mirror(&p, &[], ReadTable::Holding, addr, count);
+        assert_eq!(read(100, 3), Ok(vec![1, 2, 3]));
+        assert_eq!(read(101, 3), Err(Exception::IllegalDataAddress));
+        assert!(fresh(Some(&p), true, age, t0).is_ok());
         assert_eq!(
-            read(true, t0 + Duration::from_secs(4), 100, 1),
-            Err(Exception::GatewayTargetFailed)
+            fresh(Some(&p), false, age, t0).err(),
+            Some(Exception::GatewayTargetFailed)
         );
         assert_eq!(
-            mirror(Some(&p), true, age, t0, ReadTable::Input, 100, 1),
+            fresh(Some(&p), true, age, t0 + Duration::from_secs(4)).err(),
+            Some(Exception::GatewayTargetFailed)
+        );
+        assert_eq!(
+            mirror(&p, &[], ReadTable::Input, 100, 1),
             Err(Exception::IllegalDataAddress)
         );
         assert_eq!(
-            mirror(None, true, age, t0, ReadTable::Holding, 100, 1),
-            Err(Exception::GatewayTargetFailed)
+            fresh(None, true, age, t0).err(),
+            Some(Exception::GatewayTargetFailed)
         );
+    }
+
+    #[test]
+    fn inside_a_model_every_register_answers_outside_none() {
+        let chain = [ModelBlock {
+            id: 123,
+            addr: 40002,
+            len: 24,
+        }];
+        let mut img = Image::new();
+        img.insert(Span::new(Table::Holding, 40007, 1), vec![10000]);
+        let p = PollImage::build(&img, &Image::new(), &chain, Instant::now(), 0);
+        let read =
+            |chain: &[ModelBlock], addr, count| mirror(&p, chain, ReadTable::Holding, addr, count);
+        assert_eq!(
+            read(&chain, 40006, 3),
+            Ok(vec![0xFFFF, 10000, 0xFFFF]),
+            "Conn, WMaxLimPct as polled, WMaxLimPct_WinTms"
+        );
+        // The last two registers of the model: sunssf.
+        assert_eq!(read(&chain, 40026, 2), Ok(vec![0x8000, 0x8000]));
+        // Without the chain (a device that forwards its reads), or as input
+        // registers, or past the end marker: 02.
+        assert_eq!(read(&[], 40006, 3), Err(Exception::IllegalDataAddress));
+        assert_eq!(
+            mirror(&p, &chain, ReadTable::Input, 40006, 1),
+            Err(Exception::IllegalDataAddress)
+        );
+        assert_eq!(read(&chain, 40028, 3), Err(Exception::IllegalDataAddress));
     }
 }

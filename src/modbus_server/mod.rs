@@ -2,11 +2,13 @@
 //! site's devices with the installer's other systems and the site itself
 //! with a SCADA.
 //! Each device answers under its unit id from its last poll's registers (no
-//! bus traffic), each site as one SunSpec device; writes are refused but for
+//! bus traffic; inside a SunSpec device's models, what it never read as
+//! "not implemented"), each site as one SunSpec device; writes are refused but for
 //! a site's limits where the config allows a SCADA to set them, and for
 //! devices whose config has them passed on (never to what steering writes).
 //!
 //! `frame.rs` is the framing (pure), `dispatch.rs` what a request gets,
+//! `models.rs` a mirrored SunSpec device's registers inside its models,
 //! `forward.rs` reads and writes passed on to a device, `site_map.rs` the
 //! site's registers (pure), `site.rs` the task that keeps them, `conn.rs`
 //! one connection, `listen.rs` the listeners and their bounds, `rtu.rs` the
@@ -21,6 +23,7 @@ mod dispatch;
 mod forward;
 pub mod frame;
 mod listen;
+mod models;
 mod peer;
 mod rtu;
 mod site;

@@ -47,6 +47,7 @@ mod modbus_read_back;
 mod modbus_refused_reads;
 mod modbus_server;
 mod modbus_server_load;
+mod modbus_server_models;
 mod modbus_server_rtu;
 mod modbus_server_site;
 mod modbus_sunspec;

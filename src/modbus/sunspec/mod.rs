@@ -1,5 +1,6 @@
-//! SunSpec: discovery of the model chain, nameplate information, and the map from
-//! known models to the property vocabulary.
+//! SunSpec: discovery of the model chain, nameplate information, the map from
+//! known models to the property vocabulary, and every model's "not
+//! implemented" words (`unimplemented.rs`).
 //!
 //! Point offsets come from the `sunspec` crate's constants, which are generated
 //! from the official model definitions; this module adds what the crate does not
@@ -10,6 +11,7 @@ mod discovery;
 mod info;
 mod map;
 mod static_points;
+pub mod unimplemented;
 
 pub use discovery::{
     discover, find_base, kind_of, logical_devices, select, walk_chain, DiscoveryError, BASES,

@@ -5,12 +5,15 @@
 //! - every point the map reads from model 120 (nameplate) or 121 (basic
 //!   settings), with its scale factor;
 //! - the scale factors of the control models 123, 124 and 704 (`*_SF`);
-//! - the ratings (`info::rating_spans`: 120, 121, 702, 713, 802).
+//! - the ratings (`info::rating_spans`: 120, 121, 702, 713, 802);
+//! - the count points of every model's repeating groups (160's `N`, 705's
+//!   `NPt` and `NCrv`, ...: `unimplemented::count_offsets`), which lay out
+//!   the rest of the model for a client that reads it from the mirror.
 //!
 //! A control recipe's calibration registers are added by `DeviceMap`. Pure:
 //! it must not decide how often they are read (`modbus::statics` does).
 
-use super::{rating_spans, ModelBlock};
+use super::{rating_spans, unimplemented, ModelBlock};
 use crate::register::plan::{Span, Table};
 use crate::register::point::{PointSpec, Scale};
 
@@ -34,6 +37,13 @@ pub fn static_spans(chain: &[ModelBlock], points: &[PointSpec]) -> Vec<Span> {
     let in_models =
         |addr: u16, ids: &[u16]| model_at(chain, addr).is_some_and(|m| ids.contains(&m));
     let mut out = rating_spans(chain);
+    for b in chain {
+        for o in unimplemented::count_offsets(b.id) {
+            if b.holds(o, 1) {
+                out.push(Span::new(Table::Holding, b.point(o), 1));
+            }
+        }
+    }
     for p in points {
         if in_models(p.addr, &SETTINGS_MODELS) {
             out.extend(p.spans());
@@ -83,5 +93,17 @@ mod tests {
         for addr in [40152, 40172, 40125] {
             assert!(statics.contains(&h(addr)), "{addr} in {statics:?}");
         }
+    }
+
+    #[test]
+    fn the_count_points_of_repeating_groups_are_static() {
+        // 160 (MPPT modules, N at data offset 6) after 1, 103.
+        let c = chain(&[(1, 66), (103, 50), (160, 8 + 2 * 20)]);
+        let points = points_for(&c, DeviceType::Inverter, false);
+        let statics = static_spans(&c, &points);
+        assert!(
+            statics.contains(&Span::new(Table::Holding, 40122 + 2 + 6, 1)),
+            "{statics:?}"
+        );
     }
 }
