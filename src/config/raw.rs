@@ -610,6 +610,10 @@ pub struct MqttConfig {
     /// The largest incoming message the client reads, in KiB. MQTT 5 tells the
     /// broker at connect (it then drops bigger messages for us); 3.1.1 cannot.
     pub max_incoming_kb: u32,
+    /// The largest message the uplink sends, in KiB: the broker's limit
+    /// (AWS IoT Core takes 128 KB). An RPC answer over it is answered with a
+    /// problem that says so, never dropped.
+    pub max_outgoing_kb: u32,
 }
 
 impl MqttConfig {
@@ -638,6 +642,7 @@ impl Default for MqttConfig {
             drain_rate: 200,
             require_token: false,
             max_incoming_kb: 4096,
+            max_outgoing_kb: 1024,
         }
     }
 }

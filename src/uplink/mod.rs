@@ -131,6 +131,7 @@ impl Uplink {
             topics: topics.clone(),
             stats: link_stats.clone(),
             load: rpc_load.clone(),
+            max_outgoing: parts.config.max_outgoing_kb as usize * 1024,
         });
         let (rpc, answers_tx, answers) =
             workers::Workers::start(rpc_context.clone(), &tasks, &cancel);

@@ -260,6 +260,21 @@ impl Bridge {
     }
 }
 
+/// The answer in place of one of `bytes` bytes, over the `max` bytes a
+/// message to the broker may carry (`mqtt.max_outgoing_kb`): 413
+/// `payload_too_large`, saying so and how to ask for less.
+pub async fn answer_too_large(id: Option<&str>, bytes: usize, max: usize) -> Vec<u8> {
+    let err = ApiError::new(
+        ErrorCode::PayloadTooLarge,
+        format!(
+            "the answer is {bytes} bytes, more than the {max} bytes a message to the broker may carry \
+             (mqtt.max_outgoing_kb): ask for less, e.g. a shorter time range or a coarser resolution, \
+             or several requests"
+        ),
+    );
+    render(id, err.into_response()).await
+}
+
 fn answer(id: Option<String>, payload: Vec<u8>) -> Answer {
     Answer {
         id,

@@ -32,6 +32,8 @@ pub(super) struct LinkStats {
     pub(super) rpc_too_large: AtomicU64,
     /// Connections broken by an incoming message over `max_incoming_kb`.
     pub(super) oversized_breaks: AtomicU64,
+    /// RPC answers over `max_outgoing_kb`, sent as a 413 problem instead.
+    pub(super) answers_too_large: AtomicU64,
     /// Why the uplink cannot be set up (TLS files), while it cannot.
     setup_problem: Mutex<Option<String>>,
 }
@@ -155,6 +157,12 @@ impl Collect for Uplink {
         )
         .sample(&[("outcome", "answered")], get(&l.rpc_too_large))
         .sample(&[("outcome", "disconnected")], get(&l.oversized_breaks));
+        out.family(
+            "sitegate_mqtt_answers_too_large_total",
+            Kind::Counter,
+            "RPC answers larger than mqtt.max_outgoing_kb, answered with a 413 problem that says so instead.",
+        )
+        .sample(&[], get(&l.answers_too_large));
         let d = self.dedup.stats();
         out.family(
             "sitegate_mqtt_rpc_record_rows",

@@ -114,7 +114,14 @@ pub(super) struct Context {
     pub(super) topics: Topics,
     pub(super) stats: Arc<LinkStats>,
     pub(super) load: Arc<Load>,
+    /// The largest message to send, bytes (`mqtt.max_outgoing_kb`).
+    pub(super) max_outgoing: usize,
 }
+
+/// Room in a PUBLISH packet beside its topic and payload: the fixed
+/// header, the topic's length, the packet id and MQTT 5's properties
+/// (the correlation data counted apart).
+const PUBLISH_OVERHEAD: usize = 64;
 
 impl Workers {
     /// Starts the workers on `tasks`; returns the queue and the receiver of
@@ -212,12 +219,24 @@ pub(super) async fn respond(context: &Context, m: Incoming) -> Option<Outgoing> 
         bump(&context.stats.rpc_too_large);
         tracing::warn!(rpc_id = ?id, bytes, "RPC request too large: answered 413");
     }
-    let Some(topic) = destination(&context.topics, ops, m.response_topic, id) else {
+    let Some(topic) = destination(&context.topics, ops, m.response_topic, id.clone()) else {
         tracing::warn!(
             bytes,
             "RPC request without a usable id or response topic: not answered"
         );
         return None;
+    };
+    let packet = payload.len()
+        + topic.len()
+        + m.correlation.as_ref().map_or(0, |c| c.len())
+        + PUBLISH_OVERHEAD;
+    let payload = if packet > context.max_outgoing {
+        bump(&context.stats.answers_too_large);
+        tracing::warn!(rpc_id = ?id, bytes = payload.len(), max = context.max_outgoing,
+            "RPC answer over mqtt.max_outgoing_kb: answered 413 with what to ask instead");
+        super::rpc::answer_too_large(id.as_deref(), payload.len(), context.max_outgoing).await
+    } else {
+        payload
     };
     Some(Outgoing {
         topic,

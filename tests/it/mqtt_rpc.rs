@@ -310,3 +310,66 @@ async fn token_check(kind: Kind) {
     assert_eq!(ok["status"], 200, "{ok}");
     site.stop().await;
 }
+
+/// An answer over `mqtt.max_outgoing_kb` (a broker's message limit) is not
+/// dropped: it is answered 413 with its size, the bound, and what to ask
+/// instead; a smaller request on the same link is answered whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_over_the_brokers_message_limit_is_a_problem_that_says_so() {
+    for kind in kinds() {
+        answer_limit(kind).await;
+    }
+}
+
+async fn answer_limit(kind: Kind) {
+    let broker = Broker::start(kind).await;
+    let mut sub = Subscriber::connect(
+        broker.addr("5"),
+        "rpc-limit",
+        &format!("{ROOT}/rpc/response/#"),
+    )
+    .await;
+    let text = site_config(
+        &mqtt_section(&plain_url(broker.addr("5")), "5", "max_outgoing_kb = 16"),
+        ONCE,
+    );
+    let site = mqtt::start(&text).await;
+    site.ready().await;
+    mqtt::wait_connected(&site, true, T).await;
+    // The API document: well over 16 KiB.
+    let big = rpc(
+        &mut sub,
+        json!({"id": "big-1", "method": "GET", "path": "/openapi.json"}),
+    )
+    .await;
+    assert_eq!(big["status"], 413, "{big}");
+    assert_eq!(big["body"]["code"], "payload_too_large", "{big}");
+    let detail = big["body"]["detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("mqtt.max_outgoing_kb") && detail.contains("16384 bytes"),
+        "{detail}"
+    );
+    // Over HTTP the same request is answered whole: only the broker's bound
+    // is in the way.
+    let (status, whole) = site.call(Method::GET, "/openapi.json", None, None).await;
+    assert_eq!(status, 200);
+    assert!(whole.to_string().len() > 16 * 1024);
+    // A small answer on the same link is whole.
+    let small = rpc(
+        &mut sub,
+        json!({"id": "small-1", "method": "GET", "path": "/devices", "token": READ_TOKEN}),
+    )
+    .await;
+    assert_eq!(small["status"], 200, "{small}");
+    let metrics = reqwest::get(format!("{}/metrics", site.base))
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("the metrics text");
+    assert!(
+        metrics.contains("sitegate_mqtt_answers_too_large_total 1\n"),
+        "{metrics}"
+    );
+    site.stop().await;
+}

@@ -73,6 +73,9 @@ pub(super) fn check_storage(s: &StorageConfig, problems: &mut Vec<Problem>) {
 /// takes, and MQTT's own largest packet (256 MiB).
 const MIN_INCOMING_KB: u32 = 128;
 const MAX_INCOMING_KB: u32 = 256 * 1024;
+/// `mqtt.max_outgoing_kb` bounds: room for a telemetry batch and a small
+/// answer, and MQTT's own largest packet.
+const MIN_OUTGOING_KB: u32 = 16;
 
 pub(super) fn check_mqtt(
     m: &MqttConfig,
@@ -143,6 +146,15 @@ pub(super) fn check_mqtt(
             format!(
                 "must be {MIN_INCOMING_KB} to {MAX_INCOMING_KB} (MQTT's largest packet), found {}",
                 m.max_incoming_kb
+            ),
+        );
+    }
+    if !(MIN_OUTGOING_KB..=MAX_INCOMING_KB).contains(&m.max_outgoing_kb) {
+        bad(
+            "max_outgoing_kb",
+            format!(
+                "must be {MIN_OUTGOING_KB} to {MAX_INCOMING_KB} (MQTT's largest packet), found {}",
+                m.max_outgoing_kb
             ),
         );
     }
