@@ -546,3 +546,21 @@ fn the_wal_checkpoint_is_the_default_the_cap_or_as_configured() {
         );
     }
 }
+
+#[test]
+fn the_outgoing_message_bound_is_checked_with_its_field_and_value() {
+    let with =
+        |kb: u32| format!("{GOOD}\n[mqtt]\nurl = \"mqtt://127.0.0.1\"\nmax_outgoing_kb = {kb}\n");
+    assert_eq!(
+        problems(&with(128)),
+        Vec::<String>::new(),
+        "AWS IoT Core's 128 KB"
+    );
+    for bad in [0, 15, 262_145] {
+        let p = problems(&with(bad));
+        assert!(
+            has(&p, "max_outgoing_kb") && has(&p, &format!("found {bad}")),
+            "{bad}: {p:?}"
+        );
+    }
+}
