@@ -31,7 +31,12 @@ const MAX_OUTGOING: usize = 1 << 20;
 #[derive(Debug)]
 pub enum LinkEvent {
     /// CONNACK: a session is up.
-    Connected { session_present: bool },
+    /// `max_packet`: the Maximum Packet Size the broker's CONNACK gave
+    /// (MQTT 5), the largest message it takes.
+    Connected {
+        session_present: bool,
+        max_packet: Option<u32>,
+    },
     /// A QoS 1 publish went out with this packet id.
     Sent(u16),
     /// The broker accepted packet `pkid`.
@@ -337,6 +342,7 @@ fn v4_event(e: rumqttc::Event) -> LinkEvent {
     match e {
         Event::Incoming(Packet::ConnAck(a)) => LinkEvent::Connected {
             session_present: a.session_present,
+            max_packet: None,
         },
         Event::Incoming(Packet::PubAck(a)) => LinkEvent::Acked(a.pkid),
         Event::Incoming(Packet::SubAck(_)) => LinkEvent::Subscribed,
@@ -375,6 +381,7 @@ fn v5_event(e: v5::Event) -> LinkEvent {
     match e {
         Event::Incoming(Packet::ConnAck(a)) => LinkEvent::Connected {
             session_present: a.session_present,
+            max_packet: a.properties.as_ref().and_then(|p| p.max_packet_size),
         },
         Event::Incoming(Packet::PubAck(a)) => match puback_code(&a.reason) {
             code if code >= 0x80 => LinkEvent::Refused {

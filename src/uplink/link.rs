@@ -324,7 +324,11 @@ impl Link {
 
     async fn on_event(&mut self, s: &mut State, event: LinkEvent) {
         match event {
-            LinkEvent::Connected { session_present } => {
+            LinkEvent::Connected {
+                session_present,
+                max_packet,
+            } => {
+                self.p.rpc_context.broker_said(max_packet);
                 s.connected = true;
                 bump(&self.p.stats.connects);
                 s.flight.reset();

@@ -132,6 +132,7 @@ impl Uplink {
             stats: link_stats.clone(),
             load: rpc_load.clone(),
             max_outgoing: parts.config.max_outgoing_kb as usize * 1024,
+            broker_max: Default::default(),
         });
         let (rpc, answers_tx, answers) =
             workers::Workers::start(rpc_context.clone(), &tasks, &cancel);

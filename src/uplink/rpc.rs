@@ -261,14 +261,15 @@ impl Bridge {
 }
 
 /// The answer in place of one of `bytes` bytes, over the `max` bytes a
-/// message to the broker may carry (`mqtt.max_outgoing_kb`): 413
+/// message to the broker may carry (`bound` says whose limit:
+/// `mqtt.max_outgoing_kb` or the broker's Maximum Packet Size): 413
 /// `payload_too_large`, saying so and how to ask for less.
-pub async fn answer_too_large(id: Option<&str>, bytes: usize, max: usize) -> Vec<u8> {
+pub async fn answer_too_large(id: Option<&str>, bytes: usize, max: usize, bound: &str) -> Vec<u8> {
     let err = ApiError::new(
         ErrorCode::PayloadTooLarge,
         format!(
             "the answer is {bytes} bytes, more than the {max} bytes a message to the broker may carry \
-             (mqtt.max_outgoing_kb): ask for less, e.g. a shorter time range or a coarser resolution, \
+             ({bound}): ask for less, e.g. a shorter time range or a coarser resolution, \
              or several requests"
         ),
     );

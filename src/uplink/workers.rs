@@ -116,6 +116,30 @@ pub(super) struct Context {
     pub(super) load: Arc<Load>,
     /// The largest message to send, bytes (`mqtt.max_outgoing_kb`).
     pub(super) max_outgoing: usize,
+    /// The broker's own Maximum Packet Size from its last CONNACK (MQTT 5;
+    /// 0: it said none).
+    pub(super) broker_max: AtomicUsize,
+}
+
+impl Context {
+    /// The broker connected and said (or did not say) the largest packet
+    /// it takes.
+    pub(super) fn broker_said(&self, max_packet: Option<u32>) {
+        let max = max_packet.map_or(0, |m| m as usize);
+        let before = self.broker_max.swap(max, Ordering::Relaxed);
+        if max != 0 && max < self.max_outgoing && max != before {
+            tracing::info!(broker_max_bytes = max, max_outgoing_kb = self.max_outgoing / 1024,
+                "the MQTT broker takes smaller messages than mqtt.max_outgoing_kb: RPC answers are held to its Maximum Packet Size");
+        }
+    }
+
+    /// The largest message to send now, and what bounds it.
+    fn outgoing_bound(&self) -> (usize, &'static str) {
+        match self.broker_max.load(Ordering::Relaxed) {
+            m if m != 0 && m < self.max_outgoing => (m, "the broker's Maximum Packet Size"),
+            _ => (self.max_outgoing, "mqtt.max_outgoing_kb"),
+        }
+    }
 }
 
 /// Room in a PUBLISH packet beside its topic and payload: the fixed
@@ -230,11 +254,12 @@ pub(super) async fn respond(context: &Context, m: Incoming) -> Option<Outgoing> 
         + topic.len()
         + m.correlation.as_ref().map_or(0, |c| c.len())
         + PUBLISH_OVERHEAD;
-    let payload = if packet > context.max_outgoing {
+    let (max, bound) = context.outgoing_bound();
+    let payload = if packet > max {
         bump(&context.stats.answers_too_large);
-        tracing::warn!(rpc_id = ?id, bytes = payload.len(), max = context.max_outgoing,
-            "RPC answer over mqtt.max_outgoing_kb: answered 413 with what to ask instead");
-        super::rpc::answer_too_large(id.as_deref(), payload.len(), context.max_outgoing).await
+        tracing::warn!(rpc_id = ?id, bytes = payload.len(), max, bound,
+            "RPC answer over the largest message the broker takes: answered 413 with what to ask instead");
+        super::rpc::answer_too_large(id.as_deref(), payload.len(), max, bound).await
     } else {
         payload
     };

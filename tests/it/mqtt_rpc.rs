@@ -373,3 +373,46 @@ async fn answer_limit(kind: Kind) {
     );
     site.stop().await;
 }
+
+/// A broker that says in its CONNACK it takes smaller messages than
+/// `mqtt.max_outgoing_kb` (MQTT 5's Maximum Packet Size; mosquitto's
+/// `max_packet_size`) bounds the answers instead, and the problem names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_brokers_maximum_packet_size_bounds_the_answers_too() {
+    if !kinds().contains(&Kind::Mosquitto) {
+        #[allow(clippy::print_stderr, reason = "a test run should say what it skipped")]
+        {
+            eprintln!("skipped: rumqttd says no Maximum Packet Size and no mosquitto is installed");
+        }
+        return;
+    }
+    let broker = Broker::mosquitto_with("max_packet_size 20000\n").await;
+    let mut sub = Subscriber::connect(
+        broker.addr("5"),
+        "rpc-packet",
+        &format!("{ROOT}/rpc/response/#"),
+    )
+    .await;
+    let text = site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), ONCE);
+    let site = mqtt::start(&text).await;
+    site.ready().await;
+    mqtt::wait_connected(&site, true, T).await;
+    let big = rpc(
+        &mut sub,
+        json!({"id": "packet-1", "method": "GET", "path": "/openapi.json"}),
+    )
+    .await;
+    assert_eq!(big["status"], 413, "{big}");
+    let detail = big["body"]["detail"].as_str().unwrap_or("");
+    assert!(
+        detail.contains("20000 bytes") && detail.contains("the broker's Maximum Packet Size"),
+        "{detail}"
+    );
+    let small = rpc(
+        &mut sub,
+        json!({"id": "packet-2", "method": "GET", "path": "/devices", "token": READ_TOKEN}),
+    )
+    .await;
+    assert_eq!(small["status"], 200, "{small}");
+    site.stop().await;
+}
