@@ -31,6 +31,18 @@ pub enum Subject {
     Agent,
 }
 
+/// `device dvc_pv`, `site ste_home`, `agent`: as the log and the support
+/// bundle name it.
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Subject::Device(d) => write!(f, "device {d}"),
+            Subject::Site(s) => write!(f, "site {s}"),
+            Subject::Agent => f.write_str("agent"),
+        }
+    }
+}
+
 /// The kinds of event, as `GET /events` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {

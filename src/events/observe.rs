@@ -9,6 +9,7 @@
 //! deleted, or cut short by a newer request).
 
 use super::{Event, Kind, Subject};
+use crate::clock::Step;
 
 /// One device as seen: `None` until its first poll was tried.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -57,8 +58,8 @@ pub struct Observed {
     pub sites: Vec<SiteObserved>,
     /// Why the store's commits fail, while they do.
     pub store_problem: Option<String>,
-    /// The last step of the wall clock: its size (ms) and when it came.
-    pub clock_step: Option<(i64, i64)>,
+    /// The last step of the wall clock.
+    pub clock_step: Option<Step>,
 }
 
 /// The events between `before` and `now`, seen at `at_ms`, in a fixed
@@ -82,17 +83,19 @@ pub fn changes(before: &Observed, now: &Observed, at_ms: i64) -> Vec<Event> {
         ),
         _ => {}
     }
-    if let Some((size, at)) = now.clock_step.filter(|s| before.clock_step != Some(*s)) {
-        let way = if size >= 0 { "forward" } else { "backward" };
+    if let Some(step) = now.clock_step.filter(|s| before.clock_step != Some(*s)) {
         let detail = format!(
-            "{} ms {way}, at {}",
-            size.abs(),
-            crate::model::time::format_utc(at)
+            "{} ms {}, at {}",
+            step.size_ms.abs(),
+            step.direction(),
+            crate::model::time::format_utc(step.at_ms)
         );
         add(Subject::Agent, Kind::ClockStepped, detail);
     }
-    for d in &now.devices {
-        let was = before.devices.iter().find(|b| b.reference == d.reference);
+    // Devices keep their place (the live view only appends): the one
+    // before is at the same index, no search through a thousand.
+    for (i, d) in now.devices.iter().enumerate() {
+        let was = before.devices.get(i).filter(|b| b.reference == d.reference);
         let was_online = was.and_then(|b| b.online);
         let subject = || Subject::Device(d.reference.clone());
         match (was_online, d.online) {

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::observe::{
     changes, DeviceObserved, LimitObserved, Observed, SignalObserved, SiteObserved,
 };
-use super::{EventLog, Subject};
+use super::EventLog;
 use crate::clock::ClockWatch;
 use crate::model::time::now_ms;
 use crate::model::DeviceId;
@@ -44,12 +44,7 @@ pub async fn run(sources: Sources, log: Arc<EventLog>, cancel: CancellationToken
         let now = look(&sources).await;
         let events = changes(&before, &now, now_ms());
         for e in &events {
-            let subject = match &e.subject {
-                Subject::Device(d) => format!("device {d}"),
-                Subject::Site(s) => format!("site {s}"),
-                Subject::Agent => "agent".to_string(),
-            };
-            tracing::info!(%subject, kind = e.kind.wire_name(), detail = %e.detail, "event");
+            tracing::info!(subject = %e.subject, kind = e.kind.wire_name(), detail = %e.detail, "event");
         }
         log.push(events);
         before = now;
@@ -63,11 +58,18 @@ async fn look(s: &Sources) -> Observed {
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let snap = s.live.snapshot(DeviceId(i as u16));
+            // Under the device's read lock, the three fields only: no copy of
+            // its readings, once a second for every device.
+            let (online, error) = s.live.inspect(DeviceId(i as u16), |snap| {
+                (
+                    snap.attempted.then_some(snap.online),
+                    (!snap.online).then(|| snap.last_error.clone()).flatten(),
+                )
+            });
             DeviceObserved {
                 reference: d.reference.clone(),
-                online: snap.attempted.then_some(snap.online),
-                error: snap.last_error.clone(),
+                online,
+                error,
             }
         })
         .collect();
@@ -84,11 +86,7 @@ async fn look(s: &Sources) -> Observed {
         devices,
         sites,
         store_problem: s.store.as_ref().and_then(|st| st.stats().problem()),
-        clock_step: s
-            .clock
-            .as_ref()
-            .and_then(ClockWatch::last_step)
-            .map(|st| (st.size_ms, st.at_ms)),
+        clock_step: s.clock.as_ref().and_then(ClockWatch::last_step),
     }
 }
 

@@ -91,16 +91,12 @@ fn events(ctx: &OpsContext) -> String {
     }
     let mut out = String::new();
     for e in events {
-        let about = match &e.subject {
-            crate::events::Subject::Device(d) => format!("device {d}"),
-            crate::events::Subject::Site(s) => format!("site {s}"),
-            crate::events::Subject::Agent => "agent".into(),
-        };
         let _ = writeln!(
             out,
-            "{}  {}  {about}  {}",
+            "{}  {}  {}  {}",
             format_utc(e.at_ms),
             e.kind.wire_name(),
+            e.subject,
             e.detail
         );
     }

@@ -115,7 +115,10 @@ fn the_store_and_the_clock() {
     let ok = Observed::default();
     let failing = Observed {
         store_problem: Some("disk full".into()),
-        clock_step: Some((-3_600_000, 1_717_200_000_000)),
+        clock_step: Some(crate::clock::Step {
+            size_ms: -3_600_000,
+            at_ms: 1_717_200_000_000,
+        }),
         ..Observed::default()
     };
     let e = changes(&ok, &failing, 1);
