@@ -19,18 +19,7 @@ pub async fn list(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let q = QueryParams::parse(query.as_deref(), &["limit"])?;
-    let limit = match q.optional("limit")? {
-        None => KEPT,
-        Some(s) => match s.parse::<usize>() {
-            Ok(n) if (1..=KEPT).contains(&n) => n,
-            _ => {
-                return Err(ApiError::invalid_value(
-                    "limit",
-                    format!("limit must be an integer from 1 to {KEPT}, found {s:?}"),
-                ))
-            }
-        },
-    };
+    let limit = q.count("limit", KEPT, KEPT)?;
     let log = state
         .events
         .as_ref()

@@ -73,6 +73,24 @@ impl QueryParams {
     pub fn optional(&self, name: &str) -> Result<Option<&str>, ApiError> {
         self.get(name).map(|v| non_empty(name, v)).transpose()
     }
+
+    /// A count such as `?limit=N`: 1 to `max`, `default` when absent;
+    /// `invalid_value` naming the field and the value otherwise.
+    pub fn count(&self, name: &str, max: usize, default: usize) -> Result<usize, ApiError> {
+        match self.optional(name)? {
+            None => Ok(default),
+            Some(s) => s
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| {
+                    ApiError::invalid_value(
+                        name,
+                        format!("{name} must be an integer from 1 to {max}, found {s:?}"),
+                    )
+                }),
+        }
+    }
 }
 
 fn non_empty<'a>(name: &str, value: &'a str) -> Result<&'a str, ApiError> {

@@ -101,19 +101,7 @@ pub async fn list_operations(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let q = QueryParams::parse(query.as_deref(), &["limit"])?;
-    let limit = match q.optional("limit")? {
-        None => DEFAULT_HISTORY,
-        Some(s) => s
-            .parse::<usize>()
-            .ok()
-            .filter(|n| (1..=AUDIT_KEEP).contains(n))
-            .ok_or_else(|| {
-                ApiError::invalid_value(
-                    "limit",
-                    format!("limit must be an integer from 1 to {AUDIT_KEEP}, found {s:?}"),
-                )
-            })?,
-    };
+    let limit = q.count("limit", AUDIT_KEEP, DEFAULT_HISTORY)?;
     let ops = ops(&state)?.history(limit).await?;
     Ok(Json(Value::Array(
         ops.iter().map(render::operation).collect(),

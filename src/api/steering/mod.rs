@@ -201,18 +201,7 @@ pub async fn history(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let q = QueryParams::parse(query.as_deref(), &["limit"])?;
-    let limit = match q.optional("limit")? {
-        None => DEFAULT_HISTORY,
-        Some(s) => match s.parse::<usize>() {
-            Ok(n) if (1..=MAX_HISTORY).contains(&n) => n,
-            _ => {
-                return Err(ApiError::invalid_value(
-                    "limit",
-                    format!("limit must be an integer from 1 to {MAX_HISTORY}, found {s:?}"),
-                ))
-            }
-        },
-    };
+    let limit = q.count("limit", MAX_HISTORY, DEFAULT_HISTORY)?;
     let records = service(&state)?.history(&site, limit).await?;
     Ok(Json(Value::Array(
         records.iter().map(render::history_record).collect(),
