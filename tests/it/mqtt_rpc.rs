@@ -18,18 +18,25 @@ const T: Duration = Duration::from_secs(20);
 /// Polled once, then not for an hour: answers stay the same between the two transports.
 const ONCE: u64 = 3_600_000;
 
-async fn equality(kind: Kind) {
-    let broker = Broker::start(kind).await;
-    let mut sub = Subscriber::connect(
-        broker.addr("5"),
-        "rpc-client",
-        &format!("{ROOT}/rpc/response/#"),
-    )
-    .await;
-    let text = site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), ONCE);
+/// An agent on the small site with `[mqtt]` on `broker` (and `extra`
+/// keys), connected, a client subscribed to its RPC answers, and the
+/// agent's config text (for a restart).
+async fn rpc_site(broker: &Broker, client: &str, extra: &str) -> (Subscriber, TestSite, String) {
+    let sub =
+        Subscriber::connect(broker.addr("5"), client, &format!("{ROOT}/rpc/response/#")).await;
+    let text = site_config(
+        &mqtt_section(&plain_url(broker.addr("5")), "5", extra),
+        ONCE,
+    );
     let site = mqtt::start(&text).await;
     site.ready().await;
     mqtt::wait_connected(&site, true, T).await;
+    (sub, site, text)
+}
+
+async fn equality(kind: Kind) {
+    let broker = Broker::start(kind).await;
+    let (mut sub, site, text) = rpc_site(&broker, "rpc-client", "").await;
 
     let paths = [
         "/devices",
@@ -274,18 +281,7 @@ async fn a_required_token_is_checked_like_a_bearer_token() {
 
 async fn token_check(kind: Kind) {
     let broker = Broker::start(kind).await;
-    let mut sub = Subscriber::connect(
-        broker.addr("5"),
-        "rpc-token",
-        &format!("{ROOT}/rpc/response/#"),
-    )
-    .await;
-    let text = site_config(
-        &mqtt_section(&plain_url(broker.addr("5")), "5", "require_token = true"),
-        ONCE,
-    );
-    let site = mqtt::start(&text).await;
-    mqtt::wait_connected(&site, true, T).await;
+    let (mut sub, site, _) = rpc_site(&broker, "rpc-token", "require_token = true").await;
 
     let none = rpc(
         &mut sub,
@@ -323,19 +319,7 @@ async fn an_answer_over_the_brokers_message_limit_is_a_problem_that_says_so() {
 
 async fn answer_limit(kind: Kind) {
     let broker = Broker::start(kind).await;
-    let mut sub = Subscriber::connect(
-        broker.addr("5"),
-        "rpc-limit",
-        &format!("{ROOT}/rpc/response/#"),
-    )
-    .await;
-    let text = site_config(
-        &mqtt_section(&plain_url(broker.addr("5")), "5", "max_outgoing_kb = 16"),
-        ONCE,
-    );
-    let site = mqtt::start(&text).await;
-    site.ready().await;
-    mqtt::wait_connected(&site, true, T).await;
+    let (mut sub, site, _) = rpc_site(&broker, "rpc-limit", "max_outgoing_kb = 16").await;
     // The API document: well over 16 KiB.
     let big = rpc(
         &mut sub,
@@ -387,16 +371,7 @@ async fn the_brokers_maximum_packet_size_bounds_the_answers_too() {
         return;
     }
     let broker = Broker::mosquitto_with("max_packet_size 20000\n").await;
-    let mut sub = Subscriber::connect(
-        broker.addr("5"),
-        "rpc-packet",
-        &format!("{ROOT}/rpc/response/#"),
-    )
-    .await;
-    let text = site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), ONCE);
-    let site = mqtt::start(&text).await;
-    site.ready().await;
-    mqtt::wait_connected(&site, true, T).await;
+    let (mut sub, site, _) = rpc_site(&broker, "rpc-packet", "").await;
     let big = rpc(
         &mut sub,
         json!({"id": "packet-1", "method": "GET", "path": "/openapi.json"}),
