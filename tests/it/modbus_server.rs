@@ -182,7 +182,12 @@ pub async fn scrape(site: &TestSite) -> Scrape {
 /// each device under a unit id of its own on the server: the PV inverters 11
 /// and 12, the batteries 13 and 14, the grid meter 15.
 pub fn demo_site_own_units(interval_ms: u64) -> String {
-    let mut t = crate::steering_support::demo_site(interval_ms, "");
+    own_units(crate::steering_support::demo_site(interval_ms, ""))
+}
+
+/// The demo's five devices in `config` (the demo's references), each given
+/// its own unit id on the server, 11 to 15.
+pub fn own_units(mut config: String) -> String {
     for (r, u) in [
         ("dvc_pv_east", 11),
         ("dvc_pv_west", 12),
@@ -190,13 +195,11 @@ pub fn demo_site_own_units(interval_ms: u64) -> String {
         ("dvc_bat_b", 14),
         ("dvc_grid", 15),
     ] {
-        t = t.replacen(
-            &format!("reference = \"{r}\"\n"),
-            &format!("reference = \"{r}\"\nmodbus_server_unit_id = {u}\n"),
-            1,
-        );
+        let at = format!("reference = \"{r}\"\n");
+        assert!(config.contains(&at), "the config has {r}");
+        config = config.replacen(&at, &format!("{at}modbus_server_unit_id = {u}\n"), 1);
     }
-    t
+    config
 }
 
 pub fn requests(s: &Scrape, result: &str) -> f64 {

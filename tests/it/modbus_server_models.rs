@@ -56,23 +56,12 @@ struct Rig {
 /// The demo's site as `sitegate demo` runs it, each device under a unit id
 /// of its own (11 to 15).
 fn demo_text() -> String {
-    let mut t = include_str!("../../config/demo.toml").replacen(
+    let t = include_str!("../../config/demo.toml").replacen(
         "listen = [\"127.0.0.1:8080\"]",
         "listen = [\"127.0.0.1:0\"]",
         1,
     );
-    for (r, u) in [
-        ("dvc_pv_east", 11),
-        ("dvc_pv_west", 12),
-        ("dvc_bat_a", 13),
-        ("dvc_bat_b", 14),
-        ("dvc_grid", 15),
-    ] {
-        let at = format!("reference = \"{r}\"\n");
-        assert!(t.contains(&at), "config/demo.toml has {r}");
-        t = t.replacen(&at, &format!("{at}modbus_server_unit_id = {u}\n"), 1);
-    }
-    t + SERVER
+    crate::modbus_server::own_units(t) + SERVER
 }
 
 /// The noisy simulator's devices: two sites on one bus, units 1 to 7.
