@@ -71,10 +71,7 @@ fn state_model(chain: &[ModelBlock], points: &[PointSpec]) -> Option<u16> {
         .iter()
         .find(|p| p.property == Property::OperatingState)?
         .addr;
-    chain
-        .iter()
-        .find(|b| (b.addr..b.addr.saturating_add(2).saturating_add(b.len)).contains(&addr))
-        .map(|b| b.id)
+    sunspec::model_at(chain, addr)
 }
 
 impl DeviceMap {

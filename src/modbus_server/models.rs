@@ -29,17 +29,16 @@ pub fn read(image: &PollImage, chain: &[ModelBlock], addr: u16, count: u16) -> O
             out.push(w);
             continue;
         }
-        let b = chain.iter().find(|b| {
-            u32::from(b.addr) + 2 <= u32::from(a)
-                && u32::from(a) < u32::from(b.addr) + 2 + u32::from(b.len)
-        })?;
+        let (b, offset) = chain
+            .iter()
+            .find_map(|b| b.data_offset(a).map(|o| (b, o)))?;
         if !laid.iter().any(|(l, _)| std::ptr::eq(*l, b)) {
             let data = b.addr + 2;
             let read = |o: u16| data.checked_add(o).and_then(word);
             laid.push((b, unimplemented::words(b, &read)));
         }
         let (_, words) = laid.iter().find(|(l, _)| std::ptr::eq(*l, b))?;
-        out.push(*words.get(usize::from(a - (b.addr + 2)))?);
+        out.push(*words.get(usize::from(offset))?);
     }
     Some(out)
 }

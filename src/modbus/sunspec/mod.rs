@@ -18,7 +18,7 @@ pub use discovery::{
 };
 pub use info::{rating_spans, ratings, read_info, read_info_with, Ratings};
 pub use map::points_for;
-pub use static_points::static_spans;
+pub use static_points::{model_at, static_spans};
 
 /// One model block in a device's chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -34,6 +34,18 @@ impl ModelBlock {
     /// Absolute address of a point at data offset `offset`.
     pub const fn point(&self, offset: u16) -> u16 {
         self.addr + 2 + offset
+    }
+
+    /// The data offset of register `addr`, when it lies in this block's
+    /// data (after its two header registers).
+    pub fn data_offset(&self, addr: u16) -> Option<u16> {
+        let off = addr.checked_sub(self.addr)?.checked_sub(2)?;
+        (off < self.len).then_some(off)
+    }
+
+    /// True when register `addr` is this block's, its header included.
+    pub fn covers(&self, addr: u16) -> bool {
+        addr >= self.addr && u32::from(addr) < u32::from(self.addr) + 2 + u32::from(self.len)
     }
 
     /// True when the block holds `words` registers from data offset `offset`

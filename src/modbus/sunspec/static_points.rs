@@ -23,12 +23,8 @@ const SETTINGS_MODELS: [u16; 2] = [120, 121];
 const CONTROL_MODELS: [u16; 3] = [123, 124, 704];
 
 /// The model holding register `addr`, if any block of `chain` does.
-fn model_at(chain: &[ModelBlock], addr: u16) -> Option<u16> {
-    let at = u32::from(addr);
-    chain
-        .iter()
-        .find(|b| u32::from(b.addr) <= at && at < u32::from(b.addr) + 2 + u32::from(b.len))
-        .map(|b| b.id)
+pub fn model_at(chain: &[ModelBlock], addr: u16) -> Option<u16> {
+    chain.iter().find(|b| b.covers(addr)).map(|b| b.id)
 }
 
 /// The static spans of a device with `chain` read through `points`, sorted
