@@ -1,10 +1,17 @@
-//! MGCP (Monitoring of the Grid Connection Point): what the site's grid
-//! meters read, published on the node's third entity for the control box
-//! to read and subscribe to. Scenarios 2 to 7: the momentary power (load
-//! convention, import positive, as the meters speak), the energy drawn and
-//! fed in, the current and voltage per phase, and the frequency.
+//! What the node publishes for the control box to read and subscribe to:
 //!
-//! Several meters on one site are summed (power, energies, currents); the
+//! - MGCP (Monitoring of the Grid Connection Point), on the node's third
+//!   entity: what the site's grid meters read. Scenarios 2 to 7: the
+//!   momentary power (load convention, import positive, as the meters
+//!   speak), the energy drawn and fed in, the current and voltage per
+//!   phase, and the frequency.
+//! - MPC (Monitoring of Power Consumption), on the fourth: what the site's
+//!   controllable consumers draw, the batteries (the only ones sitegate
+//!   steers). Scenarios 1 and 2: their summed power in the load convention
+//!   (charging positive, so the sign of the devices' `activePower` turned),
+//!   and the energy they charged (consumed) and discharged (produced).
+//!
+//! Several devices on one site are summed (power, energies, currents); the
 //! voltage and the frequency are the first meter's that has them. A reading
 //! older than the control loop's staleness bound
 //! (`steering::inputs::stale_after_ms`), or from a meter offline, is
@@ -15,8 +22,8 @@
 //! itself (the hub loop notifies).
 
 use eebus::model::{ElectricalConnectionPhaseName as Phase, MeasurementValueState};
-use eebus::usecases::mgcp;
 use eebus::usecases::monitoring::{Measurand, MonitoredUnit, Quantity};
+use eebus::usecases::{mgcp, mpc};
 
 use crate::model::{DeviceId, Property};
 use crate::steering::hold::Meter;
@@ -29,7 +36,7 @@ pub const SCENARIOS: &[u32] = &[2, 3, 4, 5, 6, 7];
 
 /// Each measurand and the meter property it comes from, and whether the
 /// site's meters are summed for it.
-const POINTS: [(Measurand, Property, bool); 10] = [
+static POINTS: [(Measurand, Property, bool); 10] = [
     (Measurand::total_power(), Property::ActivePower, true),
     (
         Measurand::total(Quantity::EnergyConsumed),
@@ -78,12 +85,52 @@ const POINTS: [(Measurand, Property, bool); 10] = [
     ),
 ];
 
-/// The grid connection point's unit, with every measurand it publishes.
-pub fn unit() -> MonitoredUnit {
-    POINTS.iter().fold(
-        MonitoredUnit::new(1).naming(mgcp::NAMING),
-        |u, (m, _, _)| u.with(m.clone()),
-    )
+/// MPC's scenarios: the power and the energies.
+pub const CONSUMER_SCENARIOS: &[u32] = &[1, 2];
+
+/// MPC's measurands over the batteries, as [`POINTS`]; every one is summed.
+static CONSUMER_POINTS: [(Measurand, Property, bool); 3] = [
+    (Measurand::total_power(), Property::ActivePower, true),
+    (
+        Measurand::total(Quantity::EnergyConsumed),
+        Property::TotalEnergyConsumed,
+        true,
+    ),
+    (
+        Measurand::total(Quantity::EnergyProduced),
+        Property::TotalEnergyProduced,
+        true,
+    ),
+];
+
+/// Which unit: the grid connection point (MGCP) or the controllable
+/// consumers (MPC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Monitored {
+    GridConnectionPoint,
+    Consumers,
+}
+
+impl Monitored {
+    fn points(self) -> &'static [(Measurand, Property, bool)] {
+        match self {
+            Monitored::GridConnectionPoint => &POINTS,
+            Monitored::Consumers => &CONSUMER_POINTS,
+        }
+    }
+
+    /// The unit, with every measurand it publishes.
+    pub fn unit(self) -> MonitoredUnit {
+        let naming = match self {
+            Monitored::GridConnectionPoint => mgcp::NAMING,
+            Monitored::Consumers => mpc::NAMING,
+        };
+        self.points()
+            .iter()
+            .fold(MonitoredUnit::new(1).naming(naming), |u, (m, _, _)| {
+                u.with(m.clone())
+            })
+    }
 }
 
 /// What one point reads now over `meters`: `None` when no meter has it,
@@ -126,12 +173,24 @@ fn power(live: &Live, meters: &[DeviceId], now_ms: i64) -> Option<Option<f64>> {
     })
 }
 
-/// Sets what the site's meters read now on `unit`.
-pub fn update(unit: &mut MonitoredUnit, live: &Live, meters: &[DeviceId], now_ms: i64) {
-    for (m, p, summed) in &POINTS {
-        let read = match p {
-            Property::ActivePower => power(live, meters, now_ms),
-            _ => point(live, meters, *p, *summed, now_ms),
+/// Sets what `devices` read now on `unit`: the site's meters for the grid
+/// connection point, its batteries for the consumers.
+pub fn update(
+    what: Monitored,
+    unit: &mut MonitoredUnit,
+    live: &Live,
+    devices: &[DeviceId],
+    now_ms: i64,
+) {
+    for (m, p, summed) in what.points() {
+        let read = match (what, p) {
+            (Monitored::GridConnectionPoint, Property::ActivePower) => power(live, devices, now_ms),
+            // The batteries speak + discharging; the load convention
+            // counts what they draw.
+            (Monitored::Consumers, Property::ActivePower) => {
+                point(live, devices, *p, true, now_ms).map(|v| v.map(|w| 0.0 - w))
+            }
+            _ => point(live, devices, *p, *summed, now_ms),
         };
         match read {
             Some(Some(v)) => unit.set(m, v),

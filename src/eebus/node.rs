@@ -2,8 +2,10 @@
 //! playing LPC's Controllable System (entity 1) and one LPP's (entity 2),
 //! each with the features its use case asks for, and the two actors on
 //! them, set up with the failsafe values the store kept (the box may have
-//! written them) or the config's; and a grid connection point (entity 3)
-//! serving MGCP's measurements.
+//! written them) or the config's; a grid connection point (entity 3)
+//! serving MGCP's measurements; and the controllable consumers (entity 4,
+//! an `Inverter`: the batteries' inverters, the one MPC entity type that
+//! fits) serving MPC's.
 //!
 //! Construction only; the hub loop (`task.rs`) drives them.
 
@@ -16,9 +18,9 @@ use eebus::usecases::limitation::{
     CsFeatures, Direction,
 };
 use eebus::usecases::monitoring::MonitoredUnit;
-use eebus::usecases::{lpc, lpp, mgcp};
+use eebus::usecases::{lpc, lpp, mgcp, mpc};
 
-use super::monitoring;
+use super::monitoring::{self, Monitored};
 use super::policy::Kept;
 use crate::config::EebusConfig;
 
@@ -30,23 +32,32 @@ pub struct UseCase {
     pub device_configuration: FeatureAddress,
 }
 
-/// MGCP's unit and the two features it is served from.
+/// A monitored unit (MGCP's or MPC's) and the two features it is served
+/// from.
 pub struct Monitor {
+    pub what: Monitored,
     pub unit: MonitoredUnit,
     pub electrical_connection: FeatureAddress,
     pub measurement: FeatureAddress,
 }
 
-/// The node's entity that serves MGCP.
-const MONITOR_ENTITY: u32 = 3;
+/// The node's entities that serve MGCP and MPC, with their types.
+const MONITORS: [(Monitored, u32, EntityType); 2] = [
+    (
+        Monitored::GridConnectionPoint,
+        3,
+        EntityType::GridConnectionPointOfPremises,
+    ),
+    (Monitored::Consumers, 4, EntityType::Inverter),
+];
 
 /// What [`build`] makes.
 pub struct Built {
     pub engine: Engine,
     /// Per use case (LPC, then LPP), its builder.
     pub use_cases: Vec<(UseCase, ControllableSystemBuilder)>,
-    /// MGCP's unit, already published on the engine.
-    pub monitor: Monitor,
+    /// MGCP's and MPC's units, already published on the engine.
+    pub monitors: Vec<Monitor>,
 }
 
 /// The node's SPINE device and its use cases.
@@ -81,20 +92,24 @@ pub fn build(c: &EebusConfig, kept: [Option<&Kept>; 2]) -> Result<Built, String>
             )
             .map_err(|e| format!("the node's entity {entity}: {e}"))?;
     }
-    let unit = monitoring::unit();
-    device
-        .add_entity(
-            LocalEntity::new([MONITOR_ENTITY], EntityType::GridConnectionPointOfPremises)
-                .with_feature(unit.electrical_connection_feature(1))
-                .with_feature(unit.measurement_feature(2)),
-        )
-        .map_err(|e| format!("the node's entity {MONITOR_ENTITY}: {e}"))?;
     let addr = |d: &LocalDevice, entity: u32, f: u32| d.address_of(&[entity], f);
-    let monitor = Monitor {
-        unit,
-        electrical_connection: addr(&device, MONITOR_ENTITY, 1),
-        measurement: addr(&device, MONITOR_ENTITY, 2),
-    };
+    let mut monitors = Vec::new();
+    for (what, entity, kind) in MONITORS {
+        let unit = what.unit();
+        device
+            .add_entity(
+                LocalEntity::new([entity], kind)
+                    .with_feature(unit.electrical_connection_feature(1))
+                    .with_feature(unit.measurement_feature(2)),
+            )
+            .map_err(|e| format!("the node's entity {entity}: {e}"))?;
+        monitors.push(Monitor {
+            what,
+            unit,
+            electrical_connection: addr(&device, entity, 1),
+            measurement: addr(&device, entity, 2),
+        });
+    }
     let features: Vec<(CsFeatures, FeatureAddress)> = (1..=2u32)
         .map(|e| {
             (
@@ -138,20 +153,18 @@ pub fn build(c: &EebusConfig, kept: [Option<&Kept>; 2]) -> Result<Built, String>
             builder,
         ));
     }
-    engine.add_use_case_scenarios(
-        [MONITOR_ENTITY],
-        1,
-        &mgcp::GRID_CONNECTION_POINT,
-        monitoring::SCENARIOS,
-    );
-    monitor.unit.publish(
-        &mut engine,
-        &monitor.electrical_connection,
-        &monitor.measurement,
-    );
+    for (m, (_, entity, _)) in monitors.iter().zip(MONITORS) {
+        let (descriptor, scenarios) = match m.what {
+            Monitored::GridConnectionPoint => (&mgcp::GRID_CONNECTION_POINT, monitoring::SCENARIOS),
+            Monitored::Consumers => (&mpc::MONITORED_UNIT, monitoring::CONSUMER_SCENARIOS),
+        };
+        engine.add_use_case_scenarios([entity], 1, descriptor, scenarios);
+        m.unit
+            .publish(&mut engine, &m.electrical_connection, &m.measurement);
+    }
     Ok(Built {
         engine,
         use_cases: out,
-        monitor,
+        monitors,
     })
 }

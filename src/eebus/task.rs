@@ -20,6 +20,7 @@ use eebus::tls::ShipTls;
 use eebus::usecases::limitation::{self, ControllableSystemActor, CsEvent, LIMIT_ID};
 use tokio_util::sync::CancellationToken;
 
+use super::monitoring::Monitored;
 use super::node::{self, UseCase};
 use super::policy::{Held, Kept};
 use super::store::EebusStore;
@@ -85,7 +86,7 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
     let node::Built {
         engine,
         use_cases: builders,
-        monitor,
+        monitors,
     } = match node::build(c, [kept[0].as_ref(), kept[1].as_ref()]) {
         Ok(b) => b,
         Err(e) => {
@@ -141,7 +142,7 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
         status,
         refused: Refusals::default(),
         heard_at: None,
-        monitor,
+        monitors,
         measured_at: None,
         _announcement: announcement,
     };
@@ -207,8 +208,8 @@ struct Running {
     /// When the box's last heartbeat arrived, on the hub's monotonic clock
     /// (which starts at zero with the node).
     heard_at: Option<Duration>,
-    /// MGCP's unit, and when it last read the meters (hub clock).
-    monitor: node::Monitor,
+    /// MGCP's and MPC's units, and when they were last read (hub clock).
+    monitors: Vec<node::Monitor>,
     measured_at: Option<Duration>,
     /// The mDNS announcement, withdrawn when the node stops.
     _announcement: Option<super::announce::Announcement>,
@@ -280,8 +281,8 @@ impl Running {
         }
     }
 
-    /// Reads the meters into MGCP's unit once a second and notifies the
-    /// box's subscriptions of what moved.
+    /// Reads the meters into MGCP's unit and the batteries into MPC's once
+    /// a second, and notifies the box's subscriptions of what moved.
     fn measure(&mut self, p: &Parts) {
         let now = self.hub.now();
         if self
@@ -291,9 +292,15 @@ impl Running {
             return;
         }
         self.measured_at = Some(now);
-        let m = &mut self.monitor;
-        super::monitoring::update(&mut m.unit, &p.live, &p.site.devices.meters, now_ms());
-        m.unit.notify(self.hub.engine_mut(), &m.measurement, now);
+        let at_ms = now_ms();
+        for m in &mut self.monitors {
+            let devices = match m.what {
+                Monitored::GridConnectionPoint => &p.site.devices.meters,
+                Monitored::Consumers => &p.site.devices.batteries,
+            };
+            super::monitoring::update(m.what, &mut m.unit, &p.live, devices, at_ms);
+            m.unit.notify(self.hub.engine_mut(), &m.measurement, now);
+        }
     }
 
     /// Hands what the use cases hold to steering at once, then keeps what

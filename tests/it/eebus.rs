@@ -101,6 +101,18 @@ async fn consumption_is(rig: &Rig, w: f64, failsafe: bool) -> Value {
     }
 }
 
+/// Waits until the box reads, over MPC, the controllable consumers' power
+/// within `band` and both their energies.
+async fn consumers_draw(b: &ControlBox, what: &str, band: std::ops::RangeInclusive<f64>) {
+    let energies = ["energyConsumed", "energyProduced"];
+    b.until(what, WAIT, |s| {
+        let read = |k: &str| s.consumers.get(k).copied().flatten();
+        read("totalActivePower").is_some_and(|w| band.contains(&w))
+            && energies.iter().all(|k| read(k).is_some_and(|wh| wh >= 0.0))
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_limit_is_in_force_before_its_acknowledgement_and_holds_over_the_batteries() {
     let key = eebus_box::key();
@@ -188,6 +200,9 @@ async fn a_limit_is_in_force_before_its_acknowledgement_and_holds_over_the_batte
     holds(&rig, "2 kW household + 4.2 kW charge", 5_700.0, 6_700.0).await;
     let st = rig.state().await;
     assert_eq!(st["gridLoop"]["maxImport"]["source"], "eebus", "{st}");
+    // MPC: the box reads what the controllable consumers draw (load
+    // convention: the batteries' charge is positive), with their energies.
+    consumers_draw(&b, "the batteries' 4.2 kW charge", 3_200.0..=5_400.0).await;
     // The household's load steps up: it is not dimmed, the batteries keep 4.2 kW.
     rig.sim.set_load(Some(7_000.0));
     holds(&rig, "7 kW household + 4.2 kW charge", 10_700.0, 11_700.0).await;
@@ -198,6 +213,7 @@ async fn a_limit_is_in_force_before_its_acknowledgement_and_holds_over_the_batte
     )
     .await;
     holds(&rig, "7 kW household - 10 kW discharge", -3_600.0, -2_400.0).await;
+    consumers_draw(&b, "the batteries' 10 kW discharge", -11_000.0..=-9_000.0).await;
     b.stop();
     rig.shutdown().await;
 }

@@ -2,8 +2,8 @@
 //! or LPP) on its own SHIP hub, dialling the agent's node over TCP, TLS and
 //! WebSocket, and requiring the limit a test gives it. It records what the
 //! guard reported, so a test can see the acknowledgement or the refusal,
-//! and, as MGCP's Monitoring Appliance, what the node says the grid
-//! connection point reads.
+//! and, as MGCP's and MPC's Monitoring Appliance, what the node says the
+//! grid connection point and the controllable consumers read.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -19,7 +19,7 @@ use eebus::tls::ShipTls;
 use eebus::usecases::descriptor::{actors, names};
 use eebus::usecases::limitation::{self, Direction, EnergyGuardActor, GuardEvent, LimitWrite};
 use eebus::usecases::monitoring::{self, MonitoringApplianceActor, MonitoringEvent};
-use eebus::usecases::{lpc, lpp, mgcp};
+use eebus::usecases::{lpc, lpp, mgcp, mpc};
 use tokio::sync::mpsc;
 
 /// What the box saw.
@@ -32,6 +32,8 @@ pub struct Seen {
     /// MGCP's readings by the measurand's signal name (`totalActivePower`,
     /// `voltageA`, ...); `None`: published as an error.
     pub grid: std::collections::BTreeMap<String, Option<f64>>,
+    /// MPC's readings of the controllable consumers, named as `grid`'s.
+    pub consumers: std::collections::BTreeMap<String, Option<f64>>,
 }
 
 pub struct ControlBox {
@@ -97,6 +99,7 @@ impl ControlBox {
             },
         );
         engine.add_use_case([1], 1, &mgcp::MONITORING_APPLIANCE);
+        engine.add_use_case([1], 1, &mpc::MONITORING_APPLIANCE);
         let mut monitor = MonitoringApplianceActor::new(client.clone());
         let node_cfg = Node::new(
             SHIP_ID,
@@ -112,6 +115,7 @@ impl ControlBox {
         let task = tokio::spawn(async move {
             let mut wanted = limit;
             let mut found = None;
+            let mut consumers = None;
             loop {
                 // `Hub::next` is not raced (a write dropped half-way garbles
                 // the stream): a new requirement is taken between calls, and
@@ -146,6 +150,13 @@ impl ControlBox {
                         if let Some(unit) = grid {
                             monitor.attach(hub.engine_mut(), unit, now);
                         }
+                        let mpc = hub.engine().peer(&device).and_then(|r| {
+                            monitoring::locate(r, names::MPC, actors::MONITORED_UNIT)
+                        });
+                        if let Some(unit) = mpc {
+                            consumers = Some(unit.id());
+                            monitor.attach(hub.engine_mut(), unit, now);
+                        }
                         if plays {
                             found = Some(device.clone());
                             if wanted.is_some() {
@@ -154,12 +165,17 @@ impl ControlBox {
                         }
                     }
                     HubEvent::Spine(e) => {
-                        if let Some(MonitoringEvent::Measured { readings, .. }) =
+                        if let Some(MonitoringEvent::Measured { readings, unit }) =
                             monitor.handle_event(&e)
                         {
                             let mut seen = record.lock().unwrap();
+                            let into = if consumers.as_ref() == Some(&unit) {
+                                &mut seen.consumers
+                            } else {
+                                &mut seen.grid
+                            };
                             for r in readings {
-                                seen.grid.insert(r.measurand.signal_name(), r.usable());
+                                into.insert(r.measurand.signal_name(), r.usable());
                             }
                         }
                         reports.extend(guard.handle_event(hub.engine_mut(), &e, now))
