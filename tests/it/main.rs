@@ -78,6 +78,7 @@ mod profile_library;
 mod profile_recipes;
 mod profile_variants;
 mod profiles;
+mod quickstart;
 mod rtu;
 mod scan;
 mod service;
