@@ -20,7 +20,9 @@
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
