@@ -443,7 +443,7 @@ impl Rig {
     }
 }
 
-/// The API writes a value with at most 3 decimals (`docs/api.md`, "Numbers").
+/// The API writes a value with at most 3 decimals (`docs/api-decisions.md`, "Numbers").
 fn written(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
