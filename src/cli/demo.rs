@@ -43,6 +43,11 @@ pub struct DemoArgs {
     /// this file (its API on 127.0.0.1:8081), to try the path to a site.
     #[arg(long, value_name = "FILE")]
     print_config: Option<PathBuf>,
+    /// Only the simulated devices, without the demo's own agent: for a
+    /// `sitegate run` of your own to be the site's one controller (the
+    /// installer's quick start). `--listen` and `--mqtt` are then unused.
+    #[arg(long, conflicts_with = "mqtt")]
+    devices_only: bool,
 }
 
 pub fn demo(args: DemoArgs) -> ExitCode {
@@ -134,12 +139,17 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         for line in device_lines(&config) {
             say(&line);
         }
-        let code = super::run::serve(config, None, |agent| {
-            for addr in agent.http_addrs() {
-                say(&format!("sitegate demo: http://{addr}/ (Ctrl-C stops it)"));
-            }
-        })
-        .await;
+        let code = if args.devices_only {
+            say("sitegate demo: the simulated devices only, no agent (Ctrl-C stops them)");
+            super::run::until_stopped().await
+        } else {
+            super::run::serve(config, None, |agent| {
+                for addr in agent.http_addrs() {
+                    say(&format!("sitegate demo: http://{addr}/ (Ctrl-C stops it)"));
+                }
+            })
+            .await
+        };
         sim.shutdown().await;
         code
     })
@@ -152,7 +162,9 @@ fn run_config(config: &Config) -> String {
     let mut text = String::from(
         "# Written by `sitegate demo --print-config`: the demo's site with each bus\n\
          # pointed at the running demo's simulated device. Run it with\n\
-         # `sitegate run --config THIS_FILE` while the demo runs.\n",
+         # `sitegate run --config THIS_FILE` while the demo runs, best as\n\
+         # `sitegate demo --devices-only` so that this agent is the one\n\
+         # controller of the devices.\n",
     );
     let mut buses = config.buses.iter();
     for line in DEMO_CONFIG.lines() {

@@ -135,6 +135,23 @@ pub async fn serve(
 
 /// After the `n`th failed start in a row: waits as `start_failures` says
 /// (a stop request ends the wait), saying so to systemd and in the log.
+/// Waits for SIGINT or SIGTERM: what a process without an agent (`sitegate
+/// demo --devices-only`) runs until.
+pub async fn until_stopped() -> ExitCode {
+    let mut signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
+            complain(&format!("cannot listen for signals: {e}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    tokio::select! {
+        _ = signals.int.recv() => tracing::info!("SIGINT: shutting down"),
+        _ = signals.term.recv() => tracing::info!("SIGTERM: shutting down"),
+    }
+    ExitCode::SUCCESS
+}
+
 async fn wait_before_exit(signals: &mut Signals, n: u32, e: &sitegate::agent::StartError) {
     let wait = start_failures::wait_after(n);
     if wait.is_zero() {

@@ -216,11 +216,17 @@ fn locate(text: &str, problems: &mut [Problem]) {
         let Some(index) = rest.split(']').next().and_then(|i| i.parse::<usize>().ok()) else {
             continue;
         };
-        let name = table
-            .get(key)
-            .and_then(|v| v.get(index))
-            .and_then(|e| e.get(field))
-            .and_then(|n| n.as_str());
+        let entry = table.get(key).and_then(|v| v.get(index));
+        let text_of = |f: &str| entry.and_then(|e| e.get(f)).and_then(|n| n.as_str());
+        // A device without a reference (as `sitegate scan` writes it) is
+        // named by the one derived from its site and name, as the API does.
+        let derived = match (key, text_of("site"), text_of("name")) {
+            ("devices", Some(site), Some(name)) => {
+                Some(super::resolve::derive_reference(site, name))
+            }
+            _ => None,
+        };
+        let name = text_of(field).or(derived.as_deref());
         let header = format!("[[{key}]]");
         let line = text
             .lines()

@@ -564,3 +564,19 @@ fn the_outgoing_message_bound_is_checked_with_its_field_and_value() {
         );
     }
 }
+
+#[test]
+fn a_device_without_a_reference_is_named_by_its_derived_one_and_its_line() {
+    // As `sitegate scan` writes it: no reference, so the one the API uses.
+    let text = GOOD.replace("bus = \"lan\"\nunit_id = 1", "bus = \"lan\"\nunit_id = 0");
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("[[devices]]"))
+        .map(|n| n + 1)
+        .expect("a device header");
+    let p = problems(&text);
+    let want = format!(
+        "devices[0].unit_id: 0 is not a device address (1 to 247, or 255 on TCP) (device \"dvc_home_roof_pv\", line {line})"
+    );
+    assert!(p.contains(&want), "{p:?}");
+}
