@@ -42,17 +42,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use super::bounds::{MAX_CONNECTIONS, MAX_PER_CLIENT, RESERVE_CONNECTIONS};
 use crate::metrics::{Collect, Encoder, Kind};
-
-/// HTTP connections open at once, over every listener.
-pub const MAX_CONNECTIONS: usize = 64;
-
-/// Connections for `/healthz`, `/readyz` and `/metrics` when every slot is
-/// taken.
-pub const RESERVE_CONNECTIONS: usize = 8;
-
-/// Connections one client address may hold at once.
-pub const MAX_PER_CLIENT: usize = 8;
 
 /// Which slots a connection holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

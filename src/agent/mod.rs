@@ -9,6 +9,7 @@
 //! service, and the choice of store or temporary store. No protocol logic
 //! and no steering decisions live here.
 
+mod bounds;
 mod clock_steps;
 mod connections;
 mod head_errors;
@@ -40,7 +41,7 @@ use crate::store::{StoreError, StoreHandle};
 use crate::telemetry::{Live, Telemetry};
 use crate::uplink::{SteeringFeed, Uplink, UplinkParts};
 use connections::Connections;
-pub use connections::{
+pub use bounds::{
     MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS, MAX_PER_CLIENT as HTTP_MAX_PER_CLIENT,
     RESERVE_CONNECTIONS as HTTP_RESERVE_CONNECTIONS,
 };

@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use axum::http::header::RETRY_AFTER;
 use axum::http::HeaderValue;
 
-use super::connections::MAX_PER_CLIENT;
+use super::bounds::MAX_PER_CLIENT;
 use crate::api::{ApiError, ErrorCode};
 
 /// The longest request line read before the decision; a longer one is
