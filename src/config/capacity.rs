@@ -7,12 +7,11 @@
 //! An estimate from the config alone (devices, poll intervals): pure, no I/O.
 //! It never refuses a config; it is a warning (`check-config`, the start log).
 
+use super::site_rates::site_rates;
+pub use super::site_rates::PROPERTIES_PER_DEVICE;
 use super::size_floor::KEPT_NEWEST_MS;
 use super::{Config, Problem};
 
-/// Properties a device gives per poll, about: a SunSpec inverter 13, a
-/// battery 10 to 14, a meter 12 to 16.
-pub const PROPERTIES_PER_DEVICE: f64 = 13.0;
 /// Bytes at rest per raw sample in a chunk, and per chunk for its row and
 /// keys: on noisy data with float models, 1.58 B a sample of chunk pages in
 /// ten-minute chunks and 1.89 B in 150 s ones (`cargo bench --bench store`),
@@ -36,23 +35,6 @@ pub struct Shortfall {
     /// Days of raw samples and of minute rollups the bound holds.
     pub raw_days: f64,
     pub minute_days: f64,
-}
-
-/// The samples a second the site's devices give at their poll intervals,
-/// and the series they fill; `None` without devices.
-pub fn site_rates(config: &Config) -> Option<(f64, f64)> {
-    let samples_per_s: f64 = config
-        .devices
-        .iter()
-        .map(|d| PROPERTIES_PER_DEVICE * 1000.0 / d.poll_interval_ms.max(1) as f64)
-        .sum();
-    if samples_per_s == 0.0 {
-        return None;
-    }
-    Some((
-        samples_per_s,
-        PROPERTIES_PER_DEVICE * config.devices.len() as f64,
-    ))
 }
 
 /// `None` when `max_size_mb` holds the configured retention.

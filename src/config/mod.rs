@@ -23,6 +23,7 @@ mod raw;
 pub mod redact;
 mod resolve;
 mod simulator;
+mod site_rates;
 pub mod size_floor;
 pub mod tls;
 pub mod tls_pair;

@@ -11,7 +11,7 @@
 //! store's sizes measured on noisy data with float models (`cargo bench
 //! --bench store`): pure, no I/O.
 
-use super::capacity::site_rates;
+use super::site_rates::site_rates;
 use super::{Config, Problem};
 
 /// The newest raw samples the size cap never deletes: this long before the
