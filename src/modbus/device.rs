@@ -8,14 +8,14 @@
 //!
 //! The map is fixed at discovery (re-discovery builds a new one); what is
 //! learned of the device since lives beside it, shared by the bus task and
-//! the actuator: the static points as last read (`statics::Kept`) and whether
+//! the actuator: the static points as last read (`kept::Kept`) and whether
 //! the device refuses a write's read-back as one range.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::control;
-use super::statics::{Kept, Statics};
+use super::kept::{Kept, Statics};
 use super::sunspec::{self, ModelBlock, Ratings};
 use crate::config::DeviceConfig;
 use crate::model::{DeviceType, Property};

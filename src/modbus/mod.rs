@@ -12,6 +12,7 @@ pub mod control;
 pub mod device;
 pub mod error;
 pub mod image;
+mod kept;
 pub mod link;
 pub mod maps;
 pub mod poll;
