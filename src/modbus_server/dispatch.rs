@@ -17,6 +17,7 @@ use super::peer::Peer;
 use super::site::Sites;
 use super::stats::ServerStats;
 use crate::config::{ModbusServerConfig, Served};
+use crate::metrics::{Collect, Encoder, Kind};
 use crate::modbus::control::{footprint, Recipe};
 use crate::modbus::sunspec::ModelBlock;
 use crate::modbus::{DeviceMaps, PollImage};
@@ -37,6 +38,29 @@ pub struct Context {
     pub stats: Arc<ServerStats>,
     /// Where forwarded writes are recorded (the device's site's history).
     pub steering: SteeringService,
+}
+
+/// The server's counters and its forwarders' for `/metrics`.
+impl Collect for Context {
+    fn collect(&self, out: &mut Encoder) {
+        self.stats.collect(out);
+        let mut forwarded = out.family(
+            "sitegate_modbus_server_forwarded_reads_total",
+            Kind::Counter,
+            "Reads of registers the agent does not poll, forwarded to the device, by result (device: answered by it; cached; busy: past a bound, answered 06; failed).",
+        );
+        for (result, n) in self.forward.stats.snapshot() {
+            forwarded.sample(&[("result", result)], n as f64);
+        }
+        let mut writes = out.family(
+            "sitegate_modbus_server_forwarded_writes_total",
+            Kind::Counter,
+            "Writes passed on to a device, by result (device: taken by it; steered: refused, steering writes the register; busy; failed).",
+        );
+        for (result, n) in self.forward.stats.writes() {
+            writes.sample(&[("result", result)], n as f64);
+        }
+    }
 }
 
 /// The PDU answering `pdu` for `unit`, counted by its result.

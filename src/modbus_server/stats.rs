@@ -106,28 +106,6 @@ impl ServerStats {
     }
 }
 
-impl Collect for super::dispatch::Context {
-    fn collect(&self, out: &mut Encoder) {
-        self.stats.collect(out);
-        let mut forwarded = out.family(
-            "sitegate_modbus_server_forwarded_reads_total",
-            Kind::Counter,
-            "Reads of registers the agent does not poll, forwarded to the device, by result (device: answered by it; cached; busy: past a bound, answered 06; failed).",
-        );
-        for (result, n) in self.forward.stats.snapshot() {
-            forwarded.sample(&[("result", result)], n as f64);
-        }
-        let mut writes = out.family(
-            "sitegate_modbus_server_forwarded_writes_total",
-            Kind::Counter,
-            "Writes passed on to a device, by result (device: taken by it; steered: refused, steering writes the register; busy; failed).",
-        );
-        for (result, n) in self.forward.stats.writes() {
-            writes.sample(&[("result", result)], n as f64);
-        }
-    }
-}
-
 impl Collect for ServerStats {
     fn collect(&self, out: &mut Encoder) {
         let mut requests = out.family(
