@@ -8,6 +8,7 @@ mod controls;
 mod identify;
 mod release;
 mod variant;
+mod writes;
 
 use super::controls::ProfileControls;
 use super::raw::{RawAbsent, RawPoint, RawProfile};

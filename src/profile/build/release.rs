@@ -5,7 +5,7 @@
 //! go out in one write) and `on_timeout` (what the device does on its own
 //! when the agent stops writing). Problems are collected with their paths.
 
-use super::controls::{fixed, value_register, written};
+use super::writes::{fixed, value_register, written};
 use super::{Problems, Registers};
 use crate::profile::controls::{OnTimeout, PowerLimits, Unused};
 use crate::profile::raw::{RawEss, RawOnTimeout};
