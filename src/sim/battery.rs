@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use sunspec::models::model124::Model124;
 use tokio_modbus::ExceptionCode;
 
+use super::build::Build;
 use super::common::{self, check_range, RevertTimer, StorageRating};
-use super::device::Build;
 use super::map::{Block, RegisterMap};
 use super::noise::Jitter;
 use super::physics::{BatteryStep, Tick, Window};

@@ -11,10 +11,10 @@ use tokio::time::Instant;
 use tokio_modbus::ExceptionCode;
 
 use super::battery::Battery;
+pub use super::build::Build;
 use super::inverter::Inverter;
 use super::map::RegisterMap;
 use super::meter::Meter;
-use super::noise::Jitter;
 use super::profile::ProfileDevice;
 use super::{SimDeviceSpec, SimDeviceState, SimKind, StorageControl};
 use crate::model::Property;
@@ -51,33 +51,6 @@ pub struct Device {
     /// `(address, word)` pairs a write may not set: answered "illegal data
     /// value", as a device does for a value it reports but does not take.
     pub refused_words: Vec<(u16, u16)>,
-}
-
-/// What a device is built with beside its spec.
-#[derive(Clone, Copy, Debug)]
-pub struct Build {
-    /// The most its site's meter may have to show, W (a meter's scale factors).
-    pub site_max_w: f64,
-    /// Its measurement noise ([`Jitter::CALM`] outside noisy mode).
-    pub jitter: Jitter,
-    /// Inverters and meters: the float models (113, 213) instead of 103, 203.
-    pub float: bool,
-}
-
-impl Build {
-    /// A calm, integer device on a site whose meter shows up to `site_max_w`.
-    pub const fn calm(site_max_w: f64) -> Build {
-        Build {
-            site_max_w,
-            jitter: Jitter::CALM,
-            float: false,
-        }
-    }
-
-    /// Noisy mode: scale factors as fine as each point's range allows.
-    pub const fn fine(&self) -> bool {
-        !self.jitter.is_calm()
-    }
 }
 
 /// A device shared between its server's connections, the physics task and handles.

@@ -15,8 +15,8 @@ use sunspec::models::model121::Model121;
 use sunspec::models::model123::Model123;
 use tokio_modbus::ExceptionCode;
 
+use super::build::Build;
 use super::common::{self, check_range, RevertTimer};
-use super::device::Build;
 use super::map::{Block, RegisterMap};
 use super::noise::Jitter;
 use super::physics::{sun_fraction, Tick};

@@ -8,8 +8,8 @@
 //! `ac_power_w` stays the power of the moment. It must not compute the balance
 //! itself: the site does that from its own devices.
 
+use super::build::Build;
 use super::common;
-use super::device::Build;
 use super::map::RegisterMap;
 use super::noise::Jitter;
 use super::physics::Tick;

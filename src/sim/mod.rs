@@ -22,6 +22,7 @@
 
 mod balance;
 mod battery;
+mod build;
 mod check;
 mod common;
 mod config;
