@@ -17,6 +17,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+mod circles;
+mod source;
+
 /// The rules: per module, the modules it may import (`None`: any), and the
 /// file prefixes (`src/...`) where `serde_json` may appear.
 struct Rules {
