@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod csip;
 pub mod eebus;
+pub mod energy;
 pub mod events;
 pub mod grid_events;
 pub mod https;

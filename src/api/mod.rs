@@ -46,6 +46,7 @@ mod auth;
 pub mod bounds;
 mod code;
 mod devices;
+mod energy;
 mod error;
 mod events;
 mod extract;
@@ -274,6 +275,7 @@ fn register(auth: &Arc<Auth>) -> (Router<ApiState>, Vec<RouteInfo>) {
         .get("/events", events::list)
         .get("/sites", steering::list_sites)
         .get("/sites/{site_reference}", steering::get_site)
+        .get("/sites/{site_reference}/energy", energy::site_energy)
         .get("/sites/{site_reference}/steering", steering::get_state)
         .get(
             "/sites/{site_reference}/steering/history",

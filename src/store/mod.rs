@@ -48,7 +48,7 @@ pub use ingest::{IngestStats, DIRECT_PER_SERIES};
 pub use plan::{plan, Held, Segment, Source, HOUR_MS, MINUTE_MS};
 pub use query::{
     for_each_sample, latest_of, sample_counts, stored_samples, LatestValue, Point, SampleCounts,
-    SeriesQuery, StoredSample,
+    SeriesQuery, StoredSample, SummaryQuery,
 };
 pub use reader::{
     MAX_RUNNING as MAX_READS_RUNNING, MAX_WAITING as MAX_READS_WAITING,
@@ -301,6 +301,16 @@ impl StoreHandle {
     ) -> Result<Vec<Point>, StoreError> {
         let device = device.to_string();
         self.read(move |conn| Ok(query::time_series(conn, &device, &q)?))
+            .await
+    }
+
+    /// Whole bucket summaries of several series, read in one snapshot (the
+    /// energy view's counters and powers), each ascending.
+    pub async fn summaries(
+        &self,
+        queries: Vec<SummaryQuery>,
+    ) -> Result<Vec<Vec<(i64, Agg)>>, StoreError> {
+        self.read(move |conn| Ok(query::summaries(conn, &queries)?))
             .await
     }
 

@@ -72,6 +72,35 @@ pub fn time_series(
     )
 }
 
+/// One series' bucket summaries over `[start_ms, end_ms)`, buckets of
+/// `width_ms` aligned to multiples of it: what [`summaries`] reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryQuery {
+    pub device: String,
+    pub property: Property,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub width_ms: i64,
+}
+
+/// The non-empty buckets of each query, whole summaries ([`Agg`]: count,
+/// sum, min, max, first and last with their times), ascending; all in one
+/// snapshot, so the series agree with each other. An unknown series has none.
+pub fn summaries(
+    conn: &Connection,
+    queries: &[SummaryQuery],
+) -> rusqlite::Result<Vec<Vec<(i64, Agg)>>> {
+    let snapshot = conn.unchecked_transaction()?;
+    let mut out = Vec::with_capacity(queries.len());
+    for q in queries {
+        out.push(match find_series(&snapshot, &q.device, q.property)? {
+            Some(series) => buckets(&snapshot, series, q.start_ms, q.end_ms, q.width_ms)?,
+            None => Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
 /// The series id of (device, property), if anything was ever stored for it.
 pub fn find_series(
     conn: &Connection,

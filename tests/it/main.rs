@@ -33,6 +33,7 @@ mod device_failure;
 mod disk_full;
 mod eebus;
 mod eebus_timing;
+mod energy;
 mod events;
 mod fronius_gen24;
 mod grid_loop;

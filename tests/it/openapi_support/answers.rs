@@ -156,6 +156,38 @@ pub async fn sites(c: &mut Checker<'_>) {
     c.get(&format!("{history}?limit=0"), Some(READ), 400).await;
     c.get("/sites/ste_nowhere/steering/history", Some(READ), 404)
         .await;
+    let range = format!(
+        "from={}&to={}",
+        format_utc(now_ms() - 3_600_000),
+        format_utc(now_ms() + 60_000)
+    );
+    c.get(&format!("{SITE}/energy?{range}"), Some(READ), 200)
+        .await;
+    // The agent polled for a moment only: a counter read once tells no
+    // energy yet, but a power reading holds for its poll interval.
+    let energy = c
+        .get(
+            &format!("{SITE}/energy?{range}&source=integratedPower&interval=day"),
+            Some(READ),
+            200,
+        )
+        .await;
+    assert!(
+        energy["buckets"].as_array().is_some_and(|b| !b.is_empty()),
+        "{energy}"
+    );
+    c.get(
+        &format!("{SITE}/energy?{range}&interval=week"),
+        Some(READ),
+        400,
+    )
+    .await;
+    c.get(
+        &format!("/sites/ste_nowhere/energy?{range}"),
+        Some(READ),
+        404,
+    )
+    .await;
 }
 
 /// Every steering change, accepted and refused, then the state and history
