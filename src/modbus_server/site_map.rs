@@ -6,8 +6,8 @@
 //! controls (123: the production limit in force), the grid meter (203), a
 //! storage aggregate (802: power, SoC weighted by capacity), the steering
 //! state in vendor model [`VENDOR_ID`], and the end marker. Laid out with the
-//! simulator's model layouts (`sim::layouts`), so each model is laid out once
-//! in the crate.
+//! SunSpec layouts the simulator uses too (`modbus::sunspec::layout`), so
+//! each model is laid out once in the crate.
 //!
 //! Pure: facts in, registers out. It reads no device and no clock.
 
@@ -19,7 +19,7 @@ use sunspec::models::model802::Model802;
 use crate::register::codec::ValueType::{I16, U16, U32};
 use sunspec::{Group, Point, Value};
 
-use crate::sim::layouts::{self, BatteryRating, Block, RegisterMap};
+use crate::modbus::sunspec::layout::{self as layouts, BatteryRating, Block, RegisterMap};
 
 /// Where the map starts.
 pub const BASE: u16 = 40000;

@@ -14,29 +14,20 @@ use tokio_modbus::ExceptionCode;
 
 use super::build::Build;
 use super::common::{self, check_range, RevertTimer, StorageRating};
-use super::map::{Block, RegisterMap};
 use super::noise::Jitter;
 use super::physics::{BatteryStep, Tick, Window};
 use super::SimResponse;
+use crate::modbus::sunspec::layout::battery as layout;
+pub use crate::modbus::sunspec::layout::battery::BatteryRating;
+use crate::modbus::sunspec::layout::map::{Block, RegisterMap};
 use crate::register::codec::ValueType::{I16, U16};
 
 mod brand;
-pub(super) mod layout;
 mod publish;
 
 pub use brand::Brand;
 use layout::Blocks;
 use publish::Publish;
-
-/// What a battery is built from.
-#[derive(Clone, Copy, Debug)]
-pub struct BatteryRating {
-    pub rated_w: f64,
-    pub capacity_wh: f64,
-    pub initial_soc: f64,
-    pub soc_min: f64,
-    pub soc_max: f64,
-}
 
 /// Storage control as set in model 124, in percent of `WChaMax`.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -13,10 +13,10 @@ use tokio_modbus::ExceptionCode;
 use super::battery::Battery;
 pub use super::build::Build;
 use super::inverter::Inverter;
-use super::map::RegisterMap;
 use super::meter::Meter;
 use super::profile::ProfileDevice;
 use super::{SimDeviceSpec, SimDeviceState, SimKind, StorageControl};
+use crate::modbus::sunspec::layout::map::RegisterMap;
 use crate::model::Property;
 use crate::register::plan::{Span, Table};
 

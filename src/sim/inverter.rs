@@ -17,13 +17,13 @@ use tokio_modbus::ExceptionCode;
 
 use super::build::Build;
 use super::common::{self, check_range, RevertTimer};
-use super::map::{Block, RegisterMap};
 use super::noise::Jitter;
 use super::physics::{sun_fraction, Tick};
 use super::SimResponse;
+use crate::modbus::sunspec::layout::inverter as layout;
+use crate::modbus::sunspec::layout::map::{Block, RegisterMap};
 use crate::register::codec::ValueType::{I16, U16};
 
-pub(super) mod layout;
 mod publish;
 
 use publish::Measure;

@@ -10,13 +10,13 @@
 
 use super::build::Build;
 use super::common;
-use super::map::RegisterMap;
 use super::noise::Jitter;
 use super::physics::Tick;
 use super::response::Reporter;
 use super::SimResponse;
+use crate::modbus::sunspec::layout::map::RegisterMap;
+use crate::modbus::sunspec::layout::meter as layout;
 
-pub(super) mod layout;
 mod show;
 
 use show::Models;

@@ -30,8 +30,6 @@ mod device;
 mod faulty;
 mod handle;
 mod inverter;
-pub mod layouts;
-mod map;
 mod meter;
 pub mod noise;
 mod physics;

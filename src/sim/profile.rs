@@ -25,8 +25,8 @@ use tokio::time::Instant;
 use tokio_modbus::ExceptionCode;
 
 use super::common::RevertTimer;
-use super::map::{MAX_READ, MAX_WRITE};
 use crate::modbus::control::{ess_release_writes, release_writes, RegWrite};
+use crate::modbus::sunspec::layout::map::{MAX_READ, MAX_WRITE};
 use crate::model::Property;
 use crate::profile::{EssSetpoint, Profile};
 use crate::register::codec;

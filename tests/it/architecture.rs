@@ -523,3 +523,76 @@ fn the_std_clocks_are_read_in_one_place() {
         readers.join("\n")
     );
 }
+
+/// Where the simulator may be named outside `src/sim/`: the demo. The
+/// benches and `tests/` are outside `src/`.
+const SIM_USERS: [&str; 1] = ["src/cli/demo.rs"];
+
+/// The lines of a file (outside `src/sim/`) that name the simulator: a
+/// `crate::sim` path (plain, grouped or climbing out with `super::`) or,
+/// in the binary's files, `sitegate::sim`.
+fn sim_imports(relative: &str, text: &str) -> Vec<usize> {
+    let code = strip_comments(text);
+    let mut lines: Vec<usize> = named_modules(&code, &module_path(relative))
+        .into_iter()
+        .filter(|(_, named)| named == "sim")
+        .map(|(line, _)| line)
+        .collect();
+    for (n, line) in code.lines().enumerate() {
+        if line.contains("sitegate::sim") || line.contains("sitegate::{sim") {
+            lines.push(n + 1);
+        }
+    }
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
+/// The production code does not depend on the simulator: nothing in `src/`
+/// but `src/sim/` itself, `lib.rs` (which declares it) and the demo names
+/// `sim`. What the Modbus server and the simulator share (the SunSpec
+/// image) lives in `modbus::sunspec::layout`.
+#[test]
+fn nothing_in_src_but_the_demo_imports_the_simulator() {
+    let mut found = Vec::new();
+    for (relative, file) in &source_files() {
+        if relative.starts_with("src/sim/") || relative == "src/lib.rs" {
+            continue;
+        }
+        let lines = sim_imports(relative, &read(file));
+        if !SIM_USERS.contains(&relative.as_str()) {
+            found.extend(lines.iter().map(|l| format!("{relative}:{l}")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the simulator named outside the demo ({}):\n{}",
+        SIM_USERS.join(", "),
+        found.join("\n")
+    );
+    let demo = read(&root().join(SIM_USERS[0]));
+    assert!(
+        !sim_imports(SIM_USERS[0], &demo).is_empty(),
+        "the demo names sim: the check reads it"
+    );
+}
+
+/// The simulator check sees each way of naming `sim`.
+#[test]
+fn the_simulator_check_sees_each_way_of_naming_it() {
+    for way in [
+        "use crate::sim::layouts::Block;\n",
+        "use crate::{model, sim::SimSite};\n",
+        "use super::super::sim::map;\n",
+        "fn f() -> crate::sim::SimSite { todo!() }\n",
+        "use sitegate::sim::{SimSite, SimSiteSpec};\n",
+    ] {
+        assert_eq!(
+            sim_imports("src/modbus_server/site_map.rs", way),
+            [1],
+            "{way:?}"
+        );
+    }
+    let clean = "// crate::sim::x\nuse crate::modbus::sunspec::layout;\nuse super::sim_like;\n";
+    assert!(sim_imports("src/modbus_server/site_map.rs", clean).is_empty());
+}

@@ -9,6 +9,7 @@
 
 mod discovery;
 mod info;
+pub mod layout;
 mod map;
 mod static_points;
 pub mod unimplemented;

@@ -6,11 +6,11 @@ use sunspec::models::model124::Model124;
 use sunspec::models::model701::Model701;
 use sunspec::models::model802::Model802;
 
-use super::layout::{connected, Blocks};
 use super::BatteryRating;
+use crate::modbus::sunspec::layout::battery::{connected, Blocks};
+use crate::modbus::sunspec::layout::map::RegisterMap;
 use crate::register::codec::ValueType::{I16, U16, U32, U64};
 use crate::sim::common::{BATTERY_V, GRID_LL_V, GRID_V};
-use crate::sim::map::RegisterMap;
 use crate::sim::noise::{amplitude, channel as ch, Jitter};
 use crate::sim::physics::{wobble, Tick};
 

@@ -6,9 +6,9 @@ use sunspec::models::model103::Model103 as Int;
 use sunspec::models::model113::Model113 as Float;
 
 use super::Inverter;
+use crate::modbus::sunspec::layout::map::{Block, RegisterMap};
 use crate::register::codec::ValueType::{F32, I16, U16, U32};
 use crate::sim::common::GRID_V;
-use crate::sim::map::{Block, RegisterMap};
 use crate::sim::noise::{amplitude, channel as ch, Jitter};
 use crate::sim::physics::{wobble, Tick};
 

@@ -5,9 +5,9 @@ use sunspec::models::model203::Model203 as Int;
 use sunspec::models::model213::Model213 as Float;
 
 use super::Meter;
+use crate::modbus::sunspec::layout::map::{Block, RegisterMap};
 use crate::register::codec::ValueType::{F32, I16, U32};
 use crate::sim::common::{GRID_LL_V, GRID_V};
-use crate::sim::map::{Block, RegisterMap};
 use crate::sim::noise::{amplitude, channel as ch};
 use crate::sim::physics::{wobble, Tick};
 

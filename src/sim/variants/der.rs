@@ -7,7 +7,7 @@ use sunspec::models::{
 };
 
 use super::super::common;
-use super::super::map::{MapBuilder, RegisterMap};
+use crate::modbus::sunspec::layout::map::{MapBuilder, RegisterMap};
 use crate::model::Property;
 use crate::register::codec::ValueType::{I16, I32, U16, U32, U64};
 

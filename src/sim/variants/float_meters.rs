@@ -8,8 +8,8 @@ use sunspec::models::{
 };
 
 use super::super::common;
-use super::super::map::{MapBuilder, RegisterMap};
 use super::{plain, Ac};
+use crate::modbus::sunspec::layout::map::{MapBuilder, RegisterMap};
 use crate::model::Property;
 use crate::register::codec::ValueType::{F32, U32};
 

@@ -9,9 +9,9 @@ use sunspec::models::{
 };
 
 use super::super::common;
-use super::super::inverter::layout;
-use super::super::map::{MapBuilder, RegisterMap};
 use super::{plain, scaled, Ac, IntSf, REPEATING_MODEL, VENDOR_MODEL};
+use crate::modbus::sunspec::layout::inverter as layout;
+use crate::modbus::sunspec::layout::map::{MapBuilder, RegisterMap};
 use crate::model::Property;
 use crate::register::codec::ValueType::{F32, I16, U16, U32};
 

@@ -5,8 +5,8 @@
 use sunspec::models::{model201::Model201, model202::Model202, model204::Model204};
 
 use super::super::common;
-use super::super::map::{MapBuilder, RegisterMap};
 use super::{scaled, Ac, IntSf};
+use crate::modbus::sunspec::layout::map::{MapBuilder, RegisterMap};
 use crate::register::codec::ValueType::{I16, U32};
 
 /// Lays out an integer + scale factor meter model (201 to 204 share one

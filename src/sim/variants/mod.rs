@@ -16,7 +16,7 @@ mod meters;
 
 use sunspec::{Group, Point, Value};
 
-use super::map::{Block, MapBuilder, RegisterMap};
+use crate::modbus::sunspec::layout::map::{Block, MapBuilder, RegisterMap};
 use crate::model::Property;
 use crate::register::codec::ValueType;
 

@@ -26,9 +26,9 @@ fn folder_graphs(files: &[(String, String)]) -> Graphs {
     let tests = test_module_paths(&code);
     let modules: BTreeSet<Vec<String>> = code.iter().map(|(r, _)| module_path(r)).collect();
     let is_module = |folder: &[String], name: &str| {
-        modules.iter().any(|m| {
-            m.len() > folder.len() && m.starts_with(folder) && m[folder.len()] == name
-        })
+        modules
+            .iter()
+            .any(|m| m.len() > folder.len() && m.starts_with(folder) && m[folder.len()] == name)
     };
     let mut graphs = Graphs::new();
     for (relative, code) in &code {
@@ -100,7 +100,12 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
         circle.push(start.clone());
         circle.reverse();
         let group = reach(start);
-        done.extend(graph.keys().filter(|k| group.contains(*k) && reach(k).contains(start)).cloned());
+        done.extend(
+            graph
+                .keys()
+                .filter(|k| group.contains(*k) && reach(k).contains(start))
+                .cloned(),
+        );
         out.push(circle);
     }
     out
@@ -133,7 +138,11 @@ fn no_folder_of_src_has_an_import_circle() {
         .into_iter()
         .map(|(relative, path)| (relative, read(&path)))
         .collect();
-    assert!(files.len() > 100, "only {} files found under src/", files.len());
+    assert!(
+        files.len() > 100,
+        "only {} files found under src/",
+        files.len()
+    );
     let found = reported(&files);
     assert!(
         found.is_empty(),
@@ -149,12 +158,24 @@ fn no_folder_of_src_has_an_import_circle() {
 fn the_circle_finder_sees_each_way_of_naming_a_sibling() {
     let file = |relative: &str, text: &str| (relative.to_string(), text.to_string());
     let clean = [
-        file("src/a/mod.rs", "mod x;\nmod y;\n#[cfg(test)]\nmod tests;\nuse self::x::X;\n"),
+        file(
+            "src/a/mod.rs",
+            "mod x;\nmod y;\n#[cfg(test)]\nmod tests;\nuse self::x::X;\n",
+        ),
         file("src/a/x.rs", "use super::y::Y;\nuse super::A;\n"),
-        file("src/a/y.rs", "// use super::x::X;\nlet s = \"super::x\";\nfn f() { self::g() }\n"),
+        file(
+            "src/a/y.rs",
+            "// use super::x::X;\nlet s = \"super::x\";\nfn f() { self::g() }\n",
+        ),
         file("src/a/tests.rs", "use super::x::X;\nuse super::y::Y;\n"),
-        file("src/a/z.rs", "#[cfg(test)]\nmod tests {\n    use super::super::x::X;\n}\n"),
-        file("src/a/x/deep.rs", "use super::super::y::Y;\nuse super::super::A;\n"),
+        file(
+            "src/a/z.rs",
+            "#[cfg(test)]\nmod tests {\n    use super::super::x::X;\n}\n",
+        ),
+        file(
+            "src/a/x/deep.rs",
+            "use super::super::y::Y;\nuse super::super::A;\n",
+        ),
     ];
     assert_eq!(reported(&clean), Vec::<String>::new());
     let ways = [

@@ -5,9 +5,9 @@
 use sunspec::models::model203::Model203;
 use sunspec::models::model213::Model213;
 
+use super::common::{fit_sf, GRID_V, I16_LIMIT};
+use super::map::{Block, MapBuilder};
 use crate::register::codec::ValueType::{F32, I16, U32};
-use crate::sim::common::{fit_sf, GRID_V, I16_LIMIT};
-use crate::sim::map::{Block, MapBuilder};
 
 /// Model 203 for a site whose power stays within ± `max_w`; `fine` (noisy
 /// mode): power scale factors as fine as that range allows.

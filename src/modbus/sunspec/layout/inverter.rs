@@ -7,9 +7,9 @@ use sunspec::models::model113::Model113;
 use sunspec::models::model121::Model121;
 use sunspec::models::model123::Model123;
 
+use super::common::{fit_sf, GRID_V, I16_LIMIT, U16_LIMIT};
+use super::map::{Block, MapBuilder};
 use crate::register::codec::ValueType::{F32, I16, U16, U32};
-use crate::sim::common::{fit_sf, GRID_V, I16_LIMIT, U16_LIMIT};
-use crate::sim::map::{Block, MapBuilder};
 
 /// Model 103: three-phase measurements (integer + scale factor); `fine`
 /// (noisy mode): every scale factor as fine as its range allows.

@@ -1,5 +1,6 @@
-//! A simulated device's register image: a SunSpec map laid out from the `sunspec`
-//! crate's point definitions, plus the Modbus rules for reading and writing it.
+//! A SunSpec device's register image: a map laid out from the `sunspec`
+//! crate's point definitions, plus the Modbus rules for reading and writing
+//! it (a simulated device's, or the Modbus server's site device's).
 //!
 //! Every point is placed through the crate's constants (offset, length, writable),
 //! so the layout comes from the official model definitions; values are encoded

@@ -1,16 +1,27 @@
-//! Register layout of the simulated battery: which points of models 701, 124 and
-//! 802 it implements, their scale factors and constant values, and how its state
-//! is written into them. No decisions about power here.
+//! Register layout of a battery inverter: which points of models 701, 124 and
+//! 802 it implements, their scale factors and constant values, and the
+//! checks of a write to model 802. The simulated battery writes its state
+//! into them; the Modbus server's site device lays out its battery with
+//! `battery_base`. No decisions about power here.
 
 use sunspec::models::model124::Model124;
 use sunspec::models::model701::Model701;
 use sunspec::models::model802::Model802;
 use tokio_modbus::ExceptionCode;
 
-use super::BatteryRating;
+use super::common::{check_range, fit_sf, BATTERY_V, GRID_LL_V, GRID_V, I16_LIMIT, U16_LIMIT};
+use super::map::{Block, MapBuilder, RegisterMap};
 use crate::register::codec::ValueType::{I16, U16, U32};
-use crate::sim::common::{check_range, fit_sf, BATTERY_V, GRID_LL_V, GRID_V, I16_LIMIT, U16_LIMIT};
-use crate::sim::map::{Block, MapBuilder, RegisterMap};
+
+/// What a battery is built from.
+#[derive(Clone, Copy, Debug)]
+pub struct BatteryRating {
+    pub rated_w: f64,
+    pub capacity_wh: f64,
+    pub initial_soc: f64,
+    pub soc_min: f64,
+    pub soc_max: f64,
+}
 
 /// `SetOp` (model 802).
 const SET_OP_CONNECT: f64 = 1.0;
