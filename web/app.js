@@ -6,6 +6,8 @@ import { ApiProblem, get, serverNow, setToken, token, seg } from "./api.js";
 import { h, fill, clock, ago, quantity } from "./format.js";
 import { fetchDevices, renderDevices, renderFlow } from "./live.js";
 import { RANGES, windowOf, fetchSeries, drawChart } from "./chart.js";
+import { fetchEnergy, renderEnergy } from "./energy.js";
+import { siteSeries, drawSiteChart, steeringMarks } from "./sitechart.js";
 import * as steering from "./steering.js";
 
 const LIVE_MS = 3000;
@@ -271,6 +273,7 @@ async function refreshLive(gen) {
     try {
       const st = await steering.fetchState(state.siteRef);
       if (gen !== state.generation) return;
+      state.steerState = st;
       renderSteering(st);
     } catch (e) {
       if (gen !== state.generation) return;
@@ -376,6 +379,9 @@ async function refreshCharts(gen) {
         }
       }),
     );
+  const energy = state.siteRef
+    ? fetchEnergy(state.siteRef, win).then((answer) => ({ answer }), (e) => ({ error: problemText(e) }))
+    : Promise.resolve(null);
   try {
     const [powerSeries, socSeries] = await Promise.all([
       load(devices.filter((d) => offers(d, "activePower")), "activePower"),
@@ -384,6 +390,10 @@ async function refreshCharts(gen) {
     if (gen !== state.generation || mine !== chartRequest) return;
     if (fitRange(powerSeries)) return refreshCharts(gen);
     state.charts = { range, win, powerSeries, socSeries };
+    const e = await energy;
+    if (gen !== state.generation || mine !== chartRequest) return;
+    $("energy").hidden = !e;
+    if (e) renderEnergy($("energy-body"), e.answer, e.error);
     $("chart-note").textContent = `Last ${range.label}, one point per ${range.resolution.value} ${range.resolution.unit} (mean). Updated ${clock(serverNow())}.`;
     drawCharts();
   } catch (e) {
@@ -412,10 +422,19 @@ function fitRange(series) {
   return true;
 }
 
+/** A PowerValue in W (undefined when absent). */
+function watts(q) {
+  return q ? q.value * ({ W: 1, kW: 1e3, MW: 1e6 }[q.unit] || 1) : undefined;
+}
+
 function drawCharts() {
   const c = state.charts;
   if (!c) return;
   const common = { from: c.win.from, to: c.win.to, step: c.range.step };
+  const grid = (state.site && state.site.gridConnection) || {};
+  const limits = { maxImport: watts(grid.maxImport), maxExport: watts(grid.maxExport) };
+  const marks = steeringMarks(state.steerState);
+  drawSiteChart($("chart-site"), { ...common, points: siteSeries(state.devices, c.powerSeries), limits, marks });
   drawChart($("chart-power"), { ...common, label: "Active power per device", unit: "kW", scale: 1000, series: c.powerSeries });
   const soc = $("chart-soc");
   soc.hidden = !c.socSeries.length;

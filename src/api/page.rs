@@ -83,6 +83,16 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../../web/chart.js"),
     },
     Asset {
+        name: "energy.js",
+        content_type: JS,
+        body: include_bytes!("../../web/energy.js"),
+    },
+    Asset {
+        name: "sitechart.js",
+        content_type: JS,
+        body: include_bytes!("../../web/sitechart.js"),
+    },
+    Asset {
         name: "steering.js",
         content_type: JS,
         body: include_bytes!("../../web/steering.js"),

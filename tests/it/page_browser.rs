@@ -95,6 +95,41 @@ async fn site_is_shown(b: &Browser) {
         "return document.querySelectorAll('#chart-soc .plot svg path.series, #chart-soc .plot svg circle.dot').length;",
     )
     .await;
+    let layers = b
+        .wait_js(
+            "the site chart: PV, battery and grid stacked, the load, the grid limits",
+            WAIT,
+            r#"const svg = document.querySelector('#chart-site .plot svg');
+               if (!svg) return false;
+               const layers = [...svg.querySelectorAll('path.area')].map(p => p.dataset.layer);
+               const load = svg.querySelectorAll('path.load-line').length;
+               const limits = [...svg.querySelectorAll('line.limit-line')].map(l => l.dataset.limit);
+               return layers.includes('pv') && load === 1 && limits.length === 2 && layers.join(',');"#,
+        )
+        .await;
+    assert!(
+        layers
+            .as_str()
+            .is_some_and(|l| l.contains("charge") || l.contains("import") || l.contains("export")),
+        "the battery or the grid stacked beside PV: {layers}"
+    );
+    let energy = b
+        .wait_js(
+            "the energy panel: kWh per hour, self-consumption and autarky",
+            WAIT,
+            r#"const rows = document.querySelectorAll('#energy-body table.energy-table tbody tr').length;
+               const total = document.querySelector('#energy-body table.energy-table tfoot tr');
+               const summary = document.querySelector('#energy-body .energy-summary');
+               return rows >= 1 && total && summary && /kWh/.test(summary.textContent) && /autarky/.test(summary.textContent)
+                 && total.textContent + ' | ' + document.querySelector('#energy-body p.small').textContent;"#,
+        )
+        .await;
+    let energy = energy.as_str().unwrap_or_default();
+    assert!(energy.starts_with("Total"), "{energy}");
+    assert!(
+        energy.contains("PV: counter"),
+        "each flow's source said: {energy}"
+    );
 }
 
 fn visible(id: &str) -> String {
