@@ -24,7 +24,12 @@
 //! - `zero export, load 10 kW`: batteries full, sun 95 %, a 0 W `gridLimit`
 //!   held for a minute (from when the site has reached it);
 //! - `zero export, load 10 → 25 kW`: what the cap held in advance costs when
-//!   the load grows faster than the cap follows.
+//!   the load grows faster than the cap follows;
+//! - `zero export, charge 10 kW`: batteries half full, sun 95 %, load 2 kW, a
+//!   0 W `gridLimit` beside a partner's 10 kW charge request, for a minute
+//!   from when the site has reached it (storage first: the batteries take
+//!   what the limit leaves of the PV). Beside its row, what the site
+//!   imported while it curtailed, and the reasons the steering state gave.
 //!
 //! Per scenario: the peak over the limit, the seconds and the energy over it,
 //! the energy beyond the limit plus its band (±2 %, at least 500 W), the settle time
@@ -371,10 +376,91 @@ async fn zero_export_load_up(tau: f64, closed: bool) -> Run {
     }
 }
 
+async fn zero_export_charging(tau: f64, closed: bool) -> Run {
+    let rig = start(tau, closed, "auto", false).await;
+    rig.sim.set_load(Some(2_000.0));
+    rig.sim.set_sun(Some(0.95));
+    grid_limit(&rig, 0.0, 600).await;
+    post_signal(
+        &rig.base,
+        &json!({"energyStorageSetting": {"value": -10, "unit": "kW"}, "validUntil": now_ms() + 600_000}),
+    )
+    .await;
+    warm_up(tau).await;
+    let event = Instant::now();
+    let trace = trace(&rig, event, 60.0).await;
+    if closed {
+        margin(&rig, tau, &trace).await;
+    }
+    rig.shutdown().await;
+    Run {
+        name: "zero export, charge 10 kW",
+        limit: Limit {
+            side: Side::Export,
+            at: |_| 0.0,
+        },
+        trace,
+    }
+}
+
+/// The import the loop keeps while it curtails under the export limit (the
+/// samples with production left unused): its mean and its 95th percentile;
+/// then the batteries' charge and what the steering state says of it.
+async fn margin(rig: &Rig, tau: f64, trace: &[Sample]) {
+    let mut import: Vec<f64> = trace
+        .iter()
+        .filter(|s| s.available - s.produced > 500.0)
+        .map(|s| s.grid)
+        .collect();
+    import.sort_by(f64::total_cmp);
+    let mean = import.iter().sum::<f64>() / import.len().max(1) as f64;
+    let p95 = import
+        .get(import.len() * 95 / 100)
+        .copied()
+        .unwrap_or(f64::NAN);
+    let charge: f64 = ["bat-a", "bat-b"]
+        .iter()
+        .map(|b| -rig.device(b).state().ac_power_w)
+        .sum();
+    let inverters: Vec<String> = ["pv-east", "pv-west"]
+        .iter()
+        .map(|b| {
+            let s = rig.device(b).state();
+            format!(
+                "{b} {:.0} W of {:.0} W at {:?} %",
+                s.ac_power_w,
+                s.available_w.unwrap_or(0.0),
+                s.limit_pct
+            )
+        })
+        .collect();
+    let load = rig.device("grid").state().ac_power_w
+        + ["pv-east", "pv-west", "bat-a", "bat-b"]
+            .iter()
+            .map(|b| rig.device(b).state().ac_power_w)
+            .sum::<f64>();
+    let st = rig.state().await;
+    let reasons: Vec<String> = st["limits"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{} {} -> {}: {}",
+                c["component"], c["requested"]["value"], c["applied"]["value"], c["reason"]
+            )
+        })
+        .collect();
+    println!(
+        "zero export, charge 10 kW, tau {tau} s, closed: import while curtailing mean {mean:.0} W, p95 {p95:.0} W over {} samples; batteries charging {charge:.0} W at the end, load {load:.0} W, {inverters:?}; reasons {reasons:?}",
+        import.len(),
+    );
+}
+
 /// Every scenario at `tau`, at once (those whose name contains `only`).
 async fn all(tau: f64, closed: bool, only: &str) -> Vec<Run> {
     let pick = |name: &str| name.contains(only);
-    let (a, b, c, d, e, f, g) = tokio::join!(
+    let (a, b, c, d, e, f, g, h) = tokio::join!(
         maybe(pick("sun"), sun_step(tau, closed)),
         maybe(pick("load"), load_step(tau, closed)),
         maybe(pick("clouds"), clouds(tau, closed)),
@@ -382,8 +468,9 @@ async fn all(tau: f64, closed: bool, only: &str) -> Vec<Run> {
         maybe(pick("expiry"), expiry(tau, closed)),
         maybe(pick("zero"), zero_export(tau, closed)),
         maybe(pick("zero"), zero_export_load_up(tau, closed)),
+        maybe(pick("charge"), zero_export_charging(tau, closed)),
     );
-    [a, b, c, d, e, f, g].into_iter().flatten().collect()
+    [a, b, c, d, e, f, g, h].into_iter().flatten().collect()
 }
 
 async fn maybe(run: bool, scenario: impl std::future::Future<Output = Run>) -> Option<Run> {
@@ -419,7 +506,7 @@ fn main() {
         .build()
         .unwrap();
     // `-- 3 8 load`: some lags, the scenarios whose key contains a word
-    // (sun, load, clouds, meter, expiry, zero).
+    // (sun, load, clouds, meter, expiry, zero, charge).
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")

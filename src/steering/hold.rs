@@ -50,6 +50,7 @@ pub use types::*;
 
 use super::alloc::InverterView;
 use super::limits::{GridLimits, Limit};
+use crate::config::ExportOrder;
 use tick::{Reading, Tick};
 
 /// The steady band around a held limit: ±2 % of it, at least 500 W.
@@ -249,22 +250,32 @@ fn changes(
             ),
         });
     }
+    // The storage charges all it can: then it is that, beside the export
+    // limit, which caps the production.
+    let charging_all = t.s.charge_cap_w > 1.0 && storage <= -t.s.charge_cap_w + t.db.max(1.0);
     if storage_out != plan.storage {
-        let held_by = if import.held {
-            limits.import
+        let reason = if import.held {
+            describe(limits.import)
+        } else if t.settings.export_order == ExportOrder::StorageFirst && storage < t.plan_i - 1.0 {
+            storage_first_reason(plan.storage, limits.export, charging_all)
         } else {
-            limits.export
+            describe(limits.export)
         };
         changes.push(Change {
             side: Side::Storage,
             requested_w: plan.storage.power_w(),
             applied_w: Some(storage),
-            reason: describe(held_by),
+            reason,
         });
     }
     if production != plan.production {
         let reason = if import.lifted {
             format!("{}: curtailment lifted", describe(limits.import))
+        } else if export_binding && charging_all {
+            format!(
+                "{}: production capped, the storage charging all it can",
+                describe(limits.export)
+            )
         } else if export_binding {
             describe(limits.export)
         } else {
@@ -281,6 +292,22 @@ fn changes(
         });
     }
     changes
+}
+
+/// Why the storage charges more than the plan asks under storage first: the
+/// production the export limit leaves goes into it. Said as such, so that
+/// a partner who asked for less sees why the charge is higher.
+fn storage_first_reason(asked: StoragePlan, export: Option<Limit>, charging_all: bool) -> String {
+    let what = match asked {
+        StoragePlan::Power(w) if w < 0.0 => format!("charging more than the {:.0} W asked", -w),
+        StoragePlan::Power(_) => "charging instead of the power asked".to_string(),
+        StoragePlan::Release => "charging".to_string(),
+    };
+    let all = if charging_all { ", all it can" } else { "" };
+    format!(
+        "storage first: {what}{all}, to take the production {} leaves",
+        describe(export)
+    )
 }
 
 /// Whether a site-level output moved since last tick.
