@@ -14,6 +14,7 @@ pub mod eebus;
 pub mod energy;
 pub mod events;
 pub mod grid_events;
+pub mod http_server;
 pub mod https;
 pub mod liveness;
 pub mod logging;

@@ -172,7 +172,7 @@ impl Run {
             db: dir.path().join("sitegate.db"),
             config_path,
             // The agent closes a connection that sends no request head for
-            // 10 s (`agent::http::HEAD_TIMEOUT`); a GET every 10 s on a
+            // 10 s (`http_server::HEAD_TIMEOUT`); a GET every 10 s on a
             // pooled connection would race that close, so none is reused
             // after 5 s idle.
             http: reqwest::Client::builder()

@@ -3,21 +3,15 @@
 //! first (each releases its device while the bus tasks still run), then every
 //! other task, then the store.
 //!
-//! Besides the wiring it holds the HTTP connection handling (`connections.rs`,
-//! `http.rs`, `https.rs`, `head_errors.rs`: caps, accept loops, head
-//! deadlines, problem answers to what hyper refuses), the certificate in
-//! service, and the choice of store or temporary store. No protocol logic
-//! and no steering decisions live here.
+//! Besides the wiring it holds the API router over the agent's parts
+//! (`router.rs`) and the choice of store or temporary store. The HTTP
+//! server is `http_server/`. No protocol logic and no steering decisions
+//! live here.
 
-mod bounds;
 mod clock_steps;
-mod connections;
-mod head_errors;
-mod http;
-mod https;
 mod modbus_start;
 mod open_store;
-mod over_share;
+mod router;
 pub mod start_failures;
 pub mod systemd;
 mod temporary_store;
@@ -33,6 +27,11 @@ use tokio_util::task::TaskTracker;
 
 pub use crate::config::live_change::restart_needed;
 use crate::config::Config;
+use crate::http_server::{self, Connections, ServeError};
+pub use crate::http_server::{
+    HEAD_TIMEOUT as HTTP_HEAD_TIMEOUT, MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS,
+    MAX_PER_CLIENT as HTTP_MAX_PER_CLIENT, RESERVE_CONNECTIONS as HTTP_RESERVE_CONNECTIONS,
+};
 use crate::liveness::Pulse;
 use crate::metrics::Registry;
 use crate::modbus::stats::BusCollector;
@@ -40,12 +39,6 @@ use crate::modbus::{BusHandle, BusTask, DeviceMaps};
 use crate::store::{StoreError, StoreHandle};
 use crate::telemetry::{Live, Telemetry};
 use crate::uplink::{SteeringFeed, Uplink, UplinkParts};
-use connections::Connections;
-pub use bounds::{
-    MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS, MAX_PER_CLIENT as HTTP_MAX_PER_CLIENT,
-    RESERVE_CONNECTIONS as HTTP_RESERVE_CONNECTIONS,
-};
-pub use http::HEAD_TIMEOUT as HTTP_HEAD_TIMEOUT;
 use open_store::open_any_store;
 pub use temporary_store::TemporaryStore;
 
@@ -68,6 +61,15 @@ pub enum StartError {
     Steering(#[from] crate::steering::PersistError),
     #[error("cannot serve HTTPS: {0}")]
     Https(#[from] crate::https::HttpsError),
+}
+
+impl From<ServeError> for StartError {
+    fn from(e: ServeError) -> StartError {
+        match e {
+            ServeError::Bind { addr, source } => StartError::Bind { addr, source },
+            ServeError::Https(e) => StartError::Https(e),
+        }
+    }
 }
 
 /// EX_CONFIG from sysexits.h.
@@ -130,7 +132,7 @@ impl Agent {
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
 
-        let (listeners, certs) = https::listeners(&config, &tracker, &cancel).await?;
+        let (listeners, certs) = http_server::listeners(&config, &tracker, &cancel).await?;
         let modbus_bound = match &config.modbus_server {
             Some(m) => Some(crate::modbus_server::Bound::bind(m).await?),
             None => None,
@@ -213,14 +215,14 @@ impl Agent {
             cancel.child_token(),
         ));
 
-        let http::Api {
+        let router::Api {
             router,
             auth,
             metrics,
             readiness,
             ops,
-        } = http::router(
-            http::ApiParts {
+        } = router::router(
+            router::ApiParts {
                 config: config.clone(),
                 live: live.clone(),
                 store: store.clone(),
@@ -279,7 +281,7 @@ impl Agent {
                 uplink.as_ref(),
             );
         }
-        let served = serve_http(listeners, router, &connections, &tracker, &cancel);
+        let served = http_server::serve_router(listeners, router, &connections, &tracker, &cancel);
         let http_addrs = served.iter().filter(|a| !a.1).map(|a| a.0).collect();
         let https_addrs = served.iter().filter(|a| a.1).map(|a| a.0).collect();
 
@@ -544,43 +546,6 @@ async fn start_steering(
         cancel.child_token(),
     ));
     (steering, actuators)
-}
-
-/// Serves `router` on the bound listeners (the reserve's router on reserve
-/// connections; tokens refused in clear on plain connections from beyond
-/// loopback, whatever `http.allow_plain_tokens` lets the config bind); the
-/// addresses they listen on, and whether each serves HTTPS.
-fn serve_http(
-    listeners: Vec<http::Listener>,
-    router: axum::Router,
-    connections: &Arc<Connections>,
-    tracker: &TaskTracker,
-    cancel: &CancellationToken,
-) -> Vec<(SocketAddr, bool)> {
-    let https: Vec<SocketAddr> = listeners
-        .iter()
-        .filter(|l| l.tls.is_some())
-        .filter_map(|l| l.tcp.local_addr().ok())
-        .collect();
-    let reserve = crate::api::reserve_router(router.clone());
-    let in_clear = (
-        crate::api::refuse_tokens_in_clear(router.clone(), &https),
-        crate::api::refuse_tokens_in_clear(reserve.clone(), &https),
-    );
-    let apps = http::Apps {
-        reserve,
-        full: router,
-        in_clear,
-    };
-    let addrs = http::serve(listeners, apps, connections, tracker, cancel.child_token());
-    for (addr, tls) in &addrs {
-        if *tls {
-            tracing::info!(%addr, "HTTPS API listening");
-        } else {
-            tracing::info!(%addr, "HTTP API listening");
-        }
-    }
-    addrs
 }
 
 /// What `/readyz` reports as degraded, not unready: a clock that is not

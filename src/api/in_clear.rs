@@ -1,9 +1,9 @@
 //! Tokens in clear: a plain-HTTP request from beyond loopback that carries an
 //! `Authorization` header is answered 401 before any route (or the token
 //! check, or a log line) sees it; the `detail` names the HTTPS address to use
-//! instead. The agent puts this layer on connections it accepts on a plain
-//! listener from an address other than loopback (`agent/http.rs`), unless
-//! `http.allow_plain_tokens` is set.
+//! instead. The HTTP server puts this layer on connections it accepts on a
+//! plain listener from an address other than loopback
+//! (`http_server/serve.rs`), unless `http.allow_plain_tokens` is set.
 //!
 //! It looks at whether the header is there, never at its value.
 

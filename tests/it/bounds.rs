@@ -655,7 +655,7 @@ async fn a_silent_connection_is_closed_to_free_its_slot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_alive_connection_idle_for_10_s_is_closed() {
     // The wait for the next request's head is held to the head's 10 s
-    // (`agent::http::HEAD_TIMEOUT`), well before the silence rule's 60 s:
+    // (`http_server::HEAD_TIMEOUT`), well before the silence rule's 60 s:
     // clients' pools must drop idle connections sooner (`common::http_client`).
     let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
     let mut kept = TcpStream::connect(site.agent.http_addrs()[0])

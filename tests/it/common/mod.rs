@@ -42,7 +42,7 @@ pub fn installed(name: &str) -> Option<std::path::PathBuf> {
 
 /// An HTTP client for the agent's API. The agent closes a connection idle
 /// for 10 s between requests (it waits that long for the next request's
-/// head, `agent::http::HEAD_TIMEOUT`); a pooled connection reused at that
+/// head, `http_server::HEAD_TIMEOUT`); a pooled connection reused at that
 /// moment is reset under the request, so a client drops its idle ones
 /// sooner, as any client of the agent should (docs/operations.md, "Limits
 /// on the API").

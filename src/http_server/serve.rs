@@ -4,8 +4,10 @@
 //! head), and a connection on the reserve gets the reserve's router; hyper's
 //! own refusals of a request head are answered as problem+json
 //! (`head_errors.rs`).
+//!
+//! It serves the router it is given; it must not build one nor know what
+//! the routes do.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -24,103 +26,21 @@ use tokio_util::task::TaskTracker;
 use super::connections::{Capped, Class, Connections, Held};
 use super::head_errors::ProblemHeads;
 use super::over_share::{self, Rewind};
-use super::StartError;
-use crate::config::Config;
-use crate::metrics::Registry;
-use crate::store::StoreHandle;
-use crate::telemetry::Live;
+use super::ServeError;
 
-pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, StartError> {
+/// Binds a listener on each of `addrs`.
+pub(super) async fn bind(addrs: &[SocketAddr]) -> Result<Vec<TcpListener>, ServeError> {
     let mut listeners = Vec::with_capacity(addrs.len());
     for addr in addrs {
         let l = TcpListener::bind(addr)
             .await
-            .map_err(|source| StartError::Bind {
+            .map_err(|source| ServeError::Bind {
                 addr: *addr,
                 source,
             })?;
         listeners.push(l);
     }
     Ok(listeners)
-}
-
-/// What the API router is built over: every subsystem it answers for.
-pub(super) struct ApiParts {
-    pub config: Arc<Config>,
-    pub live: Arc<Live>,
-    pub store: StoreHandle,
-    pub steering: crate::steering::SteeringService,
-    pub telemetry: crate::telemetry::Telemetry,
-    /// Every bus task's handle, by bus name (the operations' live changes).
-    pub buses: HashMap<String, crate::modbus::BusHandle>,
-    /// The HTTPS certificate in service, when HTTPS is served.
-    pub https: Option<Arc<crate::https::Certs>>,
-    /// The event list (`GET /events`, the bundle of `sitegate diag`).
-    pub events: Arc<crate::events::EventLog>,
-}
-
-/// The API router and what the agent keeps of it.
-pub(super) struct Api {
-    pub router: axum::Router,
-    /// The token table: the MQTT RPC bridge checks payload tokens against it
-    /// and SIGHUP reloads it.
-    pub auth: Arc<crate::api::Auth>,
-    /// The metrics registry (`None` with `http.metrics = false`).
-    pub metrics: Option<Registry>,
-    pub readiness: crate::api::Readiness,
-    /// The operations service.
-    pub ops: crate::ops::Ops,
-}
-
-/// The API router over every subsystem, the operations channel included.
-pub(super) async fn router(
-    parts: ApiParts,
-    tracker: &TaskTracker,
-    cancel: CancellationToken,
-) -> Api {
-    let ApiParts {
-        config,
-        live,
-        store,
-        steering,
-        telemetry,
-        buses,
-        https,
-        events,
-    } = parts;
-    let state = crate::api::ApiState::new(&config, live.clone())
-        .with_store(store.clone())
-        .with_steering(steering.clone())
-        .with_events(events.clone());
-    let auth = state.auth.clone();
-    let reload: crate::ops::Reload = Arc::new(move |c: &Config| auth.reload(&c.http));
-    let ops = crate::ops::Ops::start(
-        crate::ops::OpsContext {
-            config: config.clone(),
-            live,
-            store,
-            steering,
-            metrics: state.metrics.clone(),
-            live_parts: Some(crate::ops::LiveParts {
-                telemetry,
-                buses,
-                reload,
-            }),
-            https,
-            events: Some(events),
-        },
-        tracker,
-        cancel,
-    )
-    .await;
-    let state = state.with_ops(ops.clone());
-    Api {
-        auth: state.auth.clone(),
-        metrics: state.metrics.clone(),
-        readiness: state.readiness.clone(),
-        ops,
-        router: crate::api::router(state),
-    }
 }
 
 /// The most a client may take to send a request's head (request line and
@@ -131,7 +51,7 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// for a plain connection from beyond loopback, the same with tokens refused
 /// in clear.
 #[derive(Clone)]
-pub(super) struct Apps {
+struct Apps {
     pub full: axum::Router,
     pub reserve: axum::Router,
     pub in_clear: (axum::Router, axum::Router),
@@ -149,8 +69,45 @@ impl Apps {
     }
 }
 
+/// Serves `router` on the bound listeners (the reserve's router on reserve
+/// connections; tokens refused in clear on plain connections from beyond
+/// loopback, whatever `http.allow_plain_tokens` lets the config bind); the
+/// addresses they listen on, and whether each serves HTTPS.
+pub fn serve_router(
+    listeners: Vec<Listener>,
+    router: axum::Router,
+    connections: &Arc<Connections>,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> Vec<(SocketAddr, bool)> {
+    let https: Vec<SocketAddr> = listeners
+        .iter()
+        .filter(|l| l.tls.is_some())
+        .filter_map(|l| l.tcp.local_addr().ok())
+        .collect();
+    let reserve = crate::api::reserve_router(router.clone());
+    let in_clear = (
+        crate::api::refuse_tokens_in_clear(router.clone(), &https),
+        crate::api::refuse_tokens_in_clear(reserve.clone(), &https),
+    );
+    let apps = Apps {
+        reserve,
+        full: router,
+        in_clear,
+    };
+    let addrs = serve(listeners, apps, connections, tracker, cancel.child_token());
+    for (addr, tls) in &addrs {
+        if *tls {
+            tracing::info!(%addr, "HTTPS API listening");
+        } else {
+            tracing::info!(%addr, "HTTP API listening");
+        }
+    }
+    addrs
+}
+
 /// A bound listener, and its TLS when it serves HTTPS.
-pub(super) struct Listener {
+pub struct Listener {
     pub tcp: TcpListener,
     pub tls: Option<TlsAcceptor>,
 }
@@ -158,7 +115,7 @@ pub(super) struct Listener {
 /// Serves `apps` on every listener until `cancel`, within the connection
 /// bounds of `connections`; returns the bound addresses (and whether each
 /// serves HTTPS).
-pub(super) fn serve(
+fn serve(
     listeners: Vec<Listener>,
     apps: Apps,
     connections: &Arc<Connections>,

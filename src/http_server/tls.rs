@@ -1,24 +1,25 @@
-//! The agent's HTTPS certificate in service: read (or made, when
-//! self-signed) at start and logged with its fingerprint, and issued again
-//! before it expires. Wiring only: `https/` makes and reads certificates,
-//! `http.rs` accepts the connections.
+//! The HTTPS certificate in service: read (or made, when self-signed) at
+//! start and logged with its fingerprint, and issued again before it
+//! expires; the listeners bound with it. `https/` makes and reads
+//! certificates, `serve.rs` accepts the connections; this file must not do
+//! either.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::StartError;
+use super::serve::{bind, Listener};
+use super::ServeError;
 use crate::config::Config;
 
 /// Binds the plain listeners and, when HTTPS is configured, the HTTPS ones
 /// with the certificate in service (a self-signed one kept renewed).
-pub(super) async fn listeners(
+pub async fn listeners(
     config: &Arc<Config>,
     tracker: &tokio_util::task::TaskTracker,
     cancel: &CancellationToken,
-) -> Result<(Vec<super::http::Listener>, Option<Arc<crate::https::Certs>>), StartError> {
-    use super::http::{bind, Listener};
+) -> Result<(Vec<Listener>, Option<Arc<crate::https::Certs>>), ServeError> {
     let mut listeners: Vec<Listener> = bind(&config.http.listen)
         .await?
         .into_iter()
@@ -49,7 +50,7 @@ pub(super) async fn listeners(
 /// `http.tls`.
 async fn start(
     config: &Arc<Config>,
-) -> Result<Option<(Arc<crate::https::Certs>, Arc<rustls::ServerConfig>)>, StartError> {
+) -> Result<Option<(Arc<crate::https::Certs>, Arc<rustls::ServerConfig>)>, ServeError> {
     let c = config.clone();
     let Some(loaded) = tokio::task::spawn_blocking(move || crate::https::load_for(&c))
         .await
@@ -94,7 +95,7 @@ const RENEW_CHECK: Duration = Duration::from_secs(6 * 3600);
 
 /// Issues the self-signed certificate again when it comes near its expiry
 /// (or its names change), and serves the new one.
-pub(super) async fn renew_self_signed(
+async fn renew_self_signed(
     config: Arc<Config>,
     certs: Arc<crate::https::Certs>,
     cancel: CancellationToken,
