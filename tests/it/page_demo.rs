@@ -248,7 +248,7 @@ async fn the_demo_page_works_out_of_the_box() {
         r#"const svgs = [...document.querySelectorAll('#history .plot svg')];
            const n = document.querySelectorAll('#chart-power .plot svg path.series, #chart-power .plot svg circle.dot').length;
            return /^Last 24 h/.test(document.getElementById('chart-note').textContent)
-             && svgs.length === 2 && svgs.every(s => !s.dataset.before) && n >= 5;"#,
+             && svgs.length === 3 && svgs.every(s => !s.dataset.before) && n >= 5;"#,
     )
     .await;
     let asked = b.js("return window.seriesAsked;", json!([])).await;
