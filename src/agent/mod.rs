@@ -9,10 +9,12 @@
 //! live here.
 
 mod clock_steps;
+mod error;
 mod modbus_start;
 mod open_store;
 mod router;
 pub mod start_failures;
+mod subsystems;
 pub mod systemd;
 mod temporary_store;
 mod watchdog;
@@ -27,74 +29,27 @@ use tokio_util::task::TaskTracker;
 
 pub use crate::config::live_change::restart_needed;
 use crate::config::Config;
-use crate::http_server::{self, Connections, ServeError};
+use crate::http_server::{self, Connections};
 pub use crate::http_server::{
     HEAD_TIMEOUT as HTTP_HEAD_TIMEOUT, MAX_CONNECTIONS as HTTP_MAX_CONNECTIONS,
     MAX_PER_CLIENT as HTTP_MAX_PER_CLIENT, RESERVE_CONNECTIONS as HTTP_RESERVE_CONNECTIONS,
 };
 use crate::liveness::Pulse;
 use crate::metrics::Registry;
-use crate::modbus::stats::BusCollector;
-use crate::modbus::{BusHandle, BusTask, DeviceMaps};
-use crate::store::{StoreError, StoreHandle};
+use crate::modbus::{BusHandle, DeviceMaps};
+use crate::store::StoreHandle;
 use crate::telemetry::{Live, Telemetry};
 use crate::uplink::{SteeringFeed, Uplink, UplinkParts};
+pub use error::{StartError, EXIT_CONFIG};
 use open_store::open_any_store;
+use subsystems::{
+    on_temporary_store, register_degraded, register_metrics, start_buses, start_events,
+    start_modbus_server, start_partners, start_steering, start_uplink,
+};
 pub use temporary_store::TemporaryStore;
 
 /// How long shutdown waits for tasks to finish before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// Why the agent could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    ModbusSerial(crate::modbus_server::BindError),
-    #[error("cannot open the measurement store {path}: {source}")]
-    Store { path: String, source: StoreError },
-    #[error("cannot restore the steering signals: {0}")]
-    Steering(#[from] crate::steering::PersistError),
-    #[error("cannot serve HTTPS: {0}")]
-    Https(#[from] crate::https::HttpsError),
-}
-
-impl From<ServeError> for StartError {
-    fn from(e: ServeError) -> StartError {
-        match e {
-            ServeError::Bind { addr, source } => StartError::Bind { addr, source },
-            ServeError::Https(e) => StartError::Https(e),
-        }
-    }
-}
-
-/// EX_CONFIG from sysexits.h.
-pub const EXIT_CONFIG: u8 = 78;
-
-impl StartError {
-    /// The process's exit code for this failure: [`EXIT_CONFIG`] for what a
-    /// restart cannot cure (the unit does not restart after it:
-    /// `RestartPreventExitStatus`), 1 for the rest, which a restart may cure
-    /// (`start_failures.rs` spaces the attempts). A store that cannot be
-    /// opened is not among them: the agent runs on a temporary one.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            // A port below 1024 without the capability: the config's to fix.
-            StartError::Bind { source, .. }
-                if source.kind() == std::io::ErrorKind::PermissionDenied =>
-            {
-                EXIT_CONFIG
-            }
-            // A certificate file that cannot be used: the config's to fix.
-            StartError::Https(_) => EXIT_CONFIG,
-            _ => 1,
-        }
-    }
-}
 
 /// A started agent. Dropping it does not stop it: call [`Agent::shutdown`].
 pub struct Agent {
@@ -160,35 +115,8 @@ impl Agent {
         )
         .await;
 
-        let csip = crate::csip::start(
-            &config,
-            &steering,
-            &live,
-            crate::csip::store::CsipStore::new(store.clone()),
-            &tracker,
-            &cancel,
-        );
-
-        crate::eebus::start(
-            &config,
-            &steering,
-            crate::eebus::store::EebusStore::new(store.clone()),
-            &tracker,
-            &cancel,
-        );
-        let mut grid_operator =
-            crate::grid_events::metrics::GridOperatorMetrics { sites: Vec::new() };
-        for site in steering.sites() {
-            let opened = Arc::new(std::sync::atomic::AtomicU64::new(0));
-            grid_operator.sites.push((site.clone(), opened.clone()));
-            tracker.spawn(crate::grid_events::task::run(
-                site.clone(),
-                live.clone(),
-                crate::grid_events::store::EventStore::new(store.clone()),
-                opened,
-                cancel.child_token(),
-            ));
-        }
+        let (csip, grid_operator) =
+            start_partners(&config, (&steering, &live, &store), &tracker, &cancel);
 
         let modbus_server = start_modbus_server(
             &config,
@@ -203,17 +131,7 @@ impl Agent {
             &cancel,
         )?;
 
-        let events = Arc::new(crate::events::EventLog::default());
-        tracker.spawn(crate::events::task::run(
-            crate::events::task::Sources {
-                live: live.clone(),
-                steering: Some(steering.clone()),
-                store: Some(store.clone()),
-                clock: Some(clock.clone()),
-            },
-            events.clone(),
-            cancel.child_token(),
-        ));
+        let events = start_events(&live, &steering, &store, &clock, &tracker, &cancel);
 
         let router::Api {
             router,
@@ -241,25 +159,20 @@ impl Agent {
             on_temporary_store(t, &store, &readiness, &tracker, &cancel);
         }
         let steering_feed = SteeringFeed::new();
-        let uplink = match (&config.mqtt, outbox) {
-            (Some(mqtt), Some(outbox)) => {
-                let parts = UplinkParts {
-                    config: mqtt.clone(),
-                    gateway_id: config.gateway_id.clone(),
-                    router: router.clone(),
-                    auth: auth.clone(),
-                    live: live.clone(),
-                    catalog: telemetry.catalog_changes(),
-                    outbox,
-                    steering: steering_feed.clone(),
-                    ops: Some(ops.clone()),
-                };
-                Some(start_uplink(
-                    parts, &steering, &readiness, &tracker, &cancel,
-                ))
-            }
-            _ => None,
-        };
+        let uplink = config.mqtt.as_ref().zip(outbox).map(|(mqtt, outbox)| {
+            let parts = UplinkParts {
+                config: mqtt.clone(),
+                gateway_id: config.gateway_id.clone(),
+                router: router.clone(),
+                auth: auth.clone(),
+                live: live.clone(),
+                catalog: telemetry.catalog_changes(),
+                outbox,
+                steering: steering_feed.clone(),
+                ops: Some(ops.clone()),
+            };
+            start_uplink(parts, &steering, &readiness, &tracker, &cancel)
+        });
         // A config change the last run left on trial: watched from here.
         ops.resolve_config_change(
             uplink
@@ -277,8 +190,7 @@ impl Agent {
                 &connections,
                 (&live, &buses, &clock),
                 (&store, &steering),
-                modbus_server.as_ref(),
-                uplink.as_ref(),
+                (modbus_server.as_ref(), uplink.as_ref()),
             );
         }
         let served = http_server::serve_router(listeners, router, &connections, &tracker, &cancel);
@@ -483,182 +395,4 @@ impl Agent {
         }
         tracing::info!("agent stopped");
     }
-}
-
-/// One task per bus, each the only owner of its connection; their handles
-/// by bus name.
-fn start_buses(
-    config: &Config,
-    telemetry: &Telemetry,
-    maps: &Arc<DeviceMaps>,
-    tracker: &TaskTracker,
-    cancel: &CancellationToken,
-) -> HashMap<String, BusHandle> {
-    let mut buses = HashMap::new();
-    for bus in &config.buses {
-        let devices = config.devices_on_bus(&bus.name).cloned().collect();
-        let (task, handle) = BusTask::new(
-            bus,
-            devices,
-            config.polling.clone(),
-            telemetry.clone(),
-            maps.clone(),
-        );
-        tracker.spawn(task.run(cancel.child_token()));
-        buses.insert(bus.name.clone(), handle);
-    }
-    buses
-}
-
-/// The steering service and its actuators, restored from the store, with
-/// the clock watched for steps. On a temporary store (`temporary`) the
-/// configured one's marker is kept by `keep_configured_marker`; the
-/// temporary one needs none (it is gone at the next start).
-async fn start_steering(
-    config: &Arc<Config>,
-    (live, maps, buses): (&Arc<Live>, &Arc<DeviceMaps>, &HashMap<String, BusHandle>),
-    (store, temporary): (&StoreHandle, bool),
-    clock: &crate::clock::ClockWatch,
-    tracker: &TaskTracker,
-    cancel: &CancellationToken,
-) -> (
-    crate::steering::SteeringService,
-    crate::steering::ActuatorStop,
-) {
-    let steering_store: Arc<dyn crate::steering::SteeringStore> =
-        Arc::new(crate::steering::SqliteSteeringStore::new(store.clone()));
-    let marker = config.storage.path.with_extension("steering-pending");
-    let (steering, actuators) = crate::steering::start(
-        config,
-        live.clone(),
-        maps.clone(),
-        buses,
-        steering_store,
-        (!temporary).then_some(marker.as_path()),
-        tracker,
-        cancel.child_token(),
-    )
-    .await;
-    steering.watch_clock(clock.clone());
-    tracker.spawn(clock_steps::run(
-        clock.clone(),
-        store.clone(),
-        cancel.child_token(),
-    ));
-    (steering, actuators)
-}
-
-/// What `/readyz` reports as degraded, not unready: a clock that is not
-/// synchronised or steps, and steering changes in effect that wait for the
-/// disk.
-fn register_degraded(
-    readiness: &crate::api::Readiness,
-    clock: &crate::clock::ClockWatch,
-    steering: &crate::steering::SteeringService,
-) {
-    let probe = clock.clone();
-    readiness.register_degraded("clock", move || probe.problem().map_or(Ok(()), Err));
-    let durable = steering.durable().clone();
-    readiness.register_degraded("steering", move || match durable.problem() {
-        None => Ok(()),
-        Some(why) => Err(format!(
-            "{} changes in effect wait to be written: {why}",
-            durable.len()
-        )),
-    });
-}
-
-/// The Modbus server on its bound listeners, when `[modbus_server]` is on.
-fn start_modbus_server(
-    config: &Config,
-    bound: Option<crate::modbus_server::Bound>,
-    parts: crate::modbus_server::Parts,
-    tracker: &TaskTracker,
-    cancel: &CancellationToken,
-) -> Result<Option<crate::modbus_server::ModbusServer>, StartError> {
-    let (Some(m), Some(bound)) = (&config.modbus_server, bound) else {
-        return Ok(None);
-    };
-    crate::modbus_server::ModbusServer::start(
-        m.clone(),
-        bound,
-        parts,
-        tracker,
-        cancel.child_token(),
-    )
-    .map(Some)
-    .map_err(|source| StartError::Bind {
-        addr: m
-            .listen
-            .first()
-            .copied()
-            .unwrap_or(([0, 0, 0, 0], 0).into()),
-        source,
-    })
-}
-
-/// Every part's metrics on the registry `/metrics` renders.
-fn register_metrics(
-    registry: &crate::metrics::Registry,
-    connections: &Arc<Connections>,
-    (live, buses, clock): (
-        &Arc<Live>,
-        &HashMap<String, BusHandle>,
-        &crate::clock::ClockWatch,
-    ),
-    (store, steering): (&StoreHandle, &crate::steering::SteeringService),
-    modbus_server: Option<&crate::modbus_server::ModbusServer>,
-    uplink: Option<&Uplink>,
-) {
-    registry.register(connections.clone());
-    registry.register(live.clone());
-    registry.register(Arc::new(BusCollector(
-        buses.values().map(|b| b.stats().clone()).collect(),
-    )));
-    registry.register(Arc::new(store.clone()));
-    registry.register(Arc::new(steering.clone()));
-    registry.register(Arc::new(clock.clone()));
-    if let Some(server) = modbus_server {
-        registry.register(server.collector());
-    }
-    if let Some(uplink) = uplink {
-        registry.register(Arc::new(uplink.clone()));
-    }
-}
-
-/// The MQTT uplink, with every site's steering state followed into its feed;
-/// unready while it cannot be set up (its TLS files), and why.
-/// Running on a temporary store: said on `/readyz` and `/metrics`, and the
-/// configured store's steering marker set as soon as its folder takes it.
-fn on_temporary_store(
-    t: &TemporaryStore,
-    store: &StoreHandle,
-    readiness: &crate::api::Readiness,
-    tracker: &TaskTracker,
-    cancel: &CancellationToken,
-) {
-    store.stats().mark_temporary();
-    let notice = t.notice();
-    readiness.register_degraded("store", move || Err(notice.clone()));
-    tracker.spawn(t.clone().keep_configured_marker(cancel.child_token()));
-}
-
-fn start_uplink(
-    parts: UplinkParts,
-    steering: &crate::steering::SteeringService,
-    readiness: &crate::api::Readiness,
-    tracker: &TaskTracker,
-    cancel: &CancellationToken,
-) -> Uplink {
-    let feed = parts.steering.clone();
-    crate::steering::follow_states(
-        steering,
-        Arc::new(move |site: &str, state| feed.publish_steering_state(site, state)),
-        tracker,
-        cancel.child_token(),
-    );
-    let uplink = Uplink::start(parts, tracker, cancel.child_token());
-    let probe = uplink.clone();
-    readiness.register("mqtt", move || probe.setup_problem().map_or(Ok(()), Err));
-    uplink
 }
