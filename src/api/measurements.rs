@@ -15,20 +15,22 @@ use super::extract::ApiPath;
 use super::number::Num;
 use super::query::QueryParams;
 use super::ApiState;
+use std::borrow::Cow;
+
 use crate::model::{Property, Unit};
-use crate::telemetry::{DeviceSnapshot, Reading, FUTURE_TOLERANCE_MS};
+use crate::telemetry::{DeviceInfo, DeviceSnapshot, Reading, FUTURE_TOLERANCE_MS};
 
 /// One element of the list answer (and of the uplink's measurement messages).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MeasurementView {
     pub timestamp: i64,
     pub property: Property,
     pub value: Num,
     pub unit: Unit,
-    /// The name of an `operatingState` code, where the device's model
-    /// enumerates it (`model::operating_state`).
+    /// The name of an `operatingState` code, where the device's model or
+    /// profile enumerates it (`DeviceInfo::state_name`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub state: Option<&'static str>,
+    pub state: Option<Cow<'static, str>>,
 }
 
 impl MeasurementView {
@@ -42,22 +44,25 @@ impl MeasurementView {
         }
     }
 
-    /// As [`MeasurementView::new`], naming an operating state by the
-    /// device's model (`state_model`).
-    pub fn of(property: Property, reading: Reading, state_model: Option<u16>) -> Self {
+    /// As [`MeasurementView::new`], naming an operating state as the
+    /// device's model or profile does.
+    pub fn of(property: Property, reading: Reading, info: &DeviceInfo) -> Self {
         Self {
-            state: state_name(property, reading, state_model),
+            state: state_name(property, reading, info),
             ..Self::new(property, reading)
         }
     }
 }
 
-/// The name of `reading` when it is an operating state the model names.
-fn state_name(property: Property, reading: Reading, model: Option<u16>) -> Option<&'static str> {
+/// The name of `reading` when it is an operating state the device names.
+fn state_name(
+    property: Property,
+    reading: Reading,
+    info: &DeviceInfo,
+) -> Option<Cow<'static, str>> {
     (property == Property::OperatingState)
-        .then_some(model)
+        .then(|| info.state_name(reading.value))
         .flatten()
-        .and_then(|m| crate::model::operating_state::name(m, reading.value))
 }
 
 #[derive(Serialize)]
@@ -67,7 +72,7 @@ struct Single<'a> {
     value: Num,
     unit: Unit,
     #[serde(skip_serializing_if = "Option::is_none")]
-    state: Option<&'static str>,
+    state: Option<Cow<'static, str>>,
     reference: &'a str,
 }
 
@@ -89,11 +94,11 @@ struct InOrder(Vec<MeasurementView>);
 impl Serialize for InOrder {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
-        struct Entry {
+        struct Entry<'a> {
             value: Num,
             unit: Unit,
             #[serde(skip_serializing_if = "Option::is_none")]
-            state: Option<&'static str>,
+            state: &'a Option<Cow<'static, str>>,
         }
         let mut map = s.serialize_map(Some(self.0.len()))?;
         for m in &self.0 {
@@ -102,7 +107,7 @@ impl Serialize for InOrder {
                 &Entry {
                     value: m.value,
                     unit: m.unit,
-                    state: m.state,
+                    state: &m.state,
                 },
             )?;
         }
@@ -127,7 +132,7 @@ pub async fn single(
         property,
         value: Num(reading.value),
         unit: property.unit(),
-        state: state_name(property, reading, snapshot.info.state_model),
+        state: state_name(property, reading, &snapshot.info),
         reference: &reference,
     };
     Ok(Json(body).into_response())
@@ -192,9 +197,7 @@ fn requested(
     };
     Ok(properties
         .into_iter()
-        .filter_map(|p| {
-            latest(&snapshot, p).map(|r| MeasurementView::of(p, r, snapshot.info.state_model))
-        })
+        .filter_map(|p| latest(&snapshot, p).map(|r| MeasurementView::of(p, r, &snapshot.info)))
         .collect())
 }
 

@@ -130,6 +130,7 @@ impl DeviceMap {
         let info = DeviceInfo {
             manufacturer: profile.manufacturer.clone(),
             model: profile.model.clone(),
+            state_names: profile.state_names.clone(),
             ..DeviceInfo::default()
         };
         Self {

@@ -4,7 +4,8 @@
 //! and `ChaSt` of the storage models 124 and 802.
 //!
 //! Data and lookups only; which model a device's state comes from is the
-//! device map's to say (`DeviceInfo::state_model`).
+//! device map's to say (`DeviceInfo::state_model`). A register-map profile
+//! names its codes itself (its points' `states`).
 
 /// Code and name of each state, as the model's symbols spell them.
 pub type StateNames = &'static [(u16, &'static str)];
@@ -57,14 +58,16 @@ pub fn names_of(model: u16) -> Option<StateNames> {
 /// The name of state `code` (a polled value) read from `model`; `None`
 /// for a code the model does not enumerate or a value that is no code.
 pub fn name(model: u16, code: f64) -> Option<&'static str> {
-    if code.fract() != 0.0 || !(0.0..=f64::from(u16::MAX)).contains(&code) {
-        return None;
-    }
-    let code = code as u16;
+    let code = self::code(code)?;
     names_of(model)?
         .iter()
         .find(|(c, _)| *c == code)
         .map(|(_, n)| *n)
+}
+
+/// A polled value as a state code: `None` for a value that is no code.
+pub fn code(value: f64) -> Option<u16> {
+    (value.fract() == 0.0 && (0.0..=f64::from(u16::MAX)).contains(&value)).then_some(value as u16)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 mod controls;
 mod identify;
 mod release;
+mod states;
 mod variant;
 mod writes;
 
@@ -70,6 +71,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileErr
         "two points cannot decode the same registers",
         &mut p,
     );
+    let state_names = states::state_names("points", &raw.points, &mut p);
     let variants = variant::variants(&raw.variants, &spans, &mut p);
     let controls = ProfileControls {
         ess_power: raw
@@ -97,6 +99,7 @@ pub fn parse(name: &str, origin: &str, text: &str) -> Result<Profile, ProfileErr
         model: raw.model,
         device_types: raw.device_types,
         points,
+        state_names,
         controls,
         identify,
         variants,

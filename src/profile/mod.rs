@@ -49,6 +49,8 @@ pub struct Profile {
     pub device_types: Vec<DeviceType>,
     /// Points in order of preference (the first with a value wins per property).
     pub points: Vec<PointSpec>,
+    /// The names of its `operatingState` codes, by code (empty: none).
+    pub state_names: Vec<(u16, String)>,
     pub controls: ProfileControls,
     /// How `scan` recognises the device, when the vendor offers a way.
     pub identify: Option<Identify>,

@@ -106,6 +106,10 @@ pub(super) struct RawPoint {
     /// A register of the same type, order and scale subtracted from this one
     /// (discharge power − charge power).
     pub minus: Option<RawSignFrom>,
+    /// `operatingState` only: the name of each code, as the vendor's
+    /// register list enumerates it (`{ "0" = "STANDBY", ... }`).
+    #[serde(default)]
+    pub states: std::collections::BTreeMap<String, String>,
 }
 
 /// `sign_from = { register = 13020, table = "input" }`, and the same shape

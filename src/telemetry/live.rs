@@ -34,6 +34,26 @@ pub struct DeviceInfo {
     /// codes (`model::operating_state`); `None` for a profile or no state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_model: Option<u16>,
+    /// A profile's names of its `operatingState` codes, by code (empty for
+    /// SunSpec devices, whose model names them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state_names: Vec<(u16, String)>,
+}
+
+impl DeviceInfo {
+    /// The name of operating state `code` (a polled value), where the
+    /// device's model or profile names it.
+    pub fn state_name(&self, code: f64) -> Option<std::borrow::Cow<'static, str>> {
+        use std::borrow::Cow;
+        if let Some(model) = self.state_model {
+            return crate::model::operating_state::name(model, code).map(Cow::Borrowed);
+        }
+        let code = crate::model::operating_state::code(code)?;
+        self.state_names
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, n)| Cow::Owned(n.clone()))
+    }
 }
 
 /// The state kept per device is what a snapshot copies.

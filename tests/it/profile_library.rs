@@ -355,6 +355,27 @@ async fn documented_register_images_read_with_the_vocabulary_signs() {
         )
         .await;
     }
+    // The profile names its state codes: the API gives the name beside the
+    // code (Victron's 844: 1 charging).
+    let url = format!(
+        "http://{}/devices/dvc_{}/measurement?property=operatingState",
+        agent.http_addrs()[0],
+        bus_of("victron-gx")
+    );
+    let m: serde_json::Value = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(READ)
+        .send()
+        .await
+        .expect("the API answers")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        (&m["value"], &m["state"]),
+        (&serde_json::json!(1), &serde_json::json!("CHARGING")),
+        "{m}"
+    );
     agent.shutdown().await;
     sim.shutdown().await;
 }

@@ -95,6 +95,14 @@ pub(super) fn variants(raw: &[RawVariant], shared: &[Registers], p: &mut Problem
             .enumerate()
             .filter_map(|(j, rp)| point(&format!("{at}.points[{j}]"), rp, p))
             .collect();
+        for (j, rp) in v.points.iter().enumerate() {
+            if !rp.states.is_empty() {
+                p.push(
+                    format!("{at}.points[{j}].states"),
+                    "a family names its states once, on its shared points",
+                );
+            }
+        }
         let mut regs = shared.to_vec();
         regs.extend(point_registers(&format!("{at}.points"), &v.points));
         disjoint(&regs, "two points cannot decode the same registers", p);
