@@ -15,7 +15,8 @@
 //! `config.history`, `config.put`) change the config file only by whole
 //! files renamed into place, keep the last good one, and put a change on
 //! trial: healthy within `[ops] rollback_after_s` after the restart, or
-//! rolled back (`config_ops.rs`, `pending.rs`, `config_file.rs`).
+//! rolled back (`config_ops.rs`, `config_trial.rs`, `pending.rs`,
+//! `config_file.rs`).
 
 mod audit;
 mod bundle;
@@ -23,8 +24,10 @@ mod change;
 mod config_file;
 mod config_history;
 mod config_ops;
+mod config_trial;
 mod ended;
 mod error;
+mod file_task;
 mod gather;
 mod health;
 mod live_apply;
@@ -45,7 +48,7 @@ use tokio_util::task::TaskTracker;
 pub use audit::KEEP as AUDIT_KEEP;
 pub use bundle::{BUNDLE_MAX, CHUNK_BYTES};
 pub use change::{ChangeResult, ConfigChange, ConfigRecord, ConfigView, Refusal};
-pub use config_ops::UplinkProbe;
+pub use config_trial::UplinkProbe;
 pub use error::OpsError;
 pub use gather::build;
 pub use live_apply::{LiveError, LiveParts, Reload};
@@ -126,7 +129,7 @@ impl Ops {
     /// Marks what an earlier run left unfinished as failed, then serves.
     pub async fn start(ctx: OpsContext, tracker: &TaskTracker, cancel: CancellationToken) -> Ops {
         // A config change on trial stays `running` across its restart.
-        let trial = config_ops::on_trial(&ctx.config).await;
+        let trial = config_trial::on_trial(&ctx.config).await;
         match audit::interrupted(&ctx.store, now_ms(), trial).await {
             Ok(0) => {}
             Ok(n) => tracing::warn!(
@@ -322,7 +325,7 @@ impl Ops {
     /// `uplink` tells whether it is connected.
     pub fn resolve_config_change(&self, uplink: Option<UplinkProbe>) {
         *self.inner.uplink.lock().unwrap_or_else(|e| e.into_inner()) = uplink;
-        self.inner.tracker.spawn(config_ops::resolve(self.clone()));
+        self.inner.tracker.spawn(config_trial::resolve(self.clone()));
     }
 
     /// Cancelled when a `restart` operation asks the process to exit.

@@ -4,7 +4,7 @@
 //! once its success is written.
 //!
 //! A `config.put` that wrote a new config stays `running` and asks for the
-//! restart; its trial after the restart ends it (`config_ops.rs`).
+//! restart; its trial after the restart ends it (`config_trial.rs`).
 //!
 //! It must not hold the service's lock across an await.
 
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::bundle;
 use super::ended::{Done, Failed};
 use super::operation::{OpRequest, OpState, Operation, Outcome};
-use super::{audit, config_ops, gather, Ops, RESTART_DELAY};
+use super::{audit, config_ops, config_trial, gather, Ops, RESTART_DELAY};
 use crate::model::time::now_ms;
 
 pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
@@ -72,7 +72,7 @@ pub async fn run(ops: Ops, op: Arc<Operation>, request: OpRequest) {
     let restart = on_trial || matches!(done.outcome, Some(Outcome::Restart { .. }));
     ops.changed(Arc::new(done));
     if let Some(marker) = live_trial {
-        config_ops::trial_live(ops.clone(), marker).await;
+        config_trial::trial_live(ops.clone(), marker).await;
         return;
     }
     if restart {
