@@ -24,6 +24,7 @@ const state = {
   devices: [],
   range: "24h",
   charts: null, // the last fetched series, redrawn on resize
+  sim: null, // the demo's simulated clock: {time, speed, at}
   chartsLoading: false,
   generation: 0, // bumped on every (re)start; stale loops stop themselves
   timers: [],
@@ -190,6 +191,9 @@ async function loadSites(devices) {
     state.sites.map((x) => h("option", { value: x.siteReference, selected: x === state.site }, x.name)),
   );
   renderSiteFacts(state.site);
+  const sim = state.site && state.site.simulation;
+  state.sim = sim ? { time: sim.time, speed: sim.speed, at: Date.now() } : null;
+  renderSimTime();
   const title = state.site ? state.site.name : "sitegate";
   $("site-name").textContent = title;
   document.title = `${title} · sitegate`;
@@ -322,7 +326,22 @@ function renderSteering(st) {
   });
 }
 
+/**
+ * The demo's simulated time (GET /sites' `simulation`), which its sun and
+ * load follow: the wall clock alone would contradict a midday sun. Carried
+ * forward from the answer at its speed; UTC, as the simulated sun's day is.
+ */
+function renderSimTime() {
+  const el = $("sim-time");
+  el.hidden = !state.sim;
+  if (!state.sim) return;
+  const t = state.sim.time + (Date.now() - state.sim.at) * state.sim.speed;
+  const hhmm = new Date(t).toISOString().slice(11, 16);
+  el.textContent = `Simulated ${hhmm} UTC, ${state.sim.speed}× real time`;
+}
+
 function tick() {
+  renderSimTime();
   const now = serverNow();
   steering.tickCountdowns(document, now);
   for (const el of document.querySelectorAll("[data-since]")) {

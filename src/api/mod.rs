@@ -128,6 +128,9 @@ pub struct ApiState {
     pub damaged_notice: Duration,
     /// What happened (`GET /events`); `None` until the agent starts it (500).
     pub events: Option<Arc<crate::events::EventLog>>,
+    /// The simulation's clock under `sitegate demo` (`GET /sites` shows the
+    /// simulated time); `None` on a real site.
+    pub simulated: Option<crate::model::time::SimulatedClock>,
 }
 
 impl ApiState {
@@ -156,6 +159,7 @@ impl ApiState {
             )),
             damaged_notice: Duration::from_secs(config.storage.damaged_notice_h * 3600),
             events: None,
+            simulated: config.simulator.clock,
         }
     }
 

@@ -118,6 +118,12 @@ pub fn demo(args: DemoArgs) -> ExitCode {
             }
         };
         sim.point_config_at_servers(&mut config);
+        let wall_ms = sitegate::model::time::now_ms();
+        config.simulator.clock = Some(sitegate::model::time::SimulatedClock {
+            at_ms: sim.now_ms(),
+            wall_ms,
+            speed: args.speed,
+        });
         if let Some(file) = &args.print_config {
             match std::fs::write(file, run_config(&config)) {
                 Ok(()) => say(&format!(

@@ -69,6 +69,10 @@ pub struct SimulatorConfig {
     /// By device reference, over its kind's table.
     #[serde(default)]
     pub devices: BTreeMap<String, SimResponseConfig>,
+    /// Not a config key: the running simulation's clock, which `sitegate
+    /// demo` sets so that the API can show the simulated time.
+    #[serde(skip)]
+    pub clock: Option<crate::model::time::SimulatedClock>,
 }
 
 impl SimulatorConfig {

@@ -1,4 +1,5 @@
-//! Wall-clock helpers: epoch milliseconds and RFC 3339 in UTC.
+//! Wall-clock helpers: epoch milliseconds and RFC 3339 in UTC, and a
+//! simulated site's clock as the wall clock sees it.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -12,6 +13,23 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// A simulated site's clock as the agent shows it (`sitegate demo`):
+/// simulated epoch ms `at_ms` at wall-clock epoch ms `wall_ms`, running
+/// `speed` times faster than the wall clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimulatedClock {
+    pub at_ms: i64,
+    pub wall_ms: i64,
+    pub speed: f64,
+}
+
+impl SimulatedClock {
+    /// The simulated time at wall-clock epoch ms `wall_ms`.
+    pub fn at(&self, wall_ms: i64) -> i64 {
+        self.at_ms + ((wall_ms - self.wall_ms) as f64 * self.speed) as i64
+    }
 }
 
 /// Formats epoch ms as RFC 3339 UTC with `Z`, whole seconds when the value has no

@@ -175,6 +175,26 @@ async fn the_demo_page_works_out_of_the_box() {
     assert_eq!(login_shown, json!(false), "no token asked");
     let access = b.text("#access").await;
     assert!(access.contains("Open access"), "{access}");
+    // The simulated time the sun follows, beside the wall clock, as the
+    // API says it (`GET /sites`' `simulation`).
+    let sites: Value = http
+        .get(format!("{}/sites", demo.base))
+        .send()
+        .await
+        .expect("GET /sites")
+        .json()
+        .await
+        .expect("JSON");
+    let sim = &sites[0]["simulation"];
+    assert_eq!(sim["speed"], json!(60), "{sites}");
+    let hhmm = sitegate::model::time::format_utc(sim["time"].as_i64().expect("a time"));
+    let sim_time = b.text("#sim-time").await;
+    assert!(
+        sim_time.starts_with("Simulated ") && sim_time.ends_with("UTC, 60× real time"),
+        "{sim_time:?}"
+    );
+    // Within the few simulated minutes between the two reads.
+    assert_eq!(&sim_time[10..12], &hhmm[11..13], "{sim_time:?} at {hhmm}");
     for (device, name) in DEVICES {
         let card = b
             .text(&format!("#device-list article[data-ref={device}]"))

@@ -215,7 +215,10 @@ pub async fn list_sites(
 ) -> Result<Json<Value>, ApiError> {
     QueryParams::parse(query.as_deref(), &[])?;
     let sites = service(&state)?.site_views();
-    Ok(Json(Value::Array(sites.iter().map(render::site).collect())))
+    let sim = state.simulated;
+    Ok(Json(Value::Array(
+        sites.iter().map(|v| render::site(v, sim)).collect(),
+    )))
 }
 
 /// `GET /sites/{s}`.
@@ -225,5 +228,8 @@ pub async fn get_site(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     QueryParams::parse(query.as_deref(), &[])?;
-    Ok(Json(render::site(&service(&state)?.site_view(&site)?)))
+    Ok(Json(render::site(
+        &service(&state)?.site_view(&site)?,
+        state.simulated,
+    )))
 }

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::api::number::{Exact, Num};
 use crate::config::EssFallback;
+use crate::model::time::{now_ms, SimulatedClock};
 use crate::model::PowerValue;
 use crate::steering::audit::{describe, AuditEvent, AuditKind, RequestBody};
 use crate::steering::limits::Limit;
@@ -36,9 +37,10 @@ fn raw(body: &RawBody) -> Value {
     serde_json::from_str(&body.0).unwrap_or_else(|_| Value::String(body.0.clone()))
 }
 
-/// `GET /sites/{s}`, and each item of `GET /sites`.
-pub fn site(v: &SiteView) -> Value {
-    json!({
+/// `GET /sites/{s}`, and each item of `GET /sites`; with `simulation`
+/// (the simulated time now and its speed) under `sitegate demo`.
+pub fn site(v: &SiteView, simulated: Option<SimulatedClock>) -> Value {
+    let mut out = json!({
         "siteReference": v.reference,
         "name": v.name,
         "devices": v.devices,
@@ -54,7 +56,11 @@ pub fn site(v: &SiteView) -> Value {
         },
         "controlIntervalMs": v.control_interval_ms,
         "revertTimeoutS": v.revert_timeout_s,
-    })
+    });
+    if let Some(c) = simulated {
+        out["simulation"] = json!({"time": c.at(now_ms()), "speed": Num(c.speed)});
+    }
+    out
 }
 
 /// An `EssSetting`: a power, a power with `untilSoc`, or `{"mode": "idle"}`.
