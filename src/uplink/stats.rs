@@ -69,6 +69,15 @@ fn flag(b: &AtomicBool) -> f64 {
 
 impl Collect for Uplink {
     fn collect(&self, out: &mut Encoder) {
+        self.collect_link(out);
+        self.collect_rpc_and_outbox(out);
+    }
+}
+
+impl Uplink {
+    /// The session's families: connected, refusing, set up, refusals,
+    /// takeovers, connections, publishes and acknowledgements.
+    fn collect_link(&self, out: &mut Encoder) {
         let l = &self.link_stats;
         out.family(
             "sitegate_mqtt_connected",
@@ -129,6 +138,11 @@ impl Collect for Uplink {
             "RPC requests received.",
         )
         .sample(&[], get(&l.rpc_requests));
+    }
+
+    /// The RPC workload and its record, and the outbox's families.
+    fn collect_rpc_and_outbox(&self, out: &mut Encoder) {
+        let l = &self.link_stats;
         let r = &self.rpc_load;
         out.family(
             "sitegate_mqtt_rpc_workload",

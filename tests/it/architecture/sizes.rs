@@ -51,7 +51,6 @@ const LONG_FNS_ALLOWED: &[&str] = &[
     "src/store/stats.rs::collect",
     "src/store/writer.rs::run",
     "src/uplink/link.rs::run",
-    "src/uplink/stats.rs::collect",
 ];
 
 fn is_ident(c: u8) -> bool {
