@@ -93,103 +93,49 @@ impl Agent {
             None => None,
         };
 
-        let live = Arc::new(Live::new(&config.devices));
-        let clock = crate::clock::ClockWatch::start(&config.clock, &tracker, cancel.child_token());
-        let (store, outbox, temporary) = open_any_store(&config, &live, &clock).await?;
-        let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
-        let maps = Arc::new(DeviceMaps::new(config.devices.len()));
-        if config.modbus_server.is_some() {
-            // Before the first poll: the server answers from each poll's registers.
-            maps.keep_images();
-        }
-
-        let buses = start_buses(&config, &telemetry, &maps, &tracker, &cancel);
-
-        let (steering, actuators) = start_steering(
+        let (site, outbox) = start_site(&config, &tracker, &cancel).await?;
+        let (csip, grid_operator) = start_partners(
             &config,
-            (&live, &maps, &buses),
-            (&store, temporary.is_some()),
-            &clock,
+            (&site.steering, &site.live, &site.store),
             &tracker,
             &cancel,
-        )
-        .await;
-
-        let (csip, grid_operator) =
-            start_partners(&config, (&steering, &live, &store), &tracker, &cancel);
-
+        );
         let modbus_server = start_modbus_server(
             &config,
             modbus_bound,
-            crate::modbus_server::Parts {
-                live: live.clone(),
-                maps: maps.clone(),
-                steering: steering.clone(),
-                buses: buses.clone(),
-            },
+            site.modbus_server_parts(),
             &tracker,
             &cancel,
         )?;
+        let events = start_events(
+            &site.live,
+            &site.steering,
+            &site.store,
+            &site.clock,
+            &tracker,
+            &cancel,
+        );
 
-        let events = start_events(&live, &steering, &store, &clock, &tracker, &cancel);
-
+        let api = start_api(&config, &site, certs.clone(), events, &tracker, &cancel).await;
+        let (steering_feed, uplink) =
+            start_uplink_and_trial(&config, &site, outbox, &api, &tracker, &cancel);
+        let connections = Arc::new(Connections::new(Duration::from_millis(
+            config.http.request_timeout_ms,
+        )));
         let router::Api {
             router,
             auth,
             metrics,
-            readiness,
             ops,
-        } = router::router(
-            router::ApiParts {
-                config: config.clone(),
-                live: live.clone(),
-                store: store.clone(),
-                steering: steering.clone(),
-                telemetry: telemetry.clone(),
-                buses: buses.clone(),
-                https: certs.clone(),
-                events,
-            },
-            &tracker,
-            cancel.child_token(),
-        )
-        .await;
-        register_degraded(&readiness, &clock, &steering);
-        if let Some(t) = &temporary {
-            on_temporary_store(t, &store, &readiness, &tracker, &cancel);
-        }
-        let steering_feed = SteeringFeed::new();
-        let uplink = config.mqtt.as_ref().zip(outbox).map(|(mqtt, outbox)| {
-            let parts = UplinkParts {
-                config: mqtt.clone(),
-                gateway_id: config.gateway_id.clone(),
-                router: router.clone(),
-                auth: auth.clone(),
-                live: live.clone(),
-                catalog: telemetry.catalog_changes(),
-                outbox,
-                steering: steering_feed.clone(),
-                ops: Some(ops.clone()),
-            };
-            start_uplink(parts, &steering, &readiness, &tracker, &cancel)
-        });
-        // A config change the last run left on trial: watched from here.
-        ops.resolve_config_change(
-            uplink
-                .clone()
-                .map(|u| Arc::new(move || u.is_connected()) as crate::ops::UplinkProbe),
-        );
-        let connections = Arc::new(Connections::new(Duration::from_millis(
-            config.http.request_timeout_ms,
-        )));
+            ..
+        } = api;
         if let Some(registry) = &metrics {
-            registry.register(Arc::new(csip));
-            registry.register(Arc::new(grid_operator));
             register_metrics(
                 registry,
+                (csip, grid_operator),
                 &connections,
-                (&live, &buses, &clock),
-                (&store, &steering),
+                (&site.live, &site.buses, &site.clock),
+                (&site.store, &site.steering),
                 (modbus_server.as_ref(), uplink.as_ref()),
             );
         }
@@ -199,14 +145,14 @@ impl Agent {
 
         Ok(Agent {
             config,
-            live,
-            telemetry,
-            store,
-            temporary,
-            maps,
-            buses,
-            steering,
-            actuators,
+            live: site.live,
+            telemetry: site.telemetry,
+            store: site.store,
+            temporary: site.temporary,
+            maps: site.maps,
+            buses: site.buses,
+            steering: site.steering,
+            actuators: site.actuators,
             http_addrs,
             https_addrs,
             https: certs,
@@ -395,4 +341,139 @@ impl Agent {
         }
         tracing::info!("agent stopped");
     }
+}
+
+/// The parts the agent runs the site with, before anything serves them.
+struct Site {
+    live: Arc<Live>,
+    clock: crate::clock::ClockWatch,
+    store: StoreHandle,
+    temporary: Option<TemporaryStore>,
+    telemetry: Telemetry,
+    maps: Arc<DeviceMaps>,
+    buses: HashMap<String, BusHandle>,
+    steering: crate::steering::SteeringService,
+    actuators: crate::steering::ActuatorStop,
+}
+
+impl Site {
+    /// What the Modbus server answers from.
+    fn modbus_server_parts(&self) -> crate::modbus_server::Parts {
+        crate::modbus_server::Parts {
+            live: self.live.clone(),
+            maps: self.maps.clone(),
+            steering: self.steering.clone(),
+            buses: self.buses.clone(),
+        }
+    }
+}
+
+/// The clock watch, the store (or a temporary one), the bus tasks, and
+/// steering with its actuators, in that order; beside them the uplink's
+/// outbox on the store (`None` without `[mqtt]`).
+async fn start_site(
+    config: &Arc<Config>,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> Result<(Site, Option<crate::uplink::Outbox>), StartError> {
+    let live = Arc::new(Live::new(&config.devices));
+    let clock = crate::clock::ClockWatch::start(&config.clock, tracker, cancel.child_token());
+    let (store, outbox, temporary) = open_any_store(config, &live, &clock).await?;
+    let telemetry = Telemetry::new(live.clone(), Some(store.sample_sender()));
+    let maps = Arc::new(DeviceMaps::new(config.devices.len()));
+    if config.modbus_server.is_some() {
+        // Before the first poll: the server answers from each poll's registers.
+        maps.keep_images();
+    }
+
+    let buses = start_buses(config, &telemetry, &maps, tracker, cancel);
+
+    let (steering, actuators) = start_steering(
+        config,
+        (&live, &maps, &buses),
+        (&store, temporary.is_some()),
+        &clock,
+        tracker,
+        cancel,
+    )
+    .await;
+    let site = Site {
+        live,
+        clock,
+        store,
+        temporary,
+        telemetry,
+        maps,
+        buses,
+        steering,
+        actuators,
+    };
+    Ok((site, outbox))
+}
+
+/// The API router over the site, the HTTPS certificate in service and the
+/// event list, with what `/readyz` reports as degraded.
+async fn start_api(
+    config: &Arc<Config>,
+    site: &Site,
+    https: Option<Arc<crate::https::Certs>>,
+    events: Arc<crate::events::EventLog>,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> router::Api {
+    let api = router::router(
+        router::ApiParts {
+            config: config.clone(),
+            live: site.live.clone(),
+            store: site.store.clone(),
+            steering: site.steering.clone(),
+            telemetry: site.telemetry.clone(),
+            buses: site.buses.clone(),
+            https,
+            events,
+        },
+        tracker,
+        cancel.child_token(),
+    )
+    .await;
+    register_degraded(&api.readiness, &site.clock, &site.steering);
+    if let Some(t) = &site.temporary {
+        on_temporary_store(t, &site.store, &api.readiness, tracker, cancel);
+    }
+    api
+}
+
+/// The MQTT uplink when `[mqtt]` is configured, and the feed of the
+/// steering states it publishes (a no-op sink without it). Then the config
+/// change the last run left on trial is watched, with the uplink's
+/// connection as its probe.
+fn start_uplink_and_trial(
+    config: &Config,
+    site: &Site,
+    outbox: Option<crate::uplink::Outbox>,
+    api: &router::Api,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) -> (SteeringFeed, Option<Uplink>) {
+    let steering_feed = SteeringFeed::new();
+    let uplink = config.mqtt.as_ref().zip(outbox).map(|(mqtt, outbox)| {
+        let parts = UplinkParts {
+            config: mqtt.clone(),
+            gateway_id: config.gateway_id.clone(),
+            router: api.router.clone(),
+            auth: api.auth.clone(),
+            live: site.live.clone(),
+            catalog: site.telemetry.catalog_changes(),
+            outbox,
+            steering: steering_feed.clone(),
+            ops: Some(api.ops.clone()),
+        };
+        start_uplink(parts, &site.steering, &api.readiness, tracker, cancel)
+    });
+    api.ops.resolve_config_change(
+        uplink
+            .clone()
+            .map(|u| Arc::new(move || u.is_connected()) as crate::ops::UplinkProbe),
+    );
+    (steering_feed, uplink)
 }

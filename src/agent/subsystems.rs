@@ -198,9 +198,14 @@ pub(super) fn start_modbus_server(
     })
 }
 
-/// Every part's metrics on the registry `/metrics` renders.
+/// Every part's metrics on the registry `/metrics` renders, the grid
+/// operators' clients first.
 pub(super) fn register_metrics(
     registry: &crate::metrics::Registry,
+    (csip, grid_operator): (
+        crate::csip::status::Statuses,
+        crate::grid_events::metrics::GridOperatorMetrics,
+    ),
     connections: &Arc<Connections>,
     (live, buses, clock): (
         &Arc<Live>,
@@ -210,6 +215,8 @@ pub(super) fn register_metrics(
     (store, steering): (&StoreHandle, &crate::steering::SteeringService),
     (modbus_server, uplink): (Option<&crate::modbus_server::ModbusServer>, Option<&Uplink>),
 ) {
+    registry.register(Arc::new(csip));
+    registry.register(Arc::new(grid_operator));
     registry.register(connections.clone());
     registry.register(live.clone());
     registry.register(Arc::new(BusCollector(
