@@ -47,26 +47,7 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
     if let Some(k) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
         return Err(ApiError::unknown_field(k.clone(), FIELDS));
     }
-    let id = match obj.get("id") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => {
-            return Err(ApiError::invalid_value(
-                "id",
-                format!("id must be a string, found {other}"),
-            ))
-        }
-        None => match headers.get("idempotency-key").and_then(|v| v.to_str().ok()) {
-            Some(key) => key.trim().to_string(),
-            None => {
-                return Err(ApiError::for_field(
-                    ErrorCode::MissingField,
-                    "id",
-                    "the field \"id\" is required but missing: give the operation an id (the body's \"id\" or an Idempotency-Key header); a repeated id returns the operation instead of running it again",
-                ))
-            }
-        },
-    };
-    let id = op_id(&id, "id")?;
+    let id = body_id(obj, headers)?;
     let kind = match obj.get("kind") {
         None => return Err(ApiError::missing_field("kind")),
         Some(Value::String(s)) => OpKind::parse(s).ok_or_else(|| {
@@ -97,6 +78,36 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
     if let Some(k) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(ApiError::unknown_field(format!("args.{k}"), allowed));
     }
+    Ok((id, request(kind, args)?))
+}
+
+/// The body's `id`, else the `Idempotency-Key` header, as an operation id.
+fn body_id(obj: &Map<String, Value>, headers: &HeaderMap) -> Result<OpId, ApiError> {
+    let id = match obj.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(ApiError::invalid_value(
+                "id",
+                format!("id must be a string, found {other}"),
+            ))
+        }
+        None => match headers.get("idempotency-key").and_then(|v| v.to_str().ok()) {
+            Some(key) => key.trim().to_string(),
+            None => {
+                return Err(ApiError::for_field(
+                    ErrorCode::MissingField,
+                    "id",
+                    "the field \"id\" is required but missing: give the operation an id (the body's \"id\" or an Idempotency-Key header); a repeated id returns the operation instead of running it again",
+                ))
+            }
+        },
+    };
+    op_id(&id, "id")
+}
+
+/// The request of `kind` from its `args` (already closed to the members
+/// [`allowed_args`] names).
+fn request(kind: OpKind, args: &Map<String, Value>) -> Result<OpRequest, ApiError> {
     let request = match kind {
         OpKind::Logs => OpRequest::Logs {
             lines: count(args, "lines", LOG_LINES_DEFAULT, LOG_LINES_MAX)?,
@@ -138,7 +149,7 @@ pub fn operation(body: &Value, headers: &HeaderMap) -> Result<(OpId, OpRequest),
             },
         },
     };
-    Ok((id, request))
+    Ok(request)
 }
 
 /// The members `args` may hold for `kind` (`openapi.json` closes each
