@@ -6,7 +6,7 @@
 //! the configured grid limits). This file must not touch timelines, devices or
 //! the store.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::api::ErrorCode;
 use crate::steering::request::{ConfiguredLimits, Context, SteeringRequest};
@@ -54,42 +54,15 @@ pub fn parse(
     ctx: &Context,
 ) -> Result<SteeringRequest, Rejection> {
     let obj = object(body, "")?;
-    const ONE: &[&str] = &["setting", "validFrom", "validUntil"];
-    let (ess_key, curt_key, grid_key, allowed): (&str, &str, &str, &[&str]) = match endpoint {
-        Endpoint::Site => (
-            "energyStorageSetting",
-            "productionCurtailment",
-            "gridLimit",
-            &[
-                "energyStorageSetting",
-                "productionCurtailment",
-                "maximizeGridImport",
-                "gridLimit",
-                "validFrom",
-                "validUntil",
-            ],
-        ),
-        Endpoint::Ess => ("setting", "", "", ONE),
-        Endpoint::Curtailment => ("", "setting", "", ONE),
-        Endpoint::GridLimit => ("", "", "setting", ONE),
-    };
+    let Keys {
+        ess: ess_key,
+        curtailment: curt_key,
+        grid: grid_key,
+        allowed,
+    } = Keys::of(endpoint);
     no_unknown(obj, allowed, "")?;
 
-    let valid_from = match present(obj, "validFrom") {
-        Some(v) => Some(epoch_ms(v, "validFrom")?),
-        None => None,
-    };
-    let valid_until = match present(obj, "validUntil") {
-        Some(v) => epoch_ms(v, "validUntil")?,
-        None => {
-            return Err(reject(
-                ErrorCode::MissingField,
-                "validUntil",
-                "validUntil is required: the end of validity in epoch milliseconds",
-            ))
-        }
-    };
-    check_validity(valid_from, valid_until, ctx)?;
+    let (valid_from, valid_until) = validity(obj, ctx)?;
 
     let mut req = SteeringRequest {
         ess: None,
@@ -121,36 +94,115 @@ pub fn parse(
         };
     }
     if endpoint == Endpoint::Site {
-        req.maximize_grid_import = match present(obj, "maximizeGridImport") {
-            Some(Value::Bool(b)) => Some(*b),
-            Some(other) => {
-                return Err(reject(
-                    ErrorCode::InvalidValue,
-                    "maximizeGridImport",
-                    format!("maximizeGridImport must be true or false, found {other}"),
-                ))
-            }
-            None => None,
-        };
-        if req.ess.is_none()
-            && req.curtailment.is_none()
-            && req.maximize_grid_import.is_none()
-            && req.grid_limit.is_none()
-        {
-            return Err(reject(
-                ErrorCode::MissingField,
-                "",
-                "the request carries no component: give energyStorageSetting, productionCurtailment, maximizeGridImport or gridLimit",
-            ));
-        }
-        // Rule 3: with both the storage setting and the curtailment and no
-        // maximizeGridImport, it is false for the same validity; otherwise
-        // an absent maximizeGridImport keeps its setting (rule 2).
-        if req.ess.is_some() && req.curtailment.is_some() {
-            req.maximize_grid_import.get_or_insert(false);
-        }
+        site_rules(obj, &mut req)?;
     }
     Ok(req)
+}
+
+/// Where a body for one endpoint gives its settings: the members of the
+/// storage setting, the curtailment and the grid limit (empty: not on this
+/// endpoint), and every member it may hold.
+struct Keys {
+    ess: &'static str,
+    curtailment: &'static str,
+    grid: &'static str,
+    allowed: &'static [&'static str],
+}
+
+impl Keys {
+    /// An endpoint of one setting: no member but `setting` and the validity.
+    const ONE: Keys = Keys {
+        ess: "",
+        curtailment: "",
+        grid: "",
+        allowed: &["setting", "validFrom", "validUntil"],
+    };
+
+    /// The members of `endpoint`'s body.
+    fn of(endpoint: Endpoint) -> Keys {
+        match endpoint {
+            Endpoint::Site => Keys {
+                ess: "energyStorageSetting",
+                curtailment: "productionCurtailment",
+                grid: "gridLimit",
+                allowed: &[
+                    "energyStorageSetting",
+                    "productionCurtailment",
+                    "maximizeGridImport",
+                    "gridLimit",
+                    "validFrom",
+                    "validUntil",
+                ],
+            },
+            Endpoint::Ess => Keys {
+                ess: "setting",
+                ..Keys::ONE
+            },
+            Endpoint::Curtailment => Keys {
+                curtailment: "setting",
+                ..Keys::ONE
+            },
+            Endpoint::GridLimit => Keys {
+                grid: "setting",
+                ..Keys::ONE
+            },
+        }
+    }
+}
+
+/// `validFrom` (optional) and `validUntil` (required), checked against the
+/// time in `ctx`.
+fn validity(obj: &Map<String, Value>, ctx: &Context) -> Result<(Option<i64>, i64), Rejection> {
+    let valid_from = match present(obj, "validFrom") {
+        Some(v) => Some(epoch_ms(v, "validFrom")?),
+        None => None,
+    };
+    let valid_until = match present(obj, "validUntil") {
+        Some(v) => epoch_ms(v, "validUntil")?,
+        None => {
+            return Err(reject(
+                ErrorCode::MissingField,
+                "validUntil",
+                "validUntil is required: the end of validity in epoch milliseconds",
+            ))
+        }
+    };
+    check_validity(valid_from, valid_until, ctx)?;
+    Ok((valid_from, valid_until))
+}
+
+/// What only the site endpoint has: `maximizeGridImport`, at least one
+/// component, and rule 3.
+fn site_rules(obj: &Map<String, Value>, req: &mut SteeringRequest) -> Result<(), Rejection> {
+    req.maximize_grid_import = match present(obj, "maximizeGridImport") {
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => {
+            return Err(reject(
+                ErrorCode::InvalidValue,
+                "maximizeGridImport",
+                format!("maximizeGridImport must be true or false, found {other}"),
+            ))
+        }
+        None => None,
+    };
+    if req.ess.is_none()
+        && req.curtailment.is_none()
+        && req.maximize_grid_import.is_none()
+        && req.grid_limit.is_none()
+    {
+        return Err(reject(
+            ErrorCode::MissingField,
+            "",
+            "the request carries no component: give energyStorageSetting, productionCurtailment, maximizeGridImport or gridLimit",
+        ));
+    }
+    // Rule 3: with both the storage setting and the curtailment and no
+    // maximizeGridImport, it is false for the same validity; otherwise
+    // an absent maximizeGridImport keeps its setting (rule 2).
+    if req.ess.is_some() && req.curtailment.is_some() {
+        req.maximize_grid_import.get_or_insert(false);
+    }
+    Ok(())
 }
 
 fn missing_setting(key: &str) -> Rejection {
