@@ -217,10 +217,12 @@ impl Battery {
             self.rating.rated_w,
         ));
         self.soc = step.soc_after(p);
+        // The SoC moves at the simulated speed (the demo's batteries fill in
+        // minutes); the counters in real time, as the agent stamps them.
         if p > 0.0 {
-            self.absorbed_wh += p * dt_s / 3600.0;
+            self.absorbed_wh += p * real_dt_s / 3600.0;
         } else {
-            self.injected_wh += -p * dt_s / 3600.0;
+            self.injected_wh += -p * real_dt_s / 3600.0;
         }
         self.ac_w = -p;
         self.publish(map, tick);

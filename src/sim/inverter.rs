@@ -186,7 +186,9 @@ impl Inverter {
             .response
             .follow(self.ac_w, target, tick.real_dt_s, self.rated_w);
         self.ac_w = w;
-        self.wh += w * tick.dt_s / 3600.0;
+        // Real time, as the agent stamps its readings: the counter is what
+        // the power carried (`docs/devices.md`, "The simulator").
+        self.wh += w * tick.real_dt_s / 3600.0;
         self.publish(map, tick, st);
         w
     }

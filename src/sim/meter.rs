@@ -82,9 +82,9 @@ impl Meter {
     pub fn step(&mut self, map: &mut RegisterMap, site_w: f64, tick: Tick) {
         self.w = site_w;
         if site_w > 0.0 {
-            self.import_wh += site_w * tick.dt_s / 3600.0;
+            self.import_wh += site_w * tick.real_dt_s / 3600.0;
         } else {
-            self.export_wh += -site_w * tick.dt_s / 3600.0;
+            self.export_wh += -site_w * tick.real_dt_s / 3600.0;
         }
         if let Some(shown) = self.reporter.observe(tick.real_s, site_w, &self.response) {
             self.show(map, shown, tick);

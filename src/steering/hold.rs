@@ -257,7 +257,7 @@ fn changes(
         let reason = if import.held {
             describe(limits.import)
         } else if t.settings.export_order == ExportOrder::StorageFirst && storage < t.plan_i - 1.0 {
-            storage_first_reason(plan.storage, limits.export, charging_all)
+            storage_first_reason(plan.storage, storage, limits.export, charging_all)
         } else {
             describe(limits.export)
         };
@@ -294,18 +294,33 @@ fn changes(
     changes
 }
 
-/// Why the storage charges more than the plan asks under storage first: the
-/// production the export limit leaves goes into it. Said as such, so that
-/// a partner who asked for less sees why the charge is higher.
-fn storage_first_reason(asked: StoragePlan, export: Option<Limit>, charging_all: bool) -> String {
+/// Why the storage charges more (or discharges less) than the plan asks
+/// under storage first: the production the export limit leaves goes into
+/// it, or its discharge gives way to the production. Said as such, so that
+/// a partner sees why its request is not what the batteries do.
+fn storage_first_reason(
+    asked: StoragePlan,
+    applied: f64,
+    export: Option<Limit>,
+    charging_all: bool,
+) -> String {
     let what = match asked {
         StoragePlan::Power(w) if w < 0.0 => format!("charging more than the {:.0} W asked", -w),
-        StoragePlan::Power(_) => "charging instead of the power asked".to_string(),
-        StoragePlan::Release => "charging".to_string(),
+        StoragePlan::Power(w) if applied < -1.0 => {
+            format!("charging instead of the {w:.0} W discharge asked")
+        }
+        StoragePlan::Power(w) => format!("discharging less than the {w:.0} W asked"),
+        StoragePlan::Release if applied < -1.0 => "charging".to_string(),
+        StoragePlan::Release => "discharging less than it would".to_string(),
     };
     let all = if charging_all { ", all it can" } else { "" };
+    let why = if applied < -1.0 {
+        "to take the production"
+    } else {
+        "so that the site can take the production"
+    };
     format!(
-        "storage first: {what}{all}, to take the production {} leaves",
+        "storage first: {what}{all}, {why} {} leaves",
         describe(export)
     )
 }
