@@ -13,7 +13,10 @@ use crate::api::number::{Exact, Num};
 use crate::config::EssFallback;
 use crate::model::time::{now_ms, SimulatedClock};
 use crate::model::PowerValue;
-use crate::steering::audit::{describe, AuditEvent, AuditKind, RequestBody};
+use crate::steering::audit::{
+    describe, AuditEvent, AuditKind, ControlEvent, ForwardResult, LimitReason, RequestBody,
+};
+use crate::steering::decide::Command;
 use crate::steering::limits::Limit;
 use crate::steering::view::{
     setpoint_w, Allocation, DeviceState, GridLoopState, LimitNote, SiteState, SiteView,
@@ -242,6 +245,7 @@ pub fn answer(a: &Answer, durable: bool) -> Value {
 
 /// One record of `GET /sites/{s}/steering/history`.
 pub fn history_record(e: &AuditEvent) -> Value {
+    let at = e.at_ms;
     match &e.kind {
         AuditKind::Request {
             source,
@@ -249,51 +253,21 @@ pub fn history_record(e: &AuditEvent) -> Value {
             action,
             body,
             request_id,
-        } => json!({
-            "type": "request",
-            "time": e.at_ms,
-            "source": source,
-            "token": token,
-            "action": action,
-            "body": match body {
-                RequestBody::Posted(b) => raw(b),
-                RequestBody::Ended(c) => json!({"component": c.map(Component::wire_name)}),
-            },
-            "requestId": request_id,
-        }),
+        } => request_record(at, source, token, action, body, request_id),
         AuditKind::Write {
             device,
             component,
             command,
             error,
             confirmed,
-        } => json!({
-            "type": "write",
-            "time": e.at_ms,
-            "deviceReference": device,
-            "component": component.map(Component::wire_name),
-            "action": describe(*command),
-            "setpoint": watts(setpoint_w(*command)),
-            "result": if error.is_none() { "ok" } else { "error" },
-            "confirmed": confirmed,
-            "error": error,
-        }),
+        } => write_record(at, device, *component, *command, error, *confirmed),
         AuditKind::ModbusLimit {
             client,
             unit_id,
             register,
             max_export_w,
             reason,
-        } => json!({
-            "type": "modbusLimit",
-            "time": e.at_ms,
-            "source": "modbus",
-            "client": client,
-            "unitId": unit_id,
-            "register": register,
-            "maxExport": watts(*max_export_w),
-            "reason": reason.wire_name(),
-        }),
+        } => modbus_limit_record(at, client, *unit_id, *register, *max_export_w, *reason),
         AuditKind::ForwardedWrite {
             client,
             device,
@@ -301,48 +275,150 @@ pub fn history_record(e: &AuditEvent) -> Value {
             values,
             result,
             exception,
-        } => json!({
-            "type": "forwardedWrite",
-            "time": e.at_ms,
-            "source": "modbus",
-            "client": client,
-            "deviceReference": device,
-            "register": register,
-            "values": values,
-            "result": result.wire_name(),
-            "exception": exception,
-        }),
+        } => forwarded_write_record(at, client, device, *register, values, *result, *exception),
         AuditKind::Eebus {
             use_case,
             state,
             limit_w,
             failsafe,
-        } => json!({
-            "type": "eebus",
-            "time": e.at_ms,
-            "source": "eebus",
-            "useCase": use_case,
-            "state": state,
-            "limit": limit_w.map(|w| json!({"value": Num(w.round()), "unit": "W"})),
-            "failsafe": failsafe,
-        }),
+        } => eebus_record(at, use_case, state, *limit_w, *failsafe),
         AuditKind::Csip {
             mrid,
             program,
             event,
             limits,
             response,
-        } => json!({
-            "type": "csip",
-            "time": e.at_ms,
-            "source": "csip",
-            "mrid": mrid,
-            "program": program,
-            "event": event.wire_name(),
-            "limits": limits,
-            "response": response,
-        }),
+        } => csip_record(at, mrid, program, *event, limits, *response),
     }
+}
+
+/// An accepted POST or DELETE: its body as received, or what it ended.
+fn request_record(
+    at: i64,
+    source: &str,
+    token: &str,
+    action: &str,
+    body: &RequestBody,
+    request_id: &Option<String>,
+) -> Value {
+    json!({
+        "type": "request",
+        "time": at,
+        "source": source,
+        "token": token,
+        "action": action,
+        "body": match body {
+            RequestBody::Posted(b) => raw(b),
+            RequestBody::Ended(c) => json!({"component": c.map(Component::wire_name)}),
+        },
+        "requestId": request_id,
+    })
+}
+
+/// A write to a device, or an attempt.
+fn write_record(
+    at: i64,
+    device: &str,
+    component: Option<Component>,
+    command: Command,
+    error: &Option<String>,
+    confirmed: bool,
+) -> Value {
+    json!({
+        "type": "write",
+        "time": at,
+        "deviceReference": device,
+        "component": component.map(Component::wire_name),
+        "action": describe(command),
+        "setpoint": watts(setpoint_w(command)),
+        "result": if error.is_none() { "ok" } else { "error" },
+        "confirmed": confirmed,
+        "error": error,
+    })
+}
+
+/// A SCADA's export limit over the Modbus server set, changed or ended.
+fn modbus_limit_record(
+    at: i64,
+    client: &str,
+    unit_id: u8,
+    register: Option<u16>,
+    max_export_w: Option<f64>,
+    reason: LimitReason,
+) -> Value {
+    json!({
+        "type": "modbusLimit",
+        "time": at,
+        "source": "modbus",
+        "client": client,
+        "unitId": unit_id,
+        "register": register,
+        "maxExport": watts(max_export_w),
+        "reason": reason.wire_name(),
+    })
+}
+
+/// A write a Modbus server client asked to pass on to a device.
+fn forwarded_write_record(
+    at: i64,
+    client: &str,
+    device: &str,
+    register: u16,
+    values: &[u16],
+    result: ForwardResult,
+    exception: Option<u8>,
+) -> Value {
+    json!({
+        "type": "forwardedWrite",
+        "time": at,
+        "source": "modbus",
+        "client": client,
+        "deviceReference": device,
+        "register": register,
+        "values": values,
+        "result": result.wire_name(),
+        "exception": exception,
+    })
+}
+
+/// A change of what a control box's use case holds.
+fn eebus_record(
+    at: i64,
+    use_case: &str,
+    state: &str,
+    limit_w: Option<f64>,
+    failsafe: bool,
+) -> Value {
+    json!({
+        "type": "eebus",
+        "time": at,
+        "source": "eebus",
+        "useCase": use_case,
+        "state": state,
+        "limit": limit_w.map(|w| json!({"value": Num(w.round()), "unit": "W"})),
+        "failsafe": failsafe,
+    })
+}
+
+/// What happened to a utility server's control over CSIP-AUS.
+fn csip_record(
+    at: i64,
+    mrid: &str,
+    program: &str,
+    event: ControlEvent,
+    limits: &str,
+    response: Option<u8>,
+) -> Value {
+    json!({
+        "type": "csip",
+        "time": at,
+        "source": "csip",
+        "mrid": mrid,
+        "program": program,
+        "event": event.wire_name(),
+        "limits": limits,
+        "response": response,
+    })
 }
 
 #[cfg(test)]
