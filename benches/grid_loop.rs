@@ -38,6 +38,8 @@
 //! (curtailed, Wh) of which the site imported instead (the cap's cost).
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "../tests/it/common/mod.rs"]
+mod common;
 #[path = "../tests/it/steering_support/mod.rs"]
 mod steering_support;
 

@@ -6,6 +6,8 @@
 //! write's arrival time is taken from the simulator's write events.
 #![allow(clippy::print_stdout, clippy::unwrap_used)]
 
+#[path = "../tests/it/common/mod.rs"]
+mod common;
 #[path = "../tests/it/steering_support/mod.rs"]
 mod steering_support;
 

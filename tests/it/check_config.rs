@@ -5,11 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::common::process::{sitegate, succeeded};
-
-fn check_config(file: &Path) -> Output {
-    sitegate([Path::new("check-config"), file])
-}
+use crate::common::process::{check_config, sitegate, succeeded};
 
 /// One problem of each kind the issue lists, and a device on a bus whose own
 /// entry is broken (it must not be reported as "unknown" on top).

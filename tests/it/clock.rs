@@ -142,11 +142,6 @@ impl Faked {
     }
 }
 
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    l.local_addr().expect("addr").port()
-}
-
 fn metric(text: &str, name: &str) -> f64 {
     text.lines()
         .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
@@ -154,7 +149,7 @@ fn metric(text: &str, name: &str) -> f64 {
 }
 
 async fn start_faked(lib: &Path, offset: &str) -> (Faked, sitegate::sim::SimSite) {
-    let port = free_port();
+    let port = crate::common::free_port().port();
     let dir = tempfile::tempdir().expect("dir");
     let synced_file = dir.path().join("synchronized");
     let text = small_site().replacen(

@@ -22,7 +22,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use sitegate::api::hash_token;
 
-use crate::common::broker::{free_port, kinds, Broker, Kind, Subscriber};
+use crate::common::broker::{kinds, Broker, Kind, Subscriber};
+use crate::common::free_port;
 use crate::common::mqtt::{mqtt_section, plain_url, ROOT};
 use crate::common::process::{start_sim, AgentProcess, ConfigDir};
 use crate::common::site::{small_site, ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};

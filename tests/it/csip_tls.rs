@@ -13,7 +13,8 @@ use sitegate::config::csip::ServerUrl;
 use sitegate::config::tls::{load_files, TlsFiles};
 use sitegate::csip::http::{Http, HttpError};
 
-use crate::common::broker::{free_port, TestPki};
+use crate::common::broker::TestPki;
+use crate::common::free_port;
 
 fn client(pki_dir: &std::path::Path, port: u16) -> Http {
     let m = load_files(&TlsFiles {

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use crate::common::process::AgentProcess;
+use crate::common::words;
 use crate::steering_support::*;
 use ::sunspec::models::model124::Model124 as M124;
 use serde_json::json;
@@ -80,9 +81,10 @@ fn block_124(dev: &SimDeviceHandle) -> u16 {
     }
 }
 
-fn words(dev: &SimDeviceHandle) -> Words {
+/// Model 124's storage control points of `dev`.
+fn storage_points(dev: &SimDeviceHandle) -> Words {
     let data = block_124(dev);
-    let word = |offset: u16| dev.registers(data + offset, 1)[0];
+    let word = |offset: u16| words(dev, &[(data + offset, 1)])[0];
     Words {
         stor_ctl_mod: word(M124::STOR_CTL_MOD.offset),
         out_w_rte: word(M124::OUT_W_RTE.offset) as i16,
@@ -101,9 +103,9 @@ async fn steer_ess(rig: &Rig, kw: f64) {
 
 /// Waits until the device holds `want`; fails naming what it holds.
 async fn holds(dev: &SimDeviceHandle, want: Words) {
-    let mut seen = words(dev);
+    let mut seen = storage_points(dev);
     for _ in 0..300 {
-        seen = words(dev);
+        seen = storage_points(dev);
         if seen == want {
             return;
         }
@@ -186,7 +188,7 @@ async fn fronius_gen24_idle_blocks_charge_and_discharge() {
 async fn fronius_gen24_release_gives_back_automatic_mode_and_full_rates() {
     let rig = start().await;
     let dev = rig.device(BUS);
-    let found = words(&dev);
+    let found = storage_points(&dev);
     assert_eq!(
         found,
         Words {
@@ -235,7 +237,11 @@ async fn fronius_gen24_returns_to_automatic_mode_by_its_own_timer_after_a_hard_s
     holds(&dev, charging).await;
     // Refreshed before the timer runs out: still charging after twice its time.
     tokio::time::sleep(Duration::from_secs(u64::from(REVERT_S) * 2)).await;
-    assert_eq!(words(&dev), charging, "the agent let the timer run out");
+    assert_eq!(
+        storage_points(&dev),
+        charging,
+        "the agent let the timer run out"
+    );
 
     // SIGKILL: no release, only the inverter's own timer.
     agent.kill();
@@ -248,7 +254,7 @@ async fn fronius_gen24_returns_to_automatic_mode_by_its_own_timer_after_a_hard_s
     // The mode is automatic; the rates keep their last words (no source
     // says the GEN24 resets them), which StorCtl_Mod 0 does not apply.
     assert_eq!(
-        words(&dev),
+        storage_points(&dev),
         Words {
             stor_ctl_mod: 0,
             ..charging

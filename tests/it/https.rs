@@ -146,8 +146,8 @@ async fn a_store_that_cannot_be_opened_leaves_https_on_the_state_directory() {
         env: vec![("STATE_DIRECTORY", &state), ("RUNTIME_DIRECTORY", &runtime)],
     };
     let agent = crate::https_support::start_with(
-        crate::common::broker::free_port(),
-        crate::common::broker::free_port(),
+        crate::common::free_port(),
+        crate::common::free_port(),
         "\"self-signed\"",
         "",
         placement,

@@ -15,7 +15,7 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use sha2::Digest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common::broker::free_port;
+use crate::common::free_port;
 use crate::common::process::{AgentProcess, ConfigDir};
 use crate::common::site::http_section;
 

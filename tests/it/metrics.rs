@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::common::demo::{Demo, DEADLINE};
 use crate::common::prom::{self, Scrape};
-use crate::common::site::{self, small_site, TestSite, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, small_site, STEER_TOKEN, SUMMER_MORNING_MS};
 use nix::sys::signal::Signal;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -15,16 +15,12 @@ use sitegate::model::time::now_ms;
 
 const T: Duration = Duration::from_secs(20);
 
-async fn scrape(site: &TestSite) -> Scrape {
-    prom::scrape(&site.http, &site.base).await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_describe_the_running_site_and_move_with_it() {
     let site = site::start(&small_site(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
 
-    let first = scrape(&site).await;
+    let first = site.scrape().await;
     for family in [
         "sitegate_bus_polls_total",
         "sitegate_bus_poll_duration_seconds",
@@ -105,7 +101,7 @@ async fn metrics_describe_the_running_site_and_move_with_it() {
         "the battery's write confirmed, more polls and commits",
         T,
         || async {
-            let s = scrape(&site).await;
+            let s = site.scrape().await;
             let polled_more = ["pv", "bat", "grid"].iter().all(|b| {
                 s.sum("sitegate_bus_polls_total", &[("bus", b)])
                     > first.sum("sitegate_bus_polls_total", &[("bus", b)])

@@ -164,20 +164,6 @@ impl Client {
     }
 }
 
-/// The `/metrics` text, parsed.
-pub async fn scrape(site: &TestSite) -> Scrape {
-    let text = site
-        .http
-        .get(format!("{}/metrics", site.base))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics text");
-    Scrape::parse(&text)
-}
-
 /// The demo site polled every `interval_ms` (`steering_support::demo_site`),
 /// each device under a unit id of its own on the server: the PV inverters 11
 /// and 12, the batteries 13 and 14, the grid meter 15.
@@ -290,7 +276,7 @@ async fn mirror_reads_answer_the_last_poll_without_asking_the_device() {
     assert_eq!(marker, grid.registers(40000, 4));
     c.read(2, 40000, 2).await.expect("the battery's mirror");
 
-    let s = scrape(&site).await;
+    let s = site.scrape().await;
     assert!(requests(&s, "ok") >= 405.0, "{:?}", requests(&s, "ok"));
     assert_eq!(requests(&s, "illegal_function"), 2.0);
     assert_eq!(requests(&s, "illegal_data_address"), 2.0);
@@ -341,7 +327,7 @@ async fn bad_requests_get_their_exception_and_bad_frames_a_closed_connection() {
     c.send_raw(&[0, 1, 0, 0, 0, 6, 1, 3]).await;
     assert!(c.closed().await, "a trickling client is closed");
 
-    let s = scrape(&site).await;
+    let s = site.scrape().await;
     assert_eq!(requests(&s, "illegal_function"), 2.0);
     assert_eq!(requests(&s, "illegal_data_value"), 3.0);
     assert_eq!(requests(&s, "illegal_data_address"), 1.0);
@@ -370,7 +356,7 @@ async fn clients_outside_the_allowed_ranges_and_past_the_bounds_are_closed() {
     c.send_raw(&[0, 1, 0, 0, 0, 6, 1, 3, 0x9c, 0x40, 0, 1])
         .await;
     assert!(c.closed().await, "loopback is not in 10.0.0.0/8");
-    let s = scrape(&site).await;
+    let s = site.scrape().await;
     assert_eq!(
         s.samples
             .get("sitegate_modbus_server_connections_total{result=\"refused_address\"}")
@@ -407,7 +393,7 @@ async fn clients_outside_the_allowed_ranges_and_past_the_bounds_are_closed() {
         busy >= 10,
         "past the burst, requests are answered 06: {busy} of 20"
     );
-    let s = scrape(&site).await;
+    let s = site.scrape().await;
     assert_eq!(requests(&s, "server_busy"), f64::from(busy));
     assert_eq!(
         s.samples
@@ -476,7 +462,7 @@ async fn forwarded_reads_reach_the_device_once_and_are_bounded_per_client() {
     );
     site.sim.hold_reads("pv", false);
 
-    let s = scrape(&site).await;
+    let s = site.scrape().await;
     let forwarded = |result: &str| {
         s.samples
             .get(&format!(
@@ -538,7 +524,7 @@ async fn forwarded_writes_reach_the_device_but_never_what_steering_writes() {
     // A device without forwarded writes: 01, as by default.
     assert_eq!(c.write(3, 40004, &[0x4142]).await, Err(0x01));
 
-    let s = scrape(&site).await;
+    let s = site.scrape().await;
     let forwarded = |result: &str| {
         s.samples
             .get(&format!(

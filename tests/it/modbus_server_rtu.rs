@@ -13,7 +13,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_serial::{SerialPort, SerialStream};
 
 use crate::common::site::{start, TestSite, SUMMER_MORNING_MS};
-use crate::modbus_server::{config, scrape};
+use crate::modbus_server::config;
 use sitegate::modbus::rtu::frame::{answer_len, crc16, seal};
 
 /// The RTU master on the pty's master end.
@@ -92,7 +92,7 @@ fn read_frame(unit: u8, addr: u16, count: u16) -> Vec<u8> {
 
 /// `sitegate_modbus_server_rtu_frames_total{result}`.
 async fn frames(site: &TestSite, result: &str) -> f64 {
-    scrape(site)
+    site.scrape()
         .await
         .samples
         .get(&format!(
@@ -175,7 +175,7 @@ async fn an_rtu_master_reads_the_mirror_and_the_site_and_bad_frames_get_no_answe
 
     let answered = frames(&site, "answered").await;
     assert!(answered >= 6.0, "{answered}");
-    let s = scrape(&site).await;
+    let s = site.scrape().await;
     assert!(crate::modbus_server::requests(&s, "ok") >= 5.0);
     drop(slave);
     site.stop().await;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 
-use crate::common::broker::{free_port, wait_listening};
+use crate::common::broker::wait_listening;
+use crate::common::free_port;
 use crate::common::mqtt::{site_config, start, ROOT};
 
 /// A NATS server with JetStream and its MQTT gateway on a port of its own.

@@ -6,7 +6,6 @@
 //! `/readyz`, and connects once they are fixed.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use crate::common::broker::{kinds, Kind, Subscriber, TestPki};
@@ -114,7 +113,7 @@ async fn a_broker_signed_by_another_ca_is_refused() {
 }
 
 /// `sitegate check-config` on a config whose `[mqtt]` names these TLS files.
-fn check_config(dir: &Path, ca: &str, cert: &str, key: &str) -> (Option<i32>, String, String) {
+fn check_tls_files(dir: &Path, ca: &str, cert: &str, key: &str) -> (Option<i32>, String, String) {
     let file = dir.join("sitegate.toml");
     std::fs::write(
         &file,
@@ -127,11 +126,7 @@ fn check_config(dir: &Path, ca: &str, cert: &str, key: &str) -> (Option<i32>, St
         ),
     )
     .expect("write config");
-    let out = Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .arg("check-config")
-        .arg(&file)
-        .output()
-        .expect("run check-config");
+    let out = crate::common::process::check_config(&file);
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -148,13 +143,13 @@ fn check_config_reports_each_unusable_tls_file_with_its_path() {
     std::fs::write(dir.path().join("other.key"), &other.client_key_pem).expect("write");
     let path = |name: &str| dir.path().join(name).display().to_string();
 
-    let (code, stdout, stderr) = check_config(dir.path(), "ca.pem", "client.pem", "client.key");
+    let (code, stdout, stderr) = check_tls_files(dir.path(), "ca.pem", "client.pem", "client.key");
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains(": ok"), "{stdout}");
 
     // A key where the CA belongs, and a key that is not the certificate's: both
     // reported at once, each with its key and path.
-    let (code, _, stderr) = check_config(dir.path(), "client.key", "client.pem", "other.key");
+    let (code, _, stderr) = check_tls_files(dir.path(), "client.key", "client.pem", "other.key");
     assert_eq!(code, Some(78), "{stderr}");
     for expected in [
         format!(
@@ -172,7 +167,7 @@ fn check_config_reports_each_unusable_tls_file_with_its_path() {
     assert!(stderr.contains("2 problems in the config"), "{stderr}");
 
     // A certificate where the key belongs; a missing CA.
-    let (code, _, stderr) = check_config(dir.path(), "missing.pem", "client.pem", "client.pem");
+    let (code, _, stderr) = check_tls_files(dir.path(), "missing.pem", "client.pem", "client.pem");
     assert_eq!(code, Some(78), "{stderr}");
     for expected in [
         format!("mqtt.ca_file: {}: cannot read", path("missing.pem")),

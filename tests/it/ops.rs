@@ -15,7 +15,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use sitegate::api::hash_token;
 
-use crate::common::broker::{free_port, kinds, Broker, Kind, Subscriber};
+use crate::common::broker::{kinds, Broker, Kind, Subscriber};
+use crate::common::free_port;
 use crate::common::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
 use crate::common::process::{sitegate, start_sim, succeeded, AgentProcess, ConfigDir};
 use crate::common::site::{small_site, ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};

@@ -17,6 +17,7 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::words;
 use crate::steering_support::*;
 use serde_json::json;
 use sitegate::model::Property;
@@ -380,11 +381,6 @@ async fn documented_register_images_read_with_the_vocabulary_signs() {
     sim.shutdown().await;
 }
 
-/// `[w0, w1]` at `addr` of a simulated device.
-fn words(rig: &Rig, bus: &str, addr: u16, n: u16) -> Vec<u16> {
-    rig.device(bus).registers(addr, n)
-}
-
 async fn all_applied(rig: &Rig) -> bool {
     rig.state().await["devices"]
         .as_array()
@@ -419,10 +415,10 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
     let rig = Rig::start(&text).await;
     // At the fallback every device got its release.
     eventually("released at start", Duration::from_secs(5), || async {
-        words(&rig, "sma_storage", 40151, 2) == [0, 803]
-            && words(&rig, "solaredge_storage", 57357, 1) == [7]
-            && words(&rig, "kostal_plenticore", 1034, 2) == [0, 0]
-            && words(&rig, "alpha_ess", 2176, 1) == [0]
+        words(&rig.device("sma_storage"), &[(40151, 2)]) == [0, 803]
+            && words(&rig.device("solaredge_storage"), &[(57357, 1)]) == [7]
+            && words(&rig.device("kostal_plenticore"), &[(1034, 2)]) == [0, 0]
+            && words(&rig.device("alpha_ess"), &[(2176, 1)]) == [0]
     })
     .await;
 
@@ -436,17 +432,18 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
     assert_eq!(s, 200, "{v}");
     let revert = u32::from(REVERT_S);
     eventually("discharge setpoints", Duration::from_secs(5), || async {
-        words(&rig, "sma_storage", 40149, 4) == [i32_hi(1000), vec![0, 802]].concat()
-            && words(&rig, "solaredge_storage", 57348, 1) == [4]
-            && words(&rig, "solaredge_storage", 57354, 1) == [7]
-            && words(&rig, "solaredge_storage", 57355, 2) == u32_lo(revert)
-            && words(&rig, "solaredge_storage", 57357, 5)
+        words(&rig.device("sma_storage"), &[(40149, 4)]) == [i32_hi(1000), vec![0, 802]].concat()
+            && words(&rig.device("solaredge_storage"), &[(57348, 1)]) == [4]
+            && words(&rig.device("solaredge_storage"), &[(57354, 1)]) == [7]
+            && words(&rig.device("solaredge_storage"), &[(57355, 2)]) == u32_lo(revert)
+            && words(&rig.device("solaredge_storage"), &[(57357, 5)])
                 == [vec![4], f32_lo(4000.0), f32_lo(1000.0)].concat()
-            && words(&rig, "kostal_plenticore", 1034, 2) == f32_lo(1000.0)
-            && words(&rig, "alpha_ess", 2176, 1) == [1]
-            && words(&rig, "alpha_ess", 2177, 2) == u32_hi(33_000)
-            && words(&rig, "alpha_ess", 2181, 4) == [vec![2, 25], u32_hi(revert)].concat()
-            && words(&rig, "growatt_tl", 3, 1) == [50]
+            && words(&rig.device("kostal_plenticore"), &[(1034, 2)]) == f32_lo(1000.0)
+            && words(&rig.device("alpha_ess"), &[(2176, 1)]) == [1]
+            && words(&rig.device("alpha_ess"), &[(2177, 2)]) == u32_hi(33_000)
+            && words(&rig.device("alpha_ess"), &[(2181, 4)])
+                == [vec![2, 25], u32_hi(revert)].concat()
+            && words(&rig.device("growatt_tl"), &[(3, 1)]) == [50]
     })
     .await;
     eventually("applied and confirmed", Duration::from_secs(10), || {
@@ -464,12 +461,12 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
         .await;
     assert_eq!(s, 200);
     eventually("charge setpoints", Duration::from_secs(5), || async {
-        words(&rig, "sma_storage", 40149, 2) == i32_hi(-2000)
-            && words(&rig, "solaredge_storage", 57357, 5)
+        words(&rig.device("sma_storage"), &[(40149, 2)]) == i32_hi(-2000)
+            && words(&rig.device("solaredge_storage"), &[(57357, 5)])
                 == [vec![3], f32_lo(2000.0), f32_lo(4000.0)].concat()
-            && words(&rig, "kostal_plenticore", 1034, 2) == f32_lo(-2000.0)
-            && words(&rig, "alpha_ess", 2177, 2) == u32_hi(30_000)
-            && words(&rig, "alpha_ess", 2182, 1) == [250]
+            && words(&rig.device("kostal_plenticore"), &[(1034, 2)]) == f32_lo(-2000.0)
+            && words(&rig.device("alpha_ess"), &[(2177, 2)]) == u32_hi(30_000)
+            && words(&rig.device("alpha_ess"), &[(2182, 1)]) == [250]
     })
     .await;
     eventually("charge confirmed", Duration::from_secs(10), || {
@@ -481,11 +478,11 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
     let (s, _) = rig.delete(&format!("/sites/{SITE}/steering"), STEER).await;
     assert_eq!(s, 200);
     eventually("released", Duration::from_secs(5), || async {
-        words(&rig, "sma_storage", 40151, 2) == [0, 803]
-            && words(&rig, "solaredge_storage", 57357, 1) == [7]
-            && words(&rig, "kostal_plenticore", 1034, 2) == [0, 0]
-            && words(&rig, "alpha_ess", 2176, 1) == [0]
-            && words(&rig, "growatt_tl", 3, 1) == [100]
+        words(&rig.device("sma_storage"), &[(40151, 2)]) == [0, 803]
+            && words(&rig.device("solaredge_storage"), &[(57357, 1)]) == [7]
+            && words(&rig.device("kostal_plenticore"), &[(1034, 2)]) == [0, 0]
+            && words(&rig.device("alpha_ess"), &[(2176, 1)]) == [0]
+            && words(&rig.device("growatt_tl"), &[(3, 1)]) == [100]
     })
     .await;
     rig.shutdown().await;

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use crate::common::process::AgentProcess;
+use crate::common::words;
 use crate::steering_support::*;
 use nix::sys::signal::Signal;
 use serde_json::json;
@@ -263,13 +264,6 @@ const FAMILIES: &[Family] = &[
         dead: None,
     },
 ];
-
-fn words(dev: &SimDeviceHandle, spans: &[(u16, u16)]) -> Vec<u16> {
-    spans
-        .iter()
-        .flat_map(|&(a, n)| dev.registers(a, n))
-        .collect()
-}
 
 /// An agent process steering one family's battery on a simulated site.
 struct Steered {

@@ -11,7 +11,6 @@
 //!   each problem with its TOML path.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Duration;
 
 use crate::common::site::{self, TestSite, STEER_TOKEN, SUMMER_MORNING_MS};
@@ -579,17 +578,14 @@ async fn huawei_charge_setpoints_switch_charge_from_grid_on_and_release_switches
 
 /// `check-config` on `config` (with `profile` next to it as `p.toml`): its exit
 /// code and stdout.
-fn check_config(config: &str, profile: Option<&str>) -> (i32, String) {
+fn check_with_profile(config: &str, profile: Option<&str>) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     if let Some(p) = profile {
         std::fs::write(dir.path().join("p.toml"), p).unwrap();
     }
     let file = dir.path().join("sitegate.toml");
     std::fs::write(&file, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["check-config", file.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = crate::common::process::check_config(&file);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -606,7 +602,7 @@ fn check_config_refuses_invalid_profiles_and_unrated_profile_batteries_with_thei
             "[http]\nlisten = [\"127.0.0.1:8080\"]",
         )
     };
-    let (code, out) = check_config(
+    let (code, out) = check_with_profile(
         &with("p.toml"),
         Some(
             r#"
@@ -642,7 +638,7 @@ release = [{ register = 301, value = 0 }]
         "{out}"
     );
 
-    let (code, out) = check_config(
+    let (code, out) = check_with_profile(
         &with("p.toml"),
         Some(
             r#"
@@ -674,7 +670,7 @@ release = [{ register = 301, value = 0 }]
     }
 
     // A shipped profile battery without a rating.
-    let (code, out) = check_config(
+    let (code, out) = check_with_profile(
         &with("sungrow-sh").replace("rated_power = \"5 kW\"\n", ""),
         None,
     );
@@ -685,6 +681,6 @@ release = [{ register = 301, value = 0 }]
         ),
         "{out}"
     );
-    let (code, out) = check_config(&with("sungrow-sh"), None);
+    let (code, out) = check_with_profile(&with("sungrow-sh"), None);
     assert_eq!(code, 0, "{out}");
 }

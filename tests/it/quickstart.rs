@@ -80,14 +80,6 @@ fn sh_blocks(file: &str, markdown: &str) -> Vec<Block> {
     blocks
 }
 
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// Runs `blocks` of `file` in one bash in a fresh folder with `env`; panics
 /// with the failing block, its output and its exit code.
 fn run(file: &str, blocks: &[Block], env: &[(&str, String)]) {
@@ -229,8 +221,8 @@ fn the_partner_quick_start_runs_on_the_demo() {
         &file,
         &blocks,
         &[
-            ("PORT", free_port().to_string()),
-            ("MQTT_PORT", free_port().to_string()),
+            ("PORT", crate::common::free_port().port().to_string()),
+            ("MQTT_PORT", crate::common::free_port().port().to_string()),
         ],
     );
 }
@@ -242,9 +234,12 @@ fn the_installer_quick_start_runs_on_the_demo() {
         &file,
         &blocks,
         &[
-            ("PORT", free_port().to_string()),
-            ("AGENT_PORT", free_port().to_string()),
-            ("AGENT_HTTPS_PORT", free_port().to_string()),
+            ("PORT", crate::common::free_port().port().to_string()),
+            ("AGENT_PORT", crate::common::free_port().port().to_string()),
+            (
+                "AGENT_HTTPS_PORT",
+                crate::common::free_port().port().to_string(),
+            ),
         ],
     );
 }

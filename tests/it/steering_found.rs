@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::common::words;
 use crate::steering_support::*;
 use ::sunspec::models::model123::Model123 as M123;
 use serde_json::json;
@@ -64,10 +65,6 @@ async fn limit_as_installer(sim: &SimSite) -> [u16; 3] {
     points
 }
 
-fn words(rig: &Rig, points: [u16; 3]) -> [u16; 3] {
-    points.map(|a| rig.device("pv").registers(a, 1)[0])
-}
-
 async fn curtail(rig: &Rig, points: [u16; 3]) {
     let body = json!({"setting": {"value": 5, "unit": "kW"}, "validUntil": now_ms() + 600_000});
     let (s, v) = rig
@@ -78,8 +75,8 @@ async fn curtail(rig: &Rig, points: [u16; 3]) {
         "the agent's limit at the registers",
         Duration::from_secs(5),
         || async {
-            let [pct, rvrt, ena] = words(rig, points);
-            pct != FOUND_PCT && rvrt == REVERT_S && ena == 1
+            let w = words(&rig.device("pv"), &points.map(|a| (a, 1)));
+            w[0] != FOUND_PCT && w[1] == REVERT_S && w[2] == 1
         },
     )
     .await;
@@ -107,7 +104,11 @@ async fn sunspec_inverter_found_limited_is_released_to_its_own_limit() {
         },
     )
     .await;
-    assert_eq!(words(&rig, points), found, "left as found at start");
+    assert_eq!(
+        words(&rig.device("pv"), &points.map(|a| (a, 1))),
+        found,
+        "left as found at start"
+    );
     assert_eq!(rig.limit("pv"), Some(75.5));
 
     // Steered, then released through the API: the installer's limit back.
@@ -117,7 +118,7 @@ async fn sunspec_inverter_found_limited_is_released_to_its_own_limit() {
     eventually(
         "released to the limit found",
         Duration::from_secs(5),
-        || async { words(&rig, points) == found },
+        || async { words(&rig.device("pv"), &points.map(|a| (a, 1))) == found },
     )
     .await;
     assert_eq!(rig.limit("pv"), Some(75.5));

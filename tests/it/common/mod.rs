@@ -40,6 +40,23 @@ pub fn installed(name: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A free loopback port: bound, read and released (for a peer that cannot
+/// report the port it took for port 0); the window for a clash is tiny.
+pub fn free_port() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+}
+
+/// The holding registers of a simulated device at each `(address, count)`
+/// span, one after the other.
+pub fn words(dev: &sitegate::sim::SimDeviceHandle, spans: &[(u16, u16)]) -> Vec<u16> {
+    spans
+        .iter()
+        .flat_map(|&(addr, n)| dev.registers(addr, n))
+        .collect()
+}
+
 /// An HTTP client for the agent's API. The agent closes a connection idle
 /// for 10 s between requests (it waits that long for the next request's
 /// head, `http_server::HEAD_TIMEOUT`); a pooled connection reused at that

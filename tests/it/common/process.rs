@@ -22,6 +22,11 @@ pub fn sitegate<S: AsRef<std::ffi::OsStr>>(args: impl IntoIterator<Item = S>) ->
         .expect("the sitegate binary runs")
 }
 
+/// `sitegate check-config FILE`: its exit code and what it printed.
+pub fn check_config(file: &std::path::Path) -> Output {
+    sitegate([std::ffi::OsStr::new("check-config"), file.as_os_str()])
+}
+
 /// What a command printed, after checking it succeeded (else its output).
 pub fn succeeded(out: &Output) -> String {
     assert!(
@@ -116,9 +121,7 @@ impl AgentProcess {
     /// database and the log in its own folder. Returns it and the API's base
     /// URL once `/healthz` answers.
     pub async fn spawn_on(text: &str, config: &Config) -> (AgentProcess, String) {
-        let free = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-        let http = free.local_addr().expect("its address");
-        drop(free);
+        let http = super::free_port();
         let mut text = text.replace(
             "listen = [\"127.0.0.1:0\"]",
             &format!("listen = [\"{http}\"]"),

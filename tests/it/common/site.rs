@@ -238,6 +238,11 @@ impl TestSite {
         .await;
     }
 
+    /// `GET /metrics`, parsed ([`super::prom::scrape`]).
+    pub async fn scrape(&self) -> super::prom::Scrape {
+        super::prom::scrape(&self.http, &self.base).await
+    }
+
     pub async fn stop(self) {
         self.agent.shutdown().await;
         self.sim.shutdown().await;

@@ -7,7 +7,8 @@ use std::net::SocketAddr;
 
 use tokio::sync::mpsc;
 
-use super::broker::{free_port, tls_front, wait_listening, Broker, Kind, TestPki};
+use super::broker::{tls_front, wait_listening, Broker, Kind, TestPki};
+use super::free_port;
 
 /// A running broker with a TLS listener.
 pub struct TlsBroker {

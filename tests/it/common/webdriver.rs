@@ -100,7 +100,7 @@ impl Browser {
     pub async fn launch_with(extra: &[String]) -> Browser {
         let (driver_bin, chromium) = binaries().expect("chromedriver and chromium installed");
         let profile = tempfile::tempdir().expect("temp dir for the browser profile");
-        let port = free_port();
+        let port = super::free_port().port();
         let log = profile.path().join("chromedriver.log");
         let driver = Command::new(&driver_bin)
             .arg(format!("--port={port}"))
@@ -376,13 +376,6 @@ impl Drop for Browser {
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
 }
 
 fn tail(log: &Path) -> String {

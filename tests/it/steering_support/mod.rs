@@ -3,6 +3,12 @@
 //! read-only token.
 #![allow(dead_code)]
 
+mod site;
+
+// Not every user of this module names them (the benches include it).
+#[allow(unused_imports)]
+pub use site::{kw, kwh, table, Kind, TestSite};
+
 use std::future::Future;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -18,74 +24,19 @@ pub const SITE: &str = "ste_e2e";
 /// 2024-06-27T12:00:00Z: the simulated sun is up.
 pub const NOON: i64 = 1_719_489_600_000;
 
-/// The seed's worked scenario scaled to be feasible: two 200 kW batteries, two
-/// 200 kW inverters, a meter; grid limits far away.
+/// The seed's worked scenario ([`TestSite::e2e`]) as TOML.
 pub fn config_text(control_interval_ms: u64, revert_timeout_s: u16) -> String {
-    let mut t = site_header(control_interval_ms, revert_timeout_s)
-        .replace("{rated_production}", "rated_production_power = \"400 kW\"");
-    for (bus, reference, kind, extra) in [
-        (
-            "bat-a",
-            "dvc_bat_a",
-            "battery",
-            "rated_power = \"200 kW\"\ncapacity = \"400 kWh\"\nsoc_min = 5\nsoc_max = 95",
-        ),
-        (
-            "bat-b",
-            "dvc_bat_b",
-            "battery",
-            "rated_power = \"200 kW\"\ncapacity = \"400 kWh\"\nsoc_min = 5\nsoc_max = 95",
-        ),
-        ("pv-a", "dvc_pv_a", "inverter", "rated_power = \"200 kW\""),
-        ("pv-b", "dvc_pv_b", "inverter", "rated_power = \"200 kW\""),
-        ("grid", "dvc_grid", "meter", ""),
-    ] {
-        t.push_str(&device_block(bus, reference, kind, extra));
-    }
-    t
+    TestSite::e2e(control_interval_ms, revert_timeout_s).text()
 }
 
-/// The demo's site: PV 30 + 20 kW, batteries 20 + 10 kW, a meter; 60 kW
-/// import, 40 kW export; every device polled and the site controlled every
-/// `interval_ms`. `extra_site_keys` go into the site's table.
+/// The demo's site ([`TestSite::demo`]) as TOML; `extra_site_keys` go into
+/// the site's table.
 pub fn demo_site(interval_ms: u64, extra_site_keys: &str) -> String {
-    let mut t = site_header(interval_ms, 30)
-        .replace("max_import = \"10 MW\"", "max_import = \"60 kW\"")
-        .replace("max_export = \"10 MW\"", "max_export = \"40 kW\"")
-        .replace("{rated_production}", extra_site_keys);
-    for (bus, reference, kind, extra) in [
-        (
-            "pv-east",
-            "dvc_pv_east",
-            "inverter",
-            "rated_power = \"30 kW\"",
-        ),
-        (
-            "pv-west",
-            "dvc_pv_west",
-            "inverter",
-            "rated_power = \"20 kW\"",
-        ),
-        (
-            "bat-a",
-            "dvc_bat_a",
-            "battery",
-            "rated_power = \"20 kW\"\ncapacity = \"40 kWh\"\nsoc_min = 5\nsoc_max = 95",
-        ),
-        (
-            "bat-b",
-            "dvc_bat_b",
-            "battery",
-            "rated_power = \"10 kW\"\ncapacity = \"20 kWh\"\nsoc_min = 10\nsoc_max = 90",
-        ),
-        ("grid", "dvc_grid", "meter", ""),
-    ] {
-        t.push_str(&device_block(bus, reference, kind, extra).replace(
-            "poll_interval_ms = 200",
-            &format!("poll_interval_ms = {interval_ms}"),
-        ));
+    let text = TestSite::demo(interval_ms).text();
+    if extra_site_keys.is_empty() {
+        return text;
     }
-    t
+    text.replacen("[[sites]]\n", &format!("[[sites]]\n{extra_site_keys}\n"), 1)
 }
 
 /// Tokens, storage and the site `SITE` (grid limits far away, proportional
@@ -377,6 +328,79 @@ impl Rig {
         )
     }
 
+    /// POSTs an ESS setting of `kw` (discharge; negative: charge) valid for
+    /// `valid_for`, and requires it taken: its answer.
+    pub async fn steer_ess(&self, kw: f64, valid_for: Duration) -> Value {
+        let body = json!({"setting": {"value": number(kw), "unit": "kW"}, "validUntil": valid_until(valid_for)});
+        let (s, v) = self
+            .post(&format!("/sites/{SITE}/steering/ess"), STEER, &body)
+            .await;
+        assert_eq!(s, 200, "ESS {kw} kW: {v}");
+        v
+    }
+
+    /// POSTs a `gridLimit` of `w` on `side` valid for `valid_for`, and
+    /// requires it taken: its answer.
+    pub async fn grid_limit(&self, side: Side, w: f64, valid_for: Duration) -> Value {
+        let key = match side {
+            Side::Export => "maxExport",
+            Side::Import => "maxImport",
+        };
+        let body = json!({
+            "setting": {key: {"value": number(w), "unit": "W"}},
+            "validUntil": valid_until(valid_for),
+        });
+        let (s, v) = self
+            .post(&format!("/sites/{SITE}/steering/grid-limit"), STEER, &body)
+            .await;
+        assert_eq!(s, 200, "gridLimit {key} {w} W: {v}");
+        v
+    }
+
+    /// The latest measurement of `property` of `device` (a reference) as
+    /// the API gives it, `(timestamp, value)`; `None` before it has one.
+    pub async fn read(&self, device: &str, property: &str) -> Option<(i64, f64)> {
+        let (s, v) = self
+            .get(
+                &format!("/devices/{device}/measurement?property={property}"),
+                READ,
+            )
+            .await;
+        (s == 200).then(|| {
+            (
+                v["timestamp"].as_i64().expect("timestamp"),
+                v["value"].as_f64().expect("value"),
+            )
+        })
+    }
+
+    /// `GET /metrics`, parsed (checked as a Prometheus scraper would).
+    pub async fn scrape(&self) -> crate::common::prom::Scrape {
+        crate::common::prom::scrape(&self.http, &self.base).await
+    }
+
+    /// The value of one series of `GET /metrics` (`name{labels}`).
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        self.scrape().await.get(series)
+    }
+
+    /// Waits until `check` is true ([`eventually`]).
+    pub async fn wait_for<F, Fut>(&self, what: &str, within: Duration, check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        eventually(what, within, check).await;
+    }
+
+    /// `sitegate check-config` on `text`, written to a file in the rig's
+    /// folder.
+    pub fn check_config(&self, text: &str) -> std::process::Output {
+        let file = self.dir.path().join("checked.toml");
+        std::fs::write(&file, text).expect("write the config to check");
+        crate::common::process::check_config(&file)
+    }
+
     pub async fn state(&self) -> Value {
         let (s, v) = self.get(&format!("/sites/{SITE}/steering"), READ).await;
         assert_eq!(s, 200, "{v}");
@@ -411,6 +435,28 @@ pub fn fill_batteries(spec: &mut SimSiteSpec) {
             *initial_soc = *soc_max;
         }
     }
+}
+
+/// Which side of the grid connection a limit holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Export,
+    Import,
+}
+
+/// `x` as JSON, an integer when it is one (as a client writes `15`, not
+/// `15.0`: the state shows a setting as it was sent).
+pub fn number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
+}
+
+/// `valid_for` from now, in epoch ms (a `validUntil`).
+pub fn valid_until(valid_for: Duration) -> i64 {
+    now_ms() + i64::try_from(valid_for.as_millis()).expect("a duration in range")
 }
 
 pub fn now_ms() -> i64 {

@@ -1,0 +1,509 @@
+//! The typed test site: what a test varies (its devices by kind and rating,
+//! their buses, the grid limits, how the simulated devices respond, the
+//! control interval, tokens, MQTT) set by methods, the config rendered by one
+//! function ([`TestSite::text`]), and [`TestSite::start`] starting the
+//! simulator, pointing the buses at it and starting the agent: a [`Rig`].
+//!
+//! ```ignore
+//! let rig = TestSite::new(300, 30)
+//!     .battery("bat", "dvc_bat", 5.0, 10.0)
+//!     .meter("grid", "dvc_grid")
+//!     .grid_limits(30.0, 20.0)
+//!     .start()
+//!     .await;
+//! rig.steer_ess(3.0, Duration::from_secs(600)).await;
+//! ```
+
+use sitegate::config::{parse, Config};
+use sitegate::sim::{SimSite, SimSiteSpec};
+use toml::{Table, Value};
+
+use super::{start_sim_with, Rig, NOON, READ, SITE, STEER};
+
+/// A device's kind, as the config's `type` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Inverter,
+    Battery,
+    Meter,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Inverter => "inverter",
+            Kind::Battery => "battery",
+            Kind::Meter => "meter",
+        }
+    }
+}
+
+/// `x` kW as the config writes a power ("200 kW").
+pub fn kw(x: f64) -> String {
+    format!("{x} kW")
+}
+
+/// `x` kWh as the config writes an energy.
+pub fn kwh(x: f64) -> String {
+    format!("{x} kWh")
+}
+
+struct Device {
+    bus: String,
+    keys: Table,
+}
+
+type Tweak = Box<dyn FnOnce(&mut SimSiteSpec) + Send>;
+
+/// A simulated site, its config and the agent on it, built by typed methods.
+/// Every device sits alone on a loopback bus of its own, at unit 1, unless
+/// [`TestSite::unit_id`] or two devices naming one bus say otherwise.
+pub struct TestSite {
+    gateway_id: String,
+    http: Table,
+    tokens: Vec<(String, String, Vec<&'static str>)>,
+    site: Table,
+    bus_keys: Table,
+    poll_interval_ms: u64,
+    devices: Vec<Device>,
+    buses: Vec<String>,
+    sections: Table,
+    raw: String,
+    time_factor: f64,
+    start_ms: i64,
+    tweaks: Vec<Tweak>,
+}
+
+impl TestSite {
+    /// The site [`SITE`] with no devices: grid limits far away (10 MW each
+    /// way), proportional fulfilment, fallback `auto`, the site controlled
+    /// every `control_interval_ms` and devices reverting after
+    /// `revert_timeout_s`; the [`STEER`] and [`READ`] tokens; simulated time
+    /// from [`NOON`] at real speed.
+    pub fn new(control_interval_ms: u64, revert_timeout_s: u16) -> TestSite {
+        let mut site = Table::new();
+        for (k, v) in [
+            ("reference", SITE),
+            ("name", "E2E farm"),
+            ("max_import", "10 MW"),
+            ("max_export", "10 MW"),
+            ("ess_fulfilment", "proportional"),
+            ("curtailment_fulfilment", "proportional"),
+            ("ess_fallback", "auto"),
+        ] {
+            site.insert(k.into(), v.into());
+        }
+        let mut http = Table::new();
+        http.insert("listen".into(), Value::Array(vec!["127.0.0.1:0".into()]));
+        http.insert("auth".into(), "tokens".into());
+        let mut rig = TestSite {
+            gateway_id: "e2e".into(),
+            http,
+            tokens: vec![
+                ("operator".into(), STEER.into(), vec!["read", "steer"]),
+                ("viewer".into(), READ.into(), vec!["read"]),
+            ],
+            site,
+            bus_keys: Table::new(),
+            poll_interval_ms: 200,
+            devices: Vec::new(),
+            buses: Vec::new(),
+            sections: Table::new(),
+            raw: String::new(),
+            time_factor: 1.0,
+            start_ms: NOON,
+            tweaks: Vec::new(),
+        };
+        rig.bus_keys.insert("timeout_ms".into(), 500.into());
+        rig.control_interval_ms(control_interval_ms)
+            .revert_timeout_s(revert_timeout_s)
+    }
+
+    /// The seed's worked scenario scaled to be feasible: two 200 kW batteries
+    /// (400 kWh, SoC 5-95 %), two 200 kW inverters, a meter; 400 kW rated
+    /// production.
+    pub fn e2e(control_interval_ms: u64, revert_timeout_s: u16) -> TestSite {
+        TestSite::new(control_interval_ms, revert_timeout_s)
+            .rated_production_kw(400.0)
+            .battery("bat-a", "dvc_bat_a", 200.0, 400.0)
+            .battery("bat-b", "dvc_bat_b", 200.0, 400.0)
+            .inverter("pv-a", "dvc_pv_a", 200.0)
+            .inverter("pv-b", "dvc_pv_b", 200.0)
+            .meter("grid", "dvc_grid")
+    }
+
+    /// The demo's site: PV 30 + 20 kW, batteries 20 + 10 kW, a meter; 60 kW
+    /// import, 40 kW export; every device polled and the site controlled
+    /// every `interval_ms`.
+    pub fn demo(interval_ms: u64) -> TestSite {
+        TestSite::new(interval_ms, 30)
+            .poll_interval_ms(interval_ms)
+            .grid_limits(60.0, 40.0)
+            .inverter("pv-east", "dvc_pv_east", 30.0)
+            .inverter("pv-west", "dvc_pv_west", 20.0)
+            .battery("bat-a", "dvc_bat_a", 20.0, 40.0)
+            .battery("bat-b", "dvc_bat_b", 10.0, 20.0)
+            .soc(10, 90)
+            .meter("grid", "dvc_grid")
+    }
+
+    // The site.
+
+    /// `max_import` and `max_export`, kW.
+    pub fn grid_limits(self, max_import_kw: f64, max_export_kw: f64) -> TestSite {
+        self.site_key("max_import", kw(max_import_kw))
+            .site_key("max_export", kw(max_export_kw))
+    }
+
+    pub fn rated_production_kw(self, rated: f64) -> TestSite {
+        self.site_key("rated_production_power", kw(rated))
+    }
+
+    pub fn control_interval_ms(self, ms: u64) -> TestSite {
+        self.site_key("control_interval_ms", int(ms))
+    }
+
+    pub fn revert_timeout_s(self, s: u16) -> TestSite {
+        self.site_key("revert_timeout_s", i64::from(s))
+    }
+
+    /// `ess_fallback` (`auto`, `idle`, ...).
+    pub fn ess_fallback(self, fallback: &str) -> TestSite {
+        self.site_key("ess_fallback", fallback)
+    }
+
+    /// The grid loop off: the limits only clamp what the agent commands.
+    pub fn grid_loop_off(self) -> TestSite {
+        let mut off = Table::new();
+        off.insert("enabled".into(), false.into());
+        self.site_key("grid_loop", off)
+    }
+
+    /// Any other key of the site's table, as a typed value.
+    pub fn site_key(mut self, key: &str, value: impl Into<Value>) -> TestSite {
+        self.site.insert(key.into(), value.into());
+        self
+    }
+
+    // Devices and buses.
+
+    /// An inverter rated `rated_kw`, alone on `bus`.
+    pub fn inverter(self, bus: &str, reference: &str, rated_kw: f64) -> TestSite {
+        self.device(bus, reference, Kind::Inverter)
+            .key("rated_power", kw(rated_kw))
+    }
+
+    /// A battery rated `rated_kw` holding `capacity_kwh`, SoC 5-95 %
+    /// ([`TestSite::soc`] changes it), alone on `bus`.
+    pub fn battery(self, bus: &str, reference: &str, rated_kw: f64, capacity_kwh: f64) -> TestSite {
+        self.device(bus, reference, Kind::Battery)
+            .key("rated_power", kw(rated_kw))
+            .key("capacity", kwh(capacity_kwh))
+            .soc(5, 95)
+    }
+
+    /// A grid meter alone on `bus`.
+    pub fn meter(self, bus: &str, reference: &str) -> TestSite {
+        self.device(bus, reference, Kind::Meter)
+    }
+
+    /// A device of `kind` with no more keys than its reference, its bus and
+    /// unit 1 (add them with [`TestSite::key`]): a device a profile
+    /// describes, or one the test leaves unrated.
+    pub fn device(mut self, bus: &str, reference: &str, kind: Kind) -> TestSite {
+        let mut keys = Table::new();
+        keys.insert("reference".into(), reference.into());
+        keys.insert("name".into(), reference.into());
+        keys.insert("type".into(), kind.name().into());
+        keys.insert("site".into(), SITE.into());
+        keys.insert("bus".into(), bus.into());
+        keys.insert("unit_id".into(), 1.into());
+        self.devices.push(Device {
+            bus: bus.into(),
+            keys,
+        });
+        self
+    }
+
+    /// The last device's SoC window, %.
+    pub fn soc(self, min: u8, max: u8) -> TestSite {
+        self.key("soc_min", i64::from(min))
+            .key("soc_max", i64::from(max))
+    }
+
+    /// The last device's unit id on its bus.
+    pub fn unit_id(self, unit: u8) -> TestSite {
+        self.key("unit_id", i64::from(unit))
+    }
+
+    /// The last device's profile (`sungrow-sh`, ...).
+    pub fn profile(self, profile: &str) -> TestSite {
+        self.key("profile", profile)
+    }
+
+    /// Any other key of the last device's table, as a typed value (or
+    /// [`Value::Array`], a [`Table`]).
+    pub fn key(mut self, key: &str, value: impl Into<Value>) -> TestSite {
+        let device = self.devices.last_mut().expect("a device before its keys");
+        device.keys.insert(key.into(), value.into());
+        self
+    }
+
+    /// How often every device is polled (200 ms unless set).
+    pub fn poll_interval_ms(mut self, ms: u64) -> TestSite {
+        self.poll_interval_ms = ms;
+        self
+    }
+
+    /// A loopback bus no device of the config sits on (one a grid signal
+    /// or a test's own device uses).
+    pub fn bus(mut self, name: &str) -> TestSite {
+        self.buses.push(name.into());
+        self
+    }
+
+    /// A key of every bus's table (`timeout_ms` is 500 unless set).
+    pub fn bus_key(mut self, key: &str, value: impl Into<Value>) -> TestSite {
+        self.bus_keys.insert(key.into(), value.into());
+        self
+    }
+
+    // The simulator.
+
+    /// `[simulator.<kind>]`: the first-order lag toward a new setpoint, s.
+    pub fn lag_s(self, kind: Kind, lag_s: f64) -> TestSite {
+        self.simulator(&[kind.name()], "lag_s", lag_s)
+    }
+
+    /// `[simulator.<kind>]`: the most the output moves in a second, % of
+    /// the rating.
+    pub fn ramp_percent_per_s(self, kind: Kind, pct: f64) -> TestSite {
+        self.simulator(&[kind.name()], "ramp_percent_per_s", pct)
+    }
+
+    /// `[simulator.meter]`: refreshed every `refresh_ms`, showing the power of
+    /// `report_lag_ms` before.
+    pub fn meter_refresh(self, refresh_ms: u64, report_lag_ms: u64) -> TestSite {
+        self.simulator(&["meter"], "refresh_ms", int(refresh_ms))
+            .simulator(&["meter"], "report_lag_ms", int(report_lag_ms))
+    }
+
+    /// Noisy mode with `seed`.
+    pub fn noisy(self, seed: u64) -> TestSite {
+        self.simulator(&[], "noisy", true)
+            .simulator(&[], "seed", int(seed))
+    }
+
+    /// The site's simulated base load, kW.
+    pub fn base_load_kw(self, load: f64) -> TestSite {
+        self.simulator(&["sites", SITE], "base_load", kw(load))
+    }
+
+    /// A key of `[simulator.<path...>]`.
+    pub fn simulator(self, path: &[&str], key: &str, value: impl Into<Value>) -> TestSite {
+        let mut full = vec!["simulator"];
+        full.extend_from_slice(path);
+        self.section_key(&full, key, value)
+    }
+
+    /// Simulated time `factor` times faster than real, from `start_ms`
+    /// (real time from [`NOON`] unless set).
+    pub fn time(mut self, factor: f64, start_ms: i64) -> TestSite {
+        self.time_factor = factor;
+        self.start_ms = start_ms;
+        self
+    }
+
+    /// Changes the simulated devices before they start (what the config
+    /// cannot express).
+    pub fn sim(mut self, tweak: impl FnOnce(&mut SimSiteSpec) + Send + 'static) -> TestSite {
+        self.tweaks.push(Box::new(tweak));
+        self
+    }
+
+    /// Every simulated battery full (at its SoC max).
+    pub fn full_batteries(self) -> TestSite {
+        self.sim(super::fill_batteries)
+    }
+
+    // HTTP, tokens, MQTT and other sections.
+
+    /// One more API token.
+    pub fn token(mut self, name: &str, token: &str, scopes: &[&'static str]) -> TestSite {
+        self.tokens
+            .push((name.into(), token.into(), scopes.to_vec()));
+        self
+    }
+
+    /// A key of `[http]`.
+    pub fn http_key(mut self, key: &str, value: impl Into<Value>) -> TestSite {
+        self.http.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn gateway_id(mut self, id: &str) -> TestSite {
+        self.gateway_id = id.into();
+        self
+    }
+
+    /// `[mqtt]` for a broker at `url` speaking `protocol` (`"4"`, `"5"`),
+    /// with a 5 s keep-alive and a 2000/s drain.
+    pub fn mqtt(self, url: &str, protocol: &str) -> TestSite {
+        self.mqtt_key("url", url)
+            .mqtt_key("protocol", protocol)
+            .mqtt_key("keep_alive_s", 5)
+            .mqtt_key("drain_rate", 2000)
+    }
+
+    /// A key of `[mqtt]`.
+    pub fn mqtt_key(self, key: &str, value: impl Into<Value>) -> TestSite {
+        self.section_key(&["mqtt"], key, value)
+    }
+
+    /// A key of the table at `path` (`["eebus"]`, `["storage"]`, ...).
+    pub fn section_key(mut self, path: &[&str], key: &str, value: impl Into<Value>) -> TestSite {
+        let mut table = &mut self.sections;
+        for part in path {
+            table = table
+                .entry(*part)
+                .or_insert_with(|| Value::Table(Table::new()))
+                .as_table_mut()
+                .expect("a table on the path");
+        }
+        table.insert(key.into(), value.into());
+        self
+    }
+
+    /// A raw TOML fragment (whole tables) after the rendered config: only
+    /// where the TOML itself is the subject of the test.
+    pub fn raw(mut self, fragment: &str) -> TestSite {
+        self.raw.push('\n');
+        self.raw.push_str(fragment);
+        self
+    }
+
+    // The config and the rig.
+
+    /// The config as TOML: every table the methods set, then the raw
+    /// fragments.
+    pub fn text(&self) -> String {
+        let mut root = self.sections.clone();
+        root.insert("gateway_id".into(), self.gateway_id.clone().into());
+        let mut http = self.http.clone();
+        let tokens = self
+            .tokens
+            .iter()
+            .map(|(name, token, scopes)| {
+                let mut t = Table::new();
+                t.insert("name".into(), name.clone().into());
+                t.insert(
+                    "sha256".into(),
+                    hex::encode(sitegate::api::hash_token(token)).into(),
+                );
+                t.insert(
+                    "scopes".into(),
+                    Value::Array(scopes.iter().map(|s| (*s).into()).collect()),
+                );
+                Value::Table(t)
+            })
+            .collect();
+        http.insert("tokens".into(), Value::Array(tokens));
+        root.insert("http".into(), Value::Table(http));
+        let storage = root
+            .entry("storage")
+            .or_insert_with(|| Value::Table(Table::new()))
+            .as_table_mut()
+            .expect("[storage] is a table");
+        storage.entry("path").or_insert_with(|| "unused.db".into());
+        root.insert(
+            "sites".into(),
+            Value::Array(vec![Value::Table(self.site.clone())]),
+        );
+        let mut names: Vec<&str> = Vec::new();
+        let mut devices = Vec::new();
+        for d in &self.devices {
+            names.push(&d.bus);
+            let mut keys = d.keys.clone();
+            keys.entry("poll_interval_ms")
+                .or_insert_with(|| int(self.poll_interval_ms));
+            devices.push(Value::Table(keys));
+        }
+        names.extend(self.buses.iter().map(String::as_str));
+        let mut buses: Vec<Value> = Vec::new();
+        for name in names {
+            let declared = buses
+                .iter()
+                .any(|b| b.get("name").and_then(Value::as_str) == Some(name));
+            if !declared {
+                let mut bus = self.bus_keys.clone();
+                bus.insert("name".into(), name.into());
+                bus.insert("tcp".into(), "127.0.0.1:0".into());
+                buses.push(Value::Table(bus));
+            }
+        }
+        root.insert("buses".into(), Value::Array(buses));
+        root.insert("devices".into(), Value::Array(devices));
+        let mut text = toml::to_string(&root).expect("the test config renders");
+        text.push_str(&self.raw);
+        text
+    }
+
+    /// The config parsed.
+    pub fn config(&self) -> Config {
+        parse(&self.text()).expect("test config is valid")
+    }
+
+    /// The simulator started for `config`'s buses (with this site's time and
+    /// tweaks), and the buses pointed at it: for a test that runs the agent
+    /// itself (as a process, or after setting devices up).
+    pub async fn start_sim(self, config: &mut Config) -> SimSite {
+        let TestSite {
+            time_factor,
+            start_ms,
+            tweaks,
+            ..
+        } = self;
+        start_sim_with(config, |spec| {
+            spec.time_factor = time_factor;
+            spec.start = Some(start_ms);
+            for tweak in tweaks {
+                tweak(spec);
+            }
+        })
+        .await
+    }
+
+    /// The simulator, then the agent on it (its database in a temporary
+    /// folder); returns once every device is discovered and at its fallback
+    /// (or applied where the grid loop holds a limit).
+    pub async fn start(self) -> Rig {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        self.start_in(dir).await
+    }
+
+    /// [`TestSite::start`] with the database in `dir`.
+    pub async fn start_in(self, dir: tempfile::TempDir) -> Rig {
+        let rig = self.launch_in(dir).await;
+        rig.settle().await;
+        rig
+    }
+
+    /// The simulator and the agent, returning at once (the test waits for
+    /// what it needs itself).
+    pub async fn launch_in(self, dir: tempfile::TempDir) -> Rig {
+        let mut config = self.config();
+        config.storage.path = dir.path().join("sitegate.db");
+        let sim = self.start_sim(&mut config).await;
+        Rig::join(sim, config, dir).await
+    }
+}
+
+/// A TOML table of `pairs`, for a typed value of a table or an array of
+/// them (`grid_signals`, `levels`, ...).
+pub fn table<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    Value::Table(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+fn int(v: u64) -> Value {
+    Value::Integer(i64::try_from(v).expect("fits a TOML integer"))
+}
