@@ -64,12 +64,6 @@ struct Sample {
     produced: f64,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Side {
-    Export,
-    Import,
-}
-
 /// What a scenario holds: the side and the limit at `t` s after its event.
 struct Limit {
     side: Side,
@@ -178,29 +172,26 @@ async fn trace(rig: &Rig, event: Instant, seconds: f64) -> Vec<Sample> {
 }
 
 /// The demo site with lagging devices, the loop on or off, a storage fallback.
-fn config(tau: f64, closed: bool, fallback: &str) -> String {
-    let loop_keys = if closed {
-        String::new()
+fn site(tau: f64, closed: bool, fallback: &str) -> TestSite {
+    let site = TestSite::demo(1000)
+        .ess_fallback(fallback)
+        .lag_s(Kind::Inverter, tau)
+        .ramp_percent_per_s(Kind::Inverter, 10.0)
+        .lag_s(Kind::Battery, tau)
+        .meter_refresh(1000, 500);
+    if closed {
+        site
     } else {
-        "grid_loop = { enabled = false }".to_string()
-    };
-    let mut text = demo_site(1000, &loop_keys).replace(
-        "ess_fallback = \"auto\"",
-        &format!("ess_fallback = \"{fallback}\""),
-    );
-    text.push_str(&format!(
-        "\n[simulator]\ninverter = {{ lag_s = {tau}, ramp_percent_per_s = 10 }}\n\
-         battery = {{ lag_s = {tau} }}\nmeter = {{ refresh_ms = 1000, report_lag_ms = 500 }}\n"
-    ));
-    text
+        site.grid_loop_off()
+    }
 }
 
 async fn start(tau: f64, closed: bool, fallback: &str, full: bool) -> Rig {
-    let text = config(tau, closed, fallback);
+    let site = site(tau, closed, fallback);
     if full {
-        Rig::start_full(&text).await
+        site.full_batteries().start().await
     } else {
-        Rig::start(&text).await
+        site.start().await
     }
 }
 
@@ -209,17 +200,10 @@ async fn warm_up(tau: f64) {
     tokio::time::sleep(Duration::from_secs_f64(15.0 + 4.0 * tau)).await;
 }
 
-fn grid_limit(rig: &Rig, w: f64, seconds: i64) -> impl std::future::Future<Output = ()> + '_ {
-    let body = json!({
-        "setting": {"maxExport": {"value": w, "unit": "W"}},
-        "validUntil": now_ms() + seconds * 1000,
-    });
-    async move {
-        let (s, v) = rig
-            .post(&format!("/sites/{SITE}/steering/grid-limit"), STEER, &body)
-            .await;
-        assert_eq!(s, 200, "{v}");
-    }
+/// A `gridLimit` of `w` W export for `seconds`.
+async fn grid_limit(rig: &Rig, w: f64, seconds: u64) {
+    rig.grid_limit(Side::Export, w, Duration::from_secs(seconds))
+        .await;
 }
 
 struct Run {
@@ -318,9 +302,9 @@ async fn expiry(tau: f64, closed: bool) -> Run {
     rig.sim.set_sun(Some(0.95));
     // The tighter limit from the start: the minute measured is held, not
     // the site still on its way down to it.
-    let hold_s = (15.0 + 4.0 * tau).ceil() as i64 + 60;
+    let hold_s = (15.0 + 4.0 * tau).ceil() as u64 + 60;
     grid_limit(&rig, 10_000.0, hold_s).await;
-    let event = Instant::now() + Duration::from_secs(hold_s as u64);
+    let event = Instant::now() + Duration::from_secs(hold_s);
     warm_up(tau).await;
     let trace = trace(
         &rig,

@@ -13,8 +13,9 @@ use sitegate::steering::settle::band_w;
 
 const INTERVAL_MS: u64 = 250;
 
-fn site(extra_site_keys: &str) -> String {
-    demo_site(INTERVAL_MS, extra_site_keys)
+/// The demo's site, controlled and polled every `INTERVAL_MS`.
+fn site() -> TestSite {
+    TestSite::demo(INTERVAL_MS)
 }
 
 fn grid_w(rig: &Rig) -> f64 {
@@ -86,7 +87,7 @@ fn limits_naming(state: &Value, component: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn noon_with_full_batteries_holds_max_export_without_a_signal() {
-    let rig = Rig::start_full(&site("")).await;
+    let rig = site().full_batteries().start().await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     // Open loop the site would export 47.5 - 2 = 45.5 kW.
@@ -149,8 +150,7 @@ async fn noon_with_full_batteries_holds_max_export_without_a_signal() {
 async fn a_load_step_above_max_import_is_shaved_by_the_storage() {
     // Storage idle at fallback (in `auto` the simulated batteries would cover
     // the load on their own).
-    let rig =
-        Rig::start(&site("").replace("ess_fallback = \"auto\"", "ess_fallback = \"idle\"")).await;
+    let rig = site().ess_fallback("idle").start().await;
     rig.sim.set_sun(Some(0.0));
     rig.sim.set_load(Some(20_000.0));
     holds(&rig, "no limit binding", 19_000.0, 21_000.0).await;
@@ -170,7 +170,7 @@ async fn a_load_step_above_max_import_is_shaved_by_the_storage() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partner_curtailment_looser_than_the_limit_is_tightened() {
-    let rig = Rig::start_full(&site("")).await;
+    let rig = site().full_batteries().start().await;
     rig.sim.set_load(Some(0.0));
     rig.sim.set_sun(Some(1.0));
     let body = json!({"setting": {"value": 45, "unit": "kW"}, "validUntil": now_ms() + 60_000});
@@ -199,7 +199,7 @@ async fn a_partner_curtailment_looser_than_the_limit_is_tightened() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temporary_grid_limit_over_http() {
-    let rig = Rig::start_full(&site("")).await;
+    let rig = site().full_batteries().start().await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     holds(&rig, "configured export", -40_000.0, -39_200.0).await;
@@ -264,15 +264,10 @@ async fn a_temporary_grid_limit_over_http() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn meter_offline_is_a_safe_state_and_the_loop_resumes() {
-    let rig = Rig::start(&site("")).await;
+    let rig = site().start().await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
-    let discharge =
-        json!({"setting": {"value": 15, "unit": "kW"}, "validUntil": now_ms() + 60_000});
-    let (s, v) = rig
-        .post(&format!("/sites/{SITE}/steering/ess"), STEER, &discharge)
-        .await;
-    assert_eq!(s, 200, "{v}");
+    rig.steer_ess(15.0, Duration::from_secs(60)).await;
     // The storage takes what the export cannot (storage first), and a
     // little more while the inverters show what they could give.
     holds(
@@ -326,15 +321,24 @@ async fn meter_offline_is_a_safe_state_and_the_loop_resumes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grid_operator_input_flipping_on_a_real_socket() {
-    let signals = r#"grid_signals = [{ name = "ripple control", bus = "io", unit_id = 3, module = "generic-di", poll_interval_ms = 200, levels = [
-    { value = 0, max_export = "100 %" },
-    { value = 1, max_export = "60 %" },
-    { value = 2, max_export = "30 %" },
-    { value = 4, max_export = "0 %" },
-] }]"#;
-    let text = site(&format!("rated_production_power = \"50 kW\"\n{signals}"))
-        + "\n[[buses]]\nname = \"io\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 500\n";
-    let rig = Rig::start_full(&text).await;
+    let levels = [(0, "100 %"), (1, "60 %"), (2, "30 %"), (4, "0 %")].map(|(value, max_export)| {
+        table([("value", value.into()), ("max_export", max_export.into())])
+    });
+    let ripple = table([
+        ("name", "ripple control".into()),
+        ("bus", "io".into()),
+        ("unit_id", 3.into()),
+        ("module", "generic-di".into()),
+        ("poll_interval_ms", 200.into()),
+        ("levels", toml::Value::Array(levels.to_vec())),
+    ]);
+    let rig = site()
+        .rated_production_kw(50.0)
+        .site_key("grid_signals", toml::Value::Array(vec![ripple]))
+        .bus("io")
+        .full_batteries()
+        .start()
+        .await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     let io = rig.sim.device("io", 3).expect("the I/O module");
@@ -359,11 +363,8 @@ async fn a_grid_operator_input_flipping_on_a_real_socket() {
     assert_eq!(st["gridLoop"]["signals"][0]["inputs"], 1);
 
     // A partner's temporary limit looser than the operator's changes nothing.
-    let body = json!({"setting": {"maxExport": {"value": 35, "unit": "kW"}}, "validUntil": now_ms() + 60_000});
-    let (s, v) = rig
-        .post(&format!("/sites/{SITE}/steering/grid-limit"), STEER, &body)
+    rig.grid_limit(Side::Export, 35_000.0, Duration::from_secs(60))
         .await;
-    assert_eq!(s, 200, "{v}");
     holds(&rig, "the operator's limit wins", -30_000.0, -29_400.0).await;
 
     // Input 3 on alone: 0 % (zero export).
@@ -412,14 +413,11 @@ async fn a_grid_operator_input_flipping_on_a_real_socket() {
 /// export beside a charge request").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zero_export_beside_a_charge_request_charges_more_and_keeps_a_bounded_margin() {
-    let rig = Rig::start(&site("")).await;
+    let rig = site().start().await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
-    let body = json!({"setting": {"maxExport": {"value": 0, "unit": "W"}}, "validUntil": now_ms() + 600_000});
-    let (s, v) = rig
-        .post(&format!("/sites/{SITE}/steering/grid-limit"), STEER, &body)
+    rig.grid_limit(Side::Export, 0.0, Duration::from_secs(600))
         .await;
-    assert_eq!(s, 200, "{v}");
     post_signal(
         &rig.base,
         &json!({"energyStorageSetting": {"value": -10, "unit": "kW"}, "validUntil": now_ms() + 600_000}),
