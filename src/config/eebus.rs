@@ -161,6 +161,49 @@ pub(super) fn resolve_eebus(
             })
             .ok(),
     };
+    let limits = limits(&r, site, devices, problems);
+    let serial = announced_names(&r, gateway_id, problems);
+    if problems.len() > before || !r.enabled {
+        return None;
+    }
+    Some(EebusConfig {
+        site: r.site,
+        listen: listen?,
+        trusted_ski: ski?,
+        box_address,
+        brand: r.brand,
+        model: r.model,
+        serial,
+        contractual_max_consumption_w: limits.max_consumption_w,
+        contractual_max_production_w: limits.max_production_w,
+        failsafe_consumption_w: limits.failsafe_consumption_w,
+        failsafe_production_w: limits.failsafe_production_w,
+        failsafe_duration_s: (r.failsafe_duration_h * 3600.0).round() as u64,
+        controllable_consumers: limits.consumers,
+        mdns: r.mdns,
+    })
+}
+
+/// The node's limits as [`limits`] checks them (0 W for one with a problem).
+struct Limits {
+    max_consumption_w: f64,
+    max_production_w: f64,
+    failsafe_consumption_w: f64,
+    failsafe_production_w: f64,
+    consumers: u32,
+}
+
+/// The contractual maximums (the site's limits by default), the §14a
+/// consumers (its batteries by default) and the failsafe limits (Pmin for
+/// consumption), and the failsafe duration checked; every problem under
+/// its path.
+fn limits(
+    r: &RawEebus,
+    site: Option<&super::SiteConfig>,
+    devices: &[super::DeviceConfig],
+    problems: &mut Vec<Problem>,
+) -> Limits {
+    let key = |k: &str| format!("eebus.{k}");
     let import = site.and_then(|s| s.max_import).map(|p| p.watts());
     let export = site.and_then(|s| s.max_export).map(|p| p.watts());
     let batteries = devices
@@ -211,6 +254,19 @@ pub(super) fn resolve_eebus(
             ),
         ));
     }
+    Limits {
+        max_consumption_w: max_c,
+        max_production_w: max_p,
+        failsafe_consumption_w: fs_c,
+        failsafe_production_w: fs_p,
+        consumers,
+    }
+}
+
+/// Checks the brand and model, and gives the serial (the gateway id by
+/// default) after checking it: the names the node announces.
+fn announced_names(r: &RawEebus, gateway_id: &str, problems: &mut Vec<Problem>) -> String {
+    let key = |k: &str| format!("eebus.{k}");
     for (k, v) in [("brand", &r.brand), ("model", &r.model)] {
         // The SHIP TXT record's rule (SHIP §7.3.2): mDNS announces both.
         let bad = |c: char| c.is_control() || c.is_whitespace() || c == ';';
@@ -233,25 +289,7 @@ pub(super) fn resolve_eebus(
             format!("{serial:?}: 1 to 32 of A-Z, a-z, 0-9, '-', '_', '.'"),
         ));
     }
-    if problems.len() > before || !r.enabled {
-        return None;
-    }
-    Some(EebusConfig {
-        site: r.site,
-        listen: listen?,
-        trusted_ski: ski?,
-        box_address,
-        brand: r.brand,
-        model: r.model,
-        serial,
-        contractual_max_consumption_w: max_c,
-        contractual_max_production_w: max_p,
-        failsafe_consumption_w: fs_c,
-        failsafe_production_w: fs_p,
-        failsafe_duration_s: (r.failsafe_duration_h * 3600.0).round() as u64,
-        controllable_consumers: consumers,
-        mdns: r.mdns,
-    })
+    serial
 }
 
 #[cfg(test)]
