@@ -76,57 +76,9 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
         .map_err(|e: toml::de::Error| ConfigError::single("", format!("not valid TOML: {e}")))?;
     let mut problems = Vec::new();
 
-    for key in table.keys() {
-        if !TOP_LEVEL_KEYS.contains(&key.as_str()) {
-            problems.push(Problem::new(
-                key.clone(),
-                format!(
-                    "unknown key (expected one of: {})",
-                    TOP_LEVEL_KEYS.join(", ")
-                ),
-            ));
-        }
-    }
-
-    let from = match table.remove("gateway_id_from") {
-        None => DeriveFrom::HostName,
-        Some(toml::Value::String(s)) => DeriveFrom::parse(&s).unwrap_or_else(|| {
-            problems.push(Problem::new(
-                "gateway_id_from",
-                format!("{s:?} is not a source of the gateway id: \"hostname\" (the default) or \"machine-id\""),
-            ));
-            DeriveFrom::HostName
-        }),
-        Some(other) => {
-            problems.push(Problem::new(
-                "gateway_id_from",
-                format!("expected a string, found {}", other.type_str()),
-            ));
-            DeriveFrom::HostName
-        }
-    };
-    let (gateway_id, gateway_id_source) = match table.remove("gateway_id") {
-        None => super::gateway_id::default_gateway_id(from),
-        Some(toml::Value::String(s)) => (s, GatewayIdSource::Configured),
-        Some(other) => {
-            problems.push(Problem::new(
-                "gateway_id",
-                format!("expected a string, found {}", other.type_str()),
-            ));
-            (String::new(), GatewayIdSource::Configured)
-        }
-    };
-    let profiles_dir = match table.remove("profiles_dir") {
-        None => std::path::PathBuf::from(super::profiles::DEFAULT_PROFILES_DIR),
-        Some(toml::Value::String(s)) => dir.join(s),
-        Some(other) => {
-            problems.push(Problem::new(
-                "profiles_dir",
-                format!("expected a directory path, found {}", other.type_str()),
-            ));
-            std::path::PathBuf::from(super::profiles::DEFAULT_PROFILES_DIR)
-        }
-    };
+    unknown_keys(&table, &mut problems);
+    let (gateway_id, gateway_id_source) = gateway_id(&mut table, &mut problems);
+    let profiles_dir = profiles_dir(&mut table, dir, &mut problems);
     let http: Option<RawHttp> = optional_section(&mut table, "http", &mut problems);
     let storage: Option<StorageConfig> = optional_section(&mut table, "storage", &mut problems);
     let polling: Option<PollingConfig> = optional_section(&mut table, "polling", &mut problems);
@@ -145,21 +97,7 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     let sites: Vec<Option<SiteConfig>> = array_section(&mut table, "sites", &mut problems);
     let buses: Vec<Option<RawBus>> = array_section(&mut table, "buses", &mut problems);
     let devices: Vec<Option<RawDevice>> = array_section(&mut table, "devices", &mut problems);
-    // `[csip_aus]` for one site, `[[csip_aus]]` for several.
-    let csip: Vec<Option<super::csip::RawCsip>> = match table.remove("csip_aus") {
-        Some(toml::Value::Table(t)) => {
-            vec![deserialize_at(
-                toml::Value::Table(t),
-                "csip_aus",
-                &mut problems,
-            )]
-        }
-        Some(other) => {
-            table.insert("csip_aus".into(), other);
-            array_section(&mut table, "csip_aus", &mut problems)
-        }
-        None => Vec::new(),
-    };
+    let csip = csip_section(&mut table, &mut problems);
 
     let mut config = resolve(
         super::resolve::Sections {
@@ -193,6 +131,91 @@ pub fn parse_in(text: &str, dir: &std::path::Path) -> Result<Config, ConfigError
     } else {
         locate(text, &mut problems);
         Err(ConfigError { problems })
+    }
+}
+
+/// A problem for each top-level key that is not one of [`TOP_LEVEL_KEYS`].
+fn unknown_keys(table: &toml::Table, problems: &mut Vec<Problem>) {
+    for key in table.keys() {
+        if !TOP_LEVEL_KEYS.contains(&key.as_str()) {
+            problems.push(Problem::new(
+                key.clone(),
+                format!(
+                    "unknown key (expected one of: {})",
+                    TOP_LEVEL_KEYS.join(", ")
+                ),
+            ));
+        }
+    }
+}
+
+/// `gateway_id`, else the one derived as `gateway_id_from` says (the host
+/// name by default), and where it came from; both keys taken off `table`.
+fn gateway_id(table: &mut toml::Table, problems: &mut Vec<Problem>) -> (String, GatewayIdSource) {
+    let from = match table.remove("gateway_id_from") {
+        None => DeriveFrom::HostName,
+        Some(toml::Value::String(s)) => DeriveFrom::parse(&s).unwrap_or_else(|| {
+            problems.push(Problem::new(
+                "gateway_id_from",
+                format!("{s:?} is not a source of the gateway id: \"hostname\" (the default) or \"machine-id\""),
+            ));
+            DeriveFrom::HostName
+        }),
+        Some(other) => {
+            problems.push(Problem::new(
+                "gateway_id_from",
+                format!("expected a string, found {}", other.type_str()),
+            ));
+            DeriveFrom::HostName
+        }
+    };
+    match table.remove("gateway_id") {
+        None => super::gateway_id::default_gateway_id(from),
+        Some(toml::Value::String(s)) => (s, GatewayIdSource::Configured),
+        Some(other) => {
+            problems.push(Problem::new(
+                "gateway_id",
+                format!("expected a string, found {}", other.type_str()),
+            ));
+            (String::new(), GatewayIdSource::Configured)
+        }
+    }
+}
+
+/// `profiles_dir`, taken from `dir` when relative (the default folder when
+/// not given), taken off `table`.
+fn profiles_dir(
+    table: &mut toml::Table,
+    dir: &std::path::Path,
+    problems: &mut Vec<Problem>,
+) -> std::path::PathBuf {
+    match table.remove("profiles_dir") {
+        None => std::path::PathBuf::from(super::profiles::DEFAULT_PROFILES_DIR),
+        Some(toml::Value::String(s)) => dir.join(s),
+        Some(other) => {
+            problems.push(Problem::new(
+                "profiles_dir",
+                format!("expected a directory path, found {}", other.type_str()),
+            ));
+            std::path::PathBuf::from(super::profiles::DEFAULT_PROFILES_DIR)
+        }
+    }
+}
+
+/// `[csip_aus]` for one site, `[[csip_aus]]` for several, taken off `table`.
+fn csip_section(
+    table: &mut toml::Table,
+    problems: &mut Vec<Problem>,
+) -> Vec<Option<super::csip::RawCsip>> {
+    match table.remove("csip_aus") {
+        Some(toml::Value::Table(t)) => {
+            vec![deserialize_at(toml::Value::Table(t), "csip_aus", problems)]
+        }
+        Some(other) => {
+            table.insert("csip_aus".into(), other);
+            array_section(table, "csip_aus", problems)
+        }
+        None => Vec::new(),
     }
 }
 
