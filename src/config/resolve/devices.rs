@@ -130,6 +130,38 @@ fn resolve_device(
     };
     let profile = named_variant(path, d.variant.as_deref(), profile, problems);
     unrated_profile_battery(path, &d, &profile, problems);
+    check_ratings(path, &d, problems);
+    DeviceConfig {
+        id: DeviceId(index as u16),
+        reference,
+        name: d.name,
+        device_type: d.device_type,
+        site: d.site,
+        bus: d.bus,
+        unit_id: d.unit_id,
+        profile,
+        poll_interval_ms: d.poll_interval_ms,
+        invert_power: d.invert_power,
+        rated_power_w: d.rated_power.map(|p| p.watts()),
+        capacity_wh: d.capacity.map(|e| e.watt_hours()),
+        soc_min: d.soc_min,
+        soc_max: d.soc_max,
+        max_charge_power_w: d.max_charge_power.map(|p| p.watts()),
+        report_lag_ms: d
+            .report_lag_ms
+            .unwrap_or(super::super::DEFAULT_REPORT_LAG_MS),
+        max_discharge_power_w: d.max_discharge_power.map(|p| p.watts()),
+        priority: d.priority,
+        modbus_server_unit_id: d.modbus_server_unit_id,
+        modbus_server_forward_reads: d.modbus_server_forward_reads,
+        modbus_server_forward_writes: d.modbus_server_forward_writes,
+    }
+}
+
+/// The device's state-of-charge bounds (percentages, the lower below the
+/// upper), its powers and capacity (not negative) and its report lag (a
+/// meter's, at most a minute).
+fn check_ratings(path: &str, d: &RawDevice, problems: &mut Vec<Problem>) {
     for (key, v) in [("soc_min", d.soc_min), ("soc_max", d.soc_max)] {
         if let Some(v) = v {
             if !(0.0..=100.0).contains(&v) {
@@ -176,31 +208,6 @@ fn resolve_device(
             format!("must be 0 to 60000, found {v}"),
         )),
         _ => {}
-    }
-    DeviceConfig {
-        id: DeviceId(index as u16),
-        reference,
-        name: d.name,
-        device_type: d.device_type,
-        site: d.site,
-        bus: d.bus,
-        unit_id: d.unit_id,
-        profile,
-        poll_interval_ms: d.poll_interval_ms,
-        invert_power: d.invert_power,
-        rated_power_w: d.rated_power.map(|p| p.watts()),
-        capacity_wh: d.capacity.map(|e| e.watt_hours()),
-        soc_min: d.soc_min,
-        soc_max: d.soc_max,
-        max_charge_power_w: d.max_charge_power.map(|p| p.watts()),
-        report_lag_ms: d
-            .report_lag_ms
-            .unwrap_or(super::super::DEFAULT_REPORT_LAG_MS),
-        max_discharge_power_w: d.max_discharge_power.map(|p| p.watts()),
-        priority: d.priority,
-        modbus_server_unit_id: d.modbus_server_unit_id,
-        modbus_server_forward_reads: d.modbus_server_forward_reads,
-        modbus_server_forward_writes: d.modbus_server_forward_writes,
     }
 }
 
