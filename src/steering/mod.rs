@@ -1,9 +1,10 @@
 //! Site steering: partners' site-level signals turned into per-device setpoints
 //! that the devices follow (`docs/steering.md`).
 //!
-//! Pure core: `timeline`, `signal` (the combined signal), `request` (the typed
-//! request), `alloc` (fulfilment rules), `decide` (what each device should get now),
-//! `report` (when to write, what to report). The registers a command becomes
+//! Pure core: `decisions/` (what each device should get now, the grid loop,
+//! the fulfilment rules, when to write), and the typed data it works on:
+//! `timeline`, `signal` (the combined signal), `request` (the typed
+//! request), `value`, `sources`. The registers a command becomes
 //! are `modbus::control`'s. I/O at the edges: `actuator` (one task per steered device, the only
 //! writer of its setpoints; at a clean stop it releases its device, `stop`
 //! deciding and `stop_signal` asking), `control` (one loop per site), `service` (the handle
@@ -18,25 +19,17 @@
 //! or leave a device steered after its signal's validity ended.
 
 pub mod actuator;
-pub mod alloc;
 pub mod audit;
 pub mod control;
-pub mod decide;
-pub mod der_bounds;
+pub mod decisions;
 pub mod durable;
 pub mod feed;
 pub mod grid_signal;
-pub mod hold;
 pub mod inputs;
-pub mod limits;
-pub mod open_loop;
-pub mod operator;
 pub mod persist;
-pub mod report;
 pub mod request;
 pub mod runtime;
 pub mod service;
-pub mod settle;
 pub mod signal;
 pub mod sources;
 pub mod sqlite;
@@ -47,6 +40,8 @@ pub mod timeline;
 pub mod value;
 pub mod view;
 
+// The decisions by their own names too: `steering::hold`, as everywhere.
+pub use decisions::{alloc, decide, der_bounds, hold, limits, open_loop, operator, report, settle};
 pub use durable::mark_changes_lost;
 pub use feed::{follow_states, Publish};
 pub use persist::{MemoryStore, PersistError, SteeringStore};

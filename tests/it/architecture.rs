@@ -13,7 +13,8 @@
 //! "Code map" for every folder and file directly under `src/`. Nothing in
 //! `src/` but the demo names the simulator. Inside each folder, imports form
 //! no circle (`architecture/circles.rs`); files and functions keep their
-//! sizes (`architecture/sizes.rs`).
+//! sizes (`architecture/sizes.rs`); steering's decisions stay pure
+//! (`architecture/decisions.rs`).
 //!
 //! Reads files only; it must not build, start or import anything of the agent.
 
@@ -21,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 mod circles;
+mod decisions;
 mod sizes;
 mod source;
 

@@ -24,8 +24,8 @@ const LONG_FNS_ALLOWED: &[&str] = &[
     "src/eebus/node.rs::build",
     "src/eebus/task.rs::run",
     "src/steering/actuator/write.rs::step",
-    "src/steering/decide.rs::decide",
-    "src/steering/hold/tick.rs::new",
+    "src/steering/decisions/decide.rs::decide",
+    "src/steering/decisions/hold/tick.rs::new",
     "src/steering/mod.rs::start",
     "src/steering/sqlite/rows.rs::encode_record",
     // The rest, still to be split along their seams.

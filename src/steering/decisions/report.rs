@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::decide::Command;
-use super::value::Component;
+use crate::steering::value::Component;
 use crate::modbus::control::{RegWrite, WritePlan};
 use crate::util::Backoff;
 

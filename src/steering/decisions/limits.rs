@@ -6,7 +6,7 @@
 //!
 //! Pure: plain values in, plain values out.
 
-use super::value::GridLimit;
+use crate::steering::value::GridLimit;
 
 /// Where a limit comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,9 +16,9 @@ use super::hold::{
 use super::limits::{in_force, GridLimits, OperatorLimits, ServerLimits};
 use super::open_loop::{open_loop, Net};
 use super::settle::{production_limits, storage_setpoints};
-use super::signal::Active;
-use super::sources::{Kind, OperatorSet, SourceLimit};
-use super::value::{Component, EssSetting};
+use crate::steering::signal::Active;
+use crate::steering::sources::{Kind, OperatorSet, SourceLimit};
+use crate::steering::value::{Component, EssSetting};
 use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
 
 /// How long the grid loop expects a battery to keep charging, s.

@@ -11,7 +11,7 @@
 
 use super::alloc::BatteryView;
 use super::hold::{Held, ProductionPlan, SitePlan, StoragePlan};
-use super::sources::{Kind, OperatorSet, SourceLimit};
+use crate::steering::sources::{Kind, OperatorSet, SourceLimit};
 
 /// The DER's bounds in force.
 #[derive(Clone, Debug, Default)]
