@@ -11,18 +11,17 @@ use tokio::time::Instant;
 
 use crate::common::proxy::behind_proxy;
 use crate::steering_support::*;
-use serde_json::json;
-use sitegate::config::parse;
 use sitegate::sim::Fault;
 
-/// The demo site with devices that respond like real ones.
-fn lagging_site() -> String {
-    let mut text = demo_site(1000, "");
-    text.push_str(
-        "\n[simulator]\ninverter = { lag_s = 3, ramp_percent_per_s = 10 }\n\
-         battery = { lag_s = 3 }\nmeter = { refresh_ms = 1000, report_lag_ms = 500 }\n",
-    );
-    text
+/// The demo site with devices that respond like real ones: inverters and
+/// batteries with a lag of `lag_s` (inverters ramping at most 10 % a
+/// second), a meter refreshed every second with the power of 0.5 s before.
+fn lagging_site(lag_s: f64) -> TestSite {
+    TestSite::demo(1000)
+        .lag_s(Kind::Inverter, lag_s)
+        .ramp_percent_per_s(Kind::Inverter, 10.0)
+        .lag_s(Kind::Battery, lag_s)
+        .meter_refresh(1000, 500)
 }
 
 fn export_w(rig: &Rig) -> f64 {
@@ -43,20 +42,14 @@ async fn peak_export(rig: &Rig, seconds: u64) -> f64 {
 /// 40 kW and its band (2 %).
 const EXPORT_BAND: f64 = 40_800.0;
 
-async fn grid_limit(rig: &Rig, max_export_w: f64, seconds: i64) {
-    let body = json!({
-        "setting": {"maxExport": {"value": max_export_w, "unit": "W"}},
-        "validUntil": now_ms() + seconds * 1000,
-    });
-    let (s, v) = rig
-        .post(&format!("/sites/{SITE}/steering/grid-limit"), STEER, &body)
+async fn grid_limit(rig: &Rig, max_export_w: f64, seconds: u64) {
+    rig.grid_limit(Side::Export, max_export_w, Duration::from_secs(seconds))
         .await;
-    assert_eq!(s, 200, "{v}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_end_of_a_tighter_limit_goes_to_what_the_configured_one_needs() {
-    let rig = Rig::start(&lagging_site()).await;
+    let rig = lagging_site(3.0).start().await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     grid_limit(&rig, 10_000.0, 20).await;
@@ -76,7 +69,7 @@ async fn the_end_of_a_tighter_limit_goes_to_what_the_configured_one_needs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_return_of_a_lost_meter_goes_to_what_the_limit_needs() {
-    let rig = Rig::start_full(&lagging_site()).await;
+    let rig = lagging_site(3.0).full_batteries().start().await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     tokio::time::sleep(Duration::from_secs(15)).await;
@@ -99,7 +92,7 @@ async fn the_return_of_a_lost_meter_goes_to_what_the_limit_needs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_returning_sun_meets_a_cap_already_in_place() {
-    let rig = Rig::start_full(&lagging_site()).await;
+    let rig = lagging_site(3.0).full_batteries().start().await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(1.0));
     tokio::time::sleep(Duration::from_secs(15)).await;
@@ -122,10 +115,7 @@ async fn a_returning_sun_meets_a_cap_already_in_place() {
 /// change may still show the power of before it; acting on it would cycle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tight_limit_is_held_without_a_cycle() {
-    let text = lagging_site()
-        .replace("lag_s = 3, ramp", "lag_s = 0.1, ramp")
-        .replace("battery = { lag_s = 3 }", "battery = { lag_s = 0.1 }");
-    let rig = Rig::start_full(&text).await;
+    let rig = lagging_site(0.1).full_batteries().start().await;
     rig.sim.set_load(Some(10_000.0));
     rig.sim.set_sun(Some(0.95));
     for limit in [10_000.0, 0.0] {
@@ -156,13 +146,11 @@ async fn a_tight_limit_is_held_without_a_cycle() {
 /// limit, the whole load imported) for a moment.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
-    let text = lagging_site()
-        .replace("lag_s = 3, ramp", "lag_s = 0.1, ramp")
-        .replace("battery = { lag_s = 3 }", "battery = { lag_s = 0.1 }");
-    let mut config = parse(&text).expect("test config is valid");
+    let site = lagging_site(0.1).full_batteries();
+    let mut config = site.config();
     let dir = tempfile::tempdir().expect("a temporary folder");
     config.storage.path = dir.path().join("sitegate.db");
-    let sim = start_sim_with(&mut config, fill_batteries).await;
+    let sim = site.start_sim(&mut config).await;
     // The meter's bus goes through a proxy that can leave a request
     // unanswered, at the default timeout (1 s, as long as the poll interval).
     // What this shows is the loop keeping the last reading; the retry at the
@@ -209,13 +197,11 @@ async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
         );
     }
     assert_eq!(peer.applied(), vec![Fault::Silence; 3]);
-    let (_, metrics) = rig.get_text("/metrics").await;
-    let failed = metrics
-        .lines()
-        .find(|l| l.starts_with("sitegate_device_poll_failures_total{device=\"dvc_grid\"}"))
-        .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok());
+    let failed = rig
+        .metric("sitegate_device_poll_failures_total{device=\"dvc_grid\"}")
+        .await;
     assert!(
-        failed.is_some_and(|n| n >= 3),
+        failed.is_some_and(|n| n >= 3.0),
         "the meter's failed polls: {failed:?}"
     );
     rig.shutdown().await;
