@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use eebus::model::{DeviceType, EntityType, FeatureAddress};
 use eebus::spine::{Engine, LocalDevice, LocalEntity};
+use eebus::usecases::descriptor::UseCaseDescriptor;
 use eebus::usecases::limitation::{
     self, ControllableSystem, ControllableSystemActor, ControllableSystemBuilder, CsConfig,
     CsFeatures, Direction,
@@ -60,11 +61,21 @@ pub struct Built {
     pub monitors: Vec<Monitor>,
 }
 
+/// What one use case is played with: its name, direction, descriptor, and
+/// the config's failsafe and contractual values.
+type Play = (
+    &'static str,
+    Direction,
+    &'static UseCaseDescriptor,
+    f64,
+    f64,
+);
+
 /// The node's SPINE device and its use cases.
 pub fn build(c: &EebusConfig, kept: [Option<&Kept>; 2]) -> Result<Built, String> {
     let mut device = LocalDevice::new("n:sitegate", &c.serial, DeviceType::EnergyManagementSystem)
         .map_err(|e| format!("the node's device address: {e}"))?;
-    let plays = [
+    let plays: [Play; 2] = [
         (
             "lpc",
             lpc::DIRECTION,
@@ -80,6 +91,25 @@ pub fn build(c: &EebusConfig, kept: [Option<&Kept>; 2]) -> Result<Built, String>
             c.contractual_max_production_w,
         ),
     ];
+    let features = cem_entities(&mut device)?;
+    let monitors = monitor_entities(&mut device)?;
+    let mut engine = Engine::new(device);
+    let mut use_cases = Vec::new();
+    for (i, (play, f)) in plays.into_iter().zip(features).enumerate() {
+        engine.add_use_case([i as u32 + 1], 1, play.2);
+        use_cases.push(use_case(c, play, f, kept[i]));
+    }
+    publish_monitors(&mut engine, &monitors);
+    Ok(Built {
+        engine,
+        use_cases,
+        monitors,
+    })
+}
+
+/// The two CEM entities (1: LPC, 2: LPP) with the features a Controllable
+/// System needs, and their addresses with each one's electrical connection.
+fn cem_entities(device: &mut LocalDevice) -> Result<Vec<(CsFeatures, FeatureAddress)>, String> {
     for entity in 1..=2u32 {
         device
             .add_entity(
@@ -92,7 +122,25 @@ pub fn build(c: &EebusConfig, kept: [Option<&Kept>; 2]) -> Result<Built, String>
             )
             .map_err(|e| format!("the node's entity {entity}: {e}"))?;
     }
-    let addr = |d: &LocalDevice, entity: u32, f: u32| d.address_of(&[entity], f);
+    let addr = |entity: u32, f: u32| device.address_of(&[entity], f);
+    Ok((1..=2u32)
+        .map(|e| {
+            (
+                CsFeatures {
+                    load_control: addr(e, 1),
+                    device_configuration: addr(e, 2),
+                    device_diagnosis: addr(e, 3),
+                    device_diagnosis_client: addr(e, 5),
+                },
+                addr(e, 4),
+            )
+        })
+        .collect())
+}
+
+/// The entities of the monitored units (MGCP's and MPC's), each with its
+/// electrical connection and measurement features.
+fn monitor_entities(device: &mut LocalDevice) -> Result<Vec<Monitor>, String> {
     let mut monitors = Vec::new();
     for (what, entity, kind) in MONITORS {
         let unit = what.unit();
@@ -106,53 +154,44 @@ pub fn build(c: &EebusConfig, kept: [Option<&Kept>; 2]) -> Result<Built, String>
         monitors.push(Monitor {
             what,
             unit,
-            electrical_connection: addr(&device, entity, 1),
-            measurement: addr(&device, entity, 2),
+            electrical_connection: device.address_of(&[entity], 1),
+            measurement: device.address_of(&[entity], 2),
         });
     }
-    let features: Vec<(CsFeatures, FeatureAddress)> = (1..=2u32)
-        .map(|e| {
-            (
-                CsFeatures {
-                    load_control: addr(&device, e, 1),
-                    device_configuration: addr(&device, e, 2),
-                    device_diagnosis: addr(&device, e, 3),
-                    device_diagnosis_client: addr(&device, e, 5),
-                },
-                addr(&device, e, 4),
-            )
-        })
-        .collect();
-    let mut engine = Engine::new(device);
-    let mut out = Vec::new();
-    for (i, ((name, direction, descriptor, failsafe_w, contract_w), (f, electrical))) in
-        plays.into_iter().zip(features).enumerate()
-    {
-        engine.add_use_case([i as u32 + 1], 1, descriptor);
-        let (failsafe_w, duration_s) = match kept[i] {
-            Some(k) => (k.failsafe_w, k.failsafe_duration_s),
-            None => (failsafe_w, c.failsafe_duration_s),
-        };
-        let system = ControllableSystem::new(
-            CsConfig::new(failsafe_w, Duration::from_secs(duration_s))
-                .on_cem()
-                .with_contractual_max(contract_w),
-            Duration::ZERO,
-        );
-        let load_control = f.load_control.clone();
-        let device_configuration = f.device_configuration.clone();
-        let builder = ControllableSystemActor::builder(system, direction, f)
-            .with_electrical_connection(electrical);
-        out.push((
-            UseCase {
-                name,
-                direction,
-                load_control,
-                device_configuration,
-            },
-            builder,
-        ));
-    }
+    Ok(monitors)
+}
+
+/// One use case's actor, set up with the failsafe values the store kept
+/// (the box may have written them) or the config's.
+fn use_case(
+    c: &EebusConfig,
+    (name, direction, _, failsafe_w, contract_w): Play,
+    (f, electrical): (CsFeatures, FeatureAddress),
+    kept: Option<&Kept>,
+) -> (UseCase, ControllableSystemBuilder) {
+    let (failsafe_w, duration_s) = match kept {
+        Some(k) => (k.failsafe_w, k.failsafe_duration_s),
+        None => (failsafe_w, c.failsafe_duration_s),
+    };
+    let system = ControllableSystem::new(
+        CsConfig::new(failsafe_w, Duration::from_secs(duration_s))
+            .on_cem()
+            .with_contractual_max(contract_w),
+        Duration::ZERO,
+    );
+    let case = UseCase {
+        name,
+        direction,
+        load_control: f.load_control.clone(),
+        device_configuration: f.device_configuration.clone(),
+    };
+    let builder = ControllableSystemActor::builder(system, direction, f)
+        .with_electrical_connection(electrical);
+    (case, builder)
+}
+
+/// Announces the monitored units' use cases and publishes their units.
+fn publish_monitors(engine: &mut Engine, monitors: &[Monitor]) {
     for (m, (_, entity, _)) in monitors.iter().zip(MONITORS) {
         let (descriptor, scenarios) = match m.what {
             Monitored::GridConnectionPoint => (&mgcp::GRID_CONNECTION_POINT, monitoring::SCENARIOS),
@@ -160,11 +199,6 @@ pub fn build(c: &EebusConfig, kept: [Option<&Kept>; 2]) -> Result<Built, String>
         };
         engine.add_use_case_scenarios([entity], 1, descriptor, scenarios);
         m.unit
-            .publish(&mut engine, &m.electrical_connection, &m.measurement);
+            .publish(engine, &m.electrical_connection, &m.measurement);
     }
-    Ok(Built {
-        engine,
-        use_cases: out,
-        monitors,
-    })
 }

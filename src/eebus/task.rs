@@ -70,33 +70,16 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
         server: c.box_address.map(|a| a.to_string()).unwrap_or_default(),
         ..SourceStatus::default()
     };
-    let id = match identity::load_or_make(&p.state_dir, c) {
-        Ok(id) => id,
-        Err(e) => {
-            tracing::error!(error = %e, "EEBus node has no identity: the failsafe limits hold");
-            status.state = "noCertificate".into();
-            status.error = Some(e.to_string());
-            site.set_server_status(Server::Eebus, status);
-            hold_failsafe(&p, started_ms, &cancel).await;
-            return;
-        }
+    let Some((id, kept, built)) = prepare(&p, &mut status).await else {
+        site.set_server_status(Server::Eebus, status);
+        hold_failsafe(&p, started_ms, &cancel).await;
+        return;
     };
-    status.identity = id.ski.to_display_string();
-    let kept = load_kept(&p).await;
     let node::Built {
         engine,
         use_cases: builders,
         monitors,
-    } = match node::build(c, [kept[0].as_ref(), kept[1].as_ref()]) {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::error!(error = %e, "EEBus node not built: the failsafe limits hold");
-            status.error = Some(e);
-            site.set_server_status(Server::Eebus, status);
-            hold_failsafe(&p, started_ms, &cancel).await;
-            return;
-        }
-    };
+    } = built;
     let node_ski = id.ski;
     let ski = Ski::from_bytes(c.trusted_ski);
     let ship_id = identity::ship_id(c);
@@ -112,26 +95,7 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
             tracked: Tracked::new(kept),
         })
         .collect();
-    let mut announcement = None;
-    let mut incoming = match super::listener::listen(c.listen, cancel.child_token()).await {
-        Ok((a, rx)) => {
-            tracing::info!(listen = %a, ski = %status.identity, "EEBus node listening");
-            if c.mdns {
-                match super::announce::announce(c, node_ski, a) {
-                    Ok(on) => announcement = Some(on),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "EEBus node not announced over mDNS: the box needs the controller's address")
-                    }
-                }
-            }
-            Some(rx)
-        }
-        Err(e) => {
-            tracing::error!(listen = %c.listen, error = %e, "EEBus node cannot listen: it dials the box only");
-            status.error = Some(format!("cannot listen on {}: {e}", c.listen));
-            None
-        }
-    };
+    let (mut incoming, announcement) = open_listener(c, node_ski, &mut status, &cancel).await;
     if let Some(a) = c.box_address {
         hub.remember(ski, a);
     }
@@ -182,6 +146,67 @@ pub async fn run(p: Parts, cancel: CancellationToken) {
         .shutdown(eebus::ship::ConnectionCloseReason::Unspecific)
         .await;
     hold_failsafe(&p, started_ms, &cancel).await;
+}
+
+/// The node's identity, what the store kept of its use cases and its SPINE
+/// device: `None` when it has no identity or cannot be built (said in the
+/// log and in `status`; the failsafe limits hold then).
+async fn prepare(
+    p: &Parts,
+    status: &mut SourceStatus,
+) -> Option<(eebus::cert::Identity, [Option<Kept>; 2], node::Built)> {
+    let id = match identity::load_or_make(&p.state_dir, &p.config) {
+        Ok(id) => id,
+        Err(e) => {
+            tracing::error!(error = %e, "EEBus node has no identity: the failsafe limits hold");
+            status.state = "noCertificate".into();
+            status.error = Some(e.to_string());
+            return None;
+        }
+    };
+    status.identity = id.ski.to_display_string();
+    let kept = load_kept(p).await;
+    match node::build(&p.config, [kept[0].as_ref(), kept[1].as_ref()]) {
+        Ok(b) => Some((id, kept, b)),
+        Err(e) => {
+            tracing::error!(error = %e, "EEBus node not built: the failsafe limits hold");
+            status.error = Some(e);
+            None
+        }
+    }
+}
+
+/// Listens for the box (and announces the node over mDNS where `mdns`);
+/// without a listener the node only dials the box (said in `status`).
+async fn open_listener(
+    c: &EebusConfig,
+    node_ski: Ski,
+    status: &mut SourceStatus,
+    cancel: &CancellationToken,
+) -> (
+    Option<tokio::sync::mpsc::Receiver<tokio::net::TcpStream>>,
+    Option<super::announce::Announcement>,
+) {
+    match super::listener::listen(c.listen, cancel.child_token()).await {
+        Ok((a, rx)) => {
+            tracing::info!(listen = %a, ski = %status.identity, "EEBus node listening");
+            let announcement = c
+                .mdns
+                .then(|| super::announce::announce(c, node_ski, a))
+                .and_then(|r| {
+                    r.map_err(|e| {
+                        tracing::warn!(error = %e, "EEBus node not announced over mDNS: the box needs the controller's address")
+                    })
+                    .ok()
+                });
+            (Some(rx), announcement)
+        }
+        Err(e) => {
+            tracing::error!(listen = %c.listen, error = %e, "EEBus node cannot listen: it dials the box only");
+            status.error = Some(format!("cannot listen on {}: {e}", c.listen));
+            (None, None)
+        }
+    }
 }
 
 /// What the store kept of each use case (LPC, then LPP); nothing when it
