@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use super::super::problem::Problem;
-use super::super::raw::RawHttp;
+use super::super::raw::{RateLimitConfig, RawHttp, RawToken};
 use super::super::values::AuthMode;
 use super::super::{HttpConfig, TokenConfig};
 
@@ -46,45 +46,74 @@ pub(super) fn resolve_http(
         _ => {}
     }
     if raw.auth == AuthMode::None {
-        let every = listen
-            .iter()
-            .map(|a| ("listen", a))
-            .chain(https_listen.iter().map(|a| ("https_listen", a)));
-        let mut at = (0usize, 0usize);
-        for (key, a) in every {
-            let i = if key == "listen" {
-                &mut at.0
-            } else {
-                &mut at.1
-            };
-            if !a.ip().is_loopback() {
-                problems.push(Problem::new(
-                    format!("http.{key}[{i}]"),
-                    format!(
-                        "auth = \"none\" is only allowed when every listener is on loopback, but {a} is reachable from the network; use auth = \"tokens\""
-                    ),
-                ));
-            }
-            *i += 1;
-        }
+        loopback_only(&listen, &https_listen, problems);
     }
-    // Survived by `run`: a site upgraded onto such a config keeps running
-    // (tokens sent to that listener from the network are answered 401).
     if raw.auth == AuthMode::Tokens && !raw.allow_plain_tokens {
-        for (i, a) in listen.iter().enumerate() {
-            if !a.ip().is_loopback() {
-                survived.push(Problem::new(
-                    format!("http.listen[{i}]"),
-                    format!(
-                        "{a} serves plain HTTP beyond loopback, where tokens would cross the network in clear: serve the LAN over HTTPS (https_listen and tls) and keep listen on loopback, or set allow_plain_tokens = true"
-                    ),
-                ));
-            }
+        plain_tokens_beyond_loopback(&listen, survived);
+    }
+    let tokens = tokens(raw.tokens, problems);
+    check_limits(&raw.rate_limit, raw.request_timeout_ms, problems);
+    HttpConfig {
+        listen,
+        auth: raw.auth,
+        tokens,
+        metrics: raw.metrics,
+        request_timeout_ms: raw.request_timeout_ms,
+        rate_limit: raw.rate_limit,
+        https_listen,
+        tls,
+        allow_plain_tokens: raw.allow_plain_tokens,
+    }
+}
+
+/// With `auth = "none"`: a problem for every listener (plain or HTTPS)
+/// beyond loopback.
+fn loopback_only(listen: &[SocketAddr], https_listen: &[SocketAddr], problems: &mut Vec<Problem>) {
+    let every = listen
+        .iter()
+        .map(|a| ("listen", a))
+        .chain(https_listen.iter().map(|a| ("https_listen", a)));
+    let mut at = (0usize, 0usize);
+    for (key, a) in every {
+        let i = if key == "listen" {
+            &mut at.0
+        } else {
+            &mut at.1
+        };
+        if !a.ip().is_loopback() {
+            problems.push(Problem::new(
+                format!("http.{key}[{i}]"),
+                format!(
+                    "auth = \"none\" is only allowed when every listener is on loopback, but {a} is reachable from the network; use auth = \"tokens\""
+                ),
+            ));
+        }
+        *i += 1;
+    }
+}
+
+/// With tokens over plain HTTP: a problem for every plain listener beyond
+/// loopback. Survived by `run`: a site upgraded onto such a config keeps
+/// running (tokens sent to that listener from the network are answered 401).
+fn plain_tokens_beyond_loopback(listen: &[SocketAddr], survived: &mut Vec<Problem>) {
+    for (i, a) in listen.iter().enumerate() {
+        if !a.ip().is_loopback() {
+            survived.push(Problem::new(
+                format!("http.listen[{i}]"),
+                format!(
+                    "{a} serves plain HTTP beyond loopback, where tokens would cross the network in clear: serve the LAN over HTTPS (https_listen and tls) and keep listen on loopback, or set allow_plain_tokens = true"
+                ),
+            ));
         }
     }
+}
+
+/// `http.tokens`: each named once, with a scope at least and its SHA-256;
+/// the tokens whose hash reads.
+fn tokens(raw: Vec<RawToken>, problems: &mut Vec<Problem>) -> Vec<TokenConfig> {
     let mut names = HashSet::new();
     let mut tokens = Vec::new();
-    for (i, t) in raw.tokens.into_iter().enumerate() {
+    for (i, t) in raw.into_iter().enumerate() {
         let path = format!("http.tokens[{i}]");
         if t.name.trim().is_empty() {
             problems.push(Problem::new(format!("{path}.name"), "must not be empty"));
@@ -116,37 +145,35 @@ pub(super) fn resolve_http(
             )),
         }
     }
-    if !(raw.rate_limit.requests_per_s.is_finite() && raw.rate_limit.requests_per_s >= 0.0) {
+    tokens
+}
+
+/// `http.rate_limit` and `http.request_timeout_ms` within their bounds.
+fn check_limits(
+    rate_limit: &RateLimitConfig,
+    request_timeout_ms: u64,
+    problems: &mut Vec<Problem>,
+) {
+    if !(rate_limit.requests_per_s.is_finite() && rate_limit.requests_per_s >= 0.0) {
         problems.push(Problem::new(
             "http.rate_limit.requests_per_s",
             format!(
                 "must be a number >= 0 (0 turns the limit off), found {}",
-                raw.rate_limit.requests_per_s
+                rate_limit.requests_per_s
             ),
         ));
     }
-    if raw.rate_limit.requests_per_s > 0.0 && raw.rate_limit.burst == 0 {
+    if rate_limit.requests_per_s > 0.0 && rate_limit.burst == 0 {
         problems.push(Problem::new(
             "http.rate_limit.burst",
             "must be at least 1 while requests_per_s is above 0, found 0",
         ));
     }
-    if !(100..=600_000).contains(&raw.request_timeout_ms) {
+    if !(100..=600_000).contains(&request_timeout_ms) {
         problems.push(Problem::new(
             "http.request_timeout_ms",
-            format!("must be 100 to 600000, found {}", raw.request_timeout_ms),
+            format!("must be 100 to 600000, found {request_timeout_ms}"),
         ));
-    }
-    HttpConfig {
-        listen,
-        auth: raw.auth,
-        tokens,
-        metrics: raw.metrics,
-        request_timeout_ms: raw.request_timeout_ms,
-        rate_limit: raw.rate_limit,
-        https_listen,
-        tls,
-        allow_plain_tokens: raw.allow_plain_tokens,
     }
 }
 
