@@ -139,6 +139,42 @@ fn bounds(raw: &RawModbusServer, problems: &mut Vec<Problem>) {
     }
 }
 
+/// Each `[[modbus_server.sites]]` entry: a known site, listed once, its
+/// heartbeat and failsafe export within bounds.
+fn check_site_entries(raw: &RawModbusServer, sites: &[SiteConfig], problems: &mut Vec<Problem>) {
+    for (i, entry) in raw.sites.iter().enumerate() {
+        if !sites.iter().any(|s| s.reference == entry.site) {
+            problems.push(Problem::new(
+                format!("modbus_server.sites[{i}].site"),
+                format!(
+                    "unknown site {:?} (no [[sites]] entry has that reference)",
+                    entry.site
+                ),
+            ));
+        }
+        if raw.sites[..i].iter().any(|e| e.site == entry.site) {
+            problems.push(Problem::new(
+                format!("modbus_server.sites[{i}].site"),
+                format!("site {:?} is listed twice", entry.site),
+            ));
+        }
+        if !(1..=3600).contains(&entry.heartbeat_s) {
+            problems.push(Problem::new(
+                format!("modbus_server.sites[{i}].heartbeat_s"),
+                format!("must be 1 to 3600, found {}", entry.heartbeat_s),
+            ));
+        }
+        if let Some(super::super::PowerShare::Watts(w)) = entry.failsafe_export {
+            if w < 0.0 {
+                problems.push(Problem::new(
+                    format!("modbus_server.sites[{i}].failsafe_export"),
+                    format!("must not be negative, found {w} W"),
+                ));
+            }
+        }
+    }
+}
+
 /// Every unit id and what it serves; a unit id claimed twice is reported
 /// with both claimants.
 fn unit_ids(
@@ -190,37 +226,7 @@ fn unit_ids(
         );
         claim(unit, Served::Device(d.id), key, who, problems);
     }
-    for (i, entry) in raw.sites.iter().enumerate() {
-        if !sites.iter().any(|s| s.reference == entry.site) {
-            problems.push(Problem::new(
-                format!("modbus_server.sites[{i}].site"),
-                format!(
-                    "unknown site {:?} (no [[sites]] entry has that reference)",
-                    entry.site
-                ),
-            ));
-        }
-        if raw.sites[..i].iter().any(|e| e.site == entry.site) {
-            problems.push(Problem::new(
-                format!("modbus_server.sites[{i}].site"),
-                format!("site {:?} is listed twice", entry.site),
-            ));
-        }
-        if !(1..=3600).contains(&entry.heartbeat_s) {
-            problems.push(Problem::new(
-                format!("modbus_server.sites[{i}].heartbeat_s"),
-                format!("must be 1 to 3600, found {}", entry.heartbeat_s),
-            ));
-        }
-        if let Some(super::super::PowerShare::Watts(w)) = entry.failsafe_export {
-            if w < 0.0 {
-                problems.push(Problem::new(
-                    format!("modbus_server.sites[{i}].failsafe_export"),
-                    format!("must not be negative, found {w} W"),
-                ));
-            }
-        }
-    }
+    check_site_entries(raw, sites, problems);
     for (i, site) in sites.iter().enumerate() {
         let listed = raw.sites.iter().position(|e| e.site == site.reference);
         let entry = listed.map(|at| &raw.sites[at]);
