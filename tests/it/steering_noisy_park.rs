@@ -20,7 +20,7 @@ const RATED_KW: f64 = 25.0;
 /// The export limit: five times the load, as on the park of the footprint
 /// bench (1 MW behind 200 kW).
 const MAX_EXPORT_W: f64 = 100_000.0;
-const LOAD: &str = "20 kW";
+const LOAD_KW: f64 = 20.0;
 /// The site's band around the limit (`hold::tolerance_w`): 2 %.
 const TOLERANCE_W: f64 = 2_000.0;
 /// The site's revert timer, 20 s: a refresh every 10 s (`report::refresh_ms`:
@@ -39,26 +39,22 @@ const LOAD_STEP_W: f64 = 0.20 * 20_000.0;
 /// needed stays what it is at the default.
 const WATCH: Duration = Duration::from_millis(33_333);
 
-fn config() -> String {
-    let mut t = site_header(1000, REVERT_S)
-        .replace("max_export = \"10 MW\"", "max_export = \"100 kW\"")
-        .replace("{rated_production}", "");
-    t.push_str("\n[[buses]]\nname = \"park\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 1000\n");
+/// Twenty inverters on one bus and a meter on another, polled every second,
+/// on a noisy site with a 20 kW base load.
+fn site() -> TestSite {
+    let mut site = TestSite::new(1000, REVERT_S)
+        .grid_limits(10_000.0, MAX_EXPORT_W / 1000.0)
+        .poll_interval_ms(1000)
+        .bus_key_of("park", "timeout_ms", 1000);
     for unit in 1..=INVERTERS {
-        t.push_str(&format!(
-            "\n[[devices]]\nreference = \"dvc_inv_{unit}\"\nname = \"inverter {unit}\"\n\
-             type = \"inverter\"\nsite = \"{SITE}\"\nbus = \"park\"\nunit_id = {unit}\n\
-             poll_interval_ms = 1000\nrated_power = \"{RATED_KW} kW\"\n"
-        ));
+        site = site
+            .inverter("park", &format!("dvc_inv_{unit}"), RATED_KW)
+            .key("name", format!("inverter {unit}"))
+            .unit_id(unit);
     }
-    t.push_str(
-        &device_block("grid", "dvc_grid", "meter", "")
-            .replace("poll_interval_ms = 200", "poll_interval_ms = 1000"),
-    );
-    t.push_str(&format!(
-        "\n[simulator]\nnoisy = true\nseed = 35\n[simulator.sites.{SITE}]\nbase_load = \"{LOAD}\"\n"
-    ));
-    t
+    site.meter("grid", "dvc_grid")
+        .noisy(35)
+        .base_load_kw(LOAD_KW)
 }
 
 /// The write requests one inverter received, told apart: a change writes
@@ -121,7 +117,7 @@ fn export_w(rig: &Rig) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_noisy_park_holds_its_export_with_few_writes_per_inverter() {
-    let rig = Rig::start(&config()).await;
+    let rig = site().start().await;
     let mut rx = rig.sim.subscribe_writes();
     let mut writes: BTreeMap<u8, Received> = BTreeMap::new();
     // Steady state: the export within its band for 5 s and, as long, no

@@ -64,6 +64,7 @@ pub struct TestSite {
     tokens: Vec<(String, String, Vec<&'static str>)>,
     site: Table,
     bus_keys: Table,
+    own_bus_keys: Vec<(String, String, Value)>,
     poll_interval_ms: u64,
     devices: Vec<Device>,
     buses: Vec<String>,
@@ -105,6 +106,7 @@ impl TestSite {
             ],
             site,
             bus_keys: Table::new(),
+            own_bus_keys: Vec::new(),
             poll_interval_ms: 200,
             devices: Vec::new(),
             buses: Vec::new(),
@@ -126,7 +128,9 @@ impl TestSite {
         TestSite::new(control_interval_ms, revert_timeout_s)
             .rated_production_kw(400.0)
             .battery("bat-a", "dvc_bat_a", 200.0, 400.0)
+            .soc(5, 95)
             .battery("bat-b", "dvc_bat_b", 200.0, 400.0)
+            .soc(5, 95)
             .inverter("pv-a", "dvc_pv_a", 200.0)
             .inverter("pv-b", "dvc_pv_b", 200.0)
             .meter("grid", "dvc_grid")
@@ -142,6 +146,7 @@ impl TestSite {
             .inverter("pv-east", "dvc_pv_east", 30.0)
             .inverter("pv-west", "dvc_pv_west", 20.0)
             .battery("bat-a", "dvc_bat_a", 20.0, 40.0)
+            .soc(5, 95)
             .battery("bat-b", "dvc_bat_b", 10.0, 20.0)
             .soc(10, 90)
             .meter("grid", "dvc_grid")
@@ -193,13 +198,12 @@ impl TestSite {
             .key("rated_power", kw(rated_kw))
     }
 
-    /// A battery rated `rated_kw` holding `capacity_kwh`, SoC 5-95 %
-    /// ([`TestSite::soc`] changes it), alone on `bus`.
+    /// A battery rated `rated_kw` holding `capacity_kwh`, alone on `bus`
+    /// (its SoC window the agent's default unless [`TestSite::soc`]).
     pub fn battery(self, bus: &str, reference: &str, rated_kw: f64, capacity_kwh: f64) -> TestSite {
         self.device(bus, reference, Kind::Battery)
             .key("rated_power", kw(rated_kw))
             .key("capacity", kwh(capacity_kwh))
-            .soc(5, 95)
     }
 
     /// A grid meter alone on `bus`.
@@ -265,6 +269,13 @@ impl TestSite {
     /// A key of every bus's table (`timeout_ms` is 500 unless set).
     pub fn bus_key(mut self, key: &str, value: impl Into<Value>) -> TestSite {
         self.bus_keys.insert(key.into(), value.into());
+        self
+    }
+
+    /// A key of one bus's table, over [`TestSite::bus_key`]'s.
+    pub fn bus_key_of(mut self, bus: &str, key: &str, value: impl Into<Value>) -> TestSite {
+        self.own_bus_keys
+            .push((bus.into(), key.into(), value.into()));
         self
     }
 
@@ -438,6 +449,9 @@ impl TestSite {
                 let mut bus = self.bus_keys.clone();
                 bus.insert("name".into(), name.into());
                 bus.insert("tcp".into(), "127.0.0.1:0".into());
+                for (_, key, value) in self.own_bus_keys.iter().filter(|(b, ..)| b == name) {
+                    bus.insert(key.clone(), value.clone());
+                }
                 buses.push(Value::Table(bus));
             }
         }
