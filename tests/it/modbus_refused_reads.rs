@@ -37,26 +37,12 @@ fn span(block: &ModelBlock, from: Pt, to: Pt) -> Span {
     Span::new(Table::Holding, start, end - start)
 }
 
-fn config() -> String {
-    let mut t = site_header(300, 30).replace("{rated_production}", "");
-    for (bus, reference, kind, extra) in [
-        ("pv-r", "dvc_pv_r", "inverter", "rated_power = \"10 kW\""),
-        (
-            "bat-r",
-            "dvc_bat_r",
-            "battery",
-            "rated_power = \"5 kW\"\ncapacity = \"10 kWh\"",
-        ),
-        (
-            "der-r",
-            "dvc_der_r",
-            "battery",
-            "rated_power = \"10 kW\"\ncapacity = \"10 kWh\"",
-        ),
-    ] {
-        t.push_str(&device_block(bus, reference, kind, extra));
-    }
-    t
+/// An inverter, a battery and a DER storage device, with no SoC window.
+fn site() -> TestSite {
+    TestSite::new(300, 30)
+        .inverter("pv-r", "dvc_pv_r", 10.0)
+        .battery("bat-r", "dvc_bat_r", 5.0, 10.0)
+        .battery("der-r", "dvc_der_r", 10.0, 10.0)
 }
 
 /// `der-r` is a SunSpec DER storage device (701, 702, 704, 713): model 704 only.
@@ -98,10 +84,11 @@ fn block(chain: &[ModelBlock], id: u16) -> ModelBlock {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn devices_that_refuse_part_of_a_block_come_online_are_scanned_and_steered() {
-    let mut config = sitegate::config::parse(&config()).unwrap();
+    let site = site().sim(der_storage);
+    let mut config = site.config();
     let dir = tempfile::tempdir().unwrap();
     config.storage.path = dir.path().join("sitegate.db");
-    let sim = start_sim_with(&mut config, der_storage).await;
+    let sim = site.start_sim(&mut config).await;
 
     // The inverter leaves out Opt, its event registers and 123's power factor.
     let pv = chain(&sim, "pv-r").await;
@@ -241,12 +228,13 @@ async fn a_battery_whose_rating_cannot_be_read_is_held_at_0_w_and_says_why() {
     // No rating in the config, and the device refuses 120's WRtg, the only
     // rating its chain has: steering shares storage power by rating, so the
     // battery gets 0 W, and its steering state must say why.
-    let text = site_header(300, 30).replace("{rated_production}", "")
-        + &device_block("bat-u", "dvc_bat_u", "battery", "capacity = \"10 kWh\"");
-    let mut config = sitegate::config::parse(&text).unwrap();
+    let site = TestSite::new(300, 30)
+        .device("bat-u", "dvc_bat_u", Kind::Battery)
+        .key("capacity", kwh(10.0));
+    let mut config = site.config();
     let dir = tempfile::tempdir().unwrap();
     config.storage.path = dir.path().join("sitegate.db");
-    let sim = start_sim(&mut config).await;
+    let sim = site.start_sim(&mut config).await;
     let b120 = block(&chain(&sim, "bat-u").await, 120);
     sim.device("bat-u", 1).unwrap().refuse_reads(span(
         &b120,
@@ -261,15 +249,7 @@ async fn a_battery_whose_rating_cannot_be_read_is_held_at_0_w_and_says_why() {
     let id = rig.agent.live().find("dvc_bat_u").unwrap();
     assert_eq!(rig.agent.live().snapshot(id).info.rated_power_w, None);
 
-    let until = now_ms() + 60_000;
-    let (s, v) = rig
-        .post(
-            &format!("/sites/{SITE}/steering/ess"),
-            STEER,
-            &json!({"setting": {"value": 2, "unit": "kW"}, "validUntil": until}),
-        )
-        .await;
-    assert_eq!(s, 200, "{v}");
+    rig.steer_ess(2.0, Duration::from_secs(60)).await;
     eventually(
         "held at 0 W, with the reason",
         Duration::from_secs(5),
