@@ -21,34 +21,22 @@ use crate::steering_support::*;
 const T: Duration = Duration::from_secs(15);
 
 /// One inverter, `pv`, polled every `poll_ms`.
-fn config(rated: &str, poll_ms: u64) -> String {
-    site_header(300, 30).replace("{rated_production}", "")
-        + &device_block(
-            "pv",
-            "dvc_pv",
-            "inverter",
-            &format!("rated_power = \"{rated}\""),
-        )
-        .replace(
-            "poll_interval_ms = 200",
-            &format!("poll_interval_ms = {poll_ms}"),
-        )
+fn site(rated_kw: f64, poll_ms: u64) -> TestSite {
+    TestSite::new(300, 30)
+        .inverter("pv", "dvc_pv", rated_kw)
+        .poll_interval_ms(poll_ms)
 }
 
 /// Polls a minute apart: every read in a test's window is steering's.
 const RARELY: u64 = 60_000;
 
-/// The agent on `config`'s simulated site, `prepare` run on the device
-/// before the agent starts; returns once the inverter is at its fallback.
-async fn start(
-    text: &str,
-    tweak: impl FnOnce(&mut sitegate::sim::SimSiteSpec),
-    prepare: impl FnOnce(&SimDeviceHandle),
-) -> Rig {
-    let mut config = sitegate::config::parse(text).unwrap();
+/// The agent on `site`, `prepare` run on the device before the agent
+/// starts; returns once the inverter is at its fallback.
+async fn start(site: TestSite, prepare: impl FnOnce(&SimDeviceHandle)) -> Rig {
+    let mut config = site.config();
     let dir = tempfile::tempdir().unwrap();
     config.storage.path = dir.path().join("sitegate.db");
-    let sim = start_sim_with(&mut config, tweak).await;
+    let sim = site.start_sim(&mut config).await;
     prepare(&sim.device("pv", 1).unwrap());
     let rig = Rig::join(sim, config, dir).await;
     eventually("the inverter at its fallback", T, || async {
@@ -82,7 +70,7 @@ async fn limit(rig: &Rig, kw: f64, pct_at: u16, pct_word: u16) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steered_inverters_write_is_read_back_in_one_request() {
-    let rig = start(&config("10 kW", RARELY), |_| {}, |_| {}).await;
+    let rig = start(site(10.0, RARELY), |_| {}).await;
     let mut writes = rig.sim.subscribe_writes();
     // 5 kW of 10: WMaxLimPct 50.00 %, its revert time, WMaxLim_Ena, at
     // 40187, 40189 and 40191 on the simulator's inverter.
@@ -111,7 +99,7 @@ async fn a_device_that_refuses_the_range_is_read_back_point_by_point() {
         dev.refuse_reads(Span::new(Table::Holding, 40188, 1));
         dev.refuse_reads(Span::new(Table::Holding, 40190, 1));
     };
-    let rig = start(&config("10 kW", RARELY), |_| {}, leave_out).await;
+    let rig = start(site(10.0, RARELY), leave_out).await;
     // The release at start (the registers as found, 40187..40191) was the
     // first write: its range was refused and read again point by point.
     let id = rig.agent.live().find("dvc_pv").unwrap();
@@ -129,11 +117,11 @@ async fn a_device_that_refuses_the_range_is_read_back_point_by_point() {
 async fn static_points_are_read_again_after_a_refused_write() {
     let mut farm = FarmInverter::new(Measurements::Int);
     let kind = farm.sim_kind();
-    let tweak = |spec: &mut sitegate::sim::SimSiteSpec| {
+    let tweak = move |spec: &mut sitegate::sim::SimSiteSpec| {
         spec.servers[0].devices[0].kind = kind;
     };
     // Polled often: the poll decodes with what steering read again.
-    let rig = start(&config("25 kW", 200), tweak, |dev| farm.lay(dev)).await;
+    let rig = start(site(25.0, 200).sim(tweak), |dev| farm.lay(dev)).await;
     let dev = rig.device("pv");
     let pct = farm.addr(123, &M123::W_MAX_LIM_PCT);
     let ena = farm.addr(123, &M123::W_MAX_LIM_ENA);
