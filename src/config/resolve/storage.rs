@@ -67,8 +67,6 @@ pub(super) fn check_storage(s: &StorageConfig, problems: &mut Vec<Problem>) {
     }
 }
 
-/// `problems` make the file unusable; `file_problems` are about the TLS files it
-/// names, which `check-config` reports and the running agent survives.
 /// `mqtt.max_incoming_kb` bounds: room for the largest RPC request the API
 /// takes, and MQTT's own largest packet (256 MiB).
 const MIN_INCOMING_KB: u32 = 128;
@@ -77,6 +75,8 @@ const MAX_INCOMING_KB: u32 = 256 * 1024;
 /// answer, and MQTT's own largest packet.
 const MIN_OUTGOING_KB: u32 = 16;
 
+/// `problems` make the file unusable; `file_problems` are about the TLS files it
+/// names, which `check-config` reports and the running agent survives.
 pub(super) fn check_mqtt(
     m: &MqttConfig,
     storage: &StorageConfig,
@@ -113,6 +113,21 @@ pub(super) fn check_mqtt(
     if m.password.is_some() && m.username.is_none() {
         bad("password", "a password needs a username".to_string());
     }
+    check_tls_files(m, tls, problems, file_problems);
+    check_bounds(m, storage, problems);
+}
+
+/// The TLS files, given only with an `mqtts://` url (`tls`), the client's
+/// certificate and key together; then loaded, what fails to load going
+/// to `file_problems`.
+fn check_tls_files(
+    m: &MqttConfig,
+    tls: bool,
+    problems: &mut Vec<Problem>,
+    file_problems: &mut Vec<Problem>,
+) {
+    let mut bad =
+        |key: &str, message: String| problems.push(Problem::new(format!("mqtt.{key}"), message));
     let mut files_ok = true;
     for (key, file) in [
         ("ca_file", &m.ca_file),
@@ -140,6 +155,13 @@ pub(super) fn check_mqtt(
             file_problems.extend(found);
         }
     }
+}
+
+/// The packet sizes, the keep-alive, the outbox's age, size (below the
+/// store's) and drain rate within their bounds.
+fn check_bounds(m: &MqttConfig, storage: &StorageConfig, problems: &mut Vec<Problem>) {
+    let mut bad =
+        |key: &str, message: String| problems.push(Problem::new(format!("mqtt.{key}"), message));
     if !(MIN_INCOMING_KB..=MAX_INCOMING_KB).contains(&m.max_incoming_kb) {
         bad(
             "max_incoming_kb",
