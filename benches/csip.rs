@@ -70,11 +70,7 @@ async fn held_after(rig: &Rig, limit: f64, from: Instant) -> f64 {
 async fn latency() {
     let server = CsipServer::start(RATE_S).await;
     server.register(111_115);
-    let text = format!(
-        "{}{}",
-        demo_site(1000, ""),
-        server.table(SITE, Some(111_115))
-    );
+    let text = format!("{}{}", demo_site(1000), server.table(SITE, Some(111_115)));
     let rig = Rig::start_with(&text, noisy).await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
@@ -154,7 +150,7 @@ fn rss_kb(pid: u32) -> (u64, u64) {
 /// Returns (CPU % of one core, RSS kB, peak RSS kB) over the window.
 async fn agent_process(csip: Option<&CsipServer>) -> (f64, u64, u64) {
     let dir = tempfile::tempdir().unwrap();
-    let mut text = demo_site(1000, "");
+    let mut text = demo_site(1000);
     if let Some(s) = csip {
         text.push_str(&s.table(SITE, Some(111_115)));
     }

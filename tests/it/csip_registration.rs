@@ -11,12 +11,7 @@ use crate::steering_support::*;
 
 /// The demo site and its `[csip_aus]` table for `server`.
 pub async fn rig(server: &CsipServer, pin: Option<u32>) -> Rig {
-    Rig::start(&format!(
-        "{}{}",
-        demo_site(250, ""),
-        server.table(SITE, pin)
-    ))
-    .await
+    Rig::start(&format!("{}{}", demo_site(250), server.table(SITE, pin))).await
 }
 
 const WAIT: Duration = Duration::from_secs(15);

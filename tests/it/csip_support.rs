@@ -28,11 +28,7 @@ pub async fn rig_full(server: &CsipServer) -> Rig {
 }
 
 pub fn text(server: &CsipServer) -> String {
-    format!(
-        "{}{}",
-        demo_site(250, ""),
-        server.table(SITE, Some(111_115))
-    )
+    format!("{}{}", demo_site(250), server.table(SITE, Some(111_115)))
 }
 
 pub fn grid_w(rig: &Rig) -> f64 {

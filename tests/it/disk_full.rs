@@ -74,7 +74,7 @@ async fn control_never_waits_on_a_full_disk() {
     let Some(disk) = Tmpfs::mount(dir.path(), "24m") else {
         return;
     };
-    let rig = Rig::start_in(&demo_site(250, ""), dir, |_| {}).await;
+    let rig = Rig::start_in(&demo_site(250), dir, |_| {}).await;
     let v = rig.night_discharge().await;
     assert_eq!(v["durable"], true, "{v}");
     let until = now_ms() + 600_000;
@@ -192,7 +192,7 @@ async fn a_change_lost_with_the_process_starts_the_site_at_its_fallback() {
     let Some(disk) = Tmpfs::mount(dir.path(), "24m") else {
         return;
     };
-    let rig = Rig::start_in(&demo_site(250, ""), dir, |_| {}).await;
+    let rig = Rig::start_in(&demo_site(250), dir, |_| {}).await;
     let v = rig.night_discharge().await;
     assert_eq!(v["durable"], true, "{v}");
     disk.fill();

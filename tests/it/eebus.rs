@@ -38,7 +38,7 @@ fn node_text(listen: std::net::SocketAddr, box_ski: &eebus::ship::Ski) -> String
         "{}\n[eebus]\nsite = \"{SITE}\"\nlisten = \"{listen}\"\ntrusted_ski = \"{}\"\n\
          contractual_max_consumption_w = 60000\ncontractual_max_production_w = 40000\n\
          failsafe_consumption_w = 4200\nfailsafe_production_w = 20000\nmdns = false\n",
-        demo_site(250, ""),
+        demo_site(250),
         hex::encode(box_ski.as_bytes())
     )
 }
@@ -447,7 +447,7 @@ fn every_mistake_in_the_eebus_table_is_named_at_once() {
     let text = format!(
         "{}\n[eebus]\nsite = \"nowhere\"\nlisten = \"4712\"\ntrusted_ski = \"12ab\"\n\
          contractual_max_consumption_w = -5\nfailsafe_duration_h = 30\nserial = \"a b\"\nmodel = \"E M S\"\ncolour = 1\n",
-        demo_site(250, "")
+        demo_site(250)
     );
     let err = sitegate::config::parse(&text).unwrap_err().to_string();
     for want in [

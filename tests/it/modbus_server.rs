@@ -168,7 +168,7 @@ impl Client {
 /// each device under a unit id of its own on the server: the PV inverters 11
 /// and 12, the batteries 13 and 14, the grid meter 15.
 pub fn demo_site_own_units(interval_ms: u64) -> String {
-    own_units(crate::steering_support::demo_site(interval_ms, ""))
+    own_units(crate::steering_support::demo_site(interval_ms))
 }
 
 /// The demo's five devices in `config` (the demo's references), each given

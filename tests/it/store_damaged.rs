@@ -9,7 +9,7 @@ use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_database_is_set_aside_and_the_agent_runs_on() {
-    let rig = Rig::start(&demo_site(250, "")).await;
+    let rig = Rig::start(&demo_site(250)).await;
     rig.night_discharge().await;
     let db = rig.config.storage.path.clone();
     // While the agent is down, garbage over the file's header.
@@ -64,7 +64,7 @@ async fn a_damaged_database_is_set_aside_and_the_agent_runs_on() {
 /// `/metrics`, and the next start sets the file aside.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_large_database_is_checked_in_the_background_after_start() {
-    let text = demo_site(250, "").replace(
+    let text = demo_site(250).replace(
         "path = \"unused.db\"",
         "path = \"unused.db\"\nfull_check_max_mb = 0",
     );

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_cannot_be_opened_leaves_the_agent_running_on_a_temporary_one() {
-    let rig = Rig::start(&demo_site(250, "")).await;
+    let rig = Rig::start(&demo_site(250)).await;
     let v = rig.night_discharge().await;
     assert_eq!(v["durable"], true, "{v}");
     let db = rig.config.storage.path.clone();

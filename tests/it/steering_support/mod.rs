@@ -29,14 +29,9 @@ pub fn config_text(control_interval_ms: u64, revert_timeout_s: u16) -> String {
     TestSite::e2e(control_interval_ms, revert_timeout_s).text()
 }
 
-/// The demo's site ([`TestSite::demo`]) as TOML; `extra_site_keys` go into
-/// the site's table.
-pub fn demo_site(interval_ms: u64, extra_site_keys: &str) -> String {
-    let text = TestSite::demo(interval_ms).text();
-    if extra_site_keys.is_empty() {
-        return text;
-    }
-    text.replacen("[[sites]]\n", &format!("[[sites]]\n{extra_site_keys}\n"), 1)
+/// The demo's site ([`TestSite::demo`]) as TOML.
+pub fn demo_site(interval_ms: u64) -> String {
+    TestSite::demo(interval_ms).text()
 }
 
 /// Tokens, storage and the site `SITE` (grid limits far away, proportional
