@@ -19,7 +19,7 @@ use super::error::ModbusError;
 use super::image::PollImage;
 use super::link::Port;
 use super::maps::DeviceMaps;
-use super::poll::{poll_device, DeviceState, Polled};
+use super::poll::{poll_device, DeviceState, PollError, Polled};
 use super::reader::RegisterReader;
 use super::stats::BusStats;
 use crate::config::{BusConfig, DeviceConfig, PollingConfig};
@@ -338,103 +338,122 @@ impl BusTask {
         let started = Instant::now();
         let result = poll_device(&mut reader, &slot.cfg, &self.polling, &mut slot.state).await;
         self.stats.record_poll(i, result.is_ok(), started.elapsed());
-        let id = slot.cfg.id;
         match result {
-            Ok(Polled {
-                values,
-                fresh: fresh_map,
-                statics_read,
-                image,
-            }) => {
-                if slot.failures > 0 {
-                    tracing::info!(device = %slot.cfg.reference, "device answers again");
-                }
-                slot.failures = 0;
-                let interval = Duration::from_millis(slot.cfg.poll_interval_ms);
-                // Keep the cadence, but never queue up missed polls. A next
-                // poll already due is an overrun: the link carries less than
-                // the devices ask, and they are polled in turn (the earliest
-                // due first), as often as it allows.
-                let (next, now) = (slot.next_due + interval, Instant::now());
-                if next < now {
-                    self.stats.overruns.fetch_add(1, Ordering::Relaxed);
-                    if !self.overrun_said {
-                        self.overrun_said = true;
-                        tracing::warn!(
-                            bus = %self.name,
-                            device = %slot.cfg.reference,
-                            interval_ms = slot.cfg.poll_interval_ms,
-                            late_ms = (now - next).as_millis() as u64,
-                            "polls overrun: this bus cannot poll its devices at their intervals; each is polled in turn as often as the link allows (sitegate_modbus_poll_overruns_total counts them)"
-                        );
-                    }
-                }
-                slot.next_due = next.max(now);
-                if let Some(map) = fresh_map {
-                    let offered: Vec<Property> = values.iter().map(|(p, _)| *p).collect();
-                    self.telemetry.set_catalog(id, offered, map.info());
-                    self.maps.set(id, Some(map));
-                } else if let Some(map) = &slot.state.map {
-                    let live = self.telemetry.live();
-                    let grown = !live.inspect(id, |s| values.iter().all(|(p, _)| s.offers(*p)));
-                    // Static points read again may carry new ratings.
-                    if grown || statics_read {
-                        let mut offered = live.snapshot(id).properties;
-                        offered.extend(values.iter().map(|(p, _)| *p));
-                        self.telemetry.set_catalog(id, offered, map.info());
-                    }
-                }
-                let ts = now_ms();
-                if let Some(map) = slot.state.map.as_ref().filter(|_| self.maps.keeps_images()) {
-                    let image =
-                        PollImage::build(&image, &map.discovered, &map.chain, Instant::now(), ts);
-                    self.maps.set_image(id, Some(Arc::new(image)));
-                }
-                let samples: Vec<Sample> = values
-                    .into_iter()
-                    .map(|(property, value)| Sample {
-                        device: id,
-                        property,
-                        ts_ms: ts,
-                        value,
-                    })
-                    .collect();
-                tracing::trace!(device = %slot.cfg.reference, elapsed_ms = started.elapsed().as_millis() as u64, "polled");
-                if samples.is_empty() {
-                    self.telemetry.mark_online(id, ts);
-                } else {
-                    self.telemetry.record(id, &samples);
-                    self.hand_off(samples).await;
-                }
-            }
-            Err(e) => {
-                slot.failures += 1;
-                // A first failure is retried at the device's own cadence: one
-                // lost or late answer must not cost the grid loop its meter
-                // (lost after 3 poll intervals without a reading, which a
-                // backoff after the timeout would pass). From the second in a
-                // row, the device backs off.
-                let now = Instant::now();
-                let retry_at = if slot.failures == 1 {
-                    let interval = Duration::from_millis(slot.cfg.poll_interval_ms);
-                    (slot.next_due + interval).max(now)
-                } else {
-                    now + backoff(&self.polling, slot.failures - 1)
-                };
-                slot.next_due = retry_at;
-                if slot.failures >= REDISCOVER_AFTER && slot.state.map.is_some() {
-                    slot.state.forget();
-                    self.maps.set(id, None);
-                    self.maps.set_image(id, None);
-                }
-                if slot.failures == 1 {
-                    tracing::warn!(device = %slot.cfg.reference, bus = %self.name, error = %e, "poll failed; device offline");
-                } else {
-                    tracing::debug!(device = %slot.cfg.reference, failures = slot.failures, retry_in_ms = retry_at.saturating_duration_since(now).as_millis() as u64, error = %e, "poll failed again");
-                }
-                self.telemetry.mark_failed(id, e.to_string());
+            Ok(polled) => self.answered(i, polled, started).await,
+            Err(e) => self.failed(i, &e),
+        }
+    }
+
+    /// A poll answered: the device's catalog and register image brought up
+    /// to date, its samples recorded and handed to the store.
+    async fn answered(&mut self, i: usize, polled: Polled, started: Instant) {
+        let Polled {
+            values,
+            fresh: fresh_map,
+            statics_read,
+            image,
+        } = polled;
+        self.schedule_after_answer(i);
+        let slot = &mut self.slots[i];
+        let id = slot.cfg.id;
+        if let Some(map) = fresh_map {
+            let offered: Vec<Property> = values.iter().map(|(p, _)| *p).collect();
+            self.telemetry.set_catalog(id, offered, map.info());
+            self.maps.set(id, Some(map));
+        } else if let Some(map) = &slot.state.map {
+            let live = self.telemetry.live();
+            let grown = !live.inspect(id, |s| values.iter().all(|(p, _)| s.offers(*p)));
+            // Static points read again may carry new ratings.
+            if grown || statics_read {
+                let mut offered = live.snapshot(id).properties;
+                offered.extend(values.iter().map(|(p, _)| *p));
+                self.telemetry.set_catalog(id, offered, map.info());
             }
         }
+        let ts = now_ms();
+        if let Some(map) = slot.state.map.as_ref().filter(|_| self.maps.keeps_images()) {
+            let image = PollImage::build(&image, &map.discovered, &map.chain, Instant::now(), ts);
+            self.maps.set_image(id, Some(Arc::new(image)));
+        }
+        let samples: Vec<Sample> = values
+            .into_iter()
+            .map(|(property, value)| Sample {
+                device: id,
+                property,
+                ts_ms: ts,
+                value,
+            })
+            .collect();
+        tracing::trace!(device = %slot.cfg.reference, elapsed_ms = started.elapsed().as_millis() as u64, "polled");
+        if samples.is_empty() {
+            self.telemetry.mark_online(id, ts);
+        } else {
+            self.telemetry.record(id, &samples);
+            self.hand_off(samples).await;
+        }
+    }
+
+    /// After an answer: the device's next poll one interval on, or at once
+    /// when that is past already (an overrun: counted, and said once).
+    fn schedule_after_answer(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if slot.failures > 0 {
+            tracing::info!(device = %slot.cfg.reference, "device answers again");
+        }
+        slot.failures = 0;
+        let interval = Duration::from_millis(slot.cfg.poll_interval_ms);
+        // Keep the cadence, but never queue up missed polls. A next
+        // poll already due is an overrun: the link carries less than
+        // the devices ask, and they are polled in turn (the earliest
+        // due first), as often as it allows.
+        let (next, now) = (slot.next_due + interval, Instant::now());
+        if next < now {
+            self.stats.overruns.fetch_add(1, Ordering::Relaxed);
+            if !self.overrun_said {
+                self.overrun_said = true;
+                tracing::warn!(
+                    bus = %self.name,
+                    device = %slot.cfg.reference,
+                    interval_ms = slot.cfg.poll_interval_ms,
+                    late_ms = (now - next).as_millis() as u64,
+                    "polls overrun: this bus cannot poll its devices at their intervals; each is polled in turn as often as the link allows (sitegate_modbus_poll_overruns_total counts them)"
+                );
+            }
+        }
+        slot.next_due = next.max(now);
+    }
+
+    /// A poll failed: the device's next try (at its cadence the first time,
+    /// then backing off), its map forgotten after [`REDISCOVER_AFTER`]
+    /// failures in a row, and the failure told to the live values.
+    fn failed(&mut self, i: usize, e: &PollError) {
+        let slot = &mut self.slots[i];
+        let id = slot.cfg.id;
+        slot.failures += 1;
+        // A first failure is retried at the device's own cadence: one
+        // lost or late answer must not cost the grid loop its meter
+        // (lost after 3 poll intervals without a reading, which a
+        // backoff after the timeout would pass). From the second in a
+        // row, the device backs off.
+        let now = Instant::now();
+        let retry_at = if slot.failures == 1 {
+            let interval = Duration::from_millis(slot.cfg.poll_interval_ms);
+            (slot.next_due + interval).max(now)
+        } else {
+            now + backoff(&self.polling, slot.failures - 1)
+        };
+        slot.next_due = retry_at;
+        if slot.failures >= REDISCOVER_AFTER && slot.state.map.is_some() {
+            slot.state.forget();
+            self.maps.set(id, None);
+            self.maps.set_image(id, None);
+        }
+        if slot.failures == 1 {
+            tracing::warn!(device = %slot.cfg.reference, bus = %self.name, error = %e, "poll failed; device offline");
+        } else {
+            tracing::debug!(device = %slot.cfg.reference, failures = slot.failures, retry_in_ms = retry_at.saturating_duration_since(now).as_millis() as u64, error = %e, "poll failed again");
+        }
+        self.telemetry.mark_failed(id, e.to_string());
     }
 }
 
