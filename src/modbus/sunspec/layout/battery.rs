@@ -203,6 +203,15 @@ pub fn battery_base(b: &mut MapBuilder, r: &BatteryRating, fine: bool) -> Block<
     b.set_scaled(m, &M::SOC_MIN, U16, r.soc_min, &M::SOC_SF);
     b.set(m, &M::SOH_SF, I16, -1.0);
     b.set_scaled(m, &M::SOH, U16, 98.5, &M::SOH_SF);
+    leave_unimplemented(b, m);
+    set_constants(b, m);
+    set_current_and_power(b, m, r, fine);
+    m
+}
+
+/// The points of model 802 the battery does not implement.
+fn leave_unimplemented(b: &mut MapBuilder, m: Block<Model802>) {
+    type M = Model802;
     for p in [
         &M::DIS_CHA_RTE,
         &M::SOC_RSV_MAX,
@@ -235,6 +244,13 @@ pub fn battery_base(b: &mut MapBuilder, r: &BatteryRating, fine: bool) -> Block<
     b.unimpl(m, &M::REQ_W);
     b.unimpl(m, &M::DIS_CHA_RTE_SF);
     b.unimpl(m, &M::DO_D_SF);
+}
+
+/// The points of model 802 that never change: control mode, alarm reset,
+/// type, events, the operation and state asked for, the voltage scale
+/// factors.
+fn set_constants(b: &mut MapBuilder, m: Block<Model802>) {
+    type M = Model802;
     b.set(m, &M::LOC_REM_CTL, U16, 0.0);
     b.set(m, &M::ALM_RST, U16, 0.0);
     b.set(m, &M::TYP, U16, 4.0);
@@ -246,6 +262,12 @@ pub fn battery_base(b: &mut MapBuilder, r: &BatteryRating, fine: bool) -> Block<
     b.set(m, &M::SET_INV_STATE, U16, 3.0);
     b.set(m, &M::V_SF, I16, -1.0);
     b.set(m, &M::CELL_V_SF, I16, -3.0);
+}
+
+/// The current ratings and the current and power scale factors of model
+/// 802, from the rated power; `fine` as for model 701.
+fn set_current_and_power(b: &mut MapBuilder, m: Block<Model802>, r: &BatteryRating, fine: bool) {
+    type M = Model802;
     let amps = r.rated_w / BATTERY_V;
     b.set(
         m,
@@ -271,7 +293,6 @@ pub fn battery_base(b: &mut MapBuilder, r: &BatteryRating, fine: bool) -> Block<
             if fine { -2 } else { 0 },
         )),
     );
-    m
 }
 
 /// Range checks on the writable points of model 802.
