@@ -16,10 +16,10 @@ use super::hold::{
 use super::limits::{in_force, GridLimits, OperatorLimits, ServerLimits};
 use super::open_loop::{open_loop, Net};
 use super::settle::{production_limits, storage_setpoints};
+use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
 use crate::steering::signal::Active;
 use crate::steering::sources::{Kind, OperatorSet, SourceLimit};
 use crate::steering::value::{Component, EssSetting};
-use crate::config::{CurtailmentFulfilment, EssFallback, EssFulfilment};
 
 /// How long the grid loop expects a battery to keep charging, s.
 const SUSTAINED_CHARGE_S: f64 = 120.0;
@@ -144,7 +144,6 @@ pub fn decide(
         site.inverters,
         site.measurements,
     );
-    let mut notes = Vec::new();
     let mgi = active
         .maximize_grid_import
         .as_ref()
@@ -192,56 +191,20 @@ pub fn decide(
     };
     let invs = production_commands(rules.curtailment, inverters, held.production);
 
-    // Maximize grid import holds maxImport by definition: its devices stay its own.
-    let by_loop = |side: Side| {
-        !mgi && held.mode != LoopMode::Off && held.changes.iter().any(|c| c.side == side)
-    };
-    let storage_by = if by_loop(Side::Storage) && bats != planned_batteries {
-        Some(Component::GridLimit)
-    } else {
-        plan_storage_by
-    };
-    let production_by =
-        if (by_loop(Side::Production) || clamped_by_der.is_some()) && invs != planned_inverters {
-            Some(Component::GridLimit)
-        } else {
-            plan_production_by
-        };
-    for c in &held.changes {
-        let (component, slots) = match c.side {
-            Side::Storage => (
-                plan_storage_by.unwrap_or(Component::Ess),
-                changed_slots(&planned_batteries, &bats, 0),
-            ),
-            Side::Production => (
-                plan_production_by.unwrap_or(Component::Curtailment),
-                changed_slots(&planned_inverters, &invs, batteries.len()),
-            ),
-        };
-        notes.push(note(component, c, slots));
-    }
-    if let Some(l) = planned_by_der.iter().chain(&clamped_by_der).next() {
-        notes.push(der_note(l, &bats, &invs, batteries.len()));
-    }
-    // A storage target beyond what the batteries can do, with no limit to blame.
-    if let (StoragePlan::Power(asked), Some(Component::Ess)) = (held.storage, storage_by) {
-        let given: f64 = bats
-            .iter()
-            .map(|c| match c {
-                Command::EssPower(w) => *w,
-                _ => 0.0,
-            })
-            .sum();
-        if (given - asked).abs() > 1.0 {
-            notes.push(Note {
-                component: Component::Ess,
-                requested_w: Some(asked),
-                applied_w: Some(given),
-                reason: "beyond what the batteries can do now (power limits, SoC bounds)".into(),
-                devices: (0..batteries.len()).collect(),
-            });
-        }
-    }
+    let (storage_by, production_by) = set_by(
+        &held,
+        clamped_by_der.is_some(),
+        mgi,
+        (bats != planned_batteries, invs != planned_inverters),
+        (plan_storage_by, plan_production_by),
+    );
+    let notes = notes(
+        &held,
+        (plan_storage_by, plan_production_by, storage_by),
+        (&planned_batteries, &planned_inverters),
+        (&bats, &invs),
+        planned_by_der.as_ref().or(clamped_by_der.as_ref()),
+    );
     Decision {
         batteries: bats,
         inverters: invs,
@@ -471,6 +434,88 @@ fn server_limits(m: &Measurements) -> ServerLimits {
         import,
         export: pick(Kind::Export),
     }
+}
+
+/// Which component the storage and the production follow now: the grid
+/// loop's (`gridLimit`) where it changed what the plan gave them (or a DER
+/// bound clamped the production), else the plan's. Under maximize grid
+/// import the loop holds maxImport by definition: its devices stay its own.
+fn set_by(
+    held: &Held,
+    clamped: bool,
+    mgi: bool,
+    (storage_moved, production_moved): (bool, bool),
+    (plan_storage_by, plan_production_by): (Option<Component>, Option<Component>),
+) -> (Option<Component>, Option<Component>) {
+    let by_loop = |side: Side| {
+        !mgi && held.mode != LoopMode::Off && held.changes.iter().any(|c| c.side == side)
+    };
+    let storage_by = if by_loop(Side::Storage) && storage_moved {
+        Some(Component::GridLimit)
+    } else {
+        plan_storage_by
+    };
+    let production_by = if (by_loop(Side::Production) || clamped) && production_moved {
+        Some(Component::GridLimit)
+    } else {
+        plan_production_by
+    };
+    (storage_by, production_by)
+}
+
+/// The notes the steering state shows: each change the grid loop made of
+/// the plan (by the component it changed), the DER bound that planned or
+/// clamped the site, and a storage target the batteries cannot reach with
+/// no limit to blame. `by`: who planned the storage and the production, and
+/// who sets the storage now.
+fn notes(
+    held: &Held,
+    (plan_storage_by, plan_production_by, storage_by): (
+        Option<Component>,
+        Option<Component>,
+        Option<Component>,
+    ),
+    (planned_batteries, planned_inverters): (&[Command], &[Command]),
+    (bats, invs): (&[Command], &[Command]),
+    der_limit: Option<&SourceLimit>,
+) -> Vec<Note> {
+    let n_bat = bats.len();
+    let mut notes = Vec::new();
+    for c in &held.changes {
+        let (component, slots) = match c.side {
+            Side::Storage => (
+                plan_storage_by.unwrap_or(Component::Ess),
+                changed_slots(planned_batteries, bats, 0),
+            ),
+            Side::Production => (
+                plan_production_by.unwrap_or(Component::Curtailment),
+                changed_slots(planned_inverters, invs, n_bat),
+            ),
+        };
+        notes.push(note(component, c, slots));
+    }
+    if let Some(l) = der_limit {
+        notes.push(der_note(l, bats, invs, n_bat));
+    }
+    if let (StoragePlan::Power(asked), Some(Component::Ess)) = (held.storage, storage_by) {
+        let given: f64 = bats
+            .iter()
+            .map(|c| match c {
+                Command::EssPower(w) => *w,
+                _ => 0.0,
+            })
+            .sum();
+        if (given - asked).abs() > 1.0 {
+            notes.push(Note {
+                component: Component::Ess,
+                requested_w: Some(asked),
+                applied_w: Some(given),
+                reason: "beyond what the batteries can do now (power limits, SoC bounds)".into(),
+                devices: (0..n_bat).collect(),
+            });
+        }
+    }
+    notes
 }
 
 fn changed_slots(before: &[Command], after: &[Command], offset: usize) -> Vec<usize> {

@@ -123,14 +123,7 @@ impl<'a> Tick<'a> {
             }
         };
 
-        let dt_s = ((s.now_ms - prev.at_ms) as f64 / 1000.0).clamp(0.0, 5.0);
-        let relax_dt_s = match prev.relaxed_at_ms {
-            _ if !fresh => 0.0,
-            Some(at) if s.now_ms - at <= settings.settle_ms + 1000 => {
-                ((s.now_ms - at) as f64 / 1000.0).clamp(0.0, 5.0)
-            }
-            _ => dt_s,
-        };
+        let relax_dt_s = relax_dt_s(settings, s, prev, fresh);
 
         let (plan_x, plan_i, auto_w) = planned_storage(plan.storage, s, prev);
         let plan_cap = plan.production.limit_w().map(|l| l.max(0.0));
@@ -173,6 +166,21 @@ impl<'a> Tick<'a> {
             last_cap,
             at_cap,
         }
+    }
+}
+
+/// Seconds of ramp a move away from a held limit may take this tick
+/// ([`Tick::relax_dt_s`]): 0 on a load estimate that may predate the last
+/// change, else the time since the last such move while the loop was on its
+/// way, or one tick, at most 5.
+fn relax_dt_s(settings: &LoopSettings, s: &Sensed, prev: &LoopState, fresh: bool) -> f64 {
+    let dt_s = ((s.now_ms - prev.at_ms) as f64 / 1000.0).clamp(0.0, 5.0);
+    match prev.relaxed_at_ms {
+        _ if !fresh => 0.0,
+        Some(at) if s.now_ms - at <= settings.settle_ms + 1000 => {
+            ((s.now_ms - at) as f64 / 1000.0).clamp(0.0, 5.0)
+        }
+        _ => dt_s,
     }
 }
 
