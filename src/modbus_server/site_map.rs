@@ -19,7 +19,9 @@ use sunspec::models::model802::Model802;
 use crate::register::codec::ValueType::{I16, U16, U32};
 use sunspec::{Group, Point, Value};
 
-use crate::modbus::sunspec::layout::{self as layouts, BatteryRating, Block, RegisterMap};
+use crate::modbus::sunspec::layout::{
+    self as layouts, BatteryRating, Block, MapBuilder, RegisterMap,
+};
 
 /// Where the map starts.
 pub const BASE: u16 = 40000;
@@ -116,8 +118,29 @@ pub fn build(f: &SiteFacts) -> SiteMap {
     serial.truncate(32);
     layouts::common_as(&mut b, "sitegate", "site", &serial, f.unit_id);
 
+    production(&mut b, f);
+    let c = controls(&mut b, f);
+    grid_meter(&mut b, f);
+    storage(&mut b, f);
+
+    let vendor_at = b.models().last().map_or(BASE, |e| e.addr + 2 + e.len);
+    b.raw_model(VENDOR_ID, VENDOR_LEN);
+    let data = vendor_at + 2;
+    let writable = writable(c, data, &b);
+    let mut map = b.finish();
+    write_vendor(&mut map, data, &f.steering);
+    SiteMap {
+        map,
+        writable,
+        rated_production_w: f.rated_production_w,
+    }
+}
+
+/// Model 103 from the inverters' sum (what it cannot say absent), and its
+/// nameplate (120) from the rated production.
+fn production(b: &mut MapBuilder, f: &SiteFacts) {
     let rated = f.rated_production_w.max(1.0);
-    let inv = layouts::inverter_measurement(&mut b, rated, false);
+    let inv = layouts::inverter_measurement(b, rated, false);
     for p in [
         &Model103::A,
         &Model103::APH_A,
@@ -128,24 +151,27 @@ pub fn build(f: &SiteFacts) -> SiteMap {
         &Model103::PH_VPH_C,
         &Model103::HZ,
     ] {
-        absent(&mut b, inv, p, U16_NONE);
+        absent(b, inv, p, U16_NONE);
     }
     b.unimpl(inv, &Model103::V_AR);
-    absent(&mut b, inv, &Model103::TMP_CAB, I16_NONE);
+    absent(b, inv, &Model103::TMP_CAB, I16_NONE);
     match f.production_w {
         Some(w) => b.set_scaled(inv, &Model103::W, I16, w, &Model103::W_SF),
-        None => absent(&mut b, inv, &Model103::W, I16_NONE),
+        None => absent(b, inv, &Model103::W, I16_NONE),
     }
     match f.produced_wh {
         Some(wh) => b.set_scaled(inv, &Model103::WH, U32, wh, &Model103::WH_SF),
-        None => absent(&mut b, inv, &Model103::WH, 0),
+        None => absent(b, inv, &Model103::WH, 0),
     }
     // 4: MPPT (producing), 2: sleeping.
     let producing = f.production_w.is_some_and(|w| w > 0.0);
     b.set(inv, &Model103::ST, U16, if producing { 4.0 } else { 2.0 });
-    layouts::nameplate(&mut b, rated, None);
+    layouts::nameplate(b, rated, None);
+}
 
-    let c = layouts::inverter_controls(&mut b);
+/// Model 123 with the production limit in force, as % of the rated sum.
+fn controls(b: &mut MapBuilder, f: &SiteFacts) -> Block<Model123> {
+    let c = layouts::inverter_controls(b);
     let pct = f.production_limit_pct.unwrap_or(100.0).clamp(0.0, 100.0);
     b.set_scaled(
         c,
@@ -160,15 +186,25 @@ pub fn build(f: &SiteFacts) -> SiteMap {
         U16,
         if pct < 100.0 { 1.0 } else { 0.0 },
     );
-    let writable_of = |data: u16, m: &RegisterMap| Writable {
+    c
+}
+
+/// Where the server takes writes: model 123's limit (`c`) and the vendor
+/// model's SCADA limit (its data at `data`).
+fn writable(c: Block<Model123>, data: u16, m: &RegisterMap) -> Writable {
+    Writable {
         w_max_lim_pct: c.addr(&Model123::W_MAX_LIM_PCT),
         w_max_lim_pct_sf: m.get(c, &Model123::W_MAX_LIM_PCT_SF, I16) as i32,
         w_max_lim_ena: c.addr(&Model123::W_MAX_LIM_ENA),
         scada_export: data + vendor::SCADA_EXPORT,
-    };
+    }
+}
 
+/// Model 203 with the grid meters' sum, scaled for twice the site's
+/// largest rating; every other point absent or not implemented.
+fn grid_meter(b: &mut MapBuilder, f: &SiteFacts) {
     let grid_max = f.rated_production_w.max(f.storage_rated_w).max(1000.0) * 2.0;
-    let m = layouts::meter_measurement(&mut b, grid_max, false);
+    let m = layouts::meter_measurement(b, grid_max, false);
     for p in [
         &Model203::A,
         &Model203::PH_V,
@@ -185,7 +221,7 @@ pub fn build(f: &SiteFacts) -> SiteMap {
         &Model203::PH_VPH_BC,
         &Model203::PH_VPH_CA,
     ] {
-        absent(&mut b, m, p, I16_NONE);
+        absent(b, m, p, I16_NONE);
     }
     for p in [
         &Model203::WPH_A,
@@ -199,12 +235,15 @@ pub fn build(f: &SiteFacts) -> SiteMap {
         b.unimpl(m, p);
     }
     for p in [&Model203::TOT_WH_EXP, &Model203::TOT_WH_IMP] {
-        absent(&mut b, m, p, 0);
+        absent(b, m, p, 0);
     }
     if let Some(w) = f.grid_w {
         b.set_scaled(m, &Model203::W, I16, w, &Model203::W_SF);
     }
+}
 
+/// Model 802 for the site's batteries as one: their power and SoC.
+fn storage(b: &mut MapBuilder, f: &SiteFacts) {
     let rating = BatteryRating {
         rated_w: f.storage_rated_w.max(1.0),
         capacity_wh: f.capacity_wh.max(1.0),
@@ -212,30 +251,18 @@ pub fn build(f: &SiteFacts) -> SiteMap {
         soc_min: 0.0,
         soc_max: 100.0,
     };
-    let s = layouts::battery_base(&mut b, &rating, false);
+    let s = layouts::battery_base(b, &rating, false);
     match f.soc {
         Some(soc) => b.set_scaled(s, &Model802::SOC, U16, soc, &Model802::SOC_SF),
-        None => absent(&mut b, s, &Model802::SOC, U16_NONE),
+        None => absent(b, s, &Model802::SOC, U16_NONE),
     }
     match f.storage_w {
         Some(w) => b.set_scaled(s, &Model802::W, I16, w, &Model802::W_SF),
-        None => absent(&mut b, s, &Model802::W, I16_NONE),
+        None => absent(b, s, &Model802::W, I16_NONE),
     }
-    absent(&mut b, s, &Model802::V, U16_NONE);
-    absent(&mut b, s, &Model802::A, I16_NONE);
-    absent(&mut b, s, &Model802::CHA_ST, U16_NONE);
-
-    let vendor_at = b.models().last().map_or(BASE, |e| e.addr + 2 + e.len);
-    b.raw_model(VENDOR_ID, VENDOR_LEN);
-    let data = vendor_at + 2;
-    let writable = writable_of(data, &b);
-    let mut map = b.finish();
-    write_vendor(&mut map, data, &f.steering);
-    SiteMap {
-        map,
-        writable,
-        rated_production_w: f.rated_production_w,
-    }
+    absent(b, s, &Model802::V, U16_NONE);
+    absent(b, s, &Model802::A, I16_NONE);
+    absent(b, s, &Model802::CHA_ST, U16_NONE);
 }
 
 /// SunSpec's "not implemented" word of an `int16` and a `uint16` (an

@@ -29,7 +29,6 @@ const LONG_FNS_ALLOWED: &[&str] = &[
     "src/cli/status.rs::render",
     "src/csip/store.rs::read",
     "src/events/observe.rs::changes",
-    "src/modbus_server/site_map.rs::build",
     "src/profile/build.rs::point",
     "src/profile/build/controls.rs::ess",
     "src/store/stats.rs::collect",
