@@ -142,59 +142,8 @@ impl StoreStats {
 impl Collect for StoreHandle {
     fn collect(&self, out: &mut Encoder) {
         let s = &self.stats;
-        out.family(
-            "sitegate_store_commits_total",
-            Kind::Counter,
-            "Writer transactions, by result.",
-        )
-        .sample(
-            &[("result", "ok")],
-            s.commits_ok.load(Ordering::Relaxed) as f64,
-        )
-        .sample(
-            &[("result", "failed")],
-            s.commits_failed.load(Ordering::Relaxed) as f64,
-        );
-        out.family(
-            "sitegate_store_samples_total",
-            Kind::Counter,
-            "Samples written (committed), or dropped from the buffer they wait in while commits fail (past storage.buffer_samples).",
-        )
-        .sample(&[("result", "committed")], s.samples_committed() as f64)
-        .sample(
-            &[("result", "dropped")],
-            s.samples_dropped.load(Ordering::Relaxed) as f64,
-        );
-        out.family(
-            "sitegate_store_buffered_samples",
-            Kind::Gauge,
-            "Samples waiting in memory for their commit (a failing commit leaves them there, up to storage.buffer_samples).",
-        )
-        .sample(&[], s.buffered() as f64);
-        out.family(
-            "sitegate_store_set_aside_total",
-            Kind::Counter,
-            "Damaged databases found at start and set aside (renamed, never deleted); the store started on a new one.",
-        )
-        .sample(&[], s.set_aside.load(Ordering::Relaxed) as f64);
-        out.family(
-            "sitegate_store_damage_found",
-            Kind::Gauge,
-            "1 once the background integrity check found the database damaged; the next start sets it aside. /readyz says why.",
-        )
-        .sample(&[], f64::from(u8::from(s.damage_found().is_some())));
-        out.family(
-            "sitegate_store_temporary",
-            Kind::Gauge,
-            "1 while the agent runs on a temporary store because the configured one cannot be opened; /readyz says why.",
-        )
-        .sample(&[], f64::from(u8::from(s.temporary.load(Ordering::Relaxed))));
-        out.family(
-            "sitegate_store_failing",
-            Kind::Gauge,
-            "1 while the store's commits fail (a full, read-only or failing disk); /readyz says why.",
-        )
-        .sample(&[], f64::from(u8::from(s.problem().is_some())));
+        s.collect_writes(out);
+        s.collect_state(out);
         out.family(
             "sitegate_store_reads_waiting",
             Kind::Gauge,
@@ -238,17 +187,88 @@ impl Collect for StoreHandle {
             .sample(&[("at", "now")], now as f64)
             .sample(&[("at", "peak")], highest as f64);
         }
-        let mut size = out.family(
-            "sitegate_store_file_bytes",
-            Kind::Gauge,
-            "Size of the database file and of its write-ahead log.",
+        collect_file_sizes(&self.path, out);
+    }
+}
+
+impl StoreStats {
+    /// The writer's transactions, the samples it committed or dropped, and
+    /// those it holds.
+    fn collect_writes(&self, out: &mut Encoder) {
+        out.family(
+            "sitegate_store_commits_total",
+            Kind::Counter,
+            "Writer transactions, by result.",
+        )
+        .sample(
+            &[("result", "ok")],
+            self.commits_ok.load(Ordering::Relaxed) as f64,
+        )
+        .sample(
+            &[("result", "failed")],
+            self.commits_failed.load(Ordering::Relaxed) as f64,
         );
-        for (file, suffix) in [("db", ""), ("wal", "-wal")] {
-            let mut path = self.path.clone().into_os_string();
-            path.push(suffix);
-            if let Ok(m) = std::fs::metadata(&path) {
-                size.sample(&[("file", file)], m.len() as f64);
-            }
+        out.family(
+        "sitegate_store_samples_total",
+        Kind::Counter,
+        "Samples written (committed), or dropped from the buffer they wait in while commits fail (past storage.buffer_samples).",
+    )
+    .sample(&[("result", "committed")], self.samples_committed() as f64)
+    .sample(
+        &[("result", "dropped")],
+        self.samples_dropped.load(Ordering::Relaxed) as f64,
+    );
+        out.family(
+        "sitegate_store_buffered_samples",
+        Kind::Gauge,
+        "Samples waiting in memory for their commit (a failing commit leaves them there, up to storage.buffer_samples).",
+    )
+    .sample(&[], self.buffered() as f64);
+    }
+
+    /// The database's state: set aside at start, found damaged, temporary,
+    /// failing.
+    fn collect_state(&self, out: &mut Encoder) {
+        out.family(
+        "sitegate_store_set_aside_total",
+        Kind::Counter,
+        "Damaged databases found at start and set aside (renamed, never deleted); the store started on a new one.",
+    )
+    .sample(&[], self.set_aside.load(Ordering::Relaxed) as f64);
+        out.family(
+        "sitegate_store_damage_found",
+        Kind::Gauge,
+        "1 once the background integrity check found the database damaged; the next start sets it aside. /readyz says why.",
+    )
+    .sample(&[], f64::from(u8::from(self.damage_found().is_some())));
+        out.family(
+        "sitegate_store_temporary",
+        Kind::Gauge,
+        "1 while the agent runs on a temporary store because the configured one cannot be opened; /readyz says why.",
+    )
+    .sample(&[], f64::from(u8::from(self.temporary.load(Ordering::Relaxed))));
+        out.family(
+        "sitegate_store_failing",
+        Kind::Gauge,
+        "1 while the store's commits fail (a full, read-only or failing disk); /readyz says why.",
+    )
+    .sample(&[], f64::from(u8::from(self.problem().is_some())));
+    }
+}
+
+/// The size of the database file at `path` and of its write-ahead log, each
+/// when it exists.
+fn collect_file_sizes(path: &std::path::Path, out: &mut Encoder) {
+    let mut size = out.family(
+        "sitegate_store_file_bytes",
+        Kind::Gauge,
+        "Size of the database file and of its write-ahead log.",
+    );
+    for (file, suffix) in [("db", ""), ("wal", "-wal")] {
+        let mut path = path.to_path_buf().into_os_string();
+        path.push(suffix);
+        if let Ok(m) = std::fs::metadata(&path) {
+            size.sample(&[("file", file)], m.len() as f64);
         }
     }
 }

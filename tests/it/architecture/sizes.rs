@@ -31,7 +31,6 @@ const LONG_FNS_ALLOWED: &[&str] = &[
     "src/events/observe.rs::changes",
     "src/profile/build.rs::point",
     "src/profile/build/controls.rs::ess",
-    "src/store/stats.rs::collect",
     "src/store/writer.rs::run",
     "src/uplink/link.rs::run",
 ];
