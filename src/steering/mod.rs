@@ -104,24 +104,7 @@ pub async fn start(
     let now = now_ms();
     let actuators = ActuatorStop::new();
     let durable = Arc::new(Durable::new(marker));
-    let mut stored: HashMap<String, Vec<StoredEntry>> = HashMap::new();
-    if durable.found_lost() {
-        tracing::error!("the last run kept steering changes it could not write: the stored signals may be stale, so every site starts at its fallback");
-        for cfg in &config.sites {
-            durable.enqueue(fallback_commit(&cfg.reference, now));
-        }
-    } else {
-        match store.load().await {
-            Ok(entries) => {
-                for (site, entry) in entries {
-                    stored.entry(site).or_default().push(entry);
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "stored steering signals cannot be read: every site starts at its fallback");
-            }
-        }
-    }
+    let mut stored = stored_signals(config, store.as_ref(), &durable, now).await;
     tracker.spawn(durable.clone().run(store.clone(), cancel.child_token()));
     let mut found = match store.found_registers().await {
         Ok(found) => found,
@@ -173,20 +156,7 @@ pub async fn start(
             actuators.spawn(a.run(actuators.signal(), cancel.child_token()));
         }
         let rated = site.inputs(now, &live).rules.rated_production_w;
-        for (index, g) in cfg.grid_signals.iter().enumerate() {
-            let Some(bus) = buses.get(&g.bus) else {
-                tracing::warn!(site = %cfg.reference, signal = %g.name, bus = %g.bus, "grid signal's bus is not running");
-                continue;
-            };
-            tracker.spawn(grid_signal::run(
-                site.clone(),
-                index,
-                g.clone(),
-                bus.clone(),
-                rated,
-                cancel.child_token(),
-            ));
-        }
+        spawn_grid_signals(&site, rated, buses, tracker, &cancel);
         tracker.spawn(control::run(
             site.clone(),
             live.clone(),
@@ -198,6 +168,62 @@ pub async fn start(
         SteeringService::new(sites, store, durable, live, audit_tx),
         actuators,
     )
+}
+
+/// The stored signals by site, to restore: none when the last run kept
+/// changes it could not write (every site then starts at its fallback, and
+/// that start is queued as the agent's own change) or the store cannot be
+/// read.
+async fn stored_signals(
+    config: &Config,
+    store: &dyn SteeringStore,
+    durable: &Durable,
+    now: i64,
+) -> HashMap<String, Vec<StoredEntry>> {
+    let mut stored: HashMap<String, Vec<StoredEntry>> = HashMap::new();
+    if durable.found_lost() {
+        tracing::error!("the last run kept steering changes it could not write: the stored signals may be stale, so every site starts at its fallback");
+        for cfg in &config.sites {
+            durable.enqueue(fallback_commit(&cfg.reference, now));
+        }
+        return stored;
+    }
+    match store.load().await {
+        Ok(entries) => {
+            for (site, entry) in entries {
+                stored.entry(site).or_default().push(entry);
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "stored steering signals cannot be read: every site starts at its fallback");
+        }
+    }
+    stored
+}
+
+/// One task per grid-operator signal of `site`, on its bus.
+fn spawn_grid_signals(
+    site: &Arc<SiteRuntime>,
+    rated: f64,
+    buses: &HashMap<String, BusHandle>,
+    tracker: &TaskTracker,
+    cancel: &CancellationToken,
+) {
+    let cfg = &site.config;
+    for (index, g) in cfg.grid_signals.iter().enumerate() {
+        let Some(bus) = buses.get(&g.bus) else {
+            tracing::warn!(site = %cfg.reference, signal = %g.name, bus = %g.bus, "grid signal's bus is not running");
+            continue;
+        };
+        tracker.spawn(grid_signal::run(
+            site.clone(),
+            index,
+            g.clone(),
+            bus.clone(),
+            rated,
+            cancel.child_token(),
+        ));
+    }
 }
 
 /// Ends every component of `site` (the agent's own change at start).

@@ -112,9 +112,7 @@ impl Actuator {
         let ok = failure.is_none();
         let error = failure.as_ref().map(ToString::to_string);
         if restoring && matches!(failure, Some(WriteFailure::Bus(ModbusError::Exception(_)))) {
-            tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""),
-                "the device refused the registers as found: its releases write the profile's own values");
-            self.restore_refused = true;
+            self.stop_restoring(error.as_deref());
         }
         if let Some(c) = cal.as_mut() {
             c.logged = true;
@@ -125,14 +123,7 @@ impl Actuator {
         if ok && !d.command.is_control() {
             self.mark_steered(false);
         }
-        if let Some(c) = self.writes.get(self.slot) {
-            c.record(changed, ok);
-        }
-        if ok {
-            tracing::debug!(device = %self.device.reference, change = changed, "setpoint written and confirmed");
-        } else {
-            tracing::warn!(device = %self.device.reference, error = error.as_deref().unwrap_or(""), "steering write failed");
-        }
+        self.count(changed, ok, error.as_deref());
         let prev_written = last.as_ref().and_then(|l| l.written_at_ms);
         *last = Some(Last {
             writes: plan.writes.clone(),
@@ -149,6 +140,26 @@ impl Actuator {
             self.record(d, at, error, ok);
         }
         due(&plan, d.command, last.as_ref(), refresh_ms)
+    }
+
+    /// The device refused the registers as they were first found: its
+    /// releases write the profile's own values from now on.
+    fn stop_restoring(&mut self, error: Option<&str>) {
+        tracing::warn!(device = %self.device.reference, error = error.unwrap_or(""),
+            "the device refused the registers as found: its releases write the profile's own values");
+        self.restore_refused = true;
+    }
+
+    /// Counts a write (a change or a refresh, confirmed or not) and logs it.
+    fn count(&self, changed: bool, ok: bool, error: Option<&str>) {
+        if let Some(c) = self.writes.get(self.slot) {
+            c.record(changed, ok);
+        }
+        if ok {
+            tracing::debug!(device = %self.device.reference, change = changed, "setpoint written and confirmed");
+        } else {
+            tracing::warn!(device = %self.device.reference, error = error.unwrap_or(""), "steering write failed");
+        }
     }
 
     /// The first write after contact, register by register: what it changes.

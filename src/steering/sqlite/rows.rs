@@ -245,15 +245,7 @@ pub fn encode_record(e: &AuditEvent) -> String {
             source: source.clone(),
             token: token.clone(),
             action: action.clone(),
-            body: match body {
-                RequestBody::Posted(raw) => {
-                    serde_json::from_str(&raw.0).unwrap_or_else(|_| Value::String(raw.0.clone()))
-                }
-                RequestBody::Ended(c) => serde_json::to_value(Ended {
-                    component: c.map(|c| c.wire_name().to_string()),
-                })
-                .unwrap_or_default(),
-            },
+            body: body_value(body),
             request_id: request_id.clone(),
         }),
         AuditKind::Write {
@@ -268,10 +260,7 @@ pub fn encode_record(e: &AuditEvent) -> String {
             component: component.map(|c| c.wire_name().to_string()),
             action: describe(*command).to_string(),
             setpoint: match command {
-                Command::EssPower(w) | Command::ProductionLimit(w) => Some(Watts {
-                    value: w.round(),
-                    unit: "W".into(),
-                }),
+                Command::EssPower(w) | Command::ProductionLimit(w) => Some(watts(w.round())),
                 Command::EssRelease | Command::ProductionRelease => None,
             },
             result: if error.is_none() { "ok" } else { "error" }.into(),
@@ -289,10 +278,7 @@ pub fn encode_record(e: &AuditEvent) -> String {
             client: client.clone(),
             unit_id: *unit_id,
             register: *register,
-            max_export: max_export_w.map(|w| Watts {
-                value: w,
-                unit: "W".into(),
-            }),
+            max_export: max_export_w.map(watts),
             reason: reason.wire_name().into(),
         }),
         AuditKind::ForwardedWrite {
@@ -339,6 +325,27 @@ pub fn encode_record(e: &AuditEvent) -> String {
         }),
     };
     text(&record)
+}
+
+/// A request's body as recorded: the JSON posted (its text where it is
+/// none), or which component an end ended.
+fn body_value(body: &RequestBody) -> Value {
+    match body {
+        RequestBody::Posted(raw) => {
+            serde_json::from_str(&raw.0).unwrap_or_else(|_| Value::String(raw.0.clone()))
+        }
+        RequestBody::Ended(c) => serde_json::to_value(Ended {
+            component: c.map(|c| c.wire_name().to_string()),
+        })
+        .unwrap_or_default(),
+    }
+}
+
+fn watts(value: f64) -> Watts {
+    Watts {
+        value,
+        unit: "W".into(),
+    }
 }
 
 /// A stored audit record of `site`; `None` when it is not one.
