@@ -20,6 +20,7 @@
 //! hold a transaction open between commits. An optional [`CommitHook`] writes
 //! its rows in every sample or job transaction (`hook.rs`).
 
+use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -105,7 +106,7 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// Runs until a `Close` job or until every job sender is gone.
-    pub fn run(mut self, mut samples: mpsc::Receiver<Vec<Sample>>, mut jobs: mpsc::Receiver<Job>) {
+    pub fn run(self, samples: mpsc::Receiver<Vec<Sample>>, jobs: mpsc::Receiver<Job>) {
         let rt = match tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -116,133 +117,168 @@ impl Writer {
                 return;
             }
         };
-        rt.block_on(async move {
-            self.measure_oldest();
-            let mut next_compaction = Instant::now() + self.compact_interval;
-            let mut pending = Pending::default();
-            let mut deadline: Option<Instant> = None;
-            let mut next_drain = Instant::now();
-            let mut samples_open = true;
-            let mut next_retention = Instant::now() + self.retention_every;
-            let mut retention_at: Option<i64> = None;
-            let mut beat = crate::liveness::Heartbeat::ticker();
-            loop {
-                self.heartbeat.beat();
-                // Set by every branch that keeps the writer busy (SQLite work):
-                // when it began. The sample channel was empty then (the job
-                // branch drains it first; the others run only when it had
-                // nothing), so batches found afterwards arrived during the work.
-                let mut busy_from: Option<Instant> = None;
-                tokio::select! {
-                    biased;
-                    job = jobs.recv() => {
-                        busy_from = Some(Instant::now());
-                        drain(&mut samples, &mut pending);
-                        match job {
-                            Some(Job::Execute(work)) => self.commit(&mut pending, Some(work)),
-                            Some(Job::Retention { now_ms, reply }) => {
-                                self.commit(&mut pending, None);
-                                let _ = reply.send(self.retention(now_ms));
-                            }
-                            Some(Job::Compact(reply)) => {
-                                self.commit(&mut pending, None);
-                                let _ = reply.send(self.compact());
-                            }
-                            Some(Job::Restamp(r, reply)) => {
-                                self.commit(&mut pending, None);
-                                let _ = reply.send(self.restamp(&r));
-                            }
-                            Some(Job::ChunkMark(reply)) => {
-                                let _ = reply.send(
-                                    super::restamp::chunk_mark(&self.conn).map_err(Into::into),
-                                );
-                            }
-                            Some(Job::AddDevice { id, reference, reply }) => {
-                                let _ = reply.send(self.ingest.add_device(id, reference));
-                            }
-                            Some(Job::Close(reply)) => {
-                                self.commit(&mut pending, None);
-                                if let Err(e) = self.compact() {
-                                    tracing::error!(error = %e, "compacting at shutdown failed");
-                                }
-                                let _ = reply.send(());
-                                break;
-                            }
-                            None => {
-                                self.commit(&mut pending, None);
-                                let _ = self.compact();
-                                break;
-                            }
-                        }
-                        deadline = None;
+        rt.block_on(self.serve(samples, jobs));
+        tracing::info!("store writer stopped");
+    }
+
+    /// The writer's loop: jobs first (each after committing what is
+    /// pending), sample batches committed at their flush deadline or once
+    /// `batch_size` wait, compaction and retention at their intervals.
+    async fn serve(
+        mut self,
+        mut samples: mpsc::Receiver<Vec<Sample>>,
+        mut jobs: mpsc::Receiver<Job>,
+    ) {
+        self.measure_oldest();
+        let mut next_compaction = Instant::now() + self.compact_interval;
+        let mut pending = Pending::default();
+        let mut deadline: Option<Instant> = None;
+        let mut next_drain = Instant::now();
+        let mut samples_open = true;
+        let mut next_retention = Instant::now() + self.retention_every;
+        let mut retention_at: Option<i64> = None;
+        let mut beat = crate::liveness::Heartbeat::ticker();
+        loop {
+            self.heartbeat.beat();
+            // Set by every branch that keeps the writer busy (SQLite work):
+            // when it began. The sample channel was empty then (the job
+            // branch drains it first; the others run only when it had
+            // nothing), so batches found afterwards arrived during the work.
+            let mut busy_from: Option<Instant> = None;
+            tokio::select! {
+                biased;
+                job = jobs.recv() => {
+                    busy_from = Some(Instant::now());
+                    drain(&mut samples, &mut pending);
+                    if self.run_job(job, &mut pending).is_break() {
+                        break;
                     }
-                    // Woken by the first batch of a commit only: the others
-                    // are collected every DRAIN_EVERY (below), not one wake-up
-                    // of this thread per poll.
-                    batch = samples.recv(), if samples_open && deadline.is_none() => match batch {
-                        Some(batch) => {
-                            deadline = Some(Instant::now() + self.flush_interval);
-                            next_drain = Instant::now() + DRAIN_EVERY;
-                            pending.push(batch);
-                        }
-                        None => samples_open = false,
-                    },
-                    _ = tokio::time::sleep_until(next_drain), if deadline.is_some() => {
-                        drain(&mut samples, &mut pending);
-                        if pending.len() >= self.batch_size {
-                            busy_from = Some(Instant::now());
-                            self.commit(&mut pending, None);
-                            deadline = None;
-                        }
+                    deadline = None;
+                }
+                // Woken by the first batch of a commit only: the others
+                // are collected every DRAIN_EVERY (below), not one wake-up
+                // of this thread per poll.
+                batch = samples.recv(), if samples_open && deadline.is_none() => match batch {
+                    Some(batch) => {
+                        deadline = Some(Instant::now() + self.flush_interval);
                         next_drain = Instant::now() + DRAIN_EVERY;
+                        pending.push(batch);
                     }
-                    _ = sleep_until(deadline), if deadline.is_some() => {
-                        drain(&mut samples, &mut pending);
+                    None => samples_open = false,
+                },
+                _ = tokio::time::sleep_until(next_drain), if deadline.is_some() => {
+                    drain(&mut samples, &mut pending);
+                    if pending.len() >= self.batch_size {
                         busy_from = Some(Instant::now());
                         self.commit(&mut pending, None);
                         deadline = None;
                     }
-                    _ = tokio::time::sleep_until(next_compaction) => {
-                        busy_from = Some(Instant::now());
-                        let result = if self.ingest.staged() > 0 { self.compact() } else { Ok(0) };
-                        if let Err(e) = result {
-                            tracing::error!(error = %e, "compacting staged samples failed; retrying later");
-                        }
-                        self.measure_oldest_when_due();
-                        next_compaction = Instant::now() + self.compact_interval;
-                    }
-                    _ = tokio::time::sleep_until(next_retention), if retention_at.is_none() => {
-                        // While age retention is held, the pass runs at the
-                        // start of time: nothing is old, the size bound holds.
-                        retention_at = Some(if self.stats.age_retention_held() { i64::MIN } else { now_ms() });
-                        next_retention = Instant::now() + self.retention_every;
-                    }
-                    _ = beat.tick() => {}
-                    _ = std::future::ready(()), if retention_at.is_some() => {
-                        busy_from = Some(Instant::now());
-                        retention_at = self.retention_step(retention_at.unwrap_or_default());
-                    }
+                    next_drain = Instant::now() + DRAIN_EVERY;
                 }
-                // Samples a failed commit left waiting retry on the next flush.
-                if deadline.is_none() && !pending.is_empty() {
-                    deadline = Some(Instant::now() + self.flush_interval);
+                _ = sleep_until(deadline), if deadline.is_some() => {
+                    drain(&mut samples, &mut pending);
+                    busy_from = Some(Instant::now());
+                    self.commit(&mut pending, None);
+                    deadline = None;
                 }
-                // Batches that waited in the channel while the writer was busy
-                // count their flush interval from when the work began, not from
-                // when the writer got round to them: so no sample waits longer
-                // than `flush_interval` for its commit to begin, unless the
-                // writer is busy when it is due.
-                if let Some(began) = busy_from {
-                    if pending.is_empty() {
-                        drain(&mut samples, &mut pending);
-                        if !pending.is_empty() {
-                            deadline = Some(began + self.flush_interval);
-                        }
+                _ = tokio::time::sleep_until(next_compaction) => {
+                    busy_from = Some(Instant::now());
+                    let result = if self.ingest.staged() > 0 { self.compact() } else { Ok(0) };
+                    if let Err(e) = result {
+                        tracing::error!(error = %e, "compacting staged samples failed; retrying later");
                     }
+                    self.measure_oldest_when_due();
+                    next_compaction = Instant::now() + self.compact_interval;
+                }
+                _ = tokio::time::sleep_until(next_retention), if retention_at.is_none() => {
+                    // While age retention is held, the pass runs at the
+                    // start of time: nothing is old, the size bound holds.
+                    retention_at = Some(if self.stats.age_retention_held() { i64::MIN } else { now_ms() });
+                    next_retention = Instant::now() + self.retention_every;
+                }
+                _ = beat.tick() => {}
+                _ = std::future::ready(()), if retention_at.is_some() => {
+                    busy_from = Some(Instant::now());
+                    retention_at = self.retention_step(retention_at.unwrap_or_default());
                 }
             }
-        });
-        tracing::info!("store writer stopped");
+            deadline = self.next_deadline(deadline, busy_from, &mut samples, &mut pending);
+        }
+    }
+
+    /// Runs one job (`None`: every job sender is gone), committing the
+    /// pending samples first where the job needs it; `Break` when the
+    /// writer stops.
+    fn run_job(&mut self, job: Option<Job>, pending: &mut Pending) -> ControlFlow<()> {
+        match job {
+            Some(Job::Execute(work)) => self.commit(pending, Some(work)),
+            Some(Job::Retention { now_ms, reply }) => {
+                self.commit(pending, None);
+                let _ = reply.send(self.retention(now_ms));
+            }
+            Some(Job::Compact(reply)) => {
+                self.commit(pending, None);
+                let _ = reply.send(self.compact());
+            }
+            Some(Job::Restamp(r, reply)) => {
+                self.commit(pending, None);
+                let _ = reply.send(self.restamp(&r));
+            }
+            Some(Job::ChunkMark(reply)) => {
+                let _ = reply.send(super::restamp::chunk_mark(&self.conn).map_err(Into::into));
+            }
+            Some(Job::AddDevice {
+                id,
+                reference,
+                reply,
+            }) => {
+                let _ = reply.send(self.ingest.add_device(id, reference));
+            }
+            Some(Job::Close(reply)) => {
+                self.commit(pending, None);
+                if let Err(e) = self.compact() {
+                    tracing::error!(error = %e, "compacting at shutdown failed");
+                }
+                let _ = reply.send(());
+                return ControlFlow::Break(());
+            }
+            None => {
+                self.commit(pending, None);
+                let _ = self.compact();
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The flush deadline after a turn of the loop: samples a failed commit
+    /// left waiting get one again, and batches that arrived while the
+    /// writer was busy (since `busy_from`) count from when the work began.
+    fn next_deadline(
+        &self,
+        mut deadline: Option<Instant>,
+        busy_from: Option<Instant>,
+        samples: &mut mpsc::Receiver<Vec<Sample>>,
+        pending: &mut Pending,
+    ) -> Option<Instant> {
+        // Samples a failed commit left waiting retry on the next flush.
+        if deadline.is_none() && !pending.is_empty() {
+            deadline = Some(Instant::now() + self.flush_interval);
+        }
+        // Batches that waited in the channel while the writer was busy
+        // count their flush interval from when the work began, not from
+        // when the writer got round to them: so no sample waits longer
+        // than `flush_interval` for its commit to begin, unless the
+        // writer is busy when it is due.
+        if let Some(began) = busy_from {
+            if pending.is_empty() {
+                drain(samples, pending);
+                if !pending.is_empty() {
+                    deadline = Some(began + self.flush_interval);
+                }
+            }
+        }
+        deadline
     }
 
     /// Moves the staged samples into chunks and the rollups in one transaction,

@@ -28,7 +28,6 @@ const LONG_FNS_ALLOWED: &[&str] = &[
     "src/events/observe.rs::changes",
     "src/profile/build.rs::point",
     "src/profile/build/controls.rs::ess",
-    "src/store/writer.rs::run",
     "src/uplink/link.rs::run",
 ];
 
