@@ -124,6 +124,27 @@ struct State {
     clean_next: bool,
 }
 
+impl State {
+    /// Before the first connect, the outbox paced at `drain_rate` from `now`.
+    fn new(drain_rate: u32, now: Instant) -> State {
+        State {
+            flight: Flight::default(),
+            connected: false,
+            boundary: 0,
+            backlog_cursor: 0,
+            live_cursor: 0,
+            pacer: Pacer::new(drain_rate, now),
+            acked: Vec::new(),
+            steering_sent: HashMap::new(),
+            refusals: Refusals::default(),
+            attempts: Attempts::default(),
+            jitter: Jitter::from_os(),
+            short_closes: 0,
+            clean_next: false,
+        }
+    }
+}
+
 enum Step {
     Event(Result<LinkEvent, Lost>),
     Stop,
@@ -212,21 +233,7 @@ impl Link {
         cancel: CancellationToken,
     ) {
         let mut appended = self.p.outbox.appended();
-        let mut s = State {
-            flight: Flight::default(),
-            connected: false,
-            boundary: 0,
-            backlog_cursor: 0,
-            live_cursor: 0,
-            pacer: Pacer::new(self.p.drain_rate, Instant::now()),
-            acked: Vec::new(),
-            steering_sent: HashMap::new(),
-            refusals: Refusals::default(),
-            attempts: Attempts::default(),
-            jitter: Jitter::from_os(),
-            short_closes: 0,
-            clean_next: false,
-        };
+        let mut s = State::new(self.p.drain_rate, Instant::now());
         let mut stopping: Option<Instant> = None;
         let mut housekeeping = tokio::time::interval(HOUSEKEEPING);
         let mut beat = Heartbeat::ticker();
@@ -272,45 +279,15 @@ impl Link {
                     self.on_event(&mut s, event).await;
                 }
                 Step::Event(Err(lost)) => {
-                    let was_connected = s.connected;
-                    let delay = self.on_lost(&mut s, &lost);
-                    if self.version.lost(&self.client, was_connected, lost.kind) {
-                        match self.version.build_311().await {
-                            Ok((client, events)) => {
-                                tracing::warn!(
-                                    error = %lost.message,
-                                    "MQTT broker closed the connection at CONNECT under MQTT 5: the uplink speaks MQTT 3.1.1 from now on (mqtt.protocol pins one)"
-                                );
-                                self.client = client;
-                                eventloop = events;
-                            }
-                            Err(e) => {
-                                tracing::warn!(error = %e, "MQTT 3.1.1 client not built: staying on MQTT 5")
-                            }
-                        }
-                    }
-                    if s.clean_next {
-                        eventloop.set_clean(true);
-                    }
-                    eventloop.forget_pending();
+                    let delay = self.after_lost(&mut s, &lost, &mut eventloop).await;
                     if stopping.is_some() {
                         break;
                     }
-                    tracing::debug!(
-                        delay_ms = delay.as_millis() as u64,
-                        "MQTT reconnect after backoff"
-                    );
-                    let wait = sleep(delay);
-                    tokio::pin!(wait);
-                    loop {
-                        self.p.heartbeat.beat();
-                        tokio::select! {
-                            () = &mut wait => break,
-                            _ = beat.tick() => {}
-                            () = cancel.cancelled() => return,
-                            // Answers cannot go out now; the requester retries with the same id.
-                            Some(_) = answers.recv() => {}
-                        }
+                    if !self
+                        .wait_to_reconnect(delay, &mut beat, &mut answers, &cancel)
+                        .await
+                    {
+                        return;
                     }
                 }
             }
@@ -320,6 +297,67 @@ impl Link {
             tracing::warn!(error = %e, "cannot delete acknowledged outbox rows at shutdown");
         }
         tracing::info!("MQTT uplink stopped");
+    }
+
+    /// What a lost connection changes: its backoff (the delay returned), a
+    /// fall back to MQTT 3.1.1 when the broker closed MQTT 5 at CONNECT, a
+    /// clean session for the next connect when asked, and rumqttc's pending
+    /// requests forgotten.
+    async fn after_lost(
+        &mut self,
+        s: &mut State,
+        lost: &Lost,
+        eventloop: &mut EventLoop,
+    ) -> Duration {
+        let was_connected = s.connected;
+        let delay = self.on_lost(s, lost);
+        if self.version.lost(&self.client, was_connected, lost.kind) {
+            match self.version.build_311().await {
+                Ok((client, events)) => {
+                    tracing::warn!(
+                        error = %lost.message,
+                        "MQTT broker closed the connection at CONNECT under MQTT 5: the uplink speaks MQTT 3.1.1 from now on (mqtt.protocol pins one)"
+                    );
+                    self.client = client;
+                    *eventloop = events;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "MQTT 3.1.1 client not built: staying on MQTT 5")
+                }
+            }
+        }
+        if s.clean_next {
+            eventloop.set_clean(true);
+        }
+        eventloop.forget_pending();
+        delay
+    }
+
+    /// Waits `delay` before reconnecting, beating; answers that come meanwhile
+    /// are dropped. False when cancelled first.
+    async fn wait_to_reconnect(
+        &self,
+        delay: Duration,
+        beat: &mut Interval,
+        answers: &mut mpsc::Receiver<Outgoing>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        tracing::debug!(
+            delay_ms = delay.as_millis() as u64,
+            "MQTT reconnect after backoff"
+        );
+        let wait = sleep(delay);
+        tokio::pin!(wait);
+        loop {
+            self.p.heartbeat.beat();
+            tokio::select! {
+                () = &mut wait => return true,
+                _ = beat.tick() => {}
+                () = cancel.cancelled() => return false,
+                // Answers cannot go out now; the requester retries with the same id.
+                Some(_) = answers.recv() => {}
+            }
+        }
     }
 
     async fn on_event(&mut self, s: &mut State, event: LinkEvent) {

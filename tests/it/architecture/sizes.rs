@@ -28,7 +28,6 @@ const LONG_FNS_ALLOWED: &[&str] = &[
     "src/events/observe.rs::changes",
     "src/profile/build.rs::point",
     "src/profile/build/controls.rs::ess",
-    "src/uplink/link.rs::run",
 ];
 
 fn is_ident(c: u8) -> bool {
