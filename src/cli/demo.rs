@@ -51,58 +51,10 @@ pub struct DemoArgs {
 }
 
 pub fn demo(args: DemoArgs) -> ExitCode {
-    let mut config = match parse(DEMO_CONFIG) {
-        Ok(c) => c,
-        Err(e) => {
-            complain(&format!("built-in demo config: {e}"));
-            return ExitCode::FAILURE;
-        }
+    let (mut config, data) = match configure(&args) {
+        Ok(configured) => configured,
+        Err(code) => return code,
     };
-    if !args.listen.ip().is_loopback() {
-        complain(&format!(
-            "--listen {}: the demo has no authentication, so it only listens on loopback (127.0.0.1 or ::1)",
-            args.listen
-        ));
-        return ExitCode::from(super::EXIT_USAGE);
-    }
-    config.http.listen = vec![args.listen];
-    if args.noisy {
-        config.simulator.noisy = true;
-        config.simulator.seed = args.seed.or(config.simulator.seed);
-    }
-    if let Some(id) = args.gateway_id {
-        if let Err(e) = Config::check_gateway_id(&id) {
-            complain(&format!("--gateway-id: {e}"));
-            return ExitCode::from(super::EXIT_USAGE);
-        }
-        config.gateway_id = id;
-    }
-    let data = args
-        .data
-        .unwrap_or_else(|| std::env::temp_dir().join("sitegate-demo"));
-    config.storage.path = data.join("sitegate-demo.db");
-    if let Some(url) = args.mqtt {
-        let mqtt = MqttConfig {
-            url,
-            ..MqttConfig::default()
-        };
-        if let Err(e) = mqtt.broker() {
-            complain(&format!("--mqtt: {e}"));
-            return ExitCode::from(super::EXIT_USAGE);
-        }
-        config.mqtt = Some(mqtt);
-    }
-    if let Err(e) = std::fs::create_dir_all(&data) {
-        complain(&format!("--data {}: {e}", data.display()));
-        return ExitCode::FAILURE;
-    }
-    if !(args.speed > 0.0 && args.speed <= 3600.0) {
-        complain(&format!(
-            "--speed {}: must be above 0 and at most 3600",
-            args.speed
-        ));
-        return ExitCode::from(super::EXIT_USAGE);
-    }
     if let Err(e) = sitegate::logging::init(&config.logging) {
         complain(&e);
         return ExitCode::FAILURE;
@@ -159,6 +111,66 @@ pub fn demo(args: DemoArgs) -> ExitCode {
         sim.shutdown().await;
         code
     })
+}
+
+/// The demo's config from the built-in one and the arguments, and the
+/// folder of its database (created); the exit code when an argument is
+/// refused or the folder cannot be made.
+fn configure(args: &DemoArgs) -> Result<(Config, PathBuf), ExitCode> {
+    let mut config = match parse(DEMO_CONFIG) {
+        Ok(c) => c,
+        Err(e) => {
+            complain(&format!("built-in demo config: {e}"));
+            return Err(ExitCode::FAILURE);
+        }
+    };
+    if !args.listen.ip().is_loopback() {
+        complain(&format!(
+            "--listen {}: the demo has no authentication, so it only listens on loopback (127.0.0.1 or ::1)",
+            args.listen
+        ));
+        return Err(ExitCode::from(super::EXIT_USAGE));
+    }
+    config.http.listen = vec![args.listen];
+    if args.noisy {
+        config.simulator.noisy = true;
+        config.simulator.seed = args.seed.or(config.simulator.seed);
+    }
+    if let Some(id) = args.gateway_id.clone() {
+        if let Err(e) = Config::check_gateway_id(&id) {
+            complain(&format!("--gateway-id: {e}"));
+            return Err(ExitCode::from(super::EXIT_USAGE));
+        }
+        config.gateway_id = id;
+    }
+    let data = args
+        .data
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("sitegate-demo"));
+    config.storage.path = data.join("sitegate-demo.db");
+    if let Some(url) = args.mqtt.clone() {
+        let mqtt = MqttConfig {
+            url,
+            ..MqttConfig::default()
+        };
+        if let Err(e) = mqtt.broker() {
+            complain(&format!("--mqtt: {e}"));
+            return Err(ExitCode::from(super::EXIT_USAGE));
+        }
+        config.mqtt = Some(mqtt);
+    }
+    if let Err(e) = std::fs::create_dir_all(&data) {
+        complain(&format!("--data {}: {e}", data.display()));
+        return Err(ExitCode::FAILURE);
+    }
+    if !(args.speed > 0.0 && args.speed <= 3600.0) {
+        complain(&format!(
+            "--speed {}: must be above 0 and at most 3600",
+            args.speed
+        ));
+        return Err(ExitCode::from(super::EXIT_USAGE));
+    }
+    Ok((config, data))
 }
 
 /// The demo's own config, its buses pointed at the simulated devices, for
