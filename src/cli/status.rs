@@ -107,95 +107,109 @@ pub fn render(a: &Answers) -> Vec<String> {
         out.push(format!("         {}", why.as_str().unwrap_or_default()));
     }
     match &a.metrics {
-        Some(m) => {
-            let online = samples(m, "sitegate_device_online", "");
-            let up = online.iter().filter(|(_, v)| *v == 1.0).count();
-            out.push(format!("devices  {up} of {} online", online.len()));
-            let down: Vec<&str> = online
-                .iter()
-                .filter(|(_, v)| *v != 1.0)
-                .filter_map(|(s, _)| label(s, "device"))
-                .collect();
-            if !down.is_empty() {
-                out.push(format!("         offline: {}", down.join(", ")));
-            }
-            let uplink = match (
-                one(m, "sitegate_mqtt_set_up"),
-                one(m, "sitegate_mqtt_connected"),
-            ) {
-                (None, None) => "not configured".to_string(),
-                (_, Some(1.0)) => "connected".to_string(),
-                (Some(0.0), _) => "not set up (see /readyz)".to_string(),
-                _ => "not connected (telemetry waits in the outbox)".to_string(),
-            };
-            let outbox = one(m, "sitegate_outbox_rows")
-                .map(|r| format!(", {r} messages in the outbox"))
-                .unwrap_or_default();
-            out.push(format!("uplink   {uplink}{outbox}"));
-            let committed = samples(m, "sitegate_store_samples_total", "committed");
-            let dropped = samples(m, "sitegate_store_samples_total", "dropped");
-            let file: f64 = samples(m, "sitegate_store_file_bytes", "")
-                .iter()
-                .map(|(_, v)| v)
-                .sum();
-            let failing = one(m, "sitegate_store_failing") == Some(1.0);
-            out.push(format!(
-                "store    {} samples committed, {} dropped; {:.1} MB on disk{}",
-                committed.first().map_or(0.0, |s| s.1),
-                dropped.first().map_or(0.0, |s| s.1),
-                file / 1e6,
-                if failing { "; commits FAILING" } else { "" }
-            ));
-            out.extend(history(m));
-            let clock = match one(m, "sitegate_clock_synchronised") {
-                Some(1.0) => "synchronised",
-                Some(0.0) => "NOT synchronised",
-                _ => "synchronisation not known",
-            };
-            out.push(format!("clock    {clock}"));
-        }
+        Some(m) => out.extend(metrics_lines(m)),
         None => out.push(
             "metrics  off (http.metrics = false): devices, uplink, store and clock not shown"
                 .into(),
         ),
     }
     for (site, st) in &a.sites {
-        let g = &st["gridLoop"];
+        out.extend(site_lines(site, st));
+    }
+    out
+}
+
+/// The lines read from `/metrics`: devices online, the uplink, the store,
+/// its history and the clock.
+fn metrics_lines(m: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let online = samples(m, "sitegate_device_online", "");
+    let up = online.iter().filter(|(_, v)| *v == 1.0).count();
+    out.push(format!("devices  {up} of {} online", online.len()));
+    let down: Vec<&str> = online
+        .iter()
+        .filter(|(_, v)| *v != 1.0)
+        .filter_map(|(s, _)| label(s, "device"))
+        .collect();
+    if !down.is_empty() {
+        out.push(format!("         offline: {}", down.join(", ")));
+    }
+    let uplink = match (
+        one(m, "sitegate_mqtt_set_up"),
+        one(m, "sitegate_mqtt_connected"),
+    ) {
+        (None, None) => "not configured".to_string(),
+        (_, Some(1.0)) => "connected".to_string(),
+        (Some(0.0), _) => "not set up (see /readyz)".to_string(),
+        _ => "not connected (telemetry waits in the outbox)".to_string(),
+    };
+    let outbox = one(m, "sitegate_outbox_rows")
+        .map(|r| format!(", {r} messages in the outbox"))
+        .unwrap_or_default();
+    out.push(format!("uplink   {uplink}{outbox}"));
+    let committed = samples(m, "sitegate_store_samples_total", "committed");
+    let dropped = samples(m, "sitegate_store_samples_total", "dropped");
+    let file: f64 = samples(m, "sitegate_store_file_bytes", "")
+        .iter()
+        .map(|(_, v)| v)
+        .sum();
+    let failing = one(m, "sitegate_store_failing") == Some(1.0);
+    out.push(format!(
+        "store    {} samples committed, {} dropped; {:.1} MB on disk{}",
+        committed.first().map_or(0.0, |s| s.1),
+        dropped.first().map_or(0.0, |s| s.1),
+        file / 1e6,
+        if failing { "; commits FAILING" } else { "" }
+    ));
+    out.extend(history(m));
+    let clock = match one(m, "sitegate_clock_synchronised") {
+        Some(1.0) => "synchronised",
+        Some(0.0) => "NOT synchronised",
+        _ => "synchronisation not known",
+    };
+    out.push(format!("clock    {clock}"));
+    out
+}
+
+/// A site's lines: its grid loop and limits, its devices counted by
+/// component and state, and each limit source in force.
+fn site_lines(site: &str, st: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let g = &st["gridLoop"];
+    out.push(format!(
+        "site     {site}: grid loop {}; max import {}, max export {}",
+        g["mode"].as_str().unwrap_or("?"),
+        watts(&g["maxImport"]),
+        watts(&g["maxExport"])
+    ));
+    let mut states: Vec<(String, usize)> = Vec::new();
+    for d in st["devices"].as_array().into_iter().flatten() {
+        let key = format!(
+            "{} {}",
+            d["component"].as_str().unwrap_or("?"),
+            d["state"].as_str().unwrap_or("?")
+        );
+        match states.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => states.push((key, 1)),
+        }
+    }
+    if !states.is_empty() {
+        let list: Vec<String> = states.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        out.push(format!("         devices: {}", list.join(", ")));
+    }
+    for s in g["sources"].as_array().into_iter().flatten() {
         out.push(format!(
-            "site     {site}: grid loop {}; max import {}, max export {}",
-            g["mode"].as_str().unwrap_or("?"),
-            watts(&g["maxImport"]),
-            watts(&g["maxExport"])
-        ));
-        let mut states: Vec<(String, usize)> = Vec::new();
-        for d in st["devices"].as_array().into_iter().flatten() {
-            let key = format!(
-                "{} {}",
-                d["component"].as_str().unwrap_or("?"),
-                d["state"].as_str().unwrap_or("?")
-            );
-            match states.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, n)) => *n += 1,
-                None => states.push((key, 1)),
+            "         limit {} {} {} W{}",
+            s["source"].as_str().unwrap_or("?"),
+            s["kind"].as_str().unwrap_or("?"),
+            s["value"]["value"].as_f64().unwrap_or(f64::NAN),
+            if s["failsafe"] == true {
+                " (failsafe)"
+            } else {
+                ""
             }
-        }
-        if !states.is_empty() {
-            let list: Vec<String> = states.iter().map(|(k, n)| format!("{n} {k}")).collect();
-            out.push(format!("         devices: {}", list.join(", ")));
-        }
-        for s in g["sources"].as_array().into_iter().flatten() {
-            out.push(format!(
-                "         limit {} {} {} W{}",
-                s["source"].as_str().unwrap_or("?"),
-                s["kind"].as_str().unwrap_or("?"),
-                s["value"]["value"].as_f64().unwrap_or(f64::NAN),
-                if s["failsafe"] == true {
-                    " (failsafe)"
-                } else {
-                    ""
-                }
-            ));
-        }
+        ));
     }
     out
 }
