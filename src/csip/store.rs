@@ -104,6 +104,21 @@ fn read(conn: &Connection, site: &str) -> Result<Option<Saved>, StoreError> {
         return Ok(None);
     };
     let mut schedule = Schedule::default();
+    schedule.programs = read_programs(conn, site)?;
+    schedule.events = read_events(conn, site)?;
+    let pending = read_pending(conn, site)?;
+    Ok(Some(Saved {
+        schedule,
+        offset_ms,
+        pending,
+    }))
+}
+
+/// The site's DER programs, by href.
+fn read_programs(
+    conn: &Connection,
+    site: &str,
+) -> rusqlite::Result<BTreeMap<String, ProgramState>> {
     let mut stmt = conn.prepare(&format!(
         "SELECT href, list, mrid, primacy, default_mrid, set_grad_w, {BASE} FROM csip_programs WHERE site = ?1"
     ))?;
@@ -124,10 +139,16 @@ fn read(conn: &Connection, site: &str) -> Result<Option<Saved>, StoreError> {
             default,
         })
     })?;
+    let mut by_href = BTreeMap::new();
     for p in programs {
         let p = p?;
-        schedule.programs.insert(p.href.clone(), p);
+        by_href.insert(p.href.clone(), p);
     }
+    Ok(by_href)
+}
+
+/// The site's tracked events, by mRID.
+fn read_events(conn: &Connection, site: &str) -> rusqlite::Result<BTreeMap<String, Tracked>> {
     let mut stmt = conn.prepare(&format!(
         "SELECT mrid, program, primacy, href, description, reply_to, response_required, creation_s, status,
                 start_s, duration_s, randomize_start_s, randomize_duration_s, start_offset_s, duration_offset_s,
@@ -166,7 +187,12 @@ fn read(conn: &Connection, site: &str) -> Result<Option<Saved>, StoreError> {
         let e = e?;
         by_mrid.insert(e.control.mrid.clone(), e);
     }
-    schedule.events = by_mrid;
+    Ok(by_mrid)
+}
+
+/// The site's Responses waiting to be posted, oldest first (a status this
+/// binary does not know is left out).
+fn read_pending(conn: &Connection, site: &str) -> rusqlite::Result<Vec<Pending>> {
     let mut stmt = conn.prepare(
         "SELECT reply_to, mrid, status, at_s FROM csip_responses WHERE site = ?1 ORDER BY seq",
     )?;
@@ -190,12 +216,8 @@ fn read(conn: &Connection, site: &str) -> Result<Option<Saved>, StoreError> {
             })
             .transpose()
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Some(Saved {
-        schedule,
-        offset_ms,
-        pending,
-    }))
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(pending)
 }
 
 fn base_params(b: &ControlBase) -> [rusqlite::types::Value; 9] {
