@@ -106,6 +106,22 @@ export async function request(method, path, body) {
   return json;
 }
 
+/** A GET whose answer is text (`/metrics`); a failure is an ApiProblem. */
+export async function getText(path) {
+  const headers = { Accept: "text/plain" };
+  const t = token();
+  if (t) headers.Authorization = `Bearer ${t}`;
+  let res;
+  try {
+    res = await fetch(path, { headers, cache: "no-store", credentials: "omit" });
+  } catch (e) {
+    throw new ApiProblem(0, "network", `the agent did not answer GET ${path} (${e.message || e})`);
+  }
+  const text = await res.text();
+  if (!res.ok) throw new ApiProblem(res.status, "", `${res.status} ${res.statusText || ""}`.trim());
+  return text;
+}
+
 export const get = (path) => request("GET", path);
 export const post = (path, body) => request("POST", path, body);
 export const del = (path) => request("DELETE", path);

@@ -7,11 +7,13 @@ import { h, fill, clock, ago, quantity } from "./format.js";
 import { fetchDevices, renderDevices, renderFlow } from "./live.js";
 import { RANGES, windowOf, fetchSeries, drawChart } from "./chart.js";
 import { fetchEnergy, renderEnergy } from "./energy.js";
+import { heldNote } from "./held.js";
 import { siteSeries, drawSiteChart, steeringMarks } from "./sitechart.js";
 import * as steering from "./steering.js";
 
 const LIVE_MS = 3000;
 const CHART_MS = 60_000;
+const HELD_MS = 20_000; // how far back the history reaches: /metrics is large at 1,000 devices
 
 const $ = (id) => document.getElementById(id);
 
@@ -165,6 +167,7 @@ async function start() {
   loop(refreshLive, LIVE_MS);
   loop(refreshHealth, LIVE_MS);
   loop(refreshCharts, CHART_MS);
+  loop(refreshHeld, HELD_MS);
   loop(async () => tick(), 1000);
 }
 
@@ -244,6 +247,15 @@ async function findScope() {
  * fails or runs elsewhere, steering changes not yet written, devices not
  * polled yet.
  */
+/** How far back the store's history reaches, under the charts. */
+async function refreshHeld(gen) {
+  const note = await heldNote(clock);
+  if (gen !== state.generation) return;
+  const el = $("history-held");
+  el.hidden = !note;
+  el.textContent = note;
+}
+
 async function refreshHealth(gen) {
   let lines = [];
   try {

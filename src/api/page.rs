@@ -88,6 +88,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../../web/energy.js"),
     },
     Asset {
+        name: "held.js",
+        content_type: JS,
+        body: include_bytes!("../../web/held.js"),
+    },
+    Asset {
         name: "sitechart.js",
         content_type: JS,
         body: include_bytes!("../../web/sitechart.js"),

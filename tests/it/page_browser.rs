@@ -142,7 +142,13 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
     else {
         return;
     };
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    // Compacted every 5 s: the store says how far back it reaches only once
+    // it has compacted samples.
+    let config = format!(
+        "{}\n[storage]\ncompact_interval_s = 5\n",
+        site::small_site()
+    );
+    let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     history_exists(&site).await;
 
@@ -181,6 +187,18 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
         .await,
         json!(0)
     );
+
+    // How far back the history reaches, from the agent's /metrics (read
+    // every 20 s, and the store compacts every 5 s here).
+    let held = b
+        .wait_js(
+            "the history's reach under the charts",
+            Duration::from_secs(45),
+            r#"const t = document.getElementById('history-held').textContent;
+               return /^History held: raw samples from .*minute means from .*hourly means from /.test(t) && t;"#,
+        )
+        .await;
+    assert!(held.as_str().is_some_and(|t| t.ends_with('.')), "{held}");
 
     // A steer token: the form appears.
     b.click("#sign-out").await;

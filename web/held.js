@@ -1,0 +1,43 @@
+// How far back the store's history reaches, per resolution (raw samples,
+// minute and hour means), from the agent's own /metrics
+// (`sitegate_store_oldest_timestamp_seconds`): a size cap or the retention
+// may have deleted older data, and a chart that starts later says why.
+
+import { ApiProblem, getText } from "./api.js";
+
+const SERIES = "sitegate_store_oldest_timestamp_seconds";
+const NAMES = [
+  ["raw", "raw samples"],
+  ["minute", "minute means"],
+  ["hour", "hourly means"],
+];
+
+/** The oldest time (ms) of each resolution in a Prometheus text answer. */
+export function oldestHeld(text) {
+  const out = {};
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${SERIES}{`)) continue;
+    const m = line.match(/resolution="(\w+)"\}\s+([0-9.eE+-]+)/);
+    if (m) out[m[1]] = Number(m[2]) * 1000;
+  }
+  return out;
+}
+
+/**
+ * "History held: raw samples from …, minute means from …", or "" when the
+ * agent does not say (metrics turned off, or nothing stored yet).
+ */
+export async function heldNote(clock) {
+  let text;
+  try {
+    text = await getText("/metrics");
+  } catch (e) {
+    if (e instanceof ApiProblem && e.status === 401) throw e;
+    return "";
+  }
+  const oldest = oldestHeld(text);
+  const parts = NAMES.filter(([k]) => Number.isFinite(oldest[k])).map(
+    ([k, name]) => `${name} from ${clock(oldest[k])}`,
+  );
+  return parts.length ? `History held: ${parts.join(", ")}.` : "";
+}
