@@ -74,40 +74,8 @@ pub fn changes(before: &Observed, now: &Observed, at_ms: i64) -> Vec<Event> {
             detail,
         });
     };
-    match (&before.store_problem, &now.store_problem) {
-        (None, Some(why)) => add(Subject::Agent, Kind::StoreFailing, why.clone()),
-        (Some(why), None) => add(
-            Subject::Agent,
-            Kind::StoreRecovered,
-            format!("after: {why}"),
-        ),
-        _ => {}
-    }
-    if let Some(step) = now.clock_step.filter(|s| before.clock_step != Some(*s)) {
-        let detail = format!(
-            "{} ms {}, at {}",
-            step.size_ms.abs(),
-            step.direction(),
-            crate::model::time::format_utc(step.at_ms)
-        );
-        add(Subject::Agent, Kind::ClockStepped, detail);
-    }
-    // Devices keep their place (the live view only appends): the one
-    // before is at the same index, no search through a thousand.
-    for (i, d) in now.devices.iter().enumerate() {
-        let was = before.devices.get(i).filter(|b| b.reference == d.reference);
-        let was_online = was.and_then(|b| b.online);
-        let subject = || Subject::Device(d.reference.clone());
-        match (was_online, d.online) {
-            (Some(true) | None, Some(false)) => add(
-                subject(),
-                Kind::DeviceOffline,
-                d.error.clone().unwrap_or_else(|| "no answer".into()),
-            ),
-            (Some(false), Some(true)) => add(subject(), Kind::DeviceOnline, "answers again".into()),
-            _ => {}
-        }
-    }
+    agent_changes(before, now, &mut add);
+    device_changes(before, now, &mut add);
     for s in &now.sites {
         let empty = SiteObserved::default();
         let b = before
@@ -129,66 +97,122 @@ pub fn changes(before: &Observed, now: &Observed, at_ms: i64) -> Vec<Event> {
             ),
             _ => {}
         }
-        for l in &s.limits {
-            match b.limits.iter().find(|x| x.key == l.key) {
-                None if l.failsafe => add(subject(), Kind::FailsafeEntered, limit(l)),
-                None => add(subject(), Kind::LimitBegan, limit(l)),
-                Some(x) if !x.failsafe && l.failsafe => {
-                    add(subject(), Kind::FailsafeEntered, limit(l))
-                }
-                Some(x) if x.failsafe && !l.failsafe => {
-                    add(subject(), Kind::FailsafeLeft, limit(l))
-                }
-                Some(x) if x.value != l.value => add(subject(), Kind::LimitBegan, limit(l)),
-                Some(_) => {}
-            }
-        }
-        for x in &b.limits {
-            if !s.limits.iter().any(|l| l.key == x.key) {
-                let kind = if x.failsafe {
-                    Kind::FailsafeLeft
-                } else {
-                    Kind::LimitEnded
-                };
-                add(subject(), kind, limit(x));
-            }
-        }
-        for sig in &s.signals {
-            let same = |x: &&SignalObserved| {
-                x.component == sig.component && x.request_id == sig.request_id
-            };
-            if !b.signals.iter().any(|x| same(&x)) {
-                let until = crate::model::time::format_utc(sig.until_ms);
-                add(
-                    subject(),
-                    Kind::SignalStarted,
-                    format!(
-                        "{} until {until} (request {})",
-                        sig.component, sig.request_id
-                    ),
-                );
-            }
-        }
-        for x in &b.signals {
-            let same =
-                |n: &SignalObserved| n.component == x.component && n.request_id == x.request_id;
-            if s.signals.iter().any(same) {
-                continue;
-            }
-            let until = crate::model::time::format_utc(x.until_ms);
-            let detail = format!(
-                "{} (request {}, valid until {until})",
-                x.component, x.request_id
-            );
-            let kind = if at_ms >= x.until_ms {
-                Kind::SignalExpired
-            } else {
-                Kind::SignalEnded
-            };
-            add(subject(), kind, detail);
-        }
+        limit_changes(b, s, &mut add);
+        signal_changes(b, s, at_ms, &mut add);
     }
     out
+}
+
+/// The agent's own events: the store failing or recovered, a step of the
+/// wall clock.
+fn agent_changes(before: &Observed, now: &Observed, add: &mut impl FnMut(Subject, Kind, String)) {
+    match (&before.store_problem, &now.store_problem) {
+        (None, Some(why)) => add(Subject::Agent, Kind::StoreFailing, why.clone()),
+        (Some(why), None) => add(
+            Subject::Agent,
+            Kind::StoreRecovered,
+            format!("after: {why}"),
+        ),
+        _ => {}
+    }
+    if let Some(step) = now.clock_step.filter(|s| before.clock_step != Some(*s)) {
+        let detail = format!(
+            "{} ms {}, at {}",
+            step.size_ms.abs(),
+            step.direction(),
+            crate::model::time::format_utc(step.at_ms)
+        );
+        add(Subject::Agent, Kind::ClockStepped, detail);
+    }
+}
+
+/// Each device gone offline or answering again.
+fn device_changes(before: &Observed, now: &Observed, add: &mut impl FnMut(Subject, Kind, String)) {
+    // Devices keep their place (the live view only appends): the one
+    // before is at the same index, no search through a thousand.
+    for (i, d) in now.devices.iter().enumerate() {
+        let was = before.devices.get(i).filter(|b| b.reference == d.reference);
+        let was_online = was.and_then(|b| b.online);
+        let subject = || Subject::Device(d.reference.clone());
+        match (was_online, d.online) {
+            (Some(true) | None, Some(false)) => add(
+                subject(),
+                Kind::DeviceOffline,
+                d.error.clone().unwrap_or_else(|| "no answer".into()),
+            ),
+            (Some(false), Some(true)) => add(subject(), Kind::DeviceOnline, "answers again".into()),
+            _ => {}
+        }
+    }
+}
+
+/// A site's operator limits begun, changed, ended, or in or out of their
+/// failsafe, from `b` (before) to `s`.
+fn limit_changes(b: &SiteObserved, s: &SiteObserved, add: &mut impl FnMut(Subject, Kind, String)) {
+    let subject = || Subject::Site(s.reference.clone());
+    for l in &s.limits {
+        match b.limits.iter().find(|x| x.key == l.key) {
+            None if l.failsafe => add(subject(), Kind::FailsafeEntered, limit(l)),
+            None => add(subject(), Kind::LimitBegan, limit(l)),
+            Some(x) if !x.failsafe && l.failsafe => add(subject(), Kind::FailsafeEntered, limit(l)),
+            Some(x) if x.failsafe && !l.failsafe => add(subject(), Kind::FailsafeLeft, limit(l)),
+            Some(x) if x.value != l.value => add(subject(), Kind::LimitBegan, limit(l)),
+            Some(_) => {}
+        }
+    }
+    for x in &b.limits {
+        if !s.limits.iter().any(|l| l.key == x.key) {
+            let kind = if x.failsafe {
+                Kind::FailsafeLeft
+            } else {
+                Kind::LimitEnded
+            };
+            add(subject(), kind, limit(x));
+        }
+    }
+}
+
+/// A site's signal components started, and those gone: expired when their
+/// `validUntil` has passed at `at_ms`, else ended.
+fn signal_changes(
+    b: &SiteObserved,
+    s: &SiteObserved,
+    at_ms: i64,
+    add: &mut impl FnMut(Subject, Kind, String),
+) {
+    let subject = || Subject::Site(s.reference.clone());
+    for sig in &s.signals {
+        let same =
+            |x: &&SignalObserved| x.component == sig.component && x.request_id == sig.request_id;
+        if !b.signals.iter().any(|x| same(&x)) {
+            let until = crate::model::time::format_utc(sig.until_ms);
+            add(
+                subject(),
+                Kind::SignalStarted,
+                format!(
+                    "{} until {until} (request {})",
+                    sig.component, sig.request_id
+                ),
+            );
+        }
+    }
+    for x in &b.signals {
+        let same = |n: &SignalObserved| n.component == x.component && n.request_id == x.request_id;
+        if s.signals.iter().any(same) {
+            continue;
+        }
+        let until = crate::model::time::format_utc(x.until_ms);
+        let detail = format!(
+            "{} (request {}, valid until {until})",
+            x.component, x.request_id
+        );
+        let kind = if at_ms >= x.until_ms {
+            Kind::SignalExpired
+        } else {
+            Kind::SignalEnded
+        };
+        add(subject(), kind, detail);
+    }
 }
 
 fn limit(l: &LimitObserved) -> String {
