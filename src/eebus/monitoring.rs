@@ -35,7 +35,8 @@ use crate::telemetry::Live;
 pub const SCENARIOS: &[u32] = &[2, 3, 4, 5, 6, 7];
 
 /// Each measurand and the meter property it comes from, and whether the
-/// site's meters are summed for it.
+/// site's meters are summed for it. The first three (the power and the two
+/// energies) are MPC's too.
 static POINTS: [(Measurand, Property, bool); 10] = [
     (Measurand::total_power(), Property::ActivePower, true),
     (
@@ -88,21 +89,6 @@ static POINTS: [(Measurand, Property, bool); 10] = [
 /// MPC's scenarios: the power and the energies.
 pub const CONSUMER_SCENARIOS: &[u32] = &[1, 2];
 
-/// MPC's measurands over the batteries, as [`POINTS`]; every one is summed.
-static CONSUMER_POINTS: [(Measurand, Property, bool); 3] = [
-    (Measurand::total_power(), Property::ActivePower, true),
-    (
-        Measurand::total(Quantity::EnergyConsumed),
-        Property::TotalEnergyConsumed,
-        true,
-    ),
-    (
-        Measurand::total(Quantity::EnergyProduced),
-        Property::TotalEnergyProduced,
-        true,
-    ),
-];
-
 /// Which unit: the grid connection point (MGCP) or the controllable
 /// consumers (MPC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,7 +101,9 @@ impl Monitored {
     fn points(self) -> &'static [(Measurand, Property, bool)] {
         match self {
             Monitored::GridConnectionPoint => &POINTS,
-            Monitored::Consumers => &CONSUMER_POINTS,
+            // MPC's measurands over the batteries: the power and the two
+            // energies, summed, as the first three of MGCP's.
+            Monitored::Consumers => &POINTS[..3],
         }
     }
 
