@@ -245,21 +245,7 @@ pub(super) fn disjoint(entries: &[Registers], why: &str, p: &mut Problems) {
 
 pub(super) fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<PointSpec> {
     let before = p.0.len();
-    let property = match rp.property.parse::<Property>() {
-        Ok(prop) => Some(prop),
-        Err(_) => {
-            let known: Vec<&str> = Property::ALL.iter().map(|x| x.name()).collect();
-            p.push(
-                format!("{path}.property"),
-                format!(
-                    "{:?} is not a property (known: {})",
-                    rp.property,
-                    known.join(", ")
-                ),
-            );
-            None
-        }
-    };
+    let property = property(path, &rp.property, p);
     check_span(&format!("{path}.register"), rp.register, rp.ty, p);
     let factor = match (property, &rp.unit) {
         (Some(prop), Some(unit)) => unit_factor(unit, prop.unit()).or_else(|| {
@@ -290,48 +276,8 @@ pub(super) fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<Point
             );
         }
     }
-    let scale = match (rp.scale, rp.scale_factor) {
-        (Some(_), Some(_)) => {
-            p.push(path, "give scale or scale_factor, not both");
-            None
-        }
-        (Some(s), None) => check_scale(&format!("{path}.scale"), s, p)
-            .then(|| Scale::Factor(s * factor.unwrap_or(1.0))),
-        (None, Some(sf)) => {
-            if factor.is_some_and(|f| f != 1.0) {
-                p.push(
-                    format!("{path}.unit"),
-                    "a scale_factor register gives values in the property's own unit; leave unit out or use it",
-                );
-            }
-            Some(Scale::SunspecSf(sf))
-        }
-        (None, None) => Some(match factor {
-            Some(f) if f != 1.0 => Scale::Factor(f),
-            _ => Scale::One,
-        }),
-    };
-    if rp.sign_from.as_ref().map(|f| f.table) == Some(Table::DiscreteInput) {
-        p.push(
-            format!("{path}.sign_from.table"),
-            "a sign comes from a holding or input register",
-        );
-    }
-    if rp.minus.as_ref().map(|f| f.table) == Some(Table::DiscreteInput) {
-        p.push(
-            format!("{path}.minus.table"),
-            "a value is subtracted from a holding or input register",
-        );
-    }
-    if let Some(m) = &rp.minus {
-        check_span(&format!("{path}.minus.register"), m.register, rp.ty, p);
-    }
-    if rp.table == Table::DiscreteInput {
-        p.push(
-            format!("{path}.table"),
-            "a profile reads holding or input registers; discrete inputs are read by a site's grid_signals",
-        );
-    }
+    let scale = scale(path, rp, factor, p);
+    check_tables(path, rp, p);
     let absent = absent(&format!("{path}.absent"), rp, p);
     if p.0.len() > before {
         return None;
@@ -360,4 +306,72 @@ pub(super) fn point(path: &str, rp: &RawPoint, p: &mut Problems) -> Option<Point
             addr: m.register,
         }),
     })
+}
+
+/// The point's property by its name `raw`.
+fn property(path: &str, raw: &str, p: &mut Problems) -> Option<Property> {
+    match raw.parse::<Property>() {
+        Ok(prop) => Some(prop),
+        Err(_) => {
+            let known: Vec<&str> = Property::ALL.iter().map(|x| x.name()).collect();
+            p.push(
+                format!("{path}.property"),
+                format!("{:?} is not a property (known: {})", raw, known.join(", ")),
+            );
+            None
+        }
+    }
+}
+
+/// The point's scale: `scale` (times the unit's `factor`) or a SunSpec
+/// `scale_factor` register, not both; the unit's factor alone otherwise.
+fn scale(path: &str, rp: &RawPoint, factor: Option<f64>, p: &mut Problems) -> Option<Scale> {
+    match (rp.scale, rp.scale_factor) {
+        (Some(_), Some(_)) => {
+            p.push(path, "give scale or scale_factor, not both");
+            None
+        }
+        (Some(s), None) => check_scale(&format!("{path}.scale"), s, p)
+            .then(|| Scale::Factor(s * factor.unwrap_or(1.0))),
+        (None, Some(sf)) => {
+            if factor.is_some_and(|f| f != 1.0) {
+                p.push(
+                    format!("{path}.unit"),
+                    "a scale_factor register gives values in the property's own unit; leave unit out or use it",
+                );
+            }
+            Some(Scale::SunspecSf(sf))
+        }
+        (None, None) => Some(match factor {
+            Some(f) if f != 1.0 => Scale::Factor(f),
+            _ => Scale::One,
+        }),
+    }
+}
+
+/// The tables the point, its sign and what it subtracts are read from:
+/// holding or input registers, never discrete inputs; the subtracted
+/// register's span.
+fn check_tables(path: &str, rp: &RawPoint, p: &mut Problems) {
+    if rp.sign_from.as_ref().map(|f| f.table) == Some(Table::DiscreteInput) {
+        p.push(
+            format!("{path}.sign_from.table"),
+            "a sign comes from a holding or input register",
+        );
+    }
+    if rp.minus.as_ref().map(|f| f.table) == Some(Table::DiscreteInput) {
+        p.push(
+            format!("{path}.minus.table"),
+            "a value is subtracted from a holding or input register",
+        );
+    }
+    if let Some(m) = &rp.minus {
+        check_span(&format!("{path}.minus.register"), m.register, rp.ty, p);
+    }
+    if rp.table == Table::DiscreteInput {
+        p.push(
+            format!("{path}.table"),
+            "a profile reads holding or input registers; discrete inputs are read by a site's grid_signals",
+        );
+    }
 }
