@@ -52,7 +52,63 @@ fn revert(path: &str, r: &RawRevert, p: &mut Problems) -> Option<RevertTimeout> 
 pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl> {
     let before = p.0.len();
     let sub = |k: &str| format!("{path}.{k}");
-    let setpoint = match (&e.signed, &e.power, &e.charge_power, &e.discharge_power) {
+    let setpoint = setpoint(path, e, p);
+    let direction = e.direction.as_ref().map(|d| Direction {
+        addr: d.register,
+        charge: d.charge,
+        discharge: d.discharge,
+        idle: d.idle,
+    });
+    let unsigned = matches!(
+        setpoint,
+        Some(EssSetpoint::Magnitude { .. } | EssSetpoint::Split { .. })
+    );
+    if unsigned && direction.is_none() {
+        p.push(
+            sub("direction"),
+            "a magnitude setpoint needs a direction register ({ register, charge, discharge, idle })",
+        );
+    }
+    if e.release.is_empty() {
+        p.push(
+            sub("release"),
+            "needs at least one write that hands control back to the device",
+        );
+    }
+    let revert_timeout = e
+        .revert_timeout
+        .as_ref()
+        .and_then(|r| revert(&sub("revert_timeout"), r, p));
+    let writes = recipe_registers(path, e);
+    disjoint(&writes, SAME_RECIPE, p);
+    release::one_request(path, e, &writes, p);
+    let unused = release::unused(path, e, p);
+    let limits = release::limits(path, e, p);
+    let on_timeout = release::on_timeout(path, e, p);
+    disjoint(&fixed_regs(&sub("release"), &e.release), SAME_RECIPE, p);
+    let enable = fixed(&sub("enable"), &e.enable, p);
+    let release = fixed(&sub("release"), &e.release, p);
+    if p.0.len() > before {
+        return None;
+    }
+    Some(EssControl {
+        setpoint: setpoint?,
+        direction,
+        enable,
+        release,
+        revert_timeout,
+        unused,
+        limits,
+        one_request: e.one_request,
+        on_timeout,
+    })
+}
+
+/// The setpoint form: exactly one of `signed` (with which way is
+/// positive), `power`, or `charge_power` with `discharge_power`.
+fn setpoint(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssSetpoint> {
+    let sub = |k: &str| format!("{path}.{k}");
+    match (&e.signed, &e.power, &e.charge_power, &e.discharge_power) {
         (Some(s), None, None, None) => {
             let discharge_positive = match s.positive.as_str() {
                 "discharge" => Some(true),
@@ -97,34 +153,14 @@ pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl
             );
             None
         }
-    };
-    let direction = e.direction.as_ref().map(|d| Direction {
-        addr: d.register,
-        charge: d.charge,
-        discharge: d.discharge,
-        idle: d.idle,
-    });
-    let unsigned = matches!(
-        setpoint,
-        Some(EssSetpoint::Magnitude { .. } | EssSetpoint::Split { .. })
-    );
-    if unsigned && direction.is_none() {
-        p.push(
-            sub("direction"),
-            "a magnitude setpoint needs a direction register ({ register, charge, discharge, idle })",
-        );
     }
-    if e.release.is_empty() {
-        p.push(
-            sub("release"),
-            "needs at least one write that hands control back to the device",
-        );
-    }
-    let revert_timeout = e
-        .revert_timeout
-        .as_ref()
-        .and_then(|r| revert(&sub("revert_timeout"), r, p));
-    // The setpoint recipe in write order: timer, enable, power, direction.
+}
+
+/// The registers the setpoint recipe writes, in write order (timer,
+/// enable, power, direction), then those its limits write; with their
+/// paths.
+fn recipe_registers(path: &str, e: &RawEss) -> Vec<Registers> {
+    let sub = |k: &str| format!("{path}.{k}");
     let mut writes: Vec<Registers> = Vec::new();
     if let Some(r) = &e.revert_timeout {
         writes.push(written(
@@ -154,28 +190,7 @@ pub(super) fn ess(path: &str, e: &RawEss, p: &mut Problems) -> Option<EssControl
         writes.push(written(sub("direction.register"), d.register, 1));
     }
     writes.extend(release::limit_regs(path, e));
-    disjoint(&writes, SAME_RECIPE, p);
-    release::one_request(path, e, &writes, p);
-    let unused = release::unused(path, e, p);
-    let limits = release::limits(path, e, p);
-    let on_timeout = release::on_timeout(path, e, p);
-    disjoint(&fixed_regs(&sub("release"), &e.release), SAME_RECIPE, p);
-    let enable = fixed(&sub("enable"), &e.enable, p);
-    let release = fixed(&sub("release"), &e.release, p);
-    if p.0.len() > before {
-        return None;
-    }
-    Some(EssControl {
-        setpoint: setpoint?,
-        direction,
-        enable,
-        release,
-        revert_timeout,
-        unused,
-        limits,
-        one_request: e.one_request,
-        on_timeout,
-    })
+    writes
 }
 
 pub(super) fn limit(path: &str, l: &RawLimit, p: &mut Problems) -> Option<LimitControl> {
