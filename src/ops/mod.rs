@@ -325,7 +325,9 @@ impl Ops {
     /// `uplink` tells whether it is connected.
     pub fn resolve_config_change(&self, uplink: Option<UplinkProbe>) {
         *self.inner.uplink.lock().unwrap_or_else(|e| e.into_inner()) = uplink;
-        self.inner.tracker.spawn(config_trial::resolve(self.clone()));
+        self.inner
+            .tracker
+            .spawn(config_trial::resolve(self.clone()));
     }
 
     /// Cancelled when a `restart` operation asks the process to exit.

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use super::decide::Command;
-use crate::steering::value::Component;
 use crate::modbus::control::{RegWrite, WritePlan};
+use crate::steering::value::Component;
 use crate::util::Backoff;
 
 /// What the control loop wants a device to have.
