@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::common::broker::{Broker, Kind, Subscriber};
 use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, ROOT};
 use crate::common::prom::{scrape, Scrape};
-use crate::common::site::{self, TestSite, SUMMER_MORNING_MS};
+use crate::common::site::{self, SmallSite, SUMMER_MORNING_MS};
 use crate::common::wait_for;
 use crate::store_support::hold_reads;
 use serde_json::{json, Value};
@@ -39,7 +39,7 @@ fn tasks() -> usize {
         .num_alive_tasks()
 }
 
-async fn metric(site: &TestSite, series: &str) -> f64 {
+async fn metric(site: &SmallSite, series: &str) -> f64 {
     scrape(&site.http, &site.base)
         .await
         .get(series)

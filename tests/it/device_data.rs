@@ -168,7 +168,7 @@ async fn values_move_with_simulated_time_and_keep_their_signs() {
     site.stop().await;
 }
 
-async fn problem(site: &site::TestSite, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+async fn problem(site: &site::SmallSite, path: &str, token: Option<&str>) -> (StatusCode, Value) {
     let resp = site
         .http
         .get(format!("{}{path}", site.base))

@@ -7,7 +7,7 @@ use crate::common::site::{self, SUMMER_MORNING_MS};
 use crate::common::wait_for;
 use serde_json::Value;
 
-async fn status(site: &site::TestSite, device: &str) -> Value {
+async fn status(site: &site::SmallSite, device: &str) -> Value {
     let list = site.get_ok("/devices").await;
     list.as_array()
         .unwrap()

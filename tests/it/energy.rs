@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use sitegate::model::time::{format_utc, now_ms};
 use sitegate::model::Property;
 
-use crate::common::site::{self, TestSite, READ_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, SmallSite, READ_TOKEN, SUMMER_MORNING_MS};
 use crate::common::wait_for;
 
 const FLOWS: [&str; 5] = ["produced", "imported", "exported", "charged", "discharged"];
@@ -30,7 +30,7 @@ fn big_site() -> String {
         .replacen("max_export = \"20 kW\"", "max_export = \"500 kW\"", 1)
 }
 
-async fn energy(site: &TestSite, query: &str) -> (StatusCode, Value) {
+async fn energy(site: &SmallSite, query: &str) -> (StatusCode, Value) {
     site.call(
         Method::GET,
         &format!("/sites/ste_test/energy?{query}"),
@@ -43,7 +43,7 @@ async fn energy(site: &TestSite, query: &str) -> (StatusCode, Value) {
 /// The first and the last value the agent stored for a counter in
 /// `[from, to)`, Wh.
 async fn stored_ends(
-    site: &TestSite,
+    site: &SmallSite,
     device: &str,
     property: &str,
     from: i64,

@@ -11,7 +11,7 @@ use crate::common::site::{self, STEER_TOKEN, SUMMER_MORNING_MS};
 use crate::common::wait_for;
 
 /// The first event of `kind` about `key` = `reference`, once listed.
-async fn listed(site: &site::TestSite, kind: &str, key: &str, reference: &str) -> Value {
+async fn listed(site: &site::SmallSite, kind: &str, key: &str, reference: &str) -> Value {
     wait_for(
         &format!("{kind} of {reference} in /events"),
         Duration::from_secs(10),

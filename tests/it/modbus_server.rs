@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::common::prom::Scrape;
-use crate::common::site::{small_site_own_units, start, TestSite, SUMMER_MORNING_MS};
+use crate::common::site::{small_site_own_units, start, SmallSite, SUMMER_MORNING_MS};
 
 /// The small site without grid limits (nothing to steer), with the PV
 /// inverter polled once a minute (so a test sees
@@ -35,7 +35,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub async fn connect(site: &TestSite) -> Client {
+    pub async fn connect(site: &SmallSite) -> Client {
         Client::connect_to(site.agent.modbus_addrs()[0]).await
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_serial::{SerialPort, SerialStream};
 
-use crate::common::site::{start, TestSite, SUMMER_MORNING_MS};
+use crate::common::site::{start, SmallSite, SUMMER_MORNING_MS};
 use crate::modbus_server::config;
 use sitegate::modbus::rtu::frame::{answer_len, crc16, seal};
 
@@ -91,7 +91,7 @@ fn read_frame(unit: u8, addr: u16, count: u16) -> Vec<u8> {
 }
 
 /// `sitegate_modbus_server_rtu_frames_total{result}`.
-async fn frames(site: &TestSite, result: &str) -> f64 {
+async fn frames(site: &SmallSite, result: &str) -> f64 {
     site.scrape()
         .await
         .samples
@@ -104,7 +104,7 @@ async fn frames(site: &TestSite, result: &str) -> f64 {
 
 /// Waits until the server has counted `n` frames of `result` (it has taken
 /// the line's silence as the frame's end, and dropped it).
-async fn counted(site: &TestSite, result: &str, n: f64) {
+async fn counted(site: &SmallSite, result: &str, n: f64) {
     crate::common::wait_for(result, Duration::from_secs(10), || async {
         (frames(site, result).await == n).then_some(())
     })

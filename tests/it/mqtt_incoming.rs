@@ -15,14 +15,14 @@ use crate::common::broker::{kinds, Broker, Kind, Subscriber};
 use crate::common::logs;
 use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, uplink, ROOT};
 use crate::common::prom::scrape;
-use crate::common::site::TestSite;
+use crate::common::site::SmallSite;
 use rumqttc::v5::mqttbytes::QoS;
 use serde_json::json;
 
 const T: Duration = Duration::from_secs(30);
 const BIG: usize = 2 << 20;
 
-async fn connects(site: &TestSite) -> f64 {
+async fn connects(site: &SmallSite) -> f64 {
     scrape(&site.http, &site.base)
         .await
         .get("sitegate_mqtt_connections_total{event=\"connected\"}")
@@ -30,7 +30,7 @@ async fn connects(site: &TestSite) -> f64 {
 }
 
 /// Telemetry newer than what the outbox held now arrives.
-async fn telemetry_flows(site: &TestSite, watch: &mut Subscriber) {
+async fn telemetry_flows(site: &SmallSite, watch: &mut Subscriber) {
     let after = uplink(site).stats().last_seq;
     watch
         .expect(&format!("telemetry after seq {after}"), T, |m| {
@@ -39,7 +39,11 @@ async fn telemetry_flows(site: &TestSite, watch: &mut Subscriber) {
         .await;
 }
 
-async fn start(broker: &Broker, protocol: &str, extra: &str) -> (TestSite, Subscriber, Subscriber) {
+async fn start(
+    broker: &Broker,
+    protocol: &str,
+    extra: &str,
+) -> (SmallSite, Subscriber, Subscriber) {
     let tag = format!("{:?}-{protocol}-{}", broker.kind, extra.len());
     let answers = Subscriber::connect(
         broker.addr("5"),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::common::broker::{kinds, Broker, Kind, Subscriber};
 use crate::common::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
-use crate::common::site::{TestSite, READ_TOKEN, STEER_TOKEN};
+use crate::common::site::{SmallSite, READ_TOKEN, STEER_TOKEN};
 use reqwest::Method;
 use serde_json::{json, Value};
 use sitegate::model::time::format_utc;
@@ -21,7 +21,7 @@ const ONCE: u64 = 3_600_000;
 /// An agent on the small site with `[mqtt]` on `broker` (and `extra`
 /// keys), connected, a client subscribed to its RPC answers, and the
 /// agent's config text (for a restart).
-async fn rpc_site(broker: &Broker, client: &str, extra: &str) -> (Subscriber, TestSite, String) {
+async fn rpc_site(broker: &Broker, client: &str, extra: &str) -> (Subscriber, SmallSite, String) {
     let sub =
         Subscriber::connect(broker.addr("5"), client, &format!("{ROOT}/rpc/response/#")).await;
     let text = site_config(
@@ -172,7 +172,7 @@ async fn equality(kind: Kind) {
 
 /// Time-series requests around the battery's one poll: answers with data, and
 /// each kind of refusal.
-async fn time_series_cases(site: &TestSite) -> Vec<(String, Option<Value>)> {
+async fn time_series_cases(site: &SmallSite) -> Vec<(String, Option<Value>)> {
     let (polled, _) = site
         .latest("dvc_bat", "activePower")
         .await

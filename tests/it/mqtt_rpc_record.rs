@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::common::broker::{on_every_kind, Broker, Kind, Subscriber};
 use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, ROOT};
 use crate::common::prom::scrape;
-use crate::common::site::TestSite;
+use crate::common::site::SmallSite;
 use serde_json::json;
 use sitegate::agent::Agent;
 use sitegate::config::{parse, Config, StorageConfig};
@@ -161,13 +161,13 @@ async fn kept_answers_are_bounded_and_never_count_against_the_store_cap() {
 
 /// The small test site with a 6 MiB store cap whose history already fills
 /// about 4.5 MiB of it.
-async fn near_the_cap(broker: &Broker) -> (TestSite, String) {
+async fn near_the_cap(broker: &Broker) -> (SmallSite, String) {
     let text = site_config(
         &mqtt_section(&plain_url(broker.addr("5")), "5", "outbox_max_mb = 1"),
         200,
     ) + "\n[storage]\nmax_size_mb = 6\n";
     let site = mqtt::start(&text).await;
-    let TestSite {
+    let SmallSite {
         sim,
         agent,
         http,
@@ -193,7 +193,7 @@ async fn near_the_cap(broker: &Broker) -> (TestSite, String) {
     let agent = Agent::start(config).await.expect("agent restarts");
     let base = format!("http://{}", agent.http_addrs()[0]);
     (
-        TestSite {
+        SmallSite {
             sim,
             agent,
             base,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::common::broker::{kinds, Broker, Gate, Kind, Message, Subscriber};
 use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, uplink};
 use crate::common::process::{start_sim, AgentProcess};
-use crate::common::site::TestSite;
+use crate::common::site::SmallSite;
 use serde_json::{json, Value};
 use sitegate::store::StoreError;
 
@@ -253,7 +253,7 @@ fn absorb(got: &mut BTreeMap<u64, Value>, m: &Message) {
 type Stored = (String, i64, f64);
 
 /// What the store holds of `device` up to `until_ms`, by time and property.
-async fn stored(site: &TestSite, device: &str, until_ms: i64) -> Vec<Stored> {
+async fn stored(site: &SmallSite, device: &str, until_ms: i64) -> Vec<Stored> {
     let device = device.to_string();
     site.agent
         .store()

@@ -12,14 +12,14 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::common::site::{self, TestSite, READ_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, SmallSite, READ_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
 use crate::common::webdriver::{decode_base64, launch_or_skip, launch_or_skip_with, Browser};
 
 const WAIT: Duration = Duration::from_secs(30);
 
 /// Waits until the store answers a time series for every device, so that the
 /// page's first chart request finds points.
-async fn history_exists(site: &TestSite) {
+async fn history_exists(site: &SmallSite) {
     for device in ["dvc_pv", "dvc_bat", "dvc_grid"] {
         crate::common::wait_for("stored samples", WAIT, || async {
             let now = sitegate::model::time::now_ms();

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::common::site::{self, TestSite, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, SmallSite, STEER_TOKEN, SUMMER_MORNING_MS};
 use crate::common::wait_for;
 use reqwest::Method;
 use serde_json::json;
@@ -68,7 +68,7 @@ rated_power = "5 kW"
     c
 }
 
-async fn value(site: &TestSite, device: &str, p: Property) -> Option<f64> {
+async fn value(site: &SmallSite, device: &str, p: Property) -> Option<f64> {
     let id = site.agent.live().find(device)?;
     site.agent.live().latest(id, p).map(|r| r.value)
 }

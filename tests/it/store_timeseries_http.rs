@@ -21,7 +21,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use sitegate::model::{DeviceId, Property, Sample};
 
-use crate::common::site::{self, TestSite, READ_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, SmallSite, READ_TOKEN, SUMMER_MORNING_MS};
 
 const SECOND: i64 = 1_000;
 const MINUTE: i64 = 60 * SECOND;
@@ -264,7 +264,7 @@ fn case() -> impl Strategy<Value = Case> {
 
 struct Rig {
     rt: tokio::runtime::Runtime,
-    site: TestSite,
+    site: SmallSite,
     /// The device ids behind `SERIES`, and its properties.
     targets: [(DeviceId, Property); 3],
     /// Everything sent so far, in order.

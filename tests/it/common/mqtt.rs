@@ -10,7 +10,7 @@ use sitegate::config::{parse, Config};
 use sitegate::uplink::Uplink;
 
 use super::broker::Subscriber;
-use super::site::{self, TestSite, SUMMER_MORNING_MS};
+use super::site::{self, SmallSite, SUMMER_MORNING_MS};
 
 /// The root topic of the test configs (`gateway_id = "test"`).
 pub const ROOT: &str = "sitegate/test";
@@ -52,23 +52,23 @@ pub fn site_config(mqtt: &str, poll_ms: u64) -> String {
     ) + mqtt
 }
 
-pub async fn start(config_text: &str) -> TestSite {
+pub async fn start(config_text: &str) -> SmallSite {
     site::start(config_text, 60.0, SUMMER_MORNING_MS).await
 }
 
 /// [`start`], the agent loading its config from a file
 /// ([`site::start_from_file`]).
-pub async fn start_from_file(config_text: &str) -> TestSite {
+pub async fn start_from_file(config_text: &str) -> SmallSite {
     site::start_from_file(config_text, 60.0, SUMMER_MORNING_MS).await
 }
 
-pub fn uplink(site: &TestSite) -> &Uplink {
+pub fn uplink(site: &SmallSite) -> &Uplink {
     site.agent.uplink().expect("the test config has [mqtt]")
 }
 
 /// Stops the agent and starts a new one on the same database and simulator.
-pub async fn restart(site: TestSite, config_text: &str) -> TestSite {
-    let TestSite {
+pub async fn restart(site: SmallSite, config_text: &str) -> SmallSite {
+    let SmallSite {
         sim,
         agent,
         http,
@@ -81,7 +81,7 @@ pub async fn restart(site: TestSite, config_text: &str) -> TestSite {
     sim.point_config_at_servers(&mut config);
     let agent = Agent::start(config).await.expect("agent restarts");
     let base = format!("http://{}", agent.http_addrs()[0]);
-    TestSite {
+    SmallSite {
         sim,
         agent,
         base,
@@ -91,7 +91,7 @@ pub async fn restart(site: TestSite, config_text: &str) -> TestSite {
 }
 
 /// Waits until the uplink's connection state is `up`.
-pub async fn wait_connected(site: &TestSite, up: bool, timeout: Duration) {
+pub async fn wait_connected(site: &SmallSite, up: bool, timeout: Duration) {
     let mut rx = uplink(site).connection();
     tokio::time::timeout(timeout, rx.wait_for(|c| *c == up))
         .await

@@ -130,8 +130,10 @@ poll_interval_ms = 200
     )
 }
 
-/// The simulator and the agent on it.
-pub struct TestSite {
+/// The simulator and the agent on it, for the small site of
+/// [`small_site`] (site `ste_test`, its own tokens). New tests build theirs
+/// with `steering_support::TestSite` instead.
+pub struct SmallSite {
     pub sim: SimSite,
     pub agent: Agent,
     pub base: String,
@@ -141,7 +143,7 @@ pub struct TestSite {
 
 /// Starts the simulator for every loopback bus of `config_text` (time running
 /// `time_factor` times faster, from `start_ms`), then the agent against it.
-pub async fn start(config_text: &str, time_factor: f64, start_ms: i64) -> TestSite {
+pub async fn start(config_text: &str, time_factor: f64, start_ms: i64) -> SmallSite {
     let dir = tempfile::tempdir().expect("temp dir");
     let config: Config = parse(config_text).expect("test config is valid");
     start_on(config, dir, time_factor, start_ms).await
@@ -150,7 +152,7 @@ pub async fn start(config_text: &str, time_factor: f64, start_ms: i64) -> TestSi
 /// [`start`], with the agent on `config_text` written to `sitegate.toml` in
 /// its directory and loaded from there, as `sitegate run` loads it: the
 /// operations that read the config file (`config.get`) have one.
-pub async fn start_from_file(config_text: &str, time_factor: f64, start_ms: i64) -> TestSite {
+pub async fn start_from_file(config_text: &str, time_factor: f64, start_ms: i64) -> SmallSite {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("sitegate.toml");
     std::fs::write(&file, config_text).expect("write the config file");
@@ -163,7 +165,7 @@ async fn start_on(
     dir: tempfile::TempDir,
     time_factor: f64,
     start_ms: i64,
-) -> TestSite {
+) -> SmallSite {
     config.storage.path = dir.path().join("sitegate.db");
     let mut spec = SimSiteSpec::from_config(&config, time_factor);
     spec.start = Some(start_ms);
@@ -171,7 +173,7 @@ async fn start_on(
     sim.point_config_at_servers(&mut config);
     let agent = Agent::start(config).await.expect("agent starts");
     let base = format!("http://{}", agent.http_addrs()[0]);
-    TestSite {
+    SmallSite {
         sim,
         agent,
         base,
@@ -183,7 +185,7 @@ async fn start_on(
     }
 }
 
-impl TestSite {
+impl SmallSite {
     /// Sends a request with an optional bearer token and JSON body; returns the
     /// status and the parsed body (`Value::Null` when empty).
     pub async fn call(

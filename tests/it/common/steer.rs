@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::broker::{Broker, Subscriber};
 use super::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
-use super::site::{TestSite, READ_TOKEN, STEER_TOKEN};
+use super::site::{SmallSite, READ_TOKEN, STEER_TOKEN};
 
 pub const T: Duration = Duration::from_secs(20);
 /// Polled once, then not for an hour.
@@ -27,7 +27,7 @@ pub fn config(broker: &Broker) -> String {
 
 /// The site on `broker`, every device polled, the uplink listening for RPC;
 /// with a client that hears RPC answers.
-pub async fn start(broker: &Broker) -> (TestSite, Subscriber) {
+pub async fn start(broker: &Broker) -> (SmallSite, Subscriber) {
     let sub = Subscriber::connect(
         broker.addr("5"),
         "steer-client",
@@ -66,7 +66,7 @@ pub fn without(v: &Value, key: &str) -> Value {
 /// Asks over HTTP, RPC, HTTP; the RPC answer must equal the HTTP one whenever
 /// the two HTTP answers agree (else the state moved: ask again).
 pub async fn same_answer(
-    site: &TestSite,
+    site: &SmallSite,
     sub: &mut Subscriber,
     id: &str,
     method: &str,
@@ -99,7 +99,7 @@ pub async fn same_answer(
 }
 
 /// Waits until no device of the site waits for a write; returns the state.
-pub async fn settled(site: &TestSite) -> Value {
+pub async fn settled(site: &SmallSite) -> Value {
     super::wait_for("settled devices", T, || async {
         let s = site.get_ok(&format!("/sites/{SITE}/steering")).await;
         let settled = s["devices"]
@@ -112,7 +112,7 @@ pub async fn settled(site: &TestSite) -> Value {
 }
 
 /// Request entries of the history with this request id.
-pub async fn audited(site: &TestSite, request_id: &Value) -> Vec<Value> {
+pub async fn audited(site: &SmallSite, request_id: &Value) -> Vec<Value> {
     let history = site
         .get_ok(&format!("/sites/{SITE}/steering/history"))
         .await;
