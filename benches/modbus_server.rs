@@ -215,7 +215,7 @@ async fn scrape(base: &str) -> Scrape {
 
 /// The agent on a runtime of one worker thread (as on a small controller),
 /// its site started and ready.
-fn agent_on_one_worker(config: &str) -> (tokio::runtime::Runtime, site::TestSite) {
+fn agent_on_one_worker(config: &str) -> (tokio::runtime::Runtime, site::SmallSite) {
     let server = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("sg-agent")
