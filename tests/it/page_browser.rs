@@ -17,8 +17,9 @@ use crate::common::webdriver::{decode_base64, launch_or_skip, launch_or_skip_wit
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// Waits until the store answers a time series for every device, so that the
-/// page's first chart request finds points.
+/// Waits until the store answers a time series for every device and an
+/// energy bucket for the site, so that the page's first chart and energy
+/// requests find data.
 async fn history_exists(site: &SmallSite) {
     for device in ["dvc_pv", "dvc_bat", "dvc_grid"] {
         crate::common::wait_for("stored samples", WAIT, || async {
@@ -42,6 +43,19 @@ async fn history_exists(site: &SmallSite) {
         })
         .await;
     }
+    // And the energy view has a bucket: the page asks for it once, with its
+    // first charts, and again only a minute later.
+    crate::common::wait_for("an energy bucket", WAIT, || async {
+        let now = sitegate::model::time::now_ms();
+        let path = format!(
+            "/sites/ste_test/energy?from={}&to={}",
+            sitegate::model::time::format_utc(now - 3_600_000),
+            sitegate::model::time::format_utc(now + 60_000)
+        );
+        let (status, v) = site.call(Method::GET, &path, Some(READ_TOKEN), None).await;
+        (status == 200 && v["buckets"].as_array().is_some_and(|b| !b.is_empty())).then_some(())
+    })
+    .await;
 }
 
 async fn sign_in(b: &Browser, token: &str) {
