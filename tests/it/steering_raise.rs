@@ -21,23 +21,13 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// Two 200 kW inverters and a grid meter polled every [`METER_POLL_MS`];
 /// limits 10 MW; the control loop every [`INTERVAL_MS`].
-fn config() -> String {
-    let mut t = site_header(INTERVAL_MS, 120)
-        .replace("{rated_production}", "rated_production_power = \"400 kW\"");
-    for bus in ["pv-a", "pv-b"] {
-        let reference = format!("dvc_{}", bus.replace('-', "_"));
-        t.push_str(&device_block(
-            bus,
-            &reference,
-            "inverter",
-            "rated_power = \"200 kW\"",
-        ));
-    }
-    t.push_str(&device_block("grid", "dvc_grid", "meter", "").replace(
-        "poll_interval_ms = 200",
-        &format!("poll_interval_ms = {METER_POLL_MS}"),
-    ));
-    t
+fn site() -> TestSite {
+    TestSite::new(INTERVAL_MS, 120)
+        .rated_production_kw(400.0)
+        .inverter("pv-a", "dvc_pv_a", 200.0)
+        .inverter("pv-b", "dvc_pv_b", 200.0)
+        .meter("grid", "dvc_grid")
+        .key("poll_interval_ms", METER_POLL_MS as i64)
 }
 
 async fn curtail(rig: &Rig, pct: u32) {
@@ -57,7 +47,7 @@ async fn limits_at(rig: &Rig, pct: f64, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_raise_of_the_curtailment_is_written_without_waiting_for_a_tick_or_the_meter() {
-    let rig = Rig::start(&config()).await;
+    let rig = site().start().await;
     // The meter's first reading, so that the loop runs on a fresh meter.
     eventually("the grid meter read", WAIT, || async {
         rig.get("/devices/dvc_grid/measurement?property=activePower", READ)
