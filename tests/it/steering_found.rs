@@ -11,7 +11,7 @@ use crate::common::words;
 use crate::steering_support::*;
 use ::sunspec::models::model123::Model123 as M123;
 use serde_json::json;
-use sitegate::config::{parse, Transport};
+use sitegate::config::Transport;
 use sitegate::modbus::link::{Port, UnitReader};
 use sitegate::modbus::sunspec::discover;
 use sitegate::sim::SimSite;
@@ -20,15 +20,10 @@ const REVERT_S: u16 = 60;
 /// `WMaxLimPct` of 75.5 % at the simulator's `WMaxLimPct_SF` of −2.
 const FOUND_PCT: u16 = 7550;
 
-fn config() -> String {
-    let mut t = site_header(300, REVERT_S).replace("{rated_production}", "");
-    t.push_str(&device_block(
-        "pv",
-        "dvc_pv",
-        "inverter",
-        "rated_power = \"10 kW\"",
-    ));
-    t
+/// One 10 kW SunSpec inverter, polled every 200 ms, the site controlled
+/// every 300 ms.
+fn site() -> TestSite {
+    TestSite::new(300, REVERT_S).inverter("pv", "dvc_pv", 10.0)
 }
 
 /// An installer's tool on the LAN: finds the model-123 block over the
@@ -85,9 +80,10 @@ async fn curtail(rig: &Rig, points: [u16; 3]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sunspec_inverter_found_limited_is_released_to_its_own_limit() {
     let dir = tempfile::tempdir().expect("a temporary folder");
-    let mut config = parse(&config()).expect("test config is valid");
+    let site = site();
+    let mut config = site.config();
     config.storage.path = dir.path().join("sitegate.db");
-    let sim = start_sim(&mut config).await;
+    let sim = site.start_sim(&mut config).await;
     // The installer's limit, in place before the agent's first contact.
     let points = limit_as_installer(&sim).await;
     let found = [FOUND_PCT, 0, 1];
