@@ -143,7 +143,7 @@ fn refreshes(events: &BTreeMap<String, Vec<WriteEvent>>, server: &str) -> usize 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unchanged_setpoints_are_not_written_again_except_to_refresh() {
-    let rig = Rig::start(&config_text(INTERVAL_MS, REVERT_S)).await;
+    let rig = TestSite::e2e(INTERVAL_MS, REVERT_S).start().await;
     let mut rx = rig.sim.subscribe_writes();
     let mut events = BTreeMap::new();
     let steered = ["bat-a", "bat-b", "pv-a", "pv-b"];
@@ -228,29 +228,22 @@ async fn unchanged_setpoints_are_not_written_again_except_to_refresh() {
 
 /// A battery and three meters on one bus (an RS-485 line behind one gateway),
 /// each polled every 100 ms; a bus timeout long enough to hold a read.
-fn shared_bus_config() -> String {
-    let mut t = site_header(1000, 60).replace("{rated_production}", "");
-    t.push_str("\n[[buses]]\nname = \"line\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 30000\n");
-    let device = |reference: &str, kind: &str, unit: u8, extra: &str| {
-        format!(
-            "\n[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{kind}\"\nsite = \"{SITE}\"\nbus = \"line\"\nunit_id = {unit}\npoll_interval_ms = 100\n{extra}\n"
-        )
-    };
-    t.push_str(&device(
-        "dvc_bat",
-        "battery",
-        1,
-        "rated_power = \"10 kW\"\ncapacity = \"20 kWh\"\nsoc_min = 5\nsoc_max = 95",
-    ));
+fn shared_bus_site() -> TestSite {
+    let mut site = TestSite::new(1000, 60)
+        .poll_interval_ms(100)
+        .battery("line", "dvc_bat", 10.0, 20.0)
+        .soc(5, 95);
     for unit in 2..=4 {
-        t.push_str(&device(&format!("dvc_meter_{unit}"), "meter", unit, ""));
+        site = site
+            .meter("line", &format!("dvc_meter_{unit}"))
+            .unit_id(unit);
     }
-    t
+    site.bus_key_of("line", "timeout_ms", 30_000)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_steering_write_goes_ahead_of_the_polls_queued_on_its_bus() {
-    let rig = Rig::start(&shared_bus_config()).await;
+    let rig = shared_bus_site().start().await;
     let bus = rig.agent.bus("line").expect("the bus").clone();
     let mut rx = rig.sim.subscribe_writes();
 
