@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::error::{ApiError, ErrorCode};
 use super::extract::ApiPath;
 use super::query::QueryParams;
+use super::time_range::RangeProblem;
 use super::ApiState;
 use crate::energy::{self, EnergyDevice, EnergyError, EnergyQuery, Interval, Prefer, MAX_RANGE_MS};
 use crate::model::time;
@@ -56,32 +57,12 @@ fn parse(params: &QueryParams) -> Result<EnergyQuery, ApiError> {
     };
     let from_ms = instant("from")?;
     let to_ms = instant("to")?;
-    if to_ms <= from_ms {
-        let what = if to_ms == from_ms {
-            "empty"
-        } else {
-            "reversed"
-        };
-        return Err(ApiError::for_field(
-            ErrorCode::InvalidRange,
-            "to",
-            format!(
-                "to must be after from: the range is {what} (from {}, to {})",
-                time::format_utc(from_ms),
-                time::format_utc(to_ms)
-            ),
-        ));
-    }
-    if to_ms - from_ms > MAX_RANGE_MS {
-        return Err(ApiError::range_too_long(
-            "to",
-            format!(
-                "from {} to {} spans {} ms; at most 31 days ({MAX_RANGE_MS} ms) are allowed",
-                time::format_utc(from_ms),
-                time::format_utc(to_ms),
-                to_ms - from_ms
-            ),
-        ));
+    match super::time_range::check(from_ms, to_ms, MAX_RANGE_MS, "31 days", ("from", "to")) {
+        Ok(()) => {}
+        Err(RangeProblem::Backwards(detail)) => {
+            return Err(ApiError::for_field(ErrorCode::InvalidRange, "to", detail))
+        }
+        Err(RangeProblem::TooLong(detail)) => return Err(ApiError::range_too_long("to", detail)),
     }
     let interval = match params.optional("interval")? {
         None => Interval::Hour,

@@ -63,6 +63,7 @@ mod readiness;
 mod route_table;
 mod steering;
 mod time_limit;
+mod time_range;
 mod timeseries;
 mod token;
 

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::api::bounds::RESOLUTION_VALUE_MAX;
 use crate::api::extract::json_kind;
+use crate::api::time_range::RangeProblem;
 use crate::model::{time, Property};
 use crate::store::{Aggregation, SeriesQuery};
 
@@ -212,27 +213,23 @@ fn range(v: &Value) -> Result<(i64, i64)> {
     };
     let start = instant("range.start")?;
     let end = instant("range.end")?;
-    if end <= start {
-        let what = if end == start { "empty" } else { "reversed" };
-        return Err(RequestError::new(
-            RequestCode::InvalidRange,
-            "range.end",
-            format!(
-                "range.end must be after range.start: the range is {what} (start {}, end {})",
-                time::format_utc(start),
-                time::format_utc(end)
-            ),
-        ));
-    }
-    if end - start > MAX_RANGE_MS {
-        return Err(RequestError::new(
-            RequestCode::RangeTooLong,
-            "range",
-            format!(
-                "the range spans {} ms; at most 30 days ({MAX_RANGE_MS} ms) are allowed",
-                end - start
-            ),
-        ));
+    let names = ("range.start", "range.end");
+    match crate::api::time_range::check(start, end, MAX_RANGE_MS, "30 days", names) {
+        Ok(()) => {}
+        Err(RangeProblem::Backwards(detail)) => {
+            return Err(RequestError::new(
+                RequestCode::InvalidRange,
+                "range.end",
+                detail,
+            ))
+        }
+        Err(RangeProblem::TooLong(detail)) => {
+            return Err(RequestError::new(
+                RequestCode::RangeTooLong,
+                "range",
+                detail,
+            ))
+        }
     }
     Ok((start, end))
 }
