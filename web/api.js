@@ -70,11 +70,11 @@ export function serverNow() {
 }
 
 /**
- * Sends one request and returns the parsed JSON body. Throws an ApiProblem for
- * an error answer (with the problem's detail) or when the agent cannot be reached.
+ * One call to the agent with the token, its `Date` learnt: the answer's
+ * status and text. An unanswered call is an ApiProblem of status 0.
  */
-export async function request(method, path, body) {
-  const headers = { Accept: "application/json" };
+async function send(method, path, accept, body) {
+  const headers = { Accept: accept };
   const t = token();
   if (t) headers.Authorization = `Bearer ${t}`;
   const init = { method, headers, cache: "no-store", credentials: "omit" };
@@ -90,7 +90,15 @@ export async function request(method, path, body) {
     throw new ApiProblem(0, "network", `the agent did not answer ${method} ${path} (${e.message || e})`);
   }
   learnClock(sentAt, Date.now(), res.headers.get("Date"));
-  const text = await res.text();
+  return { res, text: await res.text() };
+}
+
+/**
+ * Sends one request and returns the parsed JSON body. Throws an ApiProblem for
+ * an error answer (with the problem's detail) or when the agent cannot be reached.
+ */
+export async function request(method, path, body) {
+  const { res, text } = await send(method, path, "application/json", body);
   let json = null;
   if (text) {
     try {
@@ -108,16 +116,7 @@ export async function request(method, path, body) {
 
 /** A GET whose answer is text (`/metrics`); a failure is an ApiProblem. */
 export async function getText(path) {
-  const headers = { Accept: "text/plain" };
-  const t = token();
-  if (t) headers.Authorization = `Bearer ${t}`;
-  let res;
-  try {
-    res = await fetch(path, { headers, cache: "no-store", credentials: "omit" });
-  } catch (e) {
-    throw new ApiProblem(0, "network", `the agent did not answer GET ${path} (${e.message || e})`);
-  }
-  const text = await res.text();
+  const { res, text } = await send("GET", path, "text/plain");
   if (!res.ok) throw new ApiProblem(res.status, "", `${res.status} ${res.statusText || ""}`.trim());
   return text;
 }
