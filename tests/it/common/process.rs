@@ -176,13 +176,23 @@ impl AgentProcess {
         self.child.try_wait().expect("poll the agent").is_none()
     }
 
-    /// Waits for the process to end on its own (after a signal).
+    /// Waits for the process to end on its own (after a signal); one that
+    /// does not end within `within` fails with the tail of its log, so that
+    /// the step it hangs in shows.
     pub async fn exited(&mut self, within: Duration) -> ExitStatus {
-        let child = &mut self.child;
-        super::wait_for("the agent to exit", within, || {
-            std::future::ready(child.try_wait().expect("poll the agent"))
-        })
-        .await
+        let until = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll the agent") {
+                return status;
+            }
+            if tokio::time::Instant::now() >= until {
+                let log = self.log();
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                panic!("the agent did not exit within {within:?}; the end of its log:\n{tail}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// SIGKILL: no shutdown, no DISCONNECT; waits until the process is gone.
