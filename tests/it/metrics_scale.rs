@@ -6,7 +6,6 @@
 //! device polled, every inverter under a production limit: one scrape stays
 //! under 300 KB, with histograms per bus and one sample per device and family.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
@@ -14,7 +13,8 @@ use serde_json::json;
 use sitegate::model::time::now_ms;
 
 use crate::common::prom::Scrape;
-use crate::common::site::{self, http_section, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::steering_support::TestSite;
 
 const DEVICES: usize = 1000;
 const PER_GATEWAY: usize = 40;
@@ -43,46 +43,39 @@ fn layout() -> (usize, Vec<(usize, &'static str)>) {
     (commercial + 2, order)
 }
 
-fn config() -> String {
+/// The fleet of [`layout`]: every site with 100 MW limits, every gateway a
+/// bus (1 s timeout), every device polled every 5 s.
+fn fleet() -> TestSite {
     let (sites, devices) = layout();
-    let mut t = format!(
-        "gateway_id = \"scale\"\n{}\n[polling]\nmin_backoff_ms = 500\nmax_backoff_ms = 2000\n",
-        http_section()
-    );
+    let mut fleet = TestSite::bare("ste_0", "Site 0")
+        .gateway_id("scale")
+        .common_tokens()
+        .polling(500, 2000)
+        .bus_key("timeout_ms", 1000)
+        .poll_interval_ms(5000);
     for s in 0..sites {
-        writeln!(
-            t,
-            "[[sites]]\nreference = \"ste_{s}\"\nname = \"Site {s}\"\nmax_import = \"100 MW\"\nmax_export = \"100 MW\""
-        )
-        .unwrap();
-    }
-    for g in 0..DEVICES.div_ceil(PER_GATEWAY) {
-        writeln!(
-            t,
-            "[[buses]]\nname = \"gw{g}\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 1000"
-        )
-        .unwrap();
+        fleet = fleet
+            .site(&format!("ste_{s}"), &format!("Site {s}"))
+            .site_key("max_import", "100 MW")
+            .site_key("max_export", "100 MW");
     }
     for (i, (site, kind)) in devices.iter().enumerate() {
-        let extra = match *kind {
-            "inverter" => "rated_power = \"10 kW\"\n",
-            "battery" => "rated_power = \"10 kW\"\ncapacity = \"20 kWh\"\n",
-            _ => "",
-        };
-        writeln!(
-            t,
-            "[[devices]]\nreference = \"dvc_{i:04}\"\nname = \"D{i}\"\ntype = \"{kind}\"\nsite = \"ste_{site}\"\nbus = \"gw{}\"\nunit_id = {}\npoll_interval_ms = 5000\n{extra}",
-            i / PER_GATEWAY,
-            i % PER_GATEWAY + 1
-        )
-        .unwrap();
+        let (bus, reference) = (format!("gw{}", i / PER_GATEWAY), format!("dvc_{i:04}"));
+        fleet = fleet.site(&format!("ste_{site}"), &format!("Site {site}"));
+        fleet = match *kind {
+            "inverter" => fleet.inverter(&bus, &reference, 10.0),
+            "battery" => fleet.battery(&bus, &reference, 10.0, 20.0),
+            _ => fleet.meter(&bus, &reference),
+        }
+        .name(&format!("D{i}"))
+        .unit_id(u8::try_from(i % PER_GATEWAY + 1).unwrap());
     }
-    t
+    fleet
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scrape_of_1000_devices_stays_under_300_kb() {
-    let site = site::start(&config(), 1.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&fleet().text(), 1.0, SUMMER_MORNING_MS).await;
     let (sites, devices) = layout();
     let steered = devices.iter().filter(|(_, k)| *k != "meter").count();
     let scrape = || async {

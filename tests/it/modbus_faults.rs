@@ -6,85 +6,55 @@
 use std::time::Duration;
 
 use crate::common::proxy::behind_proxy;
-use crate::common::site::{http_section, SUMMER_MORNING_MS};
+use crate::common::site::SUMMER_MORNING_MS;
 use crate::common::wait_for;
+use crate::steering_support::{Kind, TestSite};
 use sitegate::agent::Agent;
-use sitegate::config::{parse, Config};
+use sitegate::config::Config;
 use sitegate::model::Property;
-use sitegate::sim::{Fault, FaultyPeer, SimSite, SimSiteSpec};
+use sitegate::sim::{Fault, FaultyPeer, SimSite};
 use tokio_modbus::ExceptionCode;
 
 /// How many times each fault is injected in a row.
 const FAULTS_IN_A_ROW: usize = 4;
 
-fn config() -> String {
-    format!(
-        r#"
-gateway_id = "faults"
-{}
-[polling]
-min_backoff_ms = 300
-max_backoff_ms = 600
-
-[[sites]]
-reference = "ste_f"
-name = "Faults"
-
-[[buses]]
-name = "pv"
-tcp = "127.0.0.1:0"
-timeout_ms = 300
-[[buses]]
-name = "bat"
-tcp = "127.0.0.1:0"
-timeout_ms = 300
-
-[[devices]]
-reference = "dvc_pv"
-name = "PV"
-type = "inverter"
-site = "ste_f"
-bus = "pv"
-unit_id = 1
-poll_interval_ms = 100
-
-[[devices]]
-reference = "dvc_bat"
-name = "Battery"
-type = "battery"
-site = "ste_f"
-bus = "bat"
-unit_id = 1
-poll_interval_ms = 100
-"#,
-        http_section()
-    )
+/// The inverter on "pv" and the battery on "bat", polled every 100 ms with
+/// 300 ms bus timeouts; a failing device backs off from `min_backoff_ms` to
+/// `max_backoff_ms`.
+fn site(min_backoff_ms: u64, max_backoff_ms: u64) -> TestSite {
+    TestSite::bare("ste_f", "Faults")
+        .gateway_id("faults")
+        .common_tokens()
+        .polling(min_backoff_ms, max_backoff_ms)
+        .bus_key("timeout_ms", 300)
+        .poll_interval_ms(100)
+        .device("pv", "dvc_pv", Kind::Inverter)
+        .name("PV")
+        .device("bat", "dvc_bat", Kind::Battery)
+        .name("Battery")
 }
 
-/// The simulated site of `text` with bus `bus` behind a fault-injecting
+/// The simulated site of `site` with bus `bus` behind a fault-injecting
 /// proxy, and the config pointed at them; the agent is not started yet.
-async fn proxied(text: &str, bus: &str) -> (Config, SimSite, FaultyPeer, tempfile::TempDir) {
+async fn proxied(site: TestSite, bus: &str) -> (Config, SimSite, FaultyPeer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = parse(text).unwrap();
+    let mut cfg = site.config();
     cfg.storage.path = dir.path().join("db.sqlite");
-    let mut spec = SimSiteSpec::from_config(&cfg, 1.0);
-    spec.start = Some(SUMMER_MORNING_MS);
-    let sim = SimSite::start(spec).await.unwrap();
-    sim.point_config_at_servers(&mut cfg);
+    let sim = site.time(1.0, SUMMER_MORNING_MS).start_sim(&mut cfg).await;
     let peer = behind_proxy(&sim, &mut cfg, bus).await;
     (cfg, sim, peer, dir)
 }
 
-/// The agent on `text`, the "pv" bus behind a fault-injecting proxy.
-async fn start(text: &str) -> (Agent, FaultyPeer, SimSite, tempfile::TempDir) {
-    let (cfg, sim, peer, dir) = proxied(text, "pv").await;
+/// The agent on `site`, the "pv" bus behind a fault-injecting proxy.
+async fn start(site: TestSite) -> (Agent, FaultyPeer, SimSite, tempfile::TempDir) {
+    let (cfg, sim, peer, dir) = proxied(site, "pv").await;
     let agent = Agent::start(cfg).await.unwrap();
     (agent, peer, sim, dir)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_recovers_from_every_fault() {
-    let (agent, peer, sim, _dir) = start(&config()).await;
+    let (agent, peer, sim, _dir) = start(site(300, 600)).await;
     let live = agent.live().clone();
     let (pv, bat) = (live.find("dvc_pv").unwrap(), live.find("dvc_bat").unwrap());
     let ts = |id, p| live.latest(id, p).map(|r| r.ts_ms);
@@ -153,11 +123,7 @@ async fn the_agent_recovers_from_every_fault() {
 /// intervals: the grid loop would lose it); a second in a row backs off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_failure_is_retried_at_the_next_poll_and_a_second_backs_off() {
-    let text = config().replace(
-        "min_backoff_ms = 300\nmax_backoff_ms = 600",
-        "min_backoff_ms = 4000\nmax_backoff_ms = 8000",
-    );
-    let (agent, peer, sim, _dir) = start(&text).await;
+    let (agent, peer, sim, _dir) = start(site(4000, 8000)).await;
     let live = agent.live().clone();
     let pv = live.find("dvc_pv").unwrap();
     let ts = || live.latest(pv, Property::ActivePower).map(|r| r.ts_ms);
@@ -213,16 +179,18 @@ async fn a_first_failure_is_retried_at_the_next_poll_and_a_second_backs_off() {
 /// bus, and every device is still polled, in turn (none starves).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_gateway_overruns_its_poll_intervals_visibly_and_starves_no_device() {
-    let mut text = format!(
-        "gateway_id = \"overrun\"\n{}\n[[sites]]\nreference = \"ste_o\"\nname = \"Overrun\"\n\n[[buses]]\nname = \"gw\"\ntcp = \"127.0.0.1:0\"\ntimeout_ms = 1000\n",
-        http_section()
-    );
+    let mut site = TestSite::bare("ste_o", "Overrun")
+        .gateway_id("overrun")
+        .common_tokens()
+        .bus_key("timeout_ms", 1000)
+        .poll_interval_ms(100);
     for unit in 1..=3 {
-        text += &format!(
-            "\n[[devices]]\nreference = \"dvc_pv{unit}\"\nname = \"PV {unit}\"\ntype = \"inverter\"\nsite = \"ste_o\"\nbus = \"gw\"\nunit_id = {unit}\npoll_interval_ms = 100\n"
-        );
+        site = site
+            .device("gw", &format!("dvc_pv{unit}"), Kind::Inverter)
+            .name(&format!("PV {unit}"))
+            .unit_id(unit);
     }
-    let (cfg, sim, peer, _dir) = proxied(&text, "gw").await;
+    let (cfg, sim, peer, _dir) = proxied(site, "gw").await;
     for _ in 0..5000 {
         peer.inject(Fault::Delay(Duration::from_millis(30)));
     }

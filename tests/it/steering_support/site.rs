@@ -3,6 +3,9 @@
 //! control interval, tokens, MQTT) set by methods, the config rendered by one
 //! function ([`TestSite::text`]), and [`TestSite::start`] starting the
 //! simulator, pointing the buses at it and starting the agent: a [`Rig`].
+//! [`TestSite::bare`] starts from the agent's own defaults instead (a site
+//! with no grid limits, no tokens), [`TestSite::small`] is the small site of
+//! `common::site`, and [`TestSite::site`] adds another site.
 //!
 //! ```ignore
 //! let rig = TestSite::new(300, 30)
@@ -19,6 +22,7 @@ use sitegate::sim::{SimSite, SimSiteSpec};
 use toml::{Table, Value};
 
 use super::{start_sim_with, Rig, NOON, READ, SITE, STEER};
+use crate::common::site::{ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};
 
 /// A device's kind, as the config's `type` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,12 +61,16 @@ type Tweak = Box<dyn FnOnce(&mut SimSiteSpec) + Send>;
 
 /// A simulated site, its config and the agent on it, built by typed methods.
 /// Every device sits alone on a loopback bus of its own, at unit 1, unless
-/// [`TestSite::unit_id`] or two devices naming one bus say otherwise.
+/// [`TestSite::unit_id`] or two devices naming one bus say otherwise; it
+/// joins the site declared last ([`TestSite::site`]).
 pub struct TestSite {
-    gateway_id: String,
+    gateway_id: Option<String>,
     http: Table,
     tokens: Vec<(String, String, Vec<&'static str>)>,
-    site: Table,
+    /// Every `[[sites]]` table; devices join, and the site methods set, the
+    /// one at `current`.
+    sites: Vec<Table>,
+    current: usize,
     bus_keys: Table,
     own_bus_keys: Vec<(String, String, Value)>,
     poll_interval_ms: u64,
@@ -82,29 +90,40 @@ impl TestSite {
     /// `revert_timeout_s`; the [`STEER`] and [`READ`] tokens; simulated time
     /// from [`NOON`] at real speed.
     pub fn new(control_interval_ms: u64, revert_timeout_s: u16) -> TestSite {
-        let mut site = Table::new();
+        let mut rig = TestSite::bare(SITE, "E2E farm")
+            .gateway_id("e2e")
+            .token("operator", STEER, &["read", "steer"])
+            .token("viewer", READ, &["read"])
+            .bus_key("timeout_ms", 500);
         for (k, v) in [
-            ("reference", SITE),
-            ("name", "E2E farm"),
             ("max_import", "10 MW"),
             ("max_export", "10 MW"),
             ("ess_fulfilment", "proportional"),
             ("curtailment_fulfilment", "proportional"),
             ("ess_fallback", "auto"),
         ] {
-            site.insert(k.into(), v.into());
+            rig = rig.site_key(k, v);
         }
+        rig.control_interval_ms(control_interval_ms)
+            .revert_timeout_s(revert_timeout_s)
+    }
+
+    /// The site `reference` named `name` with no other key: the agent's
+    /// defaults (no grid limits, controlled every second, devices reverting
+    /// after 60 s); `[http]` on loopback without auth and no tokens, no
+    /// gateway id (the agent derives one), the agent's bus timeout; devices
+    /// polled every 200 ms; simulated time from [`NOON`] at real speed. For
+    /// a test that wrote its config with only the keys it needs.
+    pub fn bare(reference: &str, name: &str) -> TestSite {
         let mut http = Table::new();
         http.insert("listen".into(), Value::Array(vec!["127.0.0.1:0".into()]));
-        http.insert("auth".into(), "tokens".into());
-        let mut rig = TestSite {
-            gateway_id: "e2e".into(),
+        http.insert("auth".into(), "none".into());
+        TestSite {
+            gateway_id: None,
             http,
-            tokens: vec![
-                ("operator".into(), STEER.into(), vec!["read", "steer"]),
-                ("viewer".into(), READ.into(), vec!["read"]),
-            ],
-            site,
+            tokens: Vec::new(),
+            sites: Vec::new(),
+            current: 0,
             bus_keys: Table::new(),
             own_bus_keys: Vec::new(),
             poll_interval_ms: 200,
@@ -115,10 +134,29 @@ impl TestSite {
             time_factor: 1.0,
             start_ms: NOON,
             tweaks: Vec::new(),
-        };
-        rig.bus_keys.insert("timeout_ms".into(), 500.into());
-        rig.control_interval_ms(control_interval_ms)
-            .revert_timeout_s(revert_timeout_s)
+        }
+        .site(reference, name)
+    }
+
+    /// The small site of `common::site::small_site`: gateway `test`, its
+    /// tokens ([`TestSite::common_tokens`]), backoff 100 to 400 ms, the site
+    /// `ste_test` (30 kW import, 20 kW export), a 10 kW inverter on `pv`, a
+    /// 5 kW / 10 kWh battery (SoC 10-90 %) on `bat` and a meter on `grid`,
+    /// polled every 200 ms, 300 ms bus timeouts.
+    pub fn small() -> TestSite {
+        TestSite::bare("ste_test", "Test site")
+            .gateway_id("test")
+            .common_tokens()
+            .polling(100, 400)
+            .grid_limits(30.0, 20.0)
+            .bus_key("timeout_ms", 300)
+            .inverter("pv", "dvc_pv", 10.0)
+            .name("PV")
+            .battery("bat", "dvc_bat", 5.0, 10.0)
+            .name("Battery")
+            .soc(10, 90)
+            .meter("grid", "dvc_grid")
+            .name("Grid")
     }
 
     /// The seed's worked scenario scaled to be feasible: two 200 kW batteries
@@ -154,6 +192,32 @@ impl TestSite {
 
     // The site.
 
+    /// The site `reference` (named `name`, no other key), added unless
+    /// declared already: devices added from here on join it, and the site
+    /// methods set its keys.
+    pub fn site(mut self, reference: &str, name: &str) -> TestSite {
+        let at = self
+            .sites
+            .iter()
+            .position(|s| s.get("reference").and_then(Value::as_str) == Some(reference));
+        self.current = at.unwrap_or_else(|| {
+            let mut site = Table::new();
+            site.insert("reference".into(), reference.into());
+            site.insert("name".into(), name.into());
+            self.sites.push(site);
+            self.sites.len() - 1
+        });
+        self
+    }
+
+    /// The reference of the site devices join.
+    fn reference(&self) -> String {
+        self.sites[self.current]["reference"]
+            .as_str()
+            .expect("a site's reference")
+            .to_string()
+    }
+
     /// `max_import` and `max_export`, kW.
     pub fn grid_limits(self, max_import_kw: f64, max_export_kw: f64) -> TestSite {
         self.site_key("max_import", kw(max_import_kw))
@@ -186,7 +250,7 @@ impl TestSite {
 
     /// Any other key of the site's table, as a typed value.
     pub fn site_key(mut self, key: &str, value: impl Into<Value>) -> TestSite {
-        self.site.insert(key.into(), value.into());
+        self.sites[self.current].insert(key.into(), value.into());
         self
     }
 
@@ -219,7 +283,7 @@ impl TestSite {
         keys.insert("reference".into(), reference.into());
         keys.insert("name".into(), reference.into());
         keys.insert("type".into(), kind.name().into());
-        keys.insert("site".into(), SITE.into());
+        keys.insert("site".into(), self.reference().into());
         keys.insert("bus".into(), bus.into());
         keys.insert("unit_id".into(), 1.into());
         self.devices.push(Device {
@@ -227,6 +291,11 @@ impl TestSite {
             keys,
         });
         self
+    }
+
+    /// The last device's display name (its reference unless set).
+    pub fn name(self, name: &str) -> TestSite {
+        self.key("name", name)
     }
 
     /// The last device's SoC window, %.
@@ -272,7 +341,9 @@ impl TestSite {
         self
     }
 
-    /// A key of one bus's table, over [`TestSite::bus_key`]'s.
+    /// A key of one bus's table, over [`TestSite::bus_key`]'s: `tcp` for
+    /// an address of the test's own, or an `rtu` table for a serial line
+    /// (in place of the loopback `tcp`).
     pub fn bus_key_of(mut self, bus: &str, key: &str, value: impl Into<Value>) -> TestSite {
         self.own_bus_keys
             .push((bus.into(), key.into(), value.into()));
@@ -307,7 +378,8 @@ impl TestSite {
 
     /// The site's simulated base load, kW.
     pub fn base_load_kw(self, load: f64) -> TestSite {
-        self.simulator(&["sites", SITE], "base_load", kw(load))
+        let site = self.reference();
+        self.simulator(&["sites", &site], "base_load", kw(load))
     }
 
     /// A key of `[simulator.<path...>]`.
@@ -339,11 +411,23 @@ impl TestSite {
 
     // HTTP, tokens, MQTT and other sections.
 
-    /// One more API token.
+    /// One more API token (and `auth = "tokens"`).
     pub fn token(mut self, name: &str, token: &str, scopes: &[&'static str]) -> TestSite {
         self.tokens
             .push((name.into(), token.into(), scopes.to_vec()));
-        self
+        self.http_key("auth", "tokens")
+    }
+
+    /// The tokens of `common::site` in place of any set before: reader
+    /// ([`READ_TOKEN`]), operator ([`STEER_TOKEN`]) and fleet-admin
+    /// ([`ADMIN_TOKEN`]), and the per-token rate limit off, as
+    /// `common::site::http_section` writes `[http]`.
+    pub fn common_tokens(mut self) -> TestSite {
+        self.tokens.clear();
+        self.token("reader", READ_TOKEN, &["read"])
+            .token("operator", STEER_TOKEN, &["read", "steer"])
+            .token("fleet-admin", ADMIN_TOKEN, &["admin"])
+            .http_key("rate_limit", table([("requests_per_s", 0.into())]))
     }
 
     /// A key of `[http]`.
@@ -353,8 +437,21 @@ impl TestSite {
     }
 
     pub fn gateway_id(mut self, id: &str) -> TestSite {
-        self.gateway_id = id.into();
+        self.gateway_id = Some(id.into());
         self
+    }
+
+    /// `[polling]`: the backoff of a device that fails, from
+    /// `min_backoff_ms` to `max_backoff_ms`.
+    pub fn polling(self, min_backoff_ms: u64, max_backoff_ms: u64) -> TestSite {
+        self.section_key(&["polling"], "min_backoff_ms", int(min_backoff_ms))
+            .section_key(&["polling"], "max_backoff_ms", int(max_backoff_ms))
+    }
+
+    /// `[storage] path` (`unused.db` unless set: [`TestSite::start`] puts
+    /// the database in a temporary folder).
+    pub fn storage_path(self, path: &std::path::Path) -> TestSite {
+        self.section_key(&["storage"], "path", path.display().to_string())
     }
 
     /// `[mqtt]` for a broker at `url` speaking `protocol` (`"4"`, `"5"`),
@@ -399,7 +496,9 @@ impl TestSite {
     /// fragments.
     pub fn text(&self) -> String {
         let mut root = self.sections.clone();
-        root.insert("gateway_id".into(), self.gateway_id.clone().into());
+        if let Some(id) = &self.gateway_id {
+            root.insert("gateway_id".into(), id.clone().into());
+        }
         let mut http = self.http.clone();
         let tokens = self
             .tokens
@@ -418,7 +517,9 @@ impl TestSite {
                 Value::Table(t)
             })
             .collect();
-        http.insert("tokens".into(), Value::Array(tokens));
+        if !self.tokens.is_empty() {
+            http.insert("tokens".into(), Value::Array(tokens));
+        }
         root.insert("http".into(), Value::Table(http));
         let storage = root
             .entry("storage")
@@ -428,7 +529,7 @@ impl TestSite {
         storage.entry("path").or_insert_with(|| "unused.db".into());
         root.insert(
             "sites".into(),
-            Value::Array(vec![Value::Table(self.site.clone())]),
+            Value::Array(self.sites.iter().cloned().map(Value::Table).collect()),
         );
         let mut names: Vec<&str> = Vec::new();
         let mut devices = Vec::new();
@@ -452,6 +553,9 @@ impl TestSite {
                 for (_, key, value) in self.own_bus_keys.iter().filter(|(b, ..)| b == name) {
                     bus.insert(key.clone(), value.clone());
                 }
+                if bus.contains_key("rtu") {
+                    bus.remove("tcp");
+                }
                 buses.push(Value::Table(bus));
             }
         }
@@ -465,6 +569,35 @@ impl TestSite {
     /// The config parsed.
     pub fn config(&self) -> Config {
         parse(&self.text()).expect("test config is valid")
+    }
+
+    /// This config with each bus's `tcp` at `sim`'s server of its name (for
+    /// a config the test writes to a file for the agent binary).
+    pub fn pointed_at(mut self, sim: &SimSite) -> TestSite {
+        let mut names: Vec<String> = self.devices.iter().map(|d| d.bus.clone()).collect();
+        names.extend(self.buses.iter().cloned());
+        names.sort();
+        names.dedup();
+        for name in names {
+            if let Some(addr) = sim.addr(&name) {
+                self = self.bus_key_of(&name, "tcp", addr.to_string());
+            }
+        }
+        self
+    }
+
+    /// The config written to `sitegate.toml` in a temporary folder, its
+    /// buses at `sim`'s servers and the database beside it (as
+    /// `ConfigDir::write` writes one): for the agent binary.
+    pub fn write_for(self, sim: &SimSite) -> crate::common::process::ConfigDir {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let file = dir.path().join("sitegate.toml");
+        let text = self
+            .pointed_at(sim)
+            .storage_path(&dir.path().join("sitegate.db"))
+            .text();
+        std::fs::write(&file, text).expect("write the config");
+        crate::common::process::ConfigDir { dir, file }
     }
 
     /// The simulator started for `config`'s buses (with this site's time and
@@ -489,7 +622,10 @@ impl TestSite {
 
     /// The simulator, then the agent on it (its database in a temporary
     /// folder); returns once every device is discovered and at its fallback
-    /// (or applied where the grid loop holds a limit).
+    /// (or applied where the grid loop holds a limit), as the [`SITE`]'s
+    /// steering state shows it to the [`READ`] token: a site of
+    /// [`TestSite::new`]. Other sites start with [`TestSite::launch_in`], or
+    /// [`TestSite::config`] and [`TestSite::start_sim`].
     pub async fn start(self) -> Rig {
         let dir = tempfile::tempdir().expect("a temporary folder");
         self.start_in(dir).await
