@@ -25,15 +25,22 @@ use sitegate::sim::{SimSite, SimSiteSpec};
 use tokio_modbus::ExceptionCode;
 
 use crate::common::wait_for;
+use crate::steering_support::{kw, table, Kind, TestSite};
 
 /// 11:00 UTC on 2026-06-21: the sun is high.
 const SUMMER_MORNING_MS: i64 = 1_782_039_600_000;
 
-/// The server's bounds, far from what the walks need (pysunspec2 opens a
-/// connection a unit, and the server may see the last one close after the
-/// next one opens).
-const SERVER: &str = "\n[modbus_server]\nlisten = [\"127.0.0.1:0\"]\n\
-    requests_per_s = 100000\nburst = 100000\nmax_connections_per_client = 16\n";
+/// The `[modbus_server]` keys: the server on loopback, its bounds far from
+/// what the walks need (pysunspec2 opens a connection a unit, and the
+/// server may see the last one close after the next one opens).
+fn server() -> [(&'static str, toml::Value); 4] {
+    [
+        ("listen", vec!["127.0.0.1:0"].into()),
+        ("requests_per_s", 100_000.into()),
+        ("burst", 100_000.into()),
+        ("max_connections_per_client", 16.into()),
+    ]
+}
 
 /// A device on the server.
 struct Unit {
@@ -61,39 +68,39 @@ fn demo_text() -> String {
         "listen = [\"127.0.0.1:0\"]",
         1,
     );
-    crate::modbus_server::own_units(t) + SERVER
+    let server = table([("modbus_server", table(server()))]);
+    crate::modbus_server::own_units(t) + "\n" + &toml::to_string(&server).expect("TOML")
 }
 
-/// The noisy simulator's devices: two sites on one bus, units 1 to 7.
+/// The noisy simulator's devices: two sites on one bus, units 1 to 7 (8 kW
+/// but the meters), polled every second.
 fn noisy_text() -> String {
-    let mut c = String::from(
-        "[http]\nlisten = [\"127.0.0.1:0\"]\nauth = \"none\"\n\
-         [[sites]]\nreference = \"ste_a\"\nname = \"A\"\n\
-         [[sites]]\nreference = \"ste_b\"\nname = \"B\"\n\
-         [[buses]]\nname = \"sim\"\ntcp = \"127.0.0.1:0\"\n",
-    );
-    let devices = [
-        ("inverter", "ste_a"),
-        ("inverter", "ste_a"),
-        ("battery", "ste_a"),
-        ("meter", "ste_a"),
-        ("inverter", "ste_b"),
-        ("inverter", "ste_b"),
-        ("meter", "ste_b"),
+    use Kind::{Battery, Inverter, Meter};
+    let sites = [
+        ("ste_a", "A", &[Inverter, Inverter, Battery, Meter][..]),
+        ("ste_b", "B", &[Inverter, Inverter, Meter][..]),
     ];
-    for (i, (ty, site)) in devices.iter().enumerate() {
-        let rated = if *ty == "meter" {
-            ""
-        } else {
-            "rated_power = \"8 kW\"\n"
-        };
-        c.push_str(&format!(
-            "[[devices]]\nreference = \"dvc_{i}\"\nname = \"d{i}\"\ntype = \"{ty}\"\n\
-             site = \"{site}\"\nbus = \"sim\"\nunit_id = {}\n{rated}",
-            i + 1
-        ));
+    let mut site = TestSite::bare("ste_a", "A")
+        .poll_interval_ms(1000)
+        .noisy(11);
+    for (key, value) in server() {
+        site = site.section_key(&["modbus_server"], key, value);
     }
-    c + "[simulator]\nnoisy = true\nseed = 11\n" + SERVER
+    let mut i = 0;
+    for (reference, name, kinds) in sites {
+        site = site.site(reference, name);
+        for kind in kinds {
+            site = site
+                .device("sim", &format!("dvc_{i}"), *kind)
+                .name(&format!("d{i}"))
+                .unit_id(i + 1);
+            if *kind != Meter {
+                site = site.key("rated_power", kw(8.0));
+            }
+            i += 1;
+        }
+    }
+    site.text()
 }
 
 impl Rig {

@@ -7,51 +7,45 @@ use std::time::Duration;
 
 use crate::common::demo::Demo;
 use crate::common::wait_for;
+use crate::steering_support::{kw, Kind, TestSite};
 use nix::sys::signal::Signal;
 use sitegate::agent::Agent;
-use sitegate::config::parse;
 use sitegate::model::Property;
-use sitegate::sim::{SimSite, SimSiteSpec};
 
 /// 11:00 UTC on 2026-06-21: the sun is high.
 const SUMMER_MORNING_MS: i64 = 1_782_039_600_000;
 
+/// The two sites: (reference, name, simulated base load in kW).
+const SITES: [(&str, &str, f64); 2] = [("ste_a", "A", 3.0), ("ste_b", "B", 20.0)];
+
 /// Two sites on one simulated bus: (reference, type, site, unit id).
-const DEVICES: [(&str, &str, &str, u8); 7] = [
-    ("dvc_inv_1", "inverter", "ste_a", 1),
-    ("dvc_inv_2", "inverter", "ste_a", 2),
-    ("dvc_bat", "battery", "ste_a", 3),
-    ("dvc_grid_a", "meter", "ste_a", 4),
-    ("dvc_inv_3", "inverter", "ste_b", 5),
-    ("dvc_inv_4", "inverter", "ste_b", 6),
-    ("dvc_grid_b", "meter", "ste_b", 7),
+const DEVICES: [(&str, Kind, &str, u8); 7] = [
+    ("dvc_inv_1", Kind::Inverter, "ste_a", 1),
+    ("dvc_inv_2", Kind::Inverter, "ste_a", 2),
+    ("dvc_bat", Kind::Battery, "ste_a", 3),
+    ("dvc_grid_a", Kind::Meter, "ste_a", 4),
+    ("dvc_inv_3", Kind::Inverter, "ste_b", 5),
+    ("dvc_inv_4", Kind::Inverter, "ste_b", 6),
+    ("dvc_grid_b", Kind::Meter, "ste_b", 7),
 ];
 
-fn config(dir: &std::path::Path) -> String {
-    let mut c = format!(
-        "[http]\nlisten = [\"127.0.0.1:0\"]\nauth = \"none\"\n[storage]\npath = \"{}/db\"\n\
-         [[sites]]\nreference = \"ste_a\"\nname = \"A\"\n\
-         [[sites]]\nreference = \"ste_b\"\nname = \"B\"\n\
-         [[buses]]\nname = \"sim\"\ntcp = \"127.0.0.1:0\"\n",
-        dir.display()
-    );
-    for (reference, ty, site, unit) in DEVICES {
-        let rated = if ty == "meter" {
-            ""
-        } else {
-            "rated_power = \"8 kW\"\n"
-        };
-        c.push_str(&format!(
-            "[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{ty}\"\n\
-             site = \"{site}\"\nbus = \"sim\"\nunit_id = {unit}\n{rated}"
-        ));
+/// [`SITES`] and their [`DEVICES`] (8 kW but the meters, polled every
+/// second), the simulator noisy with seed 11, the database in `dir`.
+fn site(dir: &std::path::Path) -> TestSite {
+    let mut site = TestSite::bare(SITES[0].0, SITES[0].1)
+        .storage_path(&dir.join("db"))
+        .poll_interval_ms(1000)
+        .noisy(11);
+    for (reference, name, load_kw) in SITES {
+        site = site.site(reference, name).base_load_kw(load_kw);
+        for (device, kind, _, unit) in DEVICES.iter().filter(|d| d.2 == reference) {
+            site = site.device("sim", device, *kind).unit_id(*unit);
+            if *kind != Kind::Meter {
+                site = site.key("rated_power", kw(8.0));
+            }
+        }
     }
-    c.push_str(
-        "[simulator]\nnoisy = true\nseed = 11\n\
-         [simulator.sites.ste_a]\nbase_load = \"3 kW\"\n\
-         [simulator.sites.ste_b]\nbase_load = \"20 kW\"\n",
-    );
-    c
+    site
 }
 
 fn non_integral(v: f64) -> bool {
@@ -61,14 +55,15 @@ fn non_integral(v: f64) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_polls_float_and_integer_devices_whose_values_move_every_second() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = parse(&config(dir.path())).unwrap();
-    let mut spec = SimSiteSpec::from_config(&cfg, 1.0);
-    spec.start = Some(SUMMER_MORNING_MS);
-    // Every second inverter and meter on the float models, so this small
-    // site has both.
-    spec.noise.as_mut().unwrap().float_every = 2;
-    let sim = SimSite::start(spec).await.unwrap();
-    sim.point_config_at_servers(&mut cfg);
+    let site = site(dir.path());
+    let mut cfg = site.config();
+    let sim = site
+        .time(1.0, SUMMER_MORNING_MS)
+        // Every second inverter and meter on the float models, so this
+        // small site has both.
+        .sim(|spec| spec.noise.as_mut().unwrap().float_every = 2)
+        .start_sim(&mut cfg)
+        .await;
     let agent = Agent::start(cfg).await.unwrap();
     let live = agent.live().clone();
     let id = |r: &str| live.find(r).unwrap();
@@ -109,7 +104,7 @@ async fn an_agent_polls_float_and_integer_devices_whose_values_move_every_second
                 let v = live.latest(id(reference), p).unwrap().value;
                 seen.entry((reference, p)).or_default().push(v);
             }
-            let counter = if ty == "battery" {
+            let counter = if ty == Kind::Battery {
                 Property::TotalEnergyConsumed
             } else {
                 Property::TotalEnergyProduced
