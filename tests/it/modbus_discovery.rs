@@ -7,28 +7,29 @@
 use std::time::Duration;
 
 use crate::common::wait_for;
+use crate::steering_support::{Kind, TestSite};
 use sitegate::agent::Agent;
-use sitegate::config::{parse, Transport};
+use sitegate::config::Transport;
 use sitegate::modbus::link::Port;
 use sitegate::modbus::{scan, Controls};
 use sitegate::model::Property;
 use sitegate::sim::{SimDeviceSpec, SimKind, SimServerSpec, SimSite, SimSiteSpec, Variant};
 
 /// (unit id, reference, type, kind, where its map starts).
-fn devices() -> Vec<(u8, &'static str, &'static str, SimKind, u16)> {
+fn devices() -> Vec<(u8, &'static str, Kind, SimKind, u16)> {
     vec![
-        (1, "dvc_at_0", "meter", SimKind::Meter, 0),
+        (1, "dvc_at_0", Kind::Meter, SimKind::Meter, 0),
         (
             2,
             "dvc_at_50000",
-            "inverter",
+            Kind::Inverter,
             SimKind::Inverter { rated_w: 6000.0 },
             50000,
         ),
         (
             3,
             "dvc_off_by_one",
-            "meter",
+            Kind::Meter,
             SimKind::Fixed {
                 variant: Variant::Meter201,
                 rated_w: 1.0,
@@ -38,7 +39,7 @@ fn devices() -> Vec<(u8, &'static str, &'static str, SimKind, u16)> {
         (
             4,
             "dvc_at_40000",
-            "battery",
+            Kind::Battery,
             SimKind::Battery {
                 rated_w: 5000.0,
                 capacity_wh: 10_000.0,
@@ -51,21 +52,18 @@ fn devices() -> Vec<(u8, &'static str, &'static str, SimKind, u16)> {
     ]
 }
 
-fn config(port: u16, dir: &std::path::Path) -> String {
-    let mut c = format!(
-        "[http]\nlisten = [\"127.0.0.1:0\"]\nauth = \"none\"\n[storage]\npath = \"{}/db\"\n\
-         [polling]\nmin_backoff_ms = 100\nmax_backoff_ms = 400\n\
-         [[sites]]\nreference = \"ste_s\"\nname = \"S\"\n\
-         [[buses]]\nname = \"lan\"\ntcp = \"127.0.0.1:{port}\"\ntimeout_ms = 500\n",
-        dir.display()
-    );
-    for (unit, reference, ty, _, _) in devices() {
-        c.push_str(&format!(
-            "[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{ty}\"\n\
-             site = \"ste_s\"\nbus = \"lan\"\nunit_id = {unit}\npoll_interval_ms = 200\n"
-        ));
+/// The [`devices`] on the bus `lan` at `127.0.0.1:port` (500 ms timeout),
+/// polled every 200 ms, backing off 100 to 400 ms; the database in `dir`.
+fn site(port: u16, dir: &std::path::Path) -> TestSite {
+    let mut site = TestSite::bare("ste_s", "S")
+        .storage_path(&dir.join("db"))
+        .polling(100, 400)
+        .bus_key("timeout_ms", 500)
+        .bus_key_of("lan", "tcp", format!("127.0.0.1:{port}"));
+    for (unit, reference, kind, _, _) in devices() {
+        site = site.device("lan", reference, kind).unit_id(unit);
     }
-    c
+    site
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +93,7 @@ async fn maps_are_found_at_40000_then_0_then_50000_and_nowhere_else() {
     .unwrap();
     let addr = sim.addr("lan").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let agent = Agent::start(parse(&config(addr.port(), dir.path())).unwrap())
+    let agent = Agent::start(site(addr.port(), dir.path()).config())
         .await
         .unwrap();
     let live = agent.live().clone();

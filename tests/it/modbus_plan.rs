@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ::sunspec::models::{model121::Model121 as M121, model123::Model123 as M123};
-use sitegate::config::{parse, DeviceConfig, PollingConfig, ProfileRef, Transport};
+use sitegate::config::{DeviceConfig, PollingConfig, ProfileRef, Transport};
 use sitegate::modbus::link::{Port, UnitReader};
 use sitegate::modbus::poll::{poll_device, DeviceState};
 use sitegate::model::{DeviceType, Property};
@@ -19,6 +19,7 @@ use sitegate::register::plan::{Span, Table};
 use sitegate::sim::{SimDeviceSpec, SimKind, SimServerSpec, SimSite, SimSiteSpec, Variant};
 
 use crate::common::farm::{FarmInverter, Measurements};
+use crate::steering_support::{Kind, TestSite};
 
 fn unit(port: &mut Port) -> UnitReader<'_> {
     UnitReader { port, unit: 1 }
@@ -189,26 +190,14 @@ async fn a_device_that_refuses_holes_gets_a_learned_gapless_plan() {
 /// A device of type `ty` on `unit` of the bus `dev`, read with the profile
 /// `sunspec`.
 fn device(ty: DeviceType, unit: u8) -> DeviceConfig {
-    let cfg = parse(
-        r#"
-[http]
-listen = ["127.0.0.1:0"]
-auth = "none"
-[[sites]]
-reference = "ste_a"
-name = "A"
-[[buses]]
-name = "dev"
-tcp = "127.0.0.1:502"
-[[devices]]
-name = "D"
-type = "meter"
-site = "ste_a"
-bus = "dev"
-unit_id = 1
-"#,
-    )
-    .unwrap();
+    // The reference the agent derives for a device "D" of site "ste_a";
+    // polled at the agent's default interval.
+    let cfg = TestSite::bare("ste_a", "A")
+        .poll_interval_ms(1000)
+        .device("dev", "dvc_a_d", Kind::Meter)
+        .name("D")
+        .bus_key_of("dev", "tcp", "127.0.0.1:502")
+        .config();
     DeviceConfig {
         device_type: ty,
         unit_id: unit,

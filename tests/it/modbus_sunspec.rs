@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use crate::common::wait_for;
+use crate::steering_support::{Kind, TestSite};
 use sitegate::agent::Agent;
-use sitegate::config::parse;
 use sitegate::modbus::Controls;
 use sitegate::model::Property;
 use sitegate::sim::{
@@ -17,7 +17,7 @@ use sitegate::sim::{
 
 const RATED: f64 = 8000.0;
 
-fn devices() -> Vec<(u8, &'static str, &'static str, SimKind)> {
+fn devices() -> Vec<(u8, &'static str, Kind, SimKind)> {
     let fixed = |variant| SimKind::Fixed {
         variant,
         rated_w: RATED,
@@ -26,22 +26,27 @@ fn devices() -> Vec<(u8, &'static str, &'static str, SimKind)> {
         (
             1,
             "dvc_inv_int",
-            "inverter",
+            Kind::Inverter,
             SimKind::Inverter { rated_w: RATED },
         ),
         (
             2,
             "dvc_inv_float",
-            "inverter",
+            Kind::Inverter,
             fixed(Variant::InverterFloat),
         ),
-        (3, "dvc_meter_int", "meter", SimKind::Meter),
-        (4, "dvc_meter_float", "meter", fixed(Variant::MeterFloat)),
-        (5, "dvc_der", "battery", fixed(Variant::DerStorage)),
+        (3, "dvc_meter_int", Kind::Meter, SimKind::Meter),
+        (
+            4,
+            "dvc_meter_float",
+            Kind::Meter,
+            fixed(Variant::MeterFloat),
+        ),
+        (5, "dvc_der", Kind::Battery, fixed(Variant::DerStorage)),
         (
             6,
             "dvc_storage",
-            "battery",
+            Kind::Battery,
             SimKind::Battery {
                 rated_w: 5000.0,
                 capacity_wh: 10_000.0,
@@ -53,20 +58,16 @@ fn devices() -> Vec<(u8, &'static str, &'static str, SimKind)> {
     ]
 }
 
-fn config(port: u16, dir: &std::path::Path) -> String {
-    let mut c = format!(
-        "[http]\nlisten = [\"127.0.0.1:0\"]\nauth = \"none\"\n[storage]\npath = \"{}/db\"\n\
-         [[sites]]\nreference = \"ste_s\"\nname = \"S\"\n\
-         [[buses]]\nname = \"lan\"\ntcp = \"127.0.0.1:{port}\"\n",
-        dir.display()
-    );
-    for (unit, reference, ty, _) in devices() {
-        c.push_str(&format!(
-            "[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{ty}\"\n\
-             site = \"ste_s\"\nbus = \"lan\"\nunit_id = {unit}\npoll_interval_ms = 200\n"
-        ));
+/// The [`devices`] on the bus `lan` at `127.0.0.1:port`, polled every
+/// 200 ms; the database in `dir`.
+fn site(port: u16, dir: &std::path::Path) -> TestSite {
+    let mut site = TestSite::bare("ste_s", "S")
+        .storage_path(&dir.join("db"))
+        .bus_key_of("lan", "tcp", format!("127.0.0.1:{port}"));
+    for (unit, reference, kind, _) in devices() {
+        site = site.device("lan", reference, kind).unit_id(unit);
     }
-    c
+    site
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +95,7 @@ async fn every_family_maps_to_the_vocabulary() {
     };
     let sim = SimSite::start(spec).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cfg = parse(&config(sim.addr("lan").unwrap().port(), dir.path())).unwrap();
+    let cfg = site(sim.addr("lan").unwrap().port(), dir.path()).config();
     let agent = Agent::start(cfg).await.unwrap();
     let live = agent.live().clone();
     let id = |r: &str| live.find(r).unwrap();

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use crate::common::wait_for;
+use crate::steering_support::{Kind, TestSite};
 use sitegate::agent::Agent;
-use sitegate::config::parse;
 use sitegate::model::Property;
 use sitegate::sim::{
     fixed_absent, fixed_values, SimDeviceSpec, SimKind, SimServerSpec, SimSite, SimSiteSpec,
@@ -21,61 +21,61 @@ use sitegate::sim::{
 const RATED: f64 = 8000.0;
 
 /// (unit id, reference, type, variant, SunSpec models the agent must list).
-fn devices() -> Vec<(u8, &'static str, &'static str, Variant, Vec<u16>)> {
+fn devices() -> Vec<(u8, &'static str, Kind, Variant, Vec<u16>)> {
     use Variant as V;
     vec![
         (
             1,
             "dvc_inv_101",
-            "inverter",
+            Kind::Inverter,
             V::Inverter101,
             vec![1, 101, 120, 121],
         ),
         (
             2,
             "dvc_inv_102",
-            "inverter",
+            Kind::Inverter,
             V::Inverter102,
             vec![1, 102, 120],
         ),
         (
             3,
             "dvc_inv_111",
-            "inverter",
+            Kind::Inverter,
             V::Inverter111,
             vec![1, 111, 120],
         ),
-        (4, "dvc_inv_112", "inverter", V::Inverter112, vec![1, 112]),
-        (5, "dvc_meter_201", "meter", V::Meter201, vec![1, 201]),
-        (6, "dvc_meter_202", "meter", V::Meter202, vec![1, 202]),
-        (7, "dvc_meter_204", "meter", V::Meter204, vec![1, 204]),
-        (8, "dvc_meter_211", "meter", V::Meter211, vec![1, 211]),
-        (9, "dvc_meter_212", "meter", V::Meter212, vec![1, 212]),
-        (10, "dvc_meter_214", "meter", V::Meter214, vec![1, 214]),
+        (
+            4,
+            "dvc_inv_112",
+            Kind::Inverter,
+            V::Inverter112,
+            vec![1, 112],
+        ),
+        (5, "dvc_meter_201", Kind::Meter, V::Meter201, vec![1, 201]),
+        (6, "dvc_meter_202", Kind::Meter, V::Meter202, vec![1, 202]),
+        (7, "dvc_meter_204", Kind::Meter, V::Meter204, vec![1, 204]),
+        (8, "dvc_meter_211", Kind::Meter, V::Meter211, vec![1, 211]),
+        (9, "dvc_meter_212", Kind::Meter, V::Meter212, vec![1, 212]),
+        (10, "dvc_meter_214", Kind::Meter, V::Meter214, vec![1, 214]),
     ]
 }
 
 /// A 212 meter of a brand that counts export as positive: `invert_power`.
 const INVERTED: (u8, &str) = (11, "dvc_meter_212_inverted");
 
-fn config(port: u16, dir: &std::path::Path) -> String {
-    let mut c = format!(
-        "[http]\nlisten = [\"127.0.0.1:0\"]\nauth = \"none\"\n[storage]\npath = \"{}/db\"\n\
-         [[sites]]\nreference = \"ste_s\"\nname = \"S\"\n\
-         [[buses]]\nname = \"lan\"\ntcp = \"127.0.0.1:{port}\"\n",
-        dir.display()
-    );
-    let mut add = |unit: u8, reference: &str, ty: &str, extra: &str| {
-        c.push_str(&format!(
-            "[[devices]]\nreference = \"{reference}\"\nname = \"{reference}\"\ntype = \"{ty}\"\n\
-             site = \"ste_s\"\nbus = \"lan\"\nunit_id = {unit}\npoll_interval_ms = 200\n{extra}"
-        ));
-    };
-    for (unit, reference, ty, _, _) in devices() {
-        add(unit, reference, ty, "");
+/// The [`devices`] and the [`INVERTED`] meter on the bus `lan` at
+/// `127.0.0.1:port`, polled every 200 ms; the database in `dir`.
+fn site(port: u16, dir: &std::path::Path) -> TestSite {
+    let mut site = TestSite::bare("ste_s", "S")
+        .storage_path(&dir.join("db"))
+        .bus_key_of("lan", "tcp", format!("127.0.0.1:{port}"));
+    for (unit, reference, kind, _, _) in devices() {
+        site = site.device("lan", reference, kind).unit_id(unit);
     }
-    add(INVERTED.0, INVERTED.1, "meter", "invert_power = true\n");
-    c
+    site.device("lan", INVERTED.1, Kind::Meter)
+        .unit_id(INVERTED.0)
+        .key("invert_power", true)
 }
 
 fn spec(unit_id: u8, variant: Variant) -> SimDeviceSpec {
@@ -117,7 +117,7 @@ async fn single_split_phase_and_delta_families_map_to_the_vocabulary() {
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let cfg = parse(&config(sim.addr("lan").unwrap().port(), dir.path())).unwrap();
+    let cfg = site(sim.addr("lan").unwrap().port(), dir.path()).config();
     let agent = Agent::start(cfg).await.unwrap();
     let live = agent.live().clone();
     let id = |r: &str| live.find(r).unwrap();
