@@ -59,7 +59,7 @@ use Table::{Holding as H, Input as I};
 /// agent must show.
 struct Image {
     profile: &'static str,
-    kind: &'static str,
+    kind: Kind,
     words: Vec<(Table, u16, Vec<u16>)>,
     expect: Vec<(Property, f64)>,
 }
@@ -68,7 +68,7 @@ fn images() -> Vec<Image> {
     vec![
         Image {
             profile: "sma-storage",
-            kind: "battery",
+            kind: Kind::Battery,
             // Charging at 1.5 kW: SMA's grid power is negative (drawing).
             words: vec![
                 (H, 30775, i32_hi(-1500)),
@@ -93,7 +93,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "solaredge-storage",
-            kind: "battery",
+            kind: Kind::Battery,
             // SolarEdge counts +1200 W while charging.
             words: vec![
                 (H, 57716, f32_lo(1200.0)),
@@ -112,7 +112,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "kostal-plenticore",
-            kind: "battery",
+            kind: Kind::Battery,
             // 582 counts charging negative already.
             words: vec![
                 (H, 582, vec![(-800i16) as u16]),
@@ -131,7 +131,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "alpha-ess",
-            kind: "battery",
+            kind: Kind::Battery,
             // Discharging 2.5 kW: 0x0126 is positive.
             words: vec![
                 (H, 258, vec![655]),
@@ -148,7 +148,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "victron-gx",
-            kind: "battery",
+            kind: Kind::Battery,
             // Victron counts +1800 W while charging.
             words: vec![(H, 842, vec![1800]), (H, 843, vec![80]), (H, 844, vec![1])],
             expect: vec![
@@ -159,7 +159,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "deye-hybrid",
-            kind: "battery",
+            kind: Kind::Battery,
             // Charging 3 kW: 590 is negative.
             words: vec![
                 (H, 516, u32_lo(54_321)),
@@ -176,7 +176,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "growatt-tl",
-            kind: "inverter",
+            kind: Kind::Inverter,
             words: vec![
                 (I, 0, vec![1]),
                 (I, 35, u32_hi(45_678)),
@@ -202,7 +202,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "eastron-sdm72",
-            kind: "meter",
+            kind: Kind::Meter,
             // Exporting 2.5 kW.
             words: vec![
                 (I, 52, f32_hi(-2500.0)),
@@ -217,7 +217,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "janitza-umg",
-            kind: "meter",
+            kind: Kind::Meter,
             words: vec![
                 (H, 19000, f32_hi(231.0)),
                 (H, 19012, f32_hi(4.5)),
@@ -239,7 +239,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "carlo-gavazzi-em24",
-            kind: "meter",
+            kind: Kind::Meter,
             // Exporting 1.5 kW (application H).
             words: vec![
                 (H, 0, i32_lo(2305)),
@@ -260,7 +260,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "abb-b2x",
-            kind: "meter",
+            kind: Kind::Meter,
             words: vec![
                 (H, 23296, u32_hi(2301)),
                 (H, 23308, u32_hi(512)),
@@ -280,7 +280,7 @@ fn images() -> Vec<Image> {
         },
         Image {
             profile: "eastron-sdm630",
-            kind: "meter",
+            kind: Kind::Meter,
             words: vec![
                 (I, 0, f32_hi(229.5)),
                 (I, 6, f32_hi(12.25)),
@@ -314,24 +314,19 @@ fn close(a: f64, b: f64) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn documented_register_images_read_with_the_vocabulary_signs() {
     let images = images();
-    let mut text = site_header(INTERVAL_MS, REVERT_S).replace("{rated_production}", "");
+    let mut site = TestSite::new(INTERVAL_MS, REVERT_S);
     for im in &images {
         let b = bus_of(im.profile);
-        let rating = if im.kind == "meter" {
-            String::new()
-        } else {
-            "rated_power = \"5 kW\"\n".into()
-        };
-        text.push_str(&device_block(
-            &b,
-            &format!("dvc_{b}"),
-            im.kind,
-            &format!("profile = \"{}\"\n{rating}", im.profile),
-        ));
+        site = site
+            .device(&b, &format!("dvc_{b}"), im.kind)
+            .profile(im.profile);
+        if im.kind != Kind::Meter {
+            site = site.key("rated_power", kw(5.0));
+        }
     }
     // Read-only batteries never reach a steering fallback: no Rig here, the
     // simulated site and the agent alone.
-    let mut config = sitegate::config::parse(&text).expect("test config is valid");
+    let mut config = site.config();
     let dir = tempfile::tempdir().unwrap();
     config.storage.path = dir.path().join("sitegate.db");
     let sim = start_sim(&mut config).await;
@@ -391,7 +386,7 @@ async fn all_applied(rig: &Rig) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
-    let mut text = site_header(INTERVAL_MS, REVERT_S).replace("{rated_production}", "");
+    let mut site = TestSite::new(INTERVAL_MS, REVERT_S);
     for p in [
         "sma-storage",
         "solaredge-storage",
@@ -399,20 +394,13 @@ async fn profile_batteries_and_the_growatt_limit_follow_the_site_signal() {
         "alpha-ess",
     ] {
         let b = bus_of(p);
-        text.push_str(&device_block(
-            &b,
-            &format!("dvc_{b}"),
-            "battery",
-            &format!("profile = \"{p}\"\nrated_power = \"4 kW\"\ncapacity = \"10 kWh\""),
-        ));
+        site = site.battery(&b, &format!("dvc_{b}"), 4.0, 10.0).profile(p);
     }
-    text.push_str(&device_block(
-        "growatt_tl",
-        "dvc_growatt_tl",
-        "inverter",
-        "profile = \"growatt-tl\"\nrated_power = \"10 kW\"",
-    ));
-    let rig = Rig::start(&text).await;
+    let rig = site
+        .inverter("growatt_tl", "dvc_growatt_tl", 10.0)
+        .profile("growatt-tl")
+        .start()
+        .await;
     // At the fallback every device got its release.
     eventually("released at start", Duration::from_secs(5), || async {
         words(&rig.device("sma_storage"), &[(40151, 2)]) == [0, 803]
@@ -521,33 +509,20 @@ async fn the_sdm630_is_read_over_rtu_with_input_registers_and_floats() {
         assert!(dev.poke(*table, *addr, w));
     }
     let dir = tempfile::tempdir().unwrap();
-    let text = format!(
-        r#"
-[http]
-listen = ["127.0.0.1:0"]
-auth = "none"
-[storage]
-path = "{}/db.sqlite"
-[[sites]]
-reference = "ste_a"
-name = "A"
-[[buses]]
-name = "rs485"
-rtu = {{ path = "{path}", baud = 9600, parity = "none" }}
-timeout_ms = 300
-[[devices]]
-reference = "dvc_sdm"
-name = "Grid meter"
-type = "meter"
-site = "ste_a"
-bus = "rs485"
-unit_id = 7
-profile = "eastron-sdm630"
-poll_interval_ms = 200
-"#,
-        dir.path().display()
-    );
-    let cfg = sitegate::config::parse(&text).expect("config");
+    let serial = table([
+        ("path", path.into()),
+        ("baud", 9600.into()),
+        ("parity", "none".into()),
+    ]);
+    let cfg = TestSite::bare("ste_a", "A")
+        .storage_path(&dir.path().join("db.sqlite"))
+        .bus_key("timeout_ms", 300)
+        .device("rs485", "dvc_sdm", Kind::Meter)
+        .name("Grid meter")
+        .unit_id(7)
+        .profile("eastron-sdm630")
+        .bus_key_of("rs485", "rtu", serial)
+        .config();
     let agent = sitegate::agent::Agent::start(cfg).await.expect("agent");
     let live = agent.live().clone();
     let id = live.find("dvc_sdm").unwrap();

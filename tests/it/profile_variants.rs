@@ -29,20 +29,22 @@ struct Case {
     expect: Vec<(Property, f64)>,
 }
 
+/// A Deye hybrid battery alone on the bus `deye`, its member `variant` if
+/// named.
+fn deye(variant: Option<&str>) -> TestSite {
+    let site = TestSite::new(300, 30)
+        .device("deye", "dvc_deye", Kind::Battery)
+        .profile("deye-hybrid");
+    match variant {
+        Some(v) => site.key("variant", v),
+        None => site,
+    }
+}
+
 /// Starts the simulated device, lays the image, then the agent, and waits
 /// for the expected values.
 async fn reads(case: Case) {
-    let mut text = site_header(300, 30).replace("{rated_production}", "");
-    let variant = case
-        .named
-        .map_or(String::new(), |v| format!("variant = \"{v}\"\n"));
-    text.push_str(&device_block(
-        "deye",
-        "dvc_deye",
-        "battery",
-        &format!("profile = \"deye-hybrid\"\n{variant}"),
-    ));
-    let mut config = sitegate::config::parse(&text).expect("test config is valid");
+    let mut config = deye(case.named).config();
     let dir = tempfile::tempdir().unwrap();
     config.storage.path = dir.path().join("sitegate.db");
     let sim = start_sim(&mut config).await;
@@ -169,7 +171,7 @@ async fn deye_member_not_told_is_not_read() {
     for (code, named, wants) in [
         (
             6u16,
-            "",
+            None,
             &[
                 "holding 0 = 6 (0x0006)",
                 "matches sg01hp3 (",
@@ -179,7 +181,7 @@ async fn deye_member_not_told_is_not_read() {
         ),
         (
             2,
-            "",
+            None,
             &[
                 "holding 0 = 2 (0x0002)",
                 "matches no variant",
@@ -189,21 +191,14 @@ async fn deye_member_not_told_is_not_read() {
         // A single-phase device configured as a three-phase one.
         (
             3,
-            "variant = \"sg04lp3\"\n",
+            Some("sg04lp3"),
             &[
                 "holding 0 = 3 (0x0003)",
                 "the configured variant \"sg04lp3\" does not match",
             ][..],
         ),
     ] {
-        let mut text = site_header(300, 30).replace("{rated_production}", "");
-        text.push_str(&device_block(
-            "deye",
-            "dvc_deye",
-            "battery",
-            &format!("profile = \"deye-hybrid\"\n{named}"),
-        ));
-        let mut config = sitegate::config::parse(&text).expect("test config is valid");
+        let mut config = deye(named).config();
         let dir = tempfile::tempdir().unwrap();
         config.storage.path = dir.path().join("sitegate.db");
         let sim = start_sim(&mut config).await;
@@ -234,13 +229,7 @@ async fn deye_member_not_told_is_not_read() {
 
 #[test]
 fn a_variant_the_profile_lacks_is_refused_by_the_config() {
-    let mut text = site_header(300, 30).replace("{rated_production}", "");
-    text.push_str(&device_block(
-        "deye",
-        "dvc_deye",
-        "battery",
-        "profile = \"deye-hybrid\"\nvariant = \"sg05lp3\"\n",
-    ));
+    let text = deye(Some("sg05lp3")).text();
     let e = sitegate::config::parse(&text).unwrap_err().to_string();
     assert!(
         e.contains("devices[0].variant: profile \"deye-hybrid\" has no variant \"sg05lp3\" (choices: sg04lp3"),

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use crate::common::site::{self, SmallSite, STEER_TOKEN, SUMMER_MORNING_MS};
 use crate::common::wait_for;
+use crate::steering_support::{kw, Kind, TestSite};
 use reqwest::Method;
 use serde_json::json;
 use sitegate::agent::Agent;
@@ -26,46 +27,32 @@ use sitegate::profile::BUILTIN;
 use sitegate::register::plan::{Span, Table};
 use sitegate::sim::{SimSite, SimSiteSpec};
 
-/// A site with `units` batteries of `profile` on one simulated bus (units 1..).
-fn config(profile: &str, units: u8) -> String {
-    let mut c = format!(
-        r#"
-gateway_id = "test"
-{}
-[polling]
-min_backoff_ms = 100
-max_backoff_ms = 400
-
-[[sites]]
-reference = "ste_test"
-name = "Test site"
-control_interval_ms = 300
-revert_timeout_s = 30
-
-[[buses]]
-name = "hybrid"
-tcp = "127.0.0.1:0"
-timeout_ms = 500
-"#,
-        site::http_section()
-    );
+/// A site with `units` batteries of `profile` on one simulated bus (units
+/// 1..), each rated `rated_kw` if given.
+fn batteries(profile: &str, units: u8, rated_kw: Option<f64>) -> TestSite {
+    let mut site = TestSite::bare("ste_test", "Test site")
+        .gateway_id("test")
+        .common_tokens()
+        .polling(100, 400)
+        .control_interval_ms(300)
+        .revert_timeout_s(30)
+        .bus_key("timeout_ms", 500);
     for unit in 1..=units {
-        c.push_str(&format!(
-            r#"
-[[devices]]
-reference = "dvc_bat_{unit}"
-name = "Battery {unit}"
-type = "battery"
-site = "ste_test"
-bus = "hybrid"
-unit_id = {unit}
-profile = "{profile}"
-poll_interval_ms = 200
-rated_power = "5 kW"
-"#
-        ));
+        site = site
+            .device("hybrid", &format!("dvc_bat_{unit}"), Kind::Battery)
+            .name(&format!("Battery {unit}"))
+            .unit_id(unit)
+            .profile(profile);
+        if let Some(rated) = rated_kw {
+            site = site.key("rated_power", kw(rated));
+        }
     }
-    c
+    site
+}
+
+/// [`batteries`] rated 5 kW, as TOML.
+fn config(profile: &str, units: u8) -> String {
+    batteries(profile, units, Some(5.0)).text()
 }
 
 async fn value(site: &SmallSite, device: &str, p: Property) -> Option<f64> {
@@ -596,12 +583,12 @@ fn check_with_profile(config: &str, profile: Option<&str>) -> (i32, String) {
 
 #[test]
 fn check_config_refuses_invalid_profiles_and_unrated_profile_batteries_with_their_paths() {
-    let with = |profile: &str| {
-        config(profile, 1).replace(
-            "[http]\nlisten = [\"127.0.0.1:0\"]",
-            "[http]\nlisten = [\"127.0.0.1:8080\"]",
-        )
+    let with_rating = |profile: &str, rated_kw: Option<f64>| {
+        batteries(profile, 1, rated_kw)
+            .http_key("listen", vec!["127.0.0.1:8080"])
+            .text()
     };
+    let with = |profile: &str| with_rating(profile, Some(5.0));
     let (code, out) = check_with_profile(
         &with("p.toml"),
         Some(
@@ -670,10 +657,7 @@ release = [{ register = 301, value = 0 }]
     }
 
     // A shipped profile battery without a rating.
-    let (code, out) = check_with_profile(
-        &with("sungrow-sh").replace("rated_power = \"5 kW\"\n", ""),
-        None,
-    );
+    let (code, out) = check_with_profile(&with_rating("sungrow-sh", None), None);
     assert_eq!(code, 78, "{out}");
     assert!(
         out.contains(
