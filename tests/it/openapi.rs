@@ -12,8 +12,9 @@ use crate::openapi_support::client::Checker;
 use crate::openapi_support::{
     deref, document, each_with_schema, operation, operations, refs, Validator,
 };
+use crate::steering_support::TestSite;
 use serde_json::{json, Value};
-use sitegate::api::{hash_token, routes, Access, ErrorCode, OPENAPI_DOCUMENT};
+use sitegate::api::{routes, Access, ErrorCode, OPENAPI_DOCUMENT};
 use sitegate::model::Property;
 
 #[test]
@@ -410,36 +411,14 @@ fn schemas_refuse_what_the_contract_forbids() {
 /// name so the simulator leaves it alone) keeps the agent unready until the
 /// test lets it go.
 fn site_config(dark_port: u16) -> String {
-    let steer_only = format!(
-        "[[http.tokens]]\nname = \"steer-only\"\nsha256 = \"{}\"\nscopes = [\"steer\"]\n\n",
-        hex::encode(hash_token(STEER_ONLY))
-    );
-    let base = crate::common::site::small_site().replacen(
-        "[polling]",
-        &format!("{steer_only}[polling]"),
-        1,
-    );
-    format!(
-        "{base}
-[[sites]]
-reference = \"ste_dark\"
-name = \"Dark site\"
-
-[[buses]]
-name = \"dark\"
-tcp = \"localhost:{dark_port}\"
-timeout_ms = 60000
-
-[[devices]]
-reference = \"dvc_dark\"
-name = \"Dark meter\"
-type = \"meter\"
-site = \"ste_dark\"
-bus = \"dark\"
-unit_id = 1
-poll_interval_ms = 200
-"
-    )
+    TestSite::small()
+        .token("steer-only", STEER_ONLY, &["steer"])
+        .site("ste_dark", "Dark site")
+        .meter("dark", "dvc_dark")
+        .name("Dark meter")
+        .bus_key_of("dark", "tcp", format!("localhost:{dark_port}"))
+        .bus_key_of("dark", "timeout_ms", 60_000)
+        .text()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -533,7 +512,7 @@ async fn real_answers_validate_against_the_document() {
 async fn metrics_answer_as_documented() {
     let doc = document();
     let on = crate::common::site::start(
-        &crate::common::site::small_site(),
+        &TestSite::small().text(),
         60.0,
         crate::common::site::SUMMER_MORNING_MS,
     )
@@ -546,11 +525,7 @@ async fn metrics_answer_as_documented() {
     );
     on.stop().await;
 
-    let off_config = crate::common::site::small_site().replacen(
-        "auth = \"tokens\"",
-        "auth = \"tokens\"\nmetrics = false",
-        1,
-    );
+    let off_config = TestSite::small().http_key("metrics", false).text();
     let off =
         crate::common::site::start(&off_config, 60.0, crate::common::site::SUMMER_MORNING_MS).await;
     let mut c = Checker::new(&doc, &off.base);

@@ -19,7 +19,8 @@ use crate::common::broker::{kinds, Broker, Kind, Subscriber};
 use crate::common::free_port;
 use crate::common::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
 use crate::common::process::{sitegate, start_sim, succeeded, AgentProcess, ConfigDir};
-use crate::common::site::{small_site, ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};
+use crate::common::site::{ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};
+use crate::steering_support::TestSite;
 
 const T: Duration = Duration::from_secs(20);
 
@@ -374,12 +375,9 @@ async fn operations_over_the_ops_channel_on_every_broker() {
     }
 }
 
-/// `sitegate run` on a fixed port.
-fn process_config(port: u16) -> String {
-    small_site().replace(
-        "listen = [\"127.0.0.1:0\"]",
-        &format!("listen = [\"127.0.0.1:{port}\"]"),
-    )
+/// The small site for `sitegate run` on a fixed port.
+fn process_site(port: u16) -> TestSite {
+    TestSite::small().http_key("listen", vec![format!("127.0.0.1:{port}")])
 }
 
 async fn post_restart(base: &str) -> (StatusCode, Value) {
@@ -396,15 +394,14 @@ async fn post_restart(base: &str) -> (StatusCode, Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_exits_for_systemd_and_its_id_restarts_nothing_again() {
     let port = free_port().port();
-    let text = process_config(port);
-    let sim = start_sim(&text).await;
+    let sim = start_sim(&process_site(port).text()).await;
     let base = format!("http://127.0.0.1:{port}");
     let run = |config: ConfigDir| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"));
         cmd.arg("run").arg("--config").arg(&config.file);
         AgentProcess::run(config, cmd)
     };
-    let config = ConfigDir::write(&text, &sim, "");
+    let config = process_site(port).write_for(&sim);
     let file = config.file.clone();
     let mut agent = run(config);
     let health = || async {
