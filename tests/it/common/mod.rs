@@ -40,12 +40,49 @@ pub fn installed(name: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A free loopback port: bound, read and released (for a peer that cannot
-/// report the port it took for port 0); the window for a clash is tiny.
+/// A free loopback port, for a peer that cannot report the port it took for
+/// port 0 (a child process, a broker binary, a guide's shell).
+///
+/// It is chosen below the kernel's ephemeral range, which the suite's own
+/// outgoing connections draw their source ports from by the hundred: a port
+/// of that range, released, was now and then taken by one of them before its
+/// peer bound it (mosquitto: "Address already in use"). Below it only a
+/// caller of this function could take the port, and each port is handed out
+/// once per run. Where the ephemeral range starts too low to leave room, the
+/// kernel's choice for port 0 serves as before.
 pub fn free_port() -> std::net::SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    /// Ports from here up to the ephemeral range's start.
+    const FIRST: u32 = 10_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let bind =
+        |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).and_then(|l| l.local_addr());
+    let span = ephemeral_start().saturating_sub(FIRST);
+    if span < 1_000 {
+        return bind(0).expect("a free loopback port");
+    }
+    // A start of this process's own, so that two runs at once seldom meet.
+    let offset = std::process::id().wrapping_mul(7_919) % span;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(
+            n < span,
+            "no free loopback port left below the ephemeral range"
+        );
+        let port = u16::try_from(FIRST + (offset + n) % span).expect("below 65536");
+        if let Ok(addr) = bind(port) {
+            return addr;
+        }
+    }
+}
+
+/// The first port of the kernel's ephemeral range (Linux's default 32768
+/// where it cannot be read).
+fn ephemeral_start() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// The holding registers of a simulated device at each `(address, count)`
