@@ -10,6 +10,8 @@
 
 #[path = "../tests/it/common/mod.rs"]
 mod common;
+#[path = "../tests/it/steering_support/mod.rs"]
+mod steering_support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +23,7 @@ use axum::{Json, Router};
 use common::site::{self, READ_TOKEN, SUMMER_MORNING_MS};
 use serde_json::{json, Value};
 use sitegate::store::StoreHandle;
+use steering_support::TestSite;
 
 /// The naive design: look the latest value up in SQLite on every request.
 async fn naive(
@@ -135,7 +138,7 @@ fn main() {
         .build()
         .unwrap();
     let (site, naive_url) = server.block_on(async {
-        let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+        let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
         site.ready().await;
         // Let a few polls reach the store, so the naive path has rows to find.
         site.agent.store().flush().await.unwrap();

@@ -14,10 +14,10 @@ use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, ROOT};
 use crate::common::prom::{scrape, Scrape};
 use crate::common::site::{self, SmallSite, SUMMER_MORNING_MS};
 use crate::common::wait_for;
+use crate::steering_support::TestSite;
 use crate::store_support::hold_reads;
 use serde_json::{json, Value};
 use sitegate::agent::{HTTP_MAX_CONNECTIONS, HTTP_MAX_PER_CLIENT, HTTP_RESERVE_CONNECTIONS};
-use sitegate::config::parse;
 use sitegate::modbus::{BusTask, DeviceMaps, Op, OpOutput};
 use sitegate::model::time::{format_utc, now_ms};
 use sitegate::register::plan::{Span, Table};
@@ -282,7 +282,7 @@ async fn fill_the_slots(addr: std::net::SocketAddr) -> Vec<TcpStream> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_connections_past_the_cap_get_the_reserve_then_wait_until_one_closes() {
     // Not `site.ready()`: its pooled connection would hold a slot.
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     let addr = site.agent.http_addrs()[0];
     wait_for("nothing but the scrape open", T, || async {
         (open_connections(&site.base).await == 1.0).then_some(())
@@ -368,7 +368,7 @@ async fn http_connections_past_the_cap_get_the_reserve_then_wait_until_one_close
 /// normal request meanwhile answers at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_clients_cannot_starve_the_api() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let addr = site.agent.http_addrs()[0];
     // 5 addresses, 12 slow connections each: 8 each are taken, 4 each are
@@ -436,7 +436,7 @@ async fn slow_clients_cannot_starve_the_api() {
 /// reserve; anything else is answered 503 `busy` at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_answers_from_an_address_holding_all_its_connections() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let addr = site.agent.http_addrs()[0];
     let mut slow = Vec::new();
@@ -504,7 +504,7 @@ async fn health_answers_from_an_address_holding_all_its_connections() {
 /// served; a connection in the middle of a request keeps its place.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_connection_takes_the_place_of_an_idle_one_from_its_address() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let addr = site.agent.http_addrs()[0];
     // One mid-head (busy), then the rest served and left open, oldest first.
@@ -552,7 +552,7 @@ async fn a_new_connection_takes_the_place_of_an_idle_one_from_its_address() {
 /// allow, a target over 64 KiB, a 1 MB header, more than 100 headers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_heads_refused_before_routing_answer_problem_json() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let addr = site.agent.http_addrs()[0];
     let many_headers: String = (0..101).map(|i| format!("X-H{i}: v\r\n")).collect();
@@ -624,7 +624,7 @@ async fn request_heads_refused_before_routing_answer_problem_json() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_connection_is_closed_to_free_its_slot() {
     // A request time limit of 500 ms: connections silent for 1 s are closed.
-    let text = site::small_site().replacen("[http]\n", "[http]\nrequest_timeout_ms = 500\n", 1);
+    let text = TestSite::small().http_key("request_timeout_ms", 500).text();
     assert!(text.contains("request_timeout_ms = 500"));
     let site = site::start(&text, 60.0, SUMMER_MORNING_MS).await;
     let addr = site.agent.http_addrs()[0];
@@ -657,7 +657,7 @@ async fn a_kept_alive_connection_idle_for_10_s_is_closed() {
     // The wait for the next request's head is held to the head's 10 s
     // (`http_server::HEAD_TIMEOUT`), well before the silence rule's 60 s:
     // clients' pools must drop idle connections sooner (`common::http_client`).
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     let mut kept = TcpStream::connect(site.agent.http_addrs()[0])
         .await
         .expect("connect");
@@ -674,7 +674,7 @@ async fn a_kept_alive_connection_idle_for_10_s_is_closed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bus_waiting_for_the_store_still_serves_commands() {
-    let mut config = parse(&site::small_site()).expect("test config");
+    let mut config = TestSite::small().config();
     let spec = SimSiteSpec::from_config(&config, 60.0);
     let sim = SimSite::start(spec).await.expect("simulator");
     sim.point_config_at_servers(&mut config);

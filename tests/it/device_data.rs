@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::common::site::{self, READ_TOKEN, SUMMER_MORNING_MS};
 use crate::common::wait_for;
+use crate::steering_support::TestSite;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
@@ -28,7 +29,7 @@ fn offers(device: &Value, property: &str, unit: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listing_shows_each_device_with_properties_and_units() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let devices = site.get_ok("/devices").await;
     let devices = devices.as_array().expect("array");
@@ -78,7 +79,7 @@ async fn listing_shows_each_device_with_properties_and_units() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn measurement_endpoints_answer_with_the_contract_shapes() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
 
     let one = site
@@ -127,7 +128,7 @@ async fn measurement_endpoints_answer_with_the_contract_shapes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_move_with_simulated_time_and_keep_their_signs() {
     // 600× real time: one real second is ten simulated minutes.
-    let site = site::start(&site::small_site(), 600.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 600.0, SUMMER_MORNING_MS).await;
     site.ready().await;
 
     let (t0, e0) = site.latest("dvc_pv", "totalEnergyProduced").await.unwrap();
@@ -186,7 +187,7 @@ async fn problem(site: &site::SmallSite, path: &str, token: Option<&str>) -> (St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_error_reachable_so_far() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let t = Some(READ_TOKEN);
     let cases: &[(&str, Option<&str>, u16, &str)] = &[
@@ -258,7 +259,7 @@ async fn every_error_reachable_so_far() {
 /// in all three reads; a property without names carries none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operating_states_are_named_as_their_model_says() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let listing = site.get_ok("/devices").await;
     let pv = &listing[0];

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::common::site::{self, SUMMER_MORNING_MS};
 use crate::common::wait_for;
+use crate::steering_support::TestSite;
 use serde_json::Value;
 
 async fn status(site: &site::SmallSite, device: &str) -> Value {
@@ -19,7 +20,7 @@ async fn status(site: &site::SmallSite, device: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_device_goes_offline_and_comes_back() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let (_, soc_before) = site.latest("dvc_bat", "soc").await.unwrap();
 

@@ -15,6 +15,7 @@ use sitegate::model::Property;
 
 use crate::common::site::{self, SmallSite, READ_TOKEN, SUMMER_MORNING_MS};
 use crate::common::wait_for;
+use crate::steering_support::{kw, Kind, TestSite};
 
 const FLOWS: [&str; 5] = ["produced", "imported", "exported", "charged", "discharged"];
 
@@ -22,12 +23,12 @@ const FLOWS: [&str; 5] = ["produced", "imported", "exported", "charged", "discha
 /// grid limits out of the way, so that a few seconds carry watt-hours enough
 /// to compare.
 fn big_site() -> String {
-    site::small_site()
-        .replacen("rated_power = \"10 kW\"", "rated_power = \"100 kW\"", 1)
-        .replacen("rated_power = \"5 kW\"", "rated_power = \"50 kW\"", 1)
-        .replacen("capacity = \"10 kWh\"", "capacity = \"200 kWh\"", 1)
-        .replacen("max_import = \"30 kW\"", "max_import = \"500 kW\"", 1)
-        .replacen("max_export = \"20 kW\"", "max_export = \"500 kW\"", 1)
+    TestSite::small()
+        .key_of("dvc_pv", "rated_power", kw(100.0))
+        .key_of("dvc_bat", "rated_power", kw(50.0))
+        .key_of("dvc_bat", "capacity", crate::steering_support::kwh(200.0))
+        .grid_limits(500.0, 500.0)
+        .text()
 }
 
 async fn energy(site: &SmallSite, query: &str) -> (StatusCode, Value) {
@@ -162,31 +163,15 @@ async fn the_kwh_are_the_counters_deltas_and_integrated_power_agrees() {
 
 /// A site of one profile meter, whose counters the test sets.
 fn meter_site() -> String {
-    format!(
-        r#"
-gateway_id = "test"
-{}
-[[sites]]
-reference = "ste_test"
-name = "Test site"
-
-[[buses]]
-name = "grid"
-tcp = "127.0.0.1:0"
-timeout_ms = 300
-
-[[devices]]
-reference = "dvc_grid"
-name = "Grid"
-type = "meter"
-site = "ste_test"
-bus = "grid"
-unit_id = 1
-profile = "eastron-sdm630"
-poll_interval_ms = 100
-"#,
-        site::http_section()
-    )
+    TestSite::bare("ste_test", "Test site")
+        .gateway_id("test")
+        .common_tokens()
+        .bus_key("timeout_ms", 300)
+        .device("grid", "dvc_grid", Kind::Meter)
+        .name("Grid")
+        .profile("eastron-sdm630")
+        .poll_interval_ms(100)
+        .text()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -250,7 +235,7 @@ async fn a_counter_that_falls_is_a_reset_or_a_misread_never_negative() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_query_strings_get_problems_naming_field_and_value() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     let (from, to) = ("2026-06-21T00:00:00Z", "2026-06-22T00:00:00Z");
     let ok = format!("from={from}&to={to}");
     let cases: Vec<(String, &str, Option<&str>, &str)> = vec![

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::common::site::{self, STEER_TOKEN, SUMMER_MORNING_MS};
 use crate::common::wait_for;
+use crate::steering_support::TestSite;
 
 /// The first event of `kind` about `key` = `reference`, once listed.
 async fn listed(site: &site::SmallSite, kind: &str, key: &str, reference: &str) -> Value {
@@ -29,7 +30,7 @@ async fn listed(site: &site::SmallSite, kind: &str, key: &str, reference: &str) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_device_that_stops_answering_and_a_signal_that_expires_are_listed() {
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let until = sitegate::model::time::now_ms() + 2_500;
     let body = json!({"setting": {"value": 1, "unit": "kW"}, "validUntil": until});

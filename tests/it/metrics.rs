@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use crate::common::demo::{Demo, DEADLINE};
 use crate::common::prom::{self, Scrape};
-use crate::common::site::{self, small_site, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::steering_support::TestSite;
 use nix::sys::signal::Signal;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -17,7 +18,7 @@ const T: Duration = Duration::from_secs(20);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_describe_the_running_site_and_move_with_it() {
-    let site = site::start(&small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
 
     let first = site.scrape().await;
@@ -159,7 +160,7 @@ async fn metrics_describe_the_running_site_and_move_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_can_be_turned_off() {
-    let text = small_site().replace("auth = \"tokens\"", "auth = \"tokens\"\nmetrics = false");
+    let text = TestSite::small().http_key("metrics", false).text();
     let site = site::start(&text, 60.0, SUMMER_MORNING_MS).await;
     let (status, body) = site.call(Method::GET, "/metrics", None, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");

@@ -23,6 +23,7 @@ use crate::common::site::{self, ADMIN_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
 use crate::openapi_support::client::{Body, Checker};
 use crate::openapi_support::generate::Gen;
 use crate::openapi_support::{deref, document, operations, Operation};
+use crate::steering_support::TestSite;
 
 /// Requests sent per seed.
 const REQUESTS: usize = 400;
@@ -137,7 +138,7 @@ fn text(v: &Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_requests_get_documented_answers() {
     let doc = document();
-    let site = site::start(&site::small_site(), 60.0, SUMMER_MORNING_MS).await;
+    let site = site::start(&TestSite::small().text(), 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let mut c = Checker::new(&doc, &site.base);
     let mut linked = Linked::new();

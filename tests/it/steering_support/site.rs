@@ -138,11 +138,12 @@ impl TestSite {
         .site(reference, name)
     }
 
-    /// The small site of `common::site::small_site`: gateway `test`, its
+    /// The small site of the `common::site` tests: gateway `test`, its
     /// tokens ([`TestSite::common_tokens`]), backoff 100 to 400 ms, the site
-    /// `ste_test` (30 kW import, 20 kW export), a 10 kW inverter on `pv`, a
-    /// 5 kW / 10 kWh battery (SoC 10-90 %) on `bat` and a meter on `grid`,
-    /// polled every 200 ms, 300 ms bus timeouts.
+    /// `ste_test` (30 kW import, 20 kW export), a 10 kW inverter `dvc_pv`
+    /// on `pv`, a 5 kW / 10 kWh battery `dvc_bat` (SoC 10-90 %) on `bat`
+    /// and a meter `dvc_grid` on `grid`, polled every 200 ms, 300 ms bus
+    /// timeouts.
     pub fn small() -> TestSite {
         TestSite::bare("ste_test", "Test site")
             .gateway_id("test")
@@ -157,6 +158,15 @@ impl TestSite {
             .soc(10, 90)
             .meter("grid", "dvc_grid")
             .name("Grid")
+    }
+
+    /// [`TestSite::small`] with each device under a unit id of its own on
+    /// the Modbus server: the PV inverter 1, the battery 2, the grid meter 3
+    /// (all three are unit 1 on their buses).
+    pub fn small_own_units() -> TestSite {
+        TestSite::small()
+            .key_of("dvc_bat", "modbus_server_unit_id", 2)
+            .key_of("dvc_grid", "modbus_server_unit_id", 3)
     }
 
     /// The seed's worked scenario scaled to be feasible: two 200 kW batteries
@@ -241,6 +251,14 @@ impl TestSite {
         self.site_key("ess_fallback", fallback)
     }
 
+    /// No `max_import` or `max_export`: the site has no grid limits.
+    pub fn no_grid_limits(mut self) -> TestSite {
+        let site = &mut self.sites[self.current];
+        site.remove("max_import");
+        site.remove("max_export");
+        self
+    }
+
     /// The grid loop off: the limits only clamp what the agent commands.
     pub fn grid_loop_off(self) -> TestSite {
         let mut off = Table::new();
@@ -318,6 +336,18 @@ impl TestSite {
     /// [`Value::Array`], a [`Table`]).
     pub fn key(mut self, key: &str, value: impl Into<Value>) -> TestSite {
         let device = self.devices.last_mut().expect("a device before its keys");
+        device.keys.insert(key.into(), value.into());
+        self
+    }
+
+    /// A key of the device `reference`'s table (one added earlier, where
+    /// [`TestSite::key`] sets the last one's).
+    pub fn key_of(mut self, reference: &str, key: &str, value: impl Into<Value>) -> TestSite {
+        let device = self
+            .devices
+            .iter_mut()
+            .find(|d| d.keys.get("reference").and_then(Value::as_str) == Some(reference))
+            .unwrap_or_else(|| panic!("no device {reference}"));
         device.keys.insert(key.into(), value.into());
         self
     }
