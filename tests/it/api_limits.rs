@@ -5,17 +5,19 @@
 
 use std::time::Duration;
 
-use crate::common::site::{self, small_site, READ_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{self, READ_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
+use crate::steering_support::{table, TestSite};
 use reqwest::{Method, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn with_http(extra: &str) -> String {
-    small_site().replace("rate_limit = { requests_per_s = 0 }", extra)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_over_its_rate_gets_429_with_retry_after() {
-    let text = with_http("rate_limit = { requests_per_s = 2, burst = 3 }");
+    let text = TestSite::small()
+        .http_key(
+            "rate_limit",
+            table([("requests_per_s", 2.into()), ("burst", 3.into())]),
+        )
+        .text();
     let site = site::start(&text, 60.0, SUMMER_MORNING_MS).await;
     let path = format!("{}/devices", site.base);
     let get = |token: &'static str| {
@@ -58,7 +60,7 @@ async fn a_token_over_its_rate_gets_429_with_retry_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_over_the_time_limit_gets_503_timeout() {
-    let text = with_http("rate_limit = { requests_per_s = 0 }\nrequest_timeout_ms = 300");
+    let text = TestSite::small().http_key("request_timeout_ms", 300).text();
     let site = site::start(&text, 60.0, SUMMER_MORNING_MS).await;
     let addr = site.agent.http_addrs()[0];
 

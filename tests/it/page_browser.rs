@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::common::site::{self, SmallSite, READ_TOKEN, STEER_TOKEN, SUMMER_MORNING_MS};
 use crate::common::webdriver::{decode_base64, launch_or_skip, launch_or_skip_with, Browser};
+use crate::steering_support::TestSite;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -158,10 +159,9 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
     };
     // Compacted every 5 s: the store says how far back it reaches only once
     // it has compacted samples.
-    let config = format!(
-        "{}\n[storage]\ncompact_interval_s = 5\n",
-        site::small_site()
-    );
+    let config = TestSite::small()
+        .section_key(&["storage"], "compact_interval_s", 5)
+        .text();
     let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     history_exists(&site).await;
@@ -377,11 +377,15 @@ async fn open_access_needs_no_token() {
     // A clock known not to be synchronised (timesyncd's file missing): the
     // page shows the agent's health from /readyz.
     let clock = tempfile::tempdir().expect("dir");
-    let config = site::small_site().replace("auth = \"tokens\"", "auth = \"none\"")
-        + &format!(
-            "\n[clock]\nsync_source = \"timesyncd\"\ntimesync_file = \"{}\"\n",
-            clock.path().join("synchronized").display()
-        );
+    let config = TestSite::small()
+        .http_key("auth", "none")
+        .section_key(&["clock"], "sync_source", "timesyncd")
+        .section_key(
+            &["clock"],
+            "timesync_file",
+            clock.path().join("synchronized").display().to_string(),
+        )
+        .text();
     let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     history_exists(&site).await;
@@ -412,10 +416,10 @@ async fn open_access_needs_no_token() {
 /// checking the fingerprint), signs in with a token and shows the site.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_works_over_https_with_the_pinned_certificate() {
-    let config = site::small_site().replace(
-        "listen = [\"127.0.0.1:0\"]",
-        "listen = [\"127.0.0.1:0\"]\nhttps_listen = [\"127.0.0.1:0\"]\ntls = \"self-signed\"",
-    );
+    let config = TestSite::small()
+        .http_key("https_listen", vec!["127.0.0.1:0"])
+        .http_key("tls", "self-signed")
+        .text();
     let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
     let pair = site.agent.https_certificate().expect("HTTPS served");
     let pin = pair.pin.expect("a key pin");
@@ -513,7 +517,7 @@ async fn the_utilitys_limits_are_shown_in_words() {
     };
     let server = crate::common::csip_server::CsipServer::start(1).await;
     server.register(111_115);
-    let config = site::small_site().replace("auth = \"tokens\"", "auth = \"none\"")
+    let config = TestSite::small().http_key("auth", "none").text()
         + &server.table("ste_test", Some(111_115));
     let site = site::start(&config, 60.0, SUMMER_MORNING_MS).await;
     site.ready().await;

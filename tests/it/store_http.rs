@@ -7,17 +7,18 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 use sitegate::agent::Agent;
-use sitegate::config::{parse, Transport};
+use sitegate::config::Transport;
 use sitegate::model::time::format_utc;
 use sitegate::sim::{SimSite, SimSiteSpec};
 
-use crate::common::site::{small_site, READ_TOKEN, SUMMER_MORNING_MS};
+use crate::common::site::{READ_TOKEN, SUMMER_MORNING_MS};
 use crate::common::wait_for;
+use crate::steering_support::TestSite;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn time_series_from_polls_and_latest_values_after_a_restart() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = parse(&small_site()).expect("config");
+    let mut config = TestSite::small().config();
     config.storage.path = dir.path().join("sitegate.db");
     config.storage.flush_interval_ms = 100;
     let mut spec = SimSiteSpec::from_config(&config, 1.0);

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use sitegate::model::{DeviceId, Property, Sample};
 
 use crate::common::site::{self, SmallSite, READ_TOKEN, SUMMER_MORNING_MS};
+use crate::steering_support::TestSite;
 
 const SECOND: i64 = 1_000;
 const MINUTE: i64 = 60 * SECOND;
@@ -281,10 +282,11 @@ impl Rig {
             .build()
             .expect("runtime");
         // Retention measures age on the real clock: keep 2010 from expiring.
-        let config = format!(
-            "{}\n[storage]\nretention_days = 36500\nrollup_retention_days = 36500\nminute_rollup_retention_days = 36500\n",
-            site::small_site()
-        );
+        let config = TestSite::small()
+            .section_key(&["storage"], "retention_days", 36_500)
+            .section_key(&["storage"], "rollup_retention_days", 36_500)
+            .section_key(&["storage"], "minute_rollup_retention_days", 36_500)
+            .text();
         let (site, targets) = rt.block_on(async {
             let site = site::start(&config, 1.0, SUMMER_MORNING_MS).await;
             site.ready().await;
