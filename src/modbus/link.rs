@@ -222,16 +222,8 @@ async fn tcp_call(ctx: &mut Context, pdu: &Pdu) -> tokio_modbus::Result<Reply> {
         _ => 0,
     };
     use tokio_modbus::client::Client;
-    use tokio_modbus::{Request, Response};
-    let req = match pdu {
-        Pdu::ReadHolding { addr, count } => Request::ReadHoldingRegisters(*addr, *count),
-        Pdu::ReadInput { addr, count } => Request::ReadInputRegisters(*addr, *count),
-        Pdu::ReadDiscrete { addr, count } => Request::ReadDiscreteInputs(*addr, *count),
-        Pdu::WriteSingle { addr, value } => Request::WriteSingleRegister(*addr, *value),
-        Pdu::WriteMultiple { addr, values } => {
-            Request::WriteMultipleRegisters(*addr, values.as_slice().into())
-        }
-    };
+    use tokio_modbus::Response;
+    let req = pdu.request();
     Ok(Client::call(ctx, req).await?.map(|r| match r {
         Response::ReadHoldingRegisters(w) | Response::ReadInputRegisters(w) => Reply::Words(w),
         // The answer carries whole bytes: the bits past `count` are padding.

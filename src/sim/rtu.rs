@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::broadcast;
-use tokio_modbus::{ExceptionCode, Request, Response, SlaveRequest};
+use tokio_modbus::{ExceptionCode, Response, SlaveRequest};
 use tokio_util::sync::CancellationToken;
 
 use super::device::{Device, DeviceCell};
 use super::service::ServerShared;
 use super::{SimDeviceHandle, SimDeviceSpec};
-use crate::modbus::rtu::frame::{self, Answer, Pdu, MAX_FRAME};
+use crate::modbus::rtu::frame::{self, Answer, MAX_FRAME};
 
 /// A running simulated line.
 pub struct SimRtuLine {
@@ -134,15 +134,7 @@ fn respond(shared: &ServerShared, req: &[u8]) -> Option<Vec<u8>> {
         let a = Answer::Exception(ExceptionCode::IllegalFunction);
         return Some(frame::answer(unit, function, &a, None));
     };
-    let request = match &pdu {
-        Pdu::ReadHolding { addr, count } => Request::ReadHoldingRegisters(*addr, *count),
-        Pdu::ReadInput { addr, count } => Request::ReadInputRegisters(*addr, *count),
-        Pdu::ReadDiscrete { addr, count } => Request::ReadDiscreteInputs(*addr, *count),
-        Pdu::WriteSingle { addr, value } => Request::WriteSingleRegister(*addr, *value),
-        Pdu::WriteMultiple { addr, values } => {
-            Request::WriteMultipleRegisters(*addr, values.as_slice().into())
-        }
-    };
+    let request = pdu.request();
     let a = match shared.handle(SlaveRequest {
         slave: unit,
         request,

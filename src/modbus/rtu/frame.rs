@@ -62,6 +62,21 @@ pub enum Pdu {
 }
 
 impl Pdu {
+    /// The same request as tokio-modbus names it: what a TCP client sends
+    /// and what a server's handler answers.
+    pub fn request(&self) -> tokio_modbus::Request<'_> {
+        use tokio_modbus::Request;
+        match self {
+            Pdu::ReadHolding { addr, count } => Request::ReadHoldingRegisters(*addr, *count),
+            Pdu::ReadInput { addr, count } => Request::ReadInputRegisters(*addr, *count),
+            Pdu::ReadDiscrete { addr, count } => Request::ReadDiscreteInputs(*addr, *count),
+            Pdu::WriteSingle { addr, value } => Request::WriteSingleRegister(*addr, *value),
+            Pdu::WriteMultiple { addr, values } => {
+                Request::WriteMultipleRegisters(*addr, values.as_slice().into())
+            }
+        }
+    }
+
     pub fn function(&self) -> u8 {
         match self {
             Pdu::ReadHolding { .. } => 3,
