@@ -22,6 +22,8 @@
 
 #[path = "../tests/it/common/mod.rs"]
 mod common;
+#[path = "../tests/it/steering_support/mod.rs"]
+mod steering_support;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -29,14 +31,23 @@ use tokio::time::Instant;
 
 use common::prom::Scrape;
 use common::site::{self, SUMMER_MORNING_MS};
+use steering_support::TestSite;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// The small site, each device a unit id of its own, the request rate bound
 /// out of the way.
+fn server_site() -> TestSite {
+    TestSite::small_own_units()
+        .modbus_server_key("listen", vec!["127.0.0.1:0"])
+        .modbus_server_key("max_connections", 128)
+        .modbus_server_key("max_connections_per_client", 128)
+        .modbus_server_key("requests_per_s", 100_000)
+        .modbus_server_key("burst", 100_000)
+}
+
 fn config() -> String {
-    site::small_site_own_units()
-        + "\n[modbus_server]\nlisten = [\"127.0.0.1:0\"]\nmax_connections = 128\nmax_connections_per_client = 128\nrequests_per_s = 100000\nburst = 100000\n"
+    server_site().text()
 }
 
 /// Ticks of CPU (utime + stime) of every thread but the load's.
@@ -137,7 +148,7 @@ async fn polls(base: &str) -> Vec<(String, f64)> {
 /// The small site polled every second (its control loop at its default
 /// 1 s), each device a unit id of its own.
 fn site_config() -> String {
-    config().replace("poll_interval_ms = 200", "poll_interval_ms = 1000")
+    server_site().poll_interval_ms(1000).text()
 }
 
 /// Every device's poll times (ms, as the agent stamps them) seen while `run`

@@ -11,21 +11,21 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::common::prom::Scrape;
-use crate::common::site::{small_site_own_units, start, SmallSite, SUMMER_MORNING_MS};
+use crate::common::site::{start, SmallSite, SUMMER_MORNING_MS};
+use crate::steering_support::TestSite;
 
 /// The small site without grid limits (nothing to steer), with the PV
 /// inverter polled once a minute (so a test sees
 /// exactly one poll), each device a unit id of its own on the server, a
 /// one-second idle timeout and a request rate no test reaches.
-pub fn config() -> String {
-    small_site_own_units()
-        .replacen("max_import = \"30 kW\"\nmax_export = \"20 kW\"\n", "", 1)
-        .replacen(
-            "poll_interval_ms = 200\nrated_power = \"10 kW\"",
-            "poll_interval_ms = 60000\nrated_power = \"10 kW\"",
-            1,
-        )
-        + "\n[modbus_server]\nlisten = [\"127.0.0.1:0\"]\nidle_timeout_s = 1\nrequests_per_s = 10000\nburst = 1000\n"
+pub fn server_site() -> TestSite {
+    TestSite::small_own_units()
+        .no_grid_limits()
+        .key_of("dvc_pv", "poll_interval_ms", 60_000)
+        .modbus_server_key("listen", vec!["127.0.0.1:0"])
+        .modbus_server_key("idle_timeout_s", 1)
+        .modbus_server_key("requests_per_s", 10_000)
+        .modbus_server_key("burst", 1000)
 }
 
 /// A Modbus TCP client speaking raw frames.
@@ -204,7 +204,7 @@ fn scaled(raw: u16, sf: u16) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mirror_reads_answer_the_last_poll_without_asking_the_device() {
-    let site = start(&config(), 1.0, SUMMER_MORNING_MS).await;
+    let site = start(&server_site().text(), 1.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let mut c = Client::connect(&site).await;
     let pv = site.sim.device("pv", 1).expect("the PV inverter");
@@ -285,7 +285,7 @@ async fn mirror_reads_answer_the_last_poll_without_asking_the_device() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_their_exception_and_bad_frames_a_closed_connection() {
-    let site = start(&config(), 1.0, SUMMER_MORNING_MS).await;
+    let site = start(&server_site().text(), 1.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let mut c = Client::connect(&site).await;
     c.until(1, 40000, 2).await;
@@ -346,10 +346,9 @@ async fn bad_requests_get_their_exception_and_bad_frames_a_closed_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_outside_the_allowed_ranges_and_past_the_bounds_are_closed() {
-    let text = config().replace(
-        "idle_timeout_s = 1\n",
-        "idle_timeout_s = 1\nallow = [\"10.0.0.0/8\"]\n",
-    );
+    let text = server_site()
+        .modbus_server_key("allow", vec!["10.0.0.0/8"])
+        .text();
     let site = start(&text, 1.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let mut c = Client::connect(&site).await;
@@ -367,12 +366,11 @@ async fn clients_outside_the_allowed_ranges_and_past_the_bounds_are_closed() {
     site.stop().await;
 
     // Two connections per client at most, and 5 requests a second (burst 5).
-    let text = config()
-        .replace(
-            "idle_timeout_s = 1\n",
-            "idle_timeout_s = 1\nmax_connections_per_client = 2\nrequests_per_s = 5\nburst = 5\n",
-        )
-        .replace("requests_per_s = 10000\nburst = 1000\n", "");
+    let text = server_site()
+        .modbus_server_key("max_connections_per_client", 2)
+        .modbus_server_key("requests_per_s", 5)
+        .modbus_server_key("burst", 5)
+        .text();
     let site = start(&text, 1.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let mut a = Client::connect(&site).await;
@@ -406,11 +404,9 @@ async fn clients_outside_the_allowed_ranges_and_past_the_bounds_are_closed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_reads_reach_the_device_once_and_are_bounded_per_client() {
-    let text = config().replacen(
-        "poll_interval_ms = 60000\n",
-        "poll_interval_ms = 60000\nmodbus_server_forward_reads = true\n",
-        1,
-    );
+    let text = server_site()
+        .key_of("dvc_pv", "modbus_server_forward_reads", true)
+        .text();
     let site = start(&text, 1.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let mut c = Client::connect(&site).await;
@@ -481,11 +477,9 @@ async fn forwarded_reads_reach_the_device_once_and_are_bounded_per_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forwarded_writes_reach_the_device_but_never_what_steering_writes() {
     use sunspec::models::model121::Model121;
-    let text = config().replacen(
-        "poll_interval_ms = 60000\n",
-        "poll_interval_ms = 60000\nmodbus_server_forward_writes = true\n",
-        1,
-    );
+    let text = server_site()
+        .key_of("dvc_pv", "modbus_server_forward_writes", true)
+        .text();
     let site = start(&text, 1.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let mut c = Client::connect(&site).await;

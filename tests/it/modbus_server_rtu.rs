@@ -13,7 +13,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_serial::{SerialPort, SerialStream};
 
 use crate::common::site::{start, SmallSite, SUMMER_MORNING_MS};
-use crate::modbus_server::config;
+use crate::modbus_server::server_site;
+use crate::steering_support::table;
 use sitegate::modbus::rtu::frame::{answer_len, crc16, seal};
 
 /// The RTU master on the pty's master end.
@@ -115,10 +116,17 @@ async fn counted(site: &SmallSite, result: &str, n: f64) {
 async fn an_rtu_master_reads_the_mirror_and_the_site_and_bad_frames_get_no_answer() {
     let (port, slave) = SerialStream::pair().expect("pty pair");
     let path = slave.name().expect("pty slave path");
-    let text = format!(
-        "{}serial = {{ path = \"{path}\", baud = 19200, parity = \"none\", stop_bits = 1 }}\n",
-        config()
-    );
+    let text = server_site()
+        .modbus_server_key(
+            "serial",
+            table([
+                ("path", path.into()),
+                ("baud", 19_200.into()),
+                ("parity", "none".into()),
+                ("stop_bits", 1.into()),
+            ]),
+        )
+        .text();
     let site = start(&text, 1.0, SUMMER_MORNING_MS).await;
     site.ready().await;
     let mut m = Master { port };

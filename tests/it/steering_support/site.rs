@@ -498,6 +498,11 @@ impl TestSite {
         self.section_key(&["mqtt"], key, value)
     }
 
+    /// A key of `[modbus_server]`.
+    pub fn modbus_server_key(self, key: &str, value: impl Into<Value>) -> TestSite {
+        self.section_key(&["modbus_server"], key, value)
+    }
+
     /// A key of the table at `path` (`["eebus"]`, `["storage"]`, ...).
     pub fn section_key(mut self, path: &[&str], key: &str, value: impl Into<Value>) -> TestSite {
         let mut table = &mut self.sections;
