@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::common::broker::{on_every_kind, Broker, Kind, Subscriber};
-use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, ROOT};
+use crate::common::mqtt::{self, plain_url, ROOT};
 use crate::common::prom::scrape;
 use crate::common::site::SmallSite;
 use serde_json::json;
@@ -162,10 +162,11 @@ async fn kept_answers_are_bounded_and_never_count_against_the_store_cap() {
 /// The small test site with a 6 MiB store cap whose history already fills
 /// about 4.5 MiB of it.
 async fn near_the_cap(broker: &Broker) -> (SmallSite, String) {
-    let text = site_config(
-        &mqtt_section(&plain_url(broker.addr("5")), "5", "outbox_max_mb = 1"),
-        200,
-    ) + "\n[storage]\nmax_size_mb = 6\n";
+    let text = mqtt::small_site(200)
+        .mqtt(&plain_url(broker.addr("5")), "5")
+        .mqtt_key("outbox_max_mb", 1)
+        .section_key(&["storage"], "max_size_mb", 6)
+        .text();
     let site = mqtt::start(&text).await;
     let SmallSite {
         sim,

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::common::broker::{kinds, Broker, Gate, Kind, Message, Subscriber};
-use crate::common::mqtt::{self, mqtt_section, plain_url, site_config, uplink};
+use crate::common::mqtt::{self, plain_url, uplink};
 use crate::common::process::{start_sim, AgentProcess};
 use crate::common::site::SmallSite;
 use serde_json::{json, Value};
@@ -34,13 +34,11 @@ async fn shape_and_status(kind: Kind, protocol: &str) {
     // contract's shape.
     let clock = tempfile::tempdir().expect("dir");
     let synced = clock.path().join("synchronized");
-    let text = site_config(
-        &mqtt_section(&plain_url(broker.addr(protocol)), protocol, ""),
-        200,
-    ) + &format!(
-        "\n[clock]\nsync_source = \"timesyncd\"\ntimesync_file = \"{}\"\n",
-        synced.display()
-    );
+    let text = mqtt::small_site(200)
+        .mqtt(&plain_url(broker.addr(protocol)), protocol)
+        .section_key(&["clock"], "sync_source", "timesyncd")
+        .section_key(&["clock"], "timesync_file", synced.display().to_string())
+        .text();
     let site = mqtt::start(&text).await;
 
     let status = sub
@@ -155,7 +153,9 @@ async fn outage_and_restart(kind: Kind) {
     let broker = Broker::start(kind).await;
     let gate = Gate::start(broker.addr("5")).await;
     let mut sub = Subscriber::connect(broker.addr("5"), "watch-outage", &format!("{ROOT}/#")).await;
-    let text = site_config(&mqtt_section(&plain_url(gate.addr), "5", ""), 200);
+    let text = mqtt::small_site(200)
+        .mqtt(&plain_url(gate.addr), "5")
+        .text();
     let site = mqtt::start(&text).await;
     sub.expect("first measurements", T, is_measurement).await;
 
@@ -286,7 +286,9 @@ async fn will_on_death(kind: Kind) {
     let broker = Broker::start(kind).await;
     let mut sub =
         Subscriber::connect(broker.addr("5"), "watch-will", &format!("{ROOT}/status")).await;
-    let text = site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), 200);
+    let text = mqtt::small_site(200)
+        .mqtt(&plain_url(broker.addr("5")), "5")
+        .text();
     let site = mqtt::start(&text).await;
     sub.expect("online", T, |m| m.json()["online"] == true)
         .await;
@@ -317,9 +319,12 @@ async fn will_on_sigkill(kind: Kind) {
     let broker = Broker::start(kind).await;
     let status = format!("{ROOT}/status");
     let mut sub = Subscriber::connect(broker.addr("5"), "watch-kill", &status).await;
-    let text = site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), 200);
-    let sim = start_sim(&text).await;
-    let mut agent = AgentProcess::spawn(&text, &sim);
+    let site = || mqtt::small_site(200).mqtt(&plain_url(broker.addr("5")), "5");
+    let sim = start_sim(&site().text()).await;
+    let config = site().write_for(&sim);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_sitegate"));
+    cmd.arg("run").arg("--config").arg(&config.file);
+    let mut agent = AgentProcess::run(config, cmd);
     let online = sub
         .expect("online from the agent process", T, |m| {
             m.json()["online"] == true

@@ -11,6 +11,7 @@ use sitegate::uplink::Uplink;
 
 use super::broker::Subscriber;
 use super::site::{self, SmallSite, SUMMER_MORNING_MS};
+use crate::steering_support::TestSite;
 
 /// The root topic of the test configs (`gateway_id = "test"`).
 pub const ROOT: &str = "sitegate/test";
@@ -44,12 +45,15 @@ pub fn plain_url(addr: SocketAddr) -> String {
     format!("mqtt://{addr}")
 }
 
-/// The small test site with `[mqtt]` appended; `poll_ms` replaces the 200 ms poll.
+/// The small test site ([`TestSite::small`]) with every device polled every
+/// `poll_ms` in place of 200 ms.
+pub fn small_site(poll_ms: u64) -> TestSite {
+    TestSite::small().poll_interval_ms(poll_ms)
+}
+
+/// [`small_site`] rendered, with the `[mqtt]` section `mqtt` appended.
 pub fn site_config(mqtt: &str, poll_ms: u64) -> String {
-    site::small_site().replace(
-        "poll_interval_ms = 200",
-        &format!("poll_interval_ms = {poll_ms}"),
-    ) + mqtt
+    small_site(poll_ms).text() + mqtt
 }
 
 pub async fn start(config_text: &str) -> SmallSite {

@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use super::broker::{Broker, Subscriber};
-use super::mqtt::{self, mqtt_section, plain_url, rpc, site_config, ROOT};
+use super::mqtt::{self, plain_url, rpc, ROOT};
 use super::site::{SmallSite, READ_TOKEN, STEER_TOKEN};
 
 pub const T: Duration = Duration::from_secs(20);
@@ -19,10 +19,11 @@ pub const SITE: &str = "ste_test";
 /// The small site, evaluated only on changes and refreshed hourly, so its state
 /// stays put between an HTTP and an RPC call.
 pub fn config(broker: &Broker) -> String {
-    site_config(&mqtt_section(&plain_url(broker.addr("5")), "5", ""), ONCE).replace(
-        "max_export = \"20 kW\"",
-        "max_export = \"20 kW\"\ncontrol_interval_ms = 3600000\nrevert_timeout_s = 7200",
-    )
+    mqtt::small_site(ONCE)
+        .control_interval_ms(3_600_000)
+        .revert_timeout_s(7200)
+        .mqtt(&plain_url(broker.addr("5")), "5")
+        .text()
 }
 
 /// The site on `broker`, every device polled, the uplink listening for RPC;
