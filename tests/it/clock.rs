@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::process::{start_sim, AgentProcess, ConfigDir};
-use crate::common::site::{small_site, READ_TOKEN, STEER_TOKEN};
+use crate::common::process::{start_sim, AgentProcess};
+use crate::common::site::{READ_TOKEN, STEER_TOKEN};
 use crate::common::wait_for;
+use crate::steering_support::TestSite;
 use reqwest::Client;
 use serde_json::{json, Value};
 use sitegate::model::time::now_ms;
@@ -152,16 +153,18 @@ async fn start_faked(lib: &Path, offset: &str) -> (Faked, sitegate::sim::SimSite
     let port = crate::common::free_port().port();
     let dir = tempfile::tempdir().expect("dir");
     let synced_file = dir.path().join("synchronized");
-    let text = small_site().replacen(
-        "listen = [\"127.0.0.1:0\"]",
-        &format!("listen = [\"127.0.0.1:{port}\"]"),
-        1,
-    ) + &format!(
-        "\n[clock]\nsync_source = \"timesyncd\"\ntimesync_file = \"{}\"\n",
-        synced_file.display()
-    );
-    let sim = start_sim(&text).await;
-    let config = ConfigDir::write(&text, &sim, "");
+    let site = || {
+        TestSite::small()
+            .http_key("listen", vec![format!("127.0.0.1:{port}")])
+            .section_key(&["clock"], "sync_source", "timesyncd")
+            .section_key(
+                &["clock"],
+                "timesync_file",
+                synced_file.display().to_string(),
+            )
+    };
+    let sim = start_sim(&site().text()).await;
+    let config = site().write_for(&sim);
     let offset_file = config.dir.path().join("faketime");
     std::fs::write(&offset_file, offset).expect("offset");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sitegate"));

@@ -12,8 +12,9 @@ use std::process::Command;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use crate::common::process::{start_sim, AgentProcess, ConfigDir};
-use crate::common::site::{small_site, READ_TOKEN, STEER_TOKEN};
+use crate::common::process::{start_sim, AgentProcess};
+use crate::common::site::{READ_TOKEN, STEER_TOKEN};
+use crate::steering_support::TestSite;
 use nix::sys::signal::Signal;
 use reqwest::{Client, StatusCode};
 use serde_json::{json, Value};
@@ -67,14 +68,12 @@ impl NotifySocket {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigterm() {
-    let site_text = small_site();
-    let sim = start_sim(&site_text).await;
+    let sim = start_sim(&TestSite::small().text()).await;
     // A long flush interval: at SIGTERM, samples are waiting in memory.
-    let config = ConfigDir::write(
-        &site_text,
-        &sim,
-        "flush_interval_ms = 10000\n\n[logging]\nlevel = \"info\"",
-    );
+    let config = TestSite::small()
+        .section_key(&["storage"], "flush_interval_ms", 10_000)
+        .section_key(&["logging"], "level", "info")
+        .write_for(&sim);
     let file = config.file.clone();
     let db = config.db();
     let notify = NotifySocket::bind(&config.dir.path().join("notify.sock"));
@@ -240,14 +239,11 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
 async fn failed_starts_exit_with_codes_systemd_acts_on_and_wait_longer_in_a_row() {
     let held = std::net::TcpListener::bind("127.0.0.1:0").expect("hold a port");
     let port = held.local_addr().expect("addr").port();
-    let site_text = small_site().replacen(
-        "listen = [\"127.0.0.1:0\"]",
-        &format!("listen = [\"127.0.0.1:{port}\"]"),
-        1,
-    );
+    let site = || TestSite::small().http_key("listen", vec![format!("127.0.0.1:{port}")]);
+    let site_text = site().text();
     assert!(site_text.contains(&format!(":{port}\"")));
     let sim = start_sim(&site_text).await;
-    let config = ConfigDir::write(&site_text, &sim, "");
+    let config = site().write_for(&sim);
     let state = tempfile::tempdir().expect("state dir");
     let count = state.path().join("start-failures");
     let socket = config.dir.path().join("notify.sock");
