@@ -47,25 +47,12 @@ scopes = ["admin"]
     )
 }
 
-/// [`small_site`] with each device under a unit id of its own on the
-/// Modbus server: the PV inverter 1, the battery 2, the grid meter 3 (all
-/// three are unit 1 on their buses).
-pub fn small_site_own_units() -> String {
-    small_site()
-        .replacen(
-            "bus = \"bat\"\nunit_id = 1",
-            "bus = \"bat\"\nunit_id = 1\nmodbus_server_unit_id = 2",
-            1,
-        )
-        .replacen(
-            "bus = \"grid\"\nunit_id = 1",
-            "bus = \"grid\"\nunit_id = 1\nmodbus_server_unit_id = 3",
-            1,
-        )
-}
-
-/// A site with one PV inverter, one battery and one grid meter, each on its own
-/// loopback bus, polled every 200 ms.
+/// The small site of `steering_support::TestSite::small` (one PV inverter,
+/// one battery and one grid meter, each on its own loopback bus, polled
+/// every 200 ms) as hand-written TOML: only for a test whose subject is the
+/// config file's text (`config_ops`); every other test builds the site with
+/// `TestSite::small()`, and [`small_site_is_the_builders`] holds the two
+/// equal.
 pub fn small_site() -> String {
     format!(
         r#"
@@ -131,8 +118,9 @@ poll_interval_ms = 200
 }
 
 /// The simulator and the agent on it, for the small site of
-/// [`small_site`] (site `ste_test`, its own tokens). New tests build theirs
-/// with `steering_support::TestSite` instead.
+/// `steering_support::TestSite::small` (site `ste_test`, its own tokens),
+/// started from the config text it renders. New tests start theirs with
+/// `TestSite::start` instead.
 pub struct SmallSite {
     pub sim: SimSite,
     pub agent: Agent,
@@ -249,4 +237,19 @@ impl SmallSite {
         self.agent.shutdown().await;
         self.sim.shutdown().await;
     }
+}
+
+/// [`small_site`] parses to the config `TestSite::small()` renders (the
+/// storage path and the text's hash aside): the numbers have one source.
+#[test]
+fn small_site_is_the_builders() {
+    let normal = |mut c: Config| {
+        c.storage.path = "sitegate.db".into();
+        c.text_sha256 = String::new();
+        format!("{c:?}")
+    };
+    assert_eq!(
+        normal(parse(&small_site()).expect("small_site parses")),
+        normal(crate::steering_support::TestSite::small().config())
+    );
 }

@@ -450,8 +450,8 @@ impl TestSite {
 
     /// The tokens of `common::site` in place of any set before: reader
     /// ([`READ_TOKEN`]), operator ([`STEER_TOKEN`]) and fleet-admin
-    /// ([`ADMIN_TOKEN`]), and the per-token rate limit off, as
-    /// `common::site::http_section` writes `[http]`.
+    /// ([`ADMIN_TOKEN`]), and the per-token rate limit off (as
+    /// `common::site::http_section` writes `[http]` as text).
     pub fn common_tokens(mut self) -> TestSite {
         self.tokens.clear();
         self.token("reader", READ_TOKEN, &["read"])
