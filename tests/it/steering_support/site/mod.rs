@@ -5,7 +5,9 @@
 //! simulator, pointing the buses at it and starting the agent: a [`Rig`].
 //! [`TestSite::bare`] starts from the agent's own defaults instead (a site
 //! with no grid limits, no tokens), [`TestSite::small`] is the small site of
-//! `common::site`, and [`TestSite::site`] adds another site.
+//! `common::site`, and [`TestSite::site`] adds another site. The builder's
+//! methods are here; its starting points are in `presets.rs`, the rendering
+//! and the start in `render.rs`.
 //!
 //! ```ignore
 //! let rig = TestSite::new(300, 30)
@@ -17,11 +19,12 @@
 //! rig.steer_ess(3.0, Duration::from_secs(600)).await;
 //! ```
 
-use sitegate::config::{parse, Config};
-use sitegate::sim::{SimSite, SimSiteSpec};
+mod presets;
+mod render;
+
+use sitegate::sim::SimSiteSpec;
 use toml::{Table, Value};
 
-use super::{start_sim_with, Rig, NOON, READ, SITE, STEER};
 use crate::common::site::{ADMIN_TOKEN, READ_TOKEN, STEER_TOKEN};
 
 /// A device's kind, as the config's `type` names it.
@@ -84,122 +87,6 @@ pub struct TestSite {
 }
 
 impl TestSite {
-    /// The site [`SITE`] with no devices: grid limits far away (10 MW each
-    /// way), proportional fulfilment, fallback `auto`, the site controlled
-    /// every `control_interval_ms` and devices reverting after
-    /// `revert_timeout_s`; the [`STEER`] and [`READ`] tokens; simulated time
-    /// from [`NOON`] at real speed.
-    pub fn new(control_interval_ms: u64, revert_timeout_s: u16) -> TestSite {
-        let mut rig = TestSite::bare(SITE, "E2E farm")
-            .gateway_id("e2e")
-            .token("operator", STEER, &["read", "steer"])
-            .token("viewer", READ, &["read"])
-            .bus_key("timeout_ms", 500);
-        for (k, v) in [
-            ("max_import", "10 MW"),
-            ("max_export", "10 MW"),
-            ("ess_fulfilment", "proportional"),
-            ("curtailment_fulfilment", "proportional"),
-            ("ess_fallback", "auto"),
-        ] {
-            rig = rig.site_key(k, v);
-        }
-        rig.control_interval_ms(control_interval_ms)
-            .revert_timeout_s(revert_timeout_s)
-    }
-
-    /// The site `reference` named `name` with no other key: the agent's
-    /// defaults (no grid limits, controlled every second, devices reverting
-    /// after 60 s); `[http]` on loopback without auth and no tokens, no
-    /// gateway id (the agent derives one), the agent's bus timeout; devices
-    /// polled every 200 ms; simulated time from [`NOON`] at real speed. For
-    /// a test that wrote its config with only the keys it needs.
-    pub fn bare(reference: &str, name: &str) -> TestSite {
-        let mut http = Table::new();
-        http.insert("listen".into(), Value::Array(vec!["127.0.0.1:0".into()]));
-        http.insert("auth".into(), "none".into());
-        TestSite {
-            gateway_id: None,
-            http,
-            tokens: Vec::new(),
-            sites: Vec::new(),
-            current: 0,
-            bus_keys: Table::new(),
-            own_bus_keys: Vec::new(),
-            poll_interval_ms: 200,
-            devices: Vec::new(),
-            buses: Vec::new(),
-            sections: Table::new(),
-            raw: String::new(),
-            time_factor: 1.0,
-            start_ms: NOON,
-            tweaks: Vec::new(),
-        }
-        .site(reference, name)
-    }
-
-    /// The small site of the `common::site` tests: gateway `test`, its
-    /// tokens ([`TestSite::common_tokens`]), backoff 100 to 400 ms, the site
-    /// `ste_test` (30 kW import, 20 kW export), a 10 kW inverter `dvc_pv`
-    /// on `pv`, a 5 kW / 10 kWh battery `dvc_bat` (SoC 10-90 %) on `bat`
-    /// and a meter `dvc_grid` on `grid`, polled every 200 ms, 300 ms bus
-    /// timeouts.
-    pub fn small() -> TestSite {
-        TestSite::bare("ste_test", "Test site")
-            .gateway_id("test")
-            .common_tokens()
-            .polling(100, 400)
-            .grid_limits(30.0, 20.0)
-            .bus_key("timeout_ms", 300)
-            .inverter("pv", "dvc_pv", 10.0)
-            .name("PV")
-            .battery("bat", "dvc_bat", 5.0, 10.0)
-            .name("Battery")
-            .soc(10, 90)
-            .meter("grid", "dvc_grid")
-            .name("Grid")
-    }
-
-    /// [`TestSite::small`] with each device under a unit id of its own on
-    /// the Modbus server: the PV inverter 1, the battery 2, the grid meter 3
-    /// (all three are unit 1 on their buses).
-    pub fn small_own_units() -> TestSite {
-        TestSite::small()
-            .key_of("dvc_bat", "modbus_server_unit_id", 2)
-            .key_of("dvc_grid", "modbus_server_unit_id", 3)
-    }
-
-    /// The seed's worked scenario scaled to be feasible: two 200 kW batteries
-    /// (400 kWh, SoC 5-95 %), two 200 kW inverters, a meter; 400 kW rated
-    /// production.
-    pub fn e2e(control_interval_ms: u64, revert_timeout_s: u16) -> TestSite {
-        TestSite::new(control_interval_ms, revert_timeout_s)
-            .rated_production_kw(400.0)
-            .battery("bat-a", "dvc_bat_a", 200.0, 400.0)
-            .soc(5, 95)
-            .battery("bat-b", "dvc_bat_b", 200.0, 400.0)
-            .soc(5, 95)
-            .inverter("pv-a", "dvc_pv_a", 200.0)
-            .inverter("pv-b", "dvc_pv_b", 200.0)
-            .meter("grid", "dvc_grid")
-    }
-
-    /// The demo's site: PV 30 + 20 kW, batteries 20 + 10 kW, a meter; 60 kW
-    /// import, 40 kW export; every device polled and the site controlled
-    /// every `interval_ms`.
-    pub fn demo(interval_ms: u64) -> TestSite {
-        TestSite::new(interval_ms, 30)
-            .poll_interval_ms(interval_ms)
-            .grid_limits(60.0, 40.0)
-            .inverter("pv-east", "dvc_pv_east", 30.0)
-            .inverter("pv-west", "dvc_pv_west", 20.0)
-            .battery("bat-a", "dvc_bat_a", 20.0, 40.0)
-            .soc(5, 95)
-            .battery("bat-b", "dvc_bat_b", 10.0, 20.0)
-            .soc(10, 90)
-            .meter("grid", "dvc_grid")
-    }
-
     // The site.
 
     /// The site `reference` (named `name`, no other key), added unless
@@ -523,163 +410,6 @@ impl TestSite {
         self.raw.push('\n');
         self.raw.push_str(fragment);
         self
-    }
-
-    // The config and the rig.
-
-    /// The config as TOML: every table the methods set, then the raw
-    /// fragments.
-    pub fn text(&self) -> String {
-        let mut root = self.sections.clone();
-        if let Some(id) = &self.gateway_id {
-            root.insert("gateway_id".into(), id.clone().into());
-        }
-        let mut http = self.http.clone();
-        let tokens = self
-            .tokens
-            .iter()
-            .map(|(name, token, scopes)| {
-                let mut t = Table::new();
-                t.insert("name".into(), name.clone().into());
-                t.insert(
-                    "sha256".into(),
-                    hex::encode(sitegate::api::hash_token(token)).into(),
-                );
-                t.insert(
-                    "scopes".into(),
-                    Value::Array(scopes.iter().map(|s| (*s).into()).collect()),
-                );
-                Value::Table(t)
-            })
-            .collect();
-        if !self.tokens.is_empty() {
-            http.insert("tokens".into(), Value::Array(tokens));
-        }
-        root.insert("http".into(), Value::Table(http));
-        let storage = root
-            .entry("storage")
-            .or_insert_with(|| Value::Table(Table::new()))
-            .as_table_mut()
-            .expect("[storage] is a table");
-        storage.entry("path").or_insert_with(|| "unused.db".into());
-        root.insert(
-            "sites".into(),
-            Value::Array(self.sites.iter().cloned().map(Value::Table).collect()),
-        );
-        let mut names: Vec<&str> = Vec::new();
-        let mut devices = Vec::new();
-        for d in &self.devices {
-            names.push(&d.bus);
-            let mut keys = d.keys.clone();
-            keys.entry("poll_interval_ms")
-                .or_insert_with(|| int(self.poll_interval_ms));
-            devices.push(Value::Table(keys));
-        }
-        names.extend(self.buses.iter().map(String::as_str));
-        let mut buses: Vec<Value> = Vec::new();
-        for name in names {
-            let declared = buses
-                .iter()
-                .any(|b| b.get("name").and_then(Value::as_str) == Some(name));
-            if !declared {
-                let mut bus = self.bus_keys.clone();
-                bus.insert("name".into(), name.into());
-                bus.insert("tcp".into(), "127.0.0.1:0".into());
-                for (_, key, value) in self.own_bus_keys.iter().filter(|(b, ..)| b == name) {
-                    bus.insert(key.clone(), value.clone());
-                }
-                if bus.contains_key("rtu") {
-                    bus.remove("tcp");
-                }
-                buses.push(Value::Table(bus));
-            }
-        }
-        root.insert("buses".into(), Value::Array(buses));
-        root.insert("devices".into(), Value::Array(devices));
-        let mut text = toml::to_string(&root).expect("the test config renders");
-        text.push_str(&self.raw);
-        text
-    }
-
-    /// The config parsed.
-    pub fn config(&self) -> Config {
-        parse(&self.text()).expect("test config is valid")
-    }
-
-    /// This config with each bus's `tcp` at `sim`'s server of its name (for
-    /// a config the test writes to a file for the agent binary).
-    pub fn pointed_at(mut self, sim: &SimSite) -> TestSite {
-        let mut names: Vec<String> = self.devices.iter().map(|d| d.bus.clone()).collect();
-        names.extend(self.buses.iter().cloned());
-        names.sort();
-        names.dedup();
-        for name in names {
-            if let Some(addr) = sim.addr(&name) {
-                self = self.bus_key_of(&name, "tcp", addr.to_string());
-            }
-        }
-        self
-    }
-
-    /// The config written to `sitegate.toml` in a temporary folder, its
-    /// buses at `sim`'s servers and the database beside it (as
-    /// `ConfigDir::write` writes one): for the agent binary.
-    pub fn write_for(self, sim: &SimSite) -> crate::common::process::ConfigDir {
-        let dir = tempfile::tempdir().expect("a temporary folder");
-        let file = dir.path().join("sitegate.toml");
-        let text = self
-            .pointed_at(sim)
-            .storage_path(&dir.path().join("sitegate.db"))
-            .text();
-        std::fs::write(&file, text).expect("write the config");
-        crate::common::process::ConfigDir { dir, file }
-    }
-
-    /// The simulator started for `config`'s buses (with this site's time and
-    /// tweaks), and the buses pointed at it: for a test that runs the agent
-    /// itself (as a process, or after setting devices up).
-    pub async fn start_sim(self, config: &mut Config) -> SimSite {
-        let TestSite {
-            time_factor,
-            start_ms,
-            tweaks,
-            ..
-        } = self;
-        start_sim_with(config, |spec| {
-            spec.time_factor = time_factor;
-            spec.start = Some(start_ms);
-            for tweak in tweaks {
-                tweak(spec);
-            }
-        })
-        .await
-    }
-
-    /// The simulator, then the agent on it (its database in a temporary
-    /// folder); returns once every device is discovered and at its fallback
-    /// (or applied where the grid loop holds a limit), as the [`SITE`]'s
-    /// steering state shows it to the [`READ`] token: a site of
-    /// [`TestSite::new`]. Other sites start with [`TestSite::launch_in`], or
-    /// [`TestSite::config`] and [`TestSite::start_sim`].
-    pub async fn start(self) -> Rig {
-        let dir = tempfile::tempdir().expect("a temporary folder");
-        self.start_in(dir).await
-    }
-
-    /// [`TestSite::start`] with the database in `dir`.
-    pub async fn start_in(self, dir: tempfile::TempDir) -> Rig {
-        let rig = self.launch_in(dir).await;
-        rig.settle().await;
-        rig
-    }
-
-    /// The simulator and the agent, returning at once (the test waits for
-    /// what it needs itself).
-    pub async fn launch_in(self, dir: tempfile::TempDir) -> Rig {
-        let mut config = self.config();
-        config.storage.path = dir.path().join("sitegate.db");
-        let sim = self.start_sim(&mut config).await;
-        Rig::join(sim, config, dir).await
     }
 }
 
