@@ -36,6 +36,7 @@ mod restamp;
 mod retention;
 mod retention_stats;
 mod sqlite_memory;
+mod stable_plans;
 mod stage;
 mod stats;
 mod writer;
@@ -451,6 +452,7 @@ fn open_writer(
 ) -> Result<Connection, StoreError> {
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;
+    stable_plans::enable(&conn)?;
     // Takes effect only on a database without pages yet (a new file).
     conn.execute_batch(&format!("PRAGMA page_size = {NEW_DB_PAGE_SIZE}"))?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;

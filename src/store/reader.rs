@@ -195,6 +195,7 @@ fn open_reader(path: &std::path::Path) -> Result<Connection, StoreError> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    super::stable_plans::enable(&conn)?;
     // A reader's cache lasts one read transaction: SQLite empties it when a
     // commit came in between, which the writer does every second. 512 KiB
     // hold the index pages one query walks again and again.

@@ -4,6 +4,7 @@ use super::*;
 /// shipped one.
 fn db() -> Connection {
     let mut conn = Connection::open_in_memory().expect("db");
+    super::super::stable_plans::enable(&conn).expect("stable plans");
     super::super::migrate::migrate(&mut conn, 1).expect("schema");
     conn
 }
