@@ -99,9 +99,12 @@ async fn cap(kind: Kind) {
     // Oldest first: what is left starts right after the evicted part.
     let first = up.outbox().fetch(0, u64::MAX, 1).await.expect("fetch");
     assert_eq!(first[0].seq, stats.evicted + 1, "{stats:?}");
-    // And the log says so at once, with the count.
+    // And the log says so at once, with the count. (The log is the test
+    // binary's: the line of this outbox's cap, not another test's.)
     let line = logs
-        .wait_for(mark, EVICTED, T, |e| e["level"] == "WARN")
+        .wait_for(mark, EVICTED, T, |e| {
+            e["level"] == "WARN" && e["fields"]["max_bytes"].as_u64() == Some(cap.max_bytes)
+        })
         .await;
     let f = &line["fields"];
     assert!(f["evicted"].as_u64().is_some_and(|n| n > 0), "{line}");
