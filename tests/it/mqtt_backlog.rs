@@ -197,7 +197,11 @@ async fn drain(kind: Kind) {
         old >= backlog && new >= 20
     };
     while !done(&arrivals) {
-        let m = sub.expect("backlog and live telemetry", T, |_| true).await;
+        // A connection lost half-way is allowed (below); its reconnect waits
+        // out the agent's backoff, up to a minute, as the first one did.
+        let m = sub
+            .expect("backlog and live telemetry", RECONNECT, |_| true)
+            .await;
         // A message sent again after a lost connection counts where it came first.
         if arrivals.iter().all(|(s, _)| *s != seq(&m)) {
             arrivals.push((seq(&m), m.at));
