@@ -32,8 +32,9 @@ pub trait CommitHook: Send + 'static {
 
     /// Inside each transaction of samples and/or jobs, after its samples were
     /// written and its jobs ran (outside their savepoints). `batches` are the transaction's device
-    /// batches in arrival order (none for a transaction of jobs only), including
-    /// samples the measurement tables refused (duplicates, non-finite values).
+    /// batches in arrival order (none for a transaction of jobs only), holding
+    /// only the samples the measurement tables stored: a duplicate of a stored
+    /// sample, or a non-finite value, does not reach the hook.
     /// An error rolls the whole transaction back, samples included.
     fn write(&mut self, conn: &Connection, batches: &[Batch<'_>]) -> rusqlite::Result<()>;
 
@@ -98,6 +99,25 @@ impl Pending {
         dropped
     }
 
+    /// The samples whose flag in `kept` is set (one flag per sample, in
+    /// order), with their batch boundaries; batches left empty go.
+    pub fn only(&self, kept: &[bool]) -> Pending {
+        let mut out = Pending::default();
+        let mut start = 0;
+        for &end in &self.ends {
+            let batch = self.samples[start..end]
+                .iter()
+                .zip(&kept[start..end])
+                .filter_map(|(s, &k)| k.then_some(*s));
+            out.samples.extend(batch);
+            if out.samples.len() > out.ends.last().copied().unwrap_or(0) {
+                out.ends.push(out.samples.len());
+            }
+            start = end;
+        }
+        out
+    }
+
     /// The batches, named by device reference; `reference` maps a sample's
     /// device id (samples of unknown devices are left out).
     pub fn batches<'a>(&'a self, reference: impl Fn(&Sample) -> Option<&'a str>) -> Vec<Batch<'a>> {
@@ -160,5 +180,28 @@ mod tests {
             .collect();
         assert_eq!(got, [("b", 1), ("b", 2)]);
         assert_eq!(p.len(), 6);
+    }
+
+    #[test]
+    fn only_keeps_the_flagged_samples_and_drops_emptied_batches() {
+        let mut p = Pending::default();
+        p.push(batch(0, 3));
+        p.push(batch(1, 2));
+        p.push(batch(0, 2));
+        let kept = [true, false, true, false, false, false, true];
+        let only = p.only(&kept);
+        let names = ["a", "b"];
+        let got: Vec<_> = only
+            .batches(|s| names.get(usize::from(s.device.0)).copied())
+            .iter()
+            .map(|b| {
+                (
+                    b.device,
+                    b.samples.iter().map(|s| s.ts_ms).collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        assert_eq!(got, [("a", vec![0, 2]), ("a", vec![1])]);
+        assert_eq!(only.len(), 3);
     }
 }

@@ -158,30 +158,43 @@ impl Ingest {
     }
 
     /// Writes `samples` inside the caller's transaction, staged or direct.
+    /// `kept` ends with one flag per sample, in order: whether it was stored
+    /// (false for duplicates and rejections), so what rides along in the same
+    /// transaction can be exactly what the tables hold.
     pub fn write(
         &mut self,
         conn: &Connection,
         samples: &[Sample],
+        kept: &mut Vec<bool>,
     ) -> rusqlite::Result<IngestStats> {
         let mut stats = IngestStats::default();
-        let mut rows: Vec<Row> = Vec::with_capacity(samples.len());
-        for s in samples {
+        kept.clear();
+        kept.resize(samples.len(), false);
+        let mut tagged: Vec<(Row, usize)> = Vec::with_capacity(samples.len());
+        for (at, s) in samples.iter().enumerate() {
             if !s.value.is_finite() {
                 stats.rejected += 1;
                 continue;
             }
             match self.series_id(conn, s.device.0, s.property)? {
-                Some(id) => rows.push((id, s.ts_ms, s.value)),
+                Some(id) => tagged.push(((id, s.ts_ms, s.value), at)),
                 None => stats.rejected += 1,
             }
         }
         // Stable: of two samples with the same (series, ts) the one sent first
         // stays first and is kept.
-        rows.sort_by_key(|&(series, ts, _)| (series, ts));
-        let before = rows.len();
-        rows.dedup_by_key(|r| (r.0, r.1));
-        stats.duplicates += before - rows.len();
-        let rows = self.drop_stored(conn, rows, &mut stats)?;
+        tagged.sort_by_key(|&((series, ts, _), _)| (series, ts));
+        let before = tagged.len();
+        tagged.dedup_by_key(|r| (r.0 .0, r.0 .1));
+        stats.duplicates += before - tagged.len();
+        let tagged = self.drop_stored(conn, tagged, &mut stats)?;
+        let rows: Vec<Row> = tagged
+            .iter()
+            .map(|&(row, at)| {
+                kept[at] = true;
+                row
+            })
+            .collect();
         stats.stored = rows.len();
         // Sorted by series: each new series starts a run.
         let series = rows.chunk_by(|a, b| a.0 == b.0).count();
@@ -276,19 +289,19 @@ impl Ingest {
     }
 
     /// Drops rows whose (series, ts) is stored already; `rows` are sorted and
-    /// unique. Rows newer than everything stored for their series skip the
+    /// unique, each with its sample's place in the batch. Rows newer than everything stored for their series skip the
     /// lookups (the common case: the next poll).
     fn drop_stored(
         &mut self,
         conn: &Connection,
-        rows: Vec<Row>,
+        rows: Vec<(Row, usize)>,
         stats: &mut IngestStats,
-    ) -> rusqlite::Result<Vec<Row>> {
+    ) -> rusqlite::Result<Vec<(Row, usize)>> {
         // Staged times of the series looked up so far, read series by series
         // (the slots holding one series: about one per commit).
         let mut staged: IdMap<i64, IdSet<i64>> = IdMap::default();
         let mut kept = Vec::with_capacity(rows.len());
-        for (series, ts, value) in rows {
+        for ((series, ts, value), at) in rows {
             let newest = self.newest(conn, series)?;
             let stored = ts <= newest && {
                 chunks::contains(conn, series, ts)?
@@ -310,10 +323,10 @@ impl Ingest {
             if stored {
                 stats.duplicates += 1;
             } else {
-                kept.push((series, ts, value));
+                kept.push(((series, ts, value), at));
             }
         }
-        for &(series, ts, _) in &kept {
+        for &((series, ts, _), _) in &kept {
             let n = self.newest.entry(series).or_insert(ts);
             *n = (*n).max(ts);
         }

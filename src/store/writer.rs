@@ -518,16 +518,21 @@ impl Writer {
         reply: &mut Option<Reply>,
     ) -> Result<(), StoreError> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        // What the hook is given: only what the tables stored.
+        let mut stored = None;
         if !pending.is_empty() {
-            let stats = self.ingest.write(&self.conn, &pending.samples)?;
+            let mut kept = Vec::new();
+            let stats = self.ingest.write(&self.conn, &pending.samples, &mut kept)?;
             if stats.duplicates + stats.rejected > 0 {
                 tracing::debug!(
                     duplicates = stats.duplicates,
                     rejected = stats.rejected,
                     "samples not stored"
                 );
+                stored = Some(pending.only(&kept));
             }
         }
+        let stored = stored.as_ref().unwrap_or(pending);
         if let Some(work) = work {
             self.conn.execute_batch("SAVEPOINT job")?;
             let conn = &self.conn;
@@ -548,7 +553,7 @@ impl Writer {
         // After the job, so that a hook error reaches the job's caller as such.
         if let Some(hook) = &mut self.hook {
             let ingest = &self.ingest;
-            hook.write(&self.conn, &pending.batches(|s| ingest.reference(s.device)))?;
+            hook.write(&self.conn, &stored.batches(|s| ingest.reference(s.device)))?;
         }
         self.conn.execute_batch("COMMIT")?;
         Ok(())

@@ -127,6 +127,68 @@ async fn the_hook_writes_each_batch_in_the_samples_transaction() {
     store.close().await.expect("close");
 }
 
+/// The uplink publishes what the hook is given, so the hook sees only what the
+/// tables stored: a resent sample (first one wins), a NaN and a repeat inside
+/// one transaction stay out, and a batch left with nothing is not shown.
+#[tokio::test]
+async fn the_hook_sees_only_the_samples_the_store_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (store, log) = open_hooked(dir.path(), false);
+    let tx = store.sample_sender();
+    let p = Property::ActivePower;
+    tx.send(vec![
+        sample(0, p, T0, 1.0),
+        sample(0, Property::Soc, T0, 50.0),
+    ])
+    .await
+    .expect("send");
+    store.flush().await.expect("flush");
+    // The same poll again (a restart inside one poll period), then a batch
+    // with one stored sample, one new, one NaN, and a repeat of the new one.
+    tx.send(vec![
+        sample(0, p, T0, 9.0),
+        sample(0, Property::Soc, T0, 51.0),
+    ])
+    .await
+    .expect("send");
+    tx.send(vec![
+        sample(0, p, T0, 1.0),
+        sample(0, p, T0 + 1000, 2.0),
+        sample(0, Property::Soc, T0 + 1000, f64::NAN),
+    ])
+    .await
+    .expect("send");
+    tx.send(vec![sample(0, p, T0 + 1000, 3.0), sample(1, p, T0, 4.0)])
+        .await
+        .expect("send");
+    store.flush().await.expect("flush");
+    {
+        let log = log.lock().unwrap();
+        let first: Vec<_> = log
+            .writes
+            .iter()
+            .find(|w| !w.is_empty())
+            .cloned()
+            .expect("a write");
+        assert_eq!(first, [("dvc_pv1".to_string(), 2)]);
+        let last = log
+            .writes
+            .iter()
+            .rev()
+            .find(|w| !w.is_empty())
+            .cloned()
+            .expect("a write");
+        assert_eq!(
+            last,
+            [("dvc_pv1".to_string(), 1), ("dvc_bat1".to_string(), 1)]
+        );
+    }
+    assert_eq!(hooked_rows(&store).await, 3);
+    let latest = store.latest().await.expect("latest");
+    assert_eq!(latest.len(), 3, "{latest:?}");
+    store.close().await.expect("close");
+}
+
 #[tokio::test]
 async fn a_failing_hook_rolls_back_its_samples() {
     let dir = tempfile::tempdir().expect("tempdir");
