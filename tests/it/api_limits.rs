@@ -52,7 +52,8 @@ async fn a_token_over_its_rate_gets_429_with_retry_after() {
         crate::common::prom::scrape(&site.http, &site.base).await;
     }
 
-    // After Retry-After the token may go on.
+    // After Retry-After the token may go on: its bucket refills by the real clock
+    // (2 requests a second); 1.1 s is the Retry-After of 1 s and 100 ms to spare.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(get(READ_TOKEN).await.status(), StatusCode::OK);
     site.stop().await;

@@ -404,6 +404,8 @@ async fn slow_clients_cannot_starve_the_api() {
         let t0 = tokio::time::Instant::now();
         site.get_ok("/devices").await;
         assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        // A byte a second, as a slow client sends it: 3 s of it stay well within the
+        // head deadline (HEAD_TIMEOUT, 10 s), so the connections are held meanwhile.
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     // The head deadline closes them, whatever they trickle.
@@ -478,6 +480,7 @@ async fn health_answers_from_an_address_holding_all_its_connections() {
         "itegate\r\n\r\n",
     ] {
         conn.write_all(piece.as_bytes()).await.expect("write");
+        // Apart in time, so that each piece reaches the agent's socket on its own.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let (status, _) = read_response(&mut conn).await;
@@ -518,6 +521,8 @@ async fn a_new_connection_takes_the_place_of_an_idle_one_from_its_address() {
         let (status, _) = get_on(&mut conn, "/healthz").await;
         assert!(status.contains(" 200 "), "{status}");
         idle.push(conn);
+        // Each idle from a millisecond of its own (the agent keeps when a connection
+        // last moved in whole ms), so that the oldest is the first to give way.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for round in 0..2 {

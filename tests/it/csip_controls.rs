@@ -371,7 +371,8 @@ async fn all_18_21_24_responses_follow_each_event_and_multipliers_scale_them() {
         s.responses_for(&c4) == vec![1]
     })
     .await;
-    // A second later, at the same start: C4 would never run but under it.
+    // A second later, at the same start: C5 is the newer by its creationTime (whole
+    // seconds of the server's clock), and C4 would never run but under it.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let c5 = server.add_control_at(1, "C5", at, 60, BaseSpec::export(0.0), 0);
     until(&server, "C4 superseded", WAIT, |s| {

@@ -97,6 +97,8 @@ async fn all_03_rej_a_wrong_pin_stops_the_client() {
         s.paths(Method::GET).contains(&"/edev/1/rg".to_string())
     })
     .await;
+    // 500 ms for the client to take the registration's answer and stop: what it had
+    // sent over the socket until then is counted in `n`, before the window below.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let n = server.requests().len();
     // Rates of 1 s: a client still talking would have asked again by now.

@@ -46,7 +46,8 @@ async fn a_dead_device_goes_offline_and_comes_back() {
         .await;
         assert_eq!(status(&site, device).await["online"], true);
     }
-    // The offline battery answers with its last value and its old timestamp.
+    // The offline battery answers with its last value and its old timestamp, also
+    // after 500 ms of the agent's retries on its closed port (backoff 100..400 ms).
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(site.latest("dvc_bat", "soc").await.unwrap(), frozen);
     assert!((0.0..=100.0).contains(&soc_before));

@@ -256,7 +256,10 @@ async fn a_box_whose_ski_is_not_trusted_never_gets_in() {
         Some(LimitWrite::active(1_000.0)),
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await; // Real sockets: the box's redials.
+    // Real sockets: the box dials, is refused, and redials after about a second
+    // (the eebus runtime's reconnect_delay: 1 s, then 2 s, each ±25 %): 3 s hold
+    // the dial and its redial, and it never gets in.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let seen = b.seen();
     assert!(!seen.connected && seen.accepted.is_empty(), "{seen:?}");
     let st = consumption_is(&rig, 4_200.0, true).await;
@@ -484,7 +487,9 @@ async fn a_flood_of_bad_connections_neither_stops_control_nor_keeps_the_box_out(
     }
     // Control goes on meanwhile: the state is evaluated again and again.
     let first = rig.state().await["evaluatedAt"].as_i64();
-    tokio::time::sleep(Duration::from_secs(1)).await; // Real sockets: the flood is in flight.
+    // Real sockets: a second, four of the loop's 250 ms control intervals, while
+    // the flood sits on the node's sockets; a stalled loop keeps its `evaluatedAt`.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let later = rig.state().await["evaluatedAt"].as_i64();
     assert!(later > first, "control stalled: {first:?} then {later:?}");
     // The trusted box still gets in and its limit is taken.

@@ -85,10 +85,13 @@ async fn the_kwh_are_the_counters_deltas_and_integrated_power_agrees() {
     // Full sun over a 30 kW load: the battery charges, the rest is exported.
     site.sim.set_sun(Some(1.0));
     site.sim.set_load(Some(30_000.0));
+    // 10 s at real speed (time factor 1): more than the 0.05 kWh of each flow that
+    // the checks below ask for.
     tokio::time::sleep(Duration::from_secs(10)).await;
     // Night under an 80 kW load: the battery discharges, the rest is imported.
     site.sim.set_sun(Some(0.0));
     site.sim.set_load(Some(80_000.0));
+    // 10 s again, for the discharge and the import.
     tokio::time::sleep(Duration::from_secs(10)).await;
     site.agent.store().flush().await.expect("flush");
     let to = now_ms() - 1_000;
@@ -200,8 +203,9 @@ async fn a_counter_that_falls_is_a_reset_or_a_misread_never_negative() {
     set(Property::TotalEnergyProduced, 500_000.0).await;
     set(Property::TotalEnergyConsumed, 1_000_000.0).await;
     let from = now_ms();
-    // Readings of the level at the start inside the range, so that the first
-    // rise lies wholly in it (a rise accrues evenly between two readings).
+    // Readings of the level at the start inside the range (300 ms: three of the
+    // meter's 100 ms polls), so that the first rise lies wholly in it (a rise
+    // accrues evenly between two readings).
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Import: +2 kWh, a misread of 5 Wh, back above the level before it, a
     // reset to 1 kWh, +0.5 kWh. Export stays.

@@ -141,6 +141,8 @@ async fn noon_with_full_batteries_holds_max_export_without_a_signal() {
     while start.elapsed() < Duration::from_secs(3) {
         let g = grid_w(&rig);
         assert!(g >= -40_800.0, "the returning sun passed the cap: {g} W");
+        // For 3 s of the returning sun (twelve of the loop's 250 ms intervals), read
+        // every 50 ms: the export never passes the cap held in advance.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     rig.shutdown().await;
@@ -424,7 +426,8 @@ async fn zero_export_beside_a_charge_request_charges_more_and_keeps_a_bounded_ma
     )
     .await;
     holds(&rig, "zero export", -500.0, MARGIN_BOUND_W).await;
-    // 10 s of readings while the production is curtailed.
+    // 10 s of readings (40 of the loop's 250 ms intervals) while the production is
+    // curtailed: the band and the margin hold throughout, not at one moment.
     let mut import = Vec::new();
     for _ in 0..100 {
         let g = grid_w(&rig);

@@ -60,6 +60,8 @@ async fn the_end_of_a_tighter_limit_goes_to_what_the_configured_one_needs() {
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     grid_limit(&rig, 10_000.0, 20).await;
+    // Real time for the lagging devices to settle under the 10 kW limit (3 s of
+    // lag, inverters ramping at most 10 % a second), 8 s before the entry ends.
     tokio::time::sleep(Duration::from_secs(12)).await;
     let held = export_w(&rig);
     assert!(held <= 10_500.0, "the 10 kW limit held: {held} W");
@@ -99,7 +101,8 @@ async fn a_meter_poll_unanswered_once_is_not_a_lost_meter() {
     rig.sim.set_load(Some(10_000.0));
     rig.sim.set_sun(Some(0.95));
     grid_limit(&rig, 0.0, 300).await;
-    // Settled on the new load and the limit, as in the test above.
+    // Settled on the new load and the limit, as in the test above: the inverters
+    // ramp at most 10 % of their rating a second: 10 s take them across their range.
     tokio::time::sleep(Duration::from_secs(10)).await;
     eventually("the 0 W limit held", Duration::from_secs(10), || async {
         rig.state().await["gridLoop"]["mode"] == "holdingExport" && export_w(&rig).abs() < 1_000.0

@@ -276,6 +276,8 @@ async fn a_sighup_swaps_the_certificate_under_running_requests() {
     // A key that does not match the certificate: B stays too.
     replace(&cert_file, &cert_a);
     sighup_until_logged(&agent.process, "does not match the certificate").await;
+    // A swap the agent process made anyway, after logging the refusal, would be in
+    // service within moments: after 200 ms B must still be served.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(served().await, fp_b);
     stop.store(true, Ordering::Relaxed);

@@ -417,7 +417,8 @@ async fn static_points_are_read_again_after_their_interval_or_when_seen_to_chang
     );
     assert!(!p.statics_read);
 
-    // Past the interval, the poll reads them again (one more request) and
+    // Past the interval (`every_second`: static_refresh_s = 1, by the real clock,
+    // and 100 ms to spare), the poll reads them again (one more request) and
     // decodes with the new scale factor from then on.
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let (p, reads, _) = poll(&every_second).await;

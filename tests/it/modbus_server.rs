@@ -442,6 +442,9 @@ async fn forwarded_reads_reach_the_device_once_and_are_bounded_per_client() {
             let mut a = Client::connect_to(addr).await;
             a.read_fn(1, 4, 40010 + n, 1).await
         });
+        // A head start on the real sockets, for the held read to be forwarded to the
+        // held pv server (this address's one forwarded read) before the next one
+        // comes; on a loaded machine it may not be yet, hence the tries.
         tokio::time::sleep(Duration::from_millis(50)).await;
         if c.read_fn(1, 4, 40100 + n, 1).await == Err(0x06) {
             refused = true;

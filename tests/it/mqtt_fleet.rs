@@ -67,6 +67,9 @@ async fn restart_spread(kind: Kind) {
     for a in &fleet {
         connected(a, false).await;
     }
+    // The outage the report below names: 2 s with the gate closed, in which the
+    // agents' retries are refused, so each is somewhere in its backoff window
+    // (RETRY: 1 s doubling, full jitter) when the gate opens.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let back = Instant::now();
     gate.reopen();

@@ -145,7 +145,9 @@ async fn over_the_bound(kind: Kind, protocol: &str) {
         .expect("publish");
     let broker_drops_it = kind == Kind::Mosquitto && protocol == "5";
     if broker_drops_it {
-        // Told at connect, mosquitto never sends it: nothing to notice.
+        // Told at connect, mosquitto never sends it: nothing to notice. Had it come,
+        // the agent would be back from the break within its first retry (RETRY: at
+        // most 1 s): 2 s in which `connects` must not move.
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(connects(&site).await, before, "{kind:?} {protocol}");
     } else {
@@ -162,6 +164,8 @@ async fn over_the_bound(kind: Kind, protocol: &str) {
             (connects(&site).await == before + 1.0).then_some(())
         })
         .await;
+        // 3 s in which a redelivery would break the connection again: the retry after
+        // a second break waits at most 2 s (RETRY), so it would be counted by then.
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert_eq!(
             connects(&site).await,

@@ -498,6 +498,8 @@ async fn a_restart_exits_for_systemd_and_its_id_restarts_nothing_again() {
             .starts_with("exit for a restart"),
         "{body}"
     );
+    // A restart run again would exit RESTART_DELAY (500 ms) after the POST: 2 s
+    // later the agent process must still answer.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(
         health().await.is_some(),

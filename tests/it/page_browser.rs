@@ -483,6 +483,8 @@ async fn screenshots() {
             .as_u64()
             .expect("page height");
         b.emulate(width, height as u32, mobile).await;
+        // The page redraws its charts 150 ms after a resize (web/app.js): 1.5 s for
+        // the real browser to do that and lay out the new height before the screenshot.
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let png = b.screenshot().await;
         std::fs::write(dir.join(format!("page-{name}.png")), png).expect("write screenshot");
@@ -502,6 +504,8 @@ async fn screenshots() {
         "return document.getElementById('confirm').open;",
     )
     .await;
+    // A margin for Chromium to paint the dialog and its backdrop before the
+    // screenshot (the page says nothing when a paint is done).
     tokio::time::sleep(Duration::from_millis(500)).await;
     let png = b.screenshot().await;
     std::fs::write(dir.join("page-confirm.png"), png).expect("write screenshot");

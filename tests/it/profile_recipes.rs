@@ -319,6 +319,8 @@ impl Steered {
             || async { words(&self.dev, spans) != before },
         )
         .await;
+        // Three control intervals (INTERVAL_MS, 300 ms): a recipe that writes in
+        // several requests has sent them all before the words are read.
         tokio::time::sleep(Duration::from_millis(3 * INTERVAL_MS)).await;
         words(&self.dev, spans)
     }

@@ -171,6 +171,8 @@ async fn notify_service_reloads_on_sighup_and_loses_nothing_acknowledged_on_sigt
                 served.insert((device, property, ts, b["value"].to_string()));
             }
         }
+        // Rounds 100 ms apart over 1.5 s of the agent's polls (every 200 ms): several
+        // samples of each device served, each to be found in the store after SIGTERM.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(served.len() >= 6, "served {served:?}");

@@ -88,7 +88,8 @@ async fn an_agent_polls_float_and_integer_devices_whose_values_move_every_second
     assert_eq!(models("dvc_grid_b"), vec![1, 213]);
     assert_eq!(models("dvc_bat"), vec![1, 701, 120, 124, 802]);
 
-    // Six seconds of readings, one a second.
+    // Six seconds of readings, one a second: a poll interval (1 s) apart, each of
+    // a new poll, and the noise moves the values every second of real time.
     let watched = [
         Property::ActivePower,
         Property::VoltageL1,
@@ -160,6 +161,8 @@ async fn the_demo_runs_noisy_on_request() {
     let path = "/devices/dvc_grid/measurement?property=voltageL1";
     let mut values = Vec::new();
     for _ in 0..5 {
+        // Past one of the demo's polls (every second, at --speed 1): each reading is
+        // of a new poll, with new noise.
         tokio::time::sleep(Duration::from_millis(1100)).await;
         let (_, m) = demo.get(path).await;
         if let Some(v) = m["value"].as_f64() {

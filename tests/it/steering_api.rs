@@ -228,6 +228,8 @@ async fn scopes_idempotency_and_dry_runs() {
             break v;
         }
         if both == [true, true] {
+            // Both in: a second (two control intervals of 500 ms) for the agent's own
+            // first writes to them (their release) to go out before the watch starts.
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             writes = Some(rig.sim.subscribe_writes());
             continue;
@@ -244,6 +246,8 @@ async fn scopes_idempotency_and_dry_runs() {
         .find(|a| a["deviceReference"] == "dvc_pv_a")
         .unwrap();
     assert_eq!(pv_a["setpoint"], Value::Null);
+    // Longer than a control interval (500 ms): a write the dry run had caused
+    // would have reached a device by now.
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     let mut writes = writes.expect("watched");
     if let Ok(w) = writes.try_recv() {

@@ -245,6 +245,8 @@ async fn maximize_grid_import_charges_within_max_import() {
         },
     )
     .await;
+    // Held, not only touched: ten readings over a second (three of the loop's
+    // 300 ms intervals), none over maxImport.
     for _ in 0..10 {
         let grid = rig.device("grid").state().ac_power_w;
         let power = |bus: &str| rig.device(bus).state().ac_power_w;

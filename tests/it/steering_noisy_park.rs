@@ -159,6 +159,8 @@ async fn a_noisy_park_holds_its_export_with_few_writes_per_inverter() {
     let mut worst = 0.0f64;
     let mut sum = 0.0f64;
     while began.elapsed() < WATCH {
+        // The refreshes counted come from the revert timer, which runs in real time:
+        // the watch lasts WATCH, the export read four times a second.
         tokio::time::sleep(Duration::from_millis(250)).await;
         drain(&mut rx, &mut writes);
         let x = export_w(&rig);

@@ -37,6 +37,8 @@ async fn a_restart_keeps_the_signal_and_drops_what_expired() {
     .await;
 
     let rig = rig.restart().await;
+    // Until the short override's validUntil by the real clock the agent reads (it
+    // may have passed already, while the agent was down): then it must be gone.
     tokio::time::sleep(Duration::from_millis((short - now_ms()).max(0) as u64)).await;
     let st = rig.state().await;
     assert_eq!(st["energyStorageSetting"], json!(null), "{st}");

@@ -198,7 +198,8 @@ async fn steered(sim: &SimSite, cases: &[&Case], found: &[Vec<u16>]) {
         }
         assert_ne!(now, *found, "{}: steered", c.bus);
     }
-    // Every write of each recipe out (some write in several requests).
+    // Every write of each recipe out (some write in several requests): a second,
+    // over three of the site's 300 ms control intervals, before the test goes on.
     tokio::time::sleep(Duration::from_secs(1)).await;
 }
 

@@ -53,6 +53,8 @@ async fn time_series_from_polls_and_latest_values_after_a_restart() {
         async move { (store.latest().await.ok()?.len() >= 3).then_some(()) }
     })
     .await;
+    // Two more seconds of the agent's polls (every 200 ms) stored: the series
+    // below, at a resolution of 1 s, needs samples in at least two of its seconds.
     tokio::time::sleep(Duration::from_secs(2)).await;
     agent.store().flush().await.expect("flush");
 

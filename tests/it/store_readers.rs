@@ -36,6 +36,8 @@ fn counted(
     move |_| {
         let now = at_once.fetch_add(1, Ordering::SeqCst) + 1;
         most.fetch_max(now, Ordering::SeqCst);
+        // The read holds its turn (and its connection's thread) for `hold` of real
+        // time, so that reads started together overlap and `most` sees the bound.
         std::thread::sleep(hold);
         at_once.fetch_sub(1, Ordering::SeqCst);
         Ok(())

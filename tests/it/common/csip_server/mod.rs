@@ -604,6 +604,8 @@ async fn handle(
         s.overrides.get(&path).cloned()
     };
     if let Some(c) = canned {
+        // A real wait on the server's socket: a delay past the client's own request
+        // timeout (csip_bad_input: 3 s against its 2000 ms) makes the client give up.
         tokio::time::sleep(c.delay).await;
         let mut r = sep(c.status, c.body);
         if let Some(l) = c.location {
