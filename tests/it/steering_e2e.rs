@@ -183,16 +183,19 @@ async fn a_device_that_refuses_writes_fails_alone() {
         .post(&format!("/sites/{SITE}/steering/ess"), STEER, &body)
         .await;
     assert_eq!(s, 200);
+    // bat-a is "applied" at each step of its ramp (25 % of 200 kW a second:
+    // 15 kW in a 300 ms interval), so wait for its register to hold its half
+    // of the signal as well.
     eventually(
-        "bat-a applied, bat-b failed",
+        "bat-a applied at 25 %, bat-b failed",
         Duration::from_secs(5),
         || async {
             rig.device_state("dvc_bat_a").await["state"] == "applied"
+                && rig.storage("bat-a") == window(25.0)
                 && rig.device_state("dvc_bat_b").await["state"] == "failed"
         },
     )
     .await;
-    assert_eq!(rig.storage("bat-a"), window(25.0));
     assert_eq!(rig.storage("bat-b"), None);
     let b = rig.device_state("dvc_bat_b").await;
     assert_eq!(b["confirmed"], false);
