@@ -39,11 +39,6 @@ fn grid_w(rig: &Rig) -> f64 {
     rig.device("grid").state().ac_power_w
 }
 
-fn noisy(spec: &mut sitegate::sim::SimSiteSpec) {
-    fill_batteries(spec);
-    spec.noise = Some(sitegate::sim::SimNoise::seeded(7));
-}
-
 /// Seconds from `from` until the export stays within the band of `limit`
 /// for 3 s (the time that window began).
 async fn held_after(rig: &Rig, limit: f64, from: Instant) -> f64 {
@@ -70,8 +65,12 @@ async fn held_after(rig: &Rig, limit: f64, from: Instant) -> f64 {
 async fn latency() {
     let server = CsipServer::start(RATE_S).await;
     server.register(111_115);
-    let text = format!("{}{}", demo_site(1000), server.table(SITE, Some(111_115)));
-    let rig = Rig::start_with(&text, noisy).await;
+    let rig = TestSite::demo(1000)
+        .noisy(7)
+        .full_batteries()
+        .raw(&server.table(SITE, Some(111_115)))
+        .start()
+        .await;
     rig.sim.set_load(Some(2_000.0));
     rig.sim.set_sun(Some(0.95));
     tokio::time::sleep(Duration::from_secs(15)).await;
@@ -149,31 +148,21 @@ fn rss_kb(pid: u32) -> (u64, u64) {
 /// The agent as a process on the simulated site; `csip`: its table.
 /// Returns (CPU % of one core, RSS kB, peak RSS kB) over the window.
 async fn agent_process(csip: Option<&CsipServer>) -> (f64, u64, u64) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut text = demo_site(1000);
-    if let Some(s) = csip {
-        text.push_str(&s.table(SITE, Some(111_115)));
-    }
-    text = text.replace(
-        "path = \"unused.db\"",
-        &format!("path = \"{}\"", dir.path().join("sitegate.db").display()),
-    );
-    text.push_str("\n[simulator]\nnoisy = true\nseed = 7\n");
-    let mut config = sitegate::config::parse(&text).unwrap();
-    let sim = start_sim_with(&mut config, fill_batteries).await;
+    // The demo site on a noisy simulator with full batteries; built twice,
+    // once for the simulator and once for the file the agent reads.
+    let site = || {
+        let site = TestSite::demo(1000).noisy(7).full_batteries();
+        match csip {
+            Some(s) => site.raw(&s.table(SITE, Some(111_115))),
+            None => site,
+        }
+    };
+    let mut config = site().config();
+    let sim = site().start_sim(&mut config).await;
     sim.set_load(Some(2_000.0));
     sim.set_sun(Some(0.95));
-    for bus in &config.buses {
-        if let sitegate::config::Transport::Tcp { host, port } = &bus.transport {
-            text = text.replacen(
-                &format!("name = \"{}\"\ntcp = \"127.0.0.1:0\"", bus.name),
-                &format!("name = \"{}\"\ntcp = \"{host}:{port}\"", bus.name),
-                1,
-            );
-        }
-    }
-    let path = dir.path().join("sitegate.toml");
-    std::fs::write(&path, text).unwrap();
+    let written = site().write_for(&sim);
+    let path = written.file.clone();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
         .args(["run", "--config", path.to_str().unwrap()])
         .stdout(Stdio::null())

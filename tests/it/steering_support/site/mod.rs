@@ -404,8 +404,9 @@ impl TestSite {
         self
     }
 
-    /// A raw TOML fragment (whole tables) after the rendered config: only
-    /// where the TOML itself is the subject of the test.
+    /// A raw TOML fragment (whole tables) after the rendered config: where
+    /// the TOML itself is the subject of the test, or a section another
+    /// helper renders (the test CSIP-AUS server's `table`).
     pub fn raw(mut self, fragment: &str) -> TestSite {
         self.raw.push('\n');
         self.raw.push_str(fragment);
