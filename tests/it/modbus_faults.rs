@@ -86,15 +86,23 @@ async fn the_agent_recovers_from_every_fault() {
         for _ in 0..FAULTS_IN_A_ROW {
             peer.inject(fault.clone());
         }
-        let error = wait_for(
-            &format!("{name}: offline"),
-            Duration::from_secs(5),
-            || async {
-                let s = live.snapshot(pv);
-                (!s.online).then(|| s.last_error.unwrap_or_default())
-            },
-        )
-        .await;
+        // A wait loop of its own: a failure says which faults the proxy
+        // applied and what the agent last knew of the inverter.
+        let since = tokio::time::Instant::now();
+        let error = loop {
+            let s = live.snapshot(pv);
+            if !s.online {
+                break s.last_error.unwrap_or_default();
+            }
+            assert!(
+                since.elapsed() < Duration::from_secs(5),
+                "{name}: not offline after 5 s; {} faults waiting, applied so far {:?}; last error {:?}",
+                peer.pending(),
+                peer.applied(),
+                s.last_error
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
         assert!(error.contains(message), "{name}: {error}");
         let bat_before = ts(bat, Property::Soc).unwrap();
         let failed_at = sitegate::model::time::now_ms();
