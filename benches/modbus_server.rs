@@ -128,14 +128,8 @@ fn load(addr: SocketAddr, seconds: u64, connections: usize, rate: f64) -> Vec<Du
         .unwrap()
 }
 
-async fn polls(base: &str) -> Vec<(String, f64)> {
-    let text = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let s = Scrape::parse(&text);
+async fn polls(site: &site::SmallSite) -> Vec<(String, f64)> {
+    let s = site.scrape().await;
     ["pv", "bat", "grid"]
         .iter()
         .map(|bus| {
@@ -213,17 +207,6 @@ fn p99(before: &Scrape, after: &Scrape, name: &str) -> (f64, f64) {
     (bound, total)
 }
 
-async fn scrape(base: &str) -> Scrape {
-    Scrape::parse(
-        &reqwest::get(format!("{base}/metrics"))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap(),
-    )
-}
-
 /// The agent on a runtime of one worker thread (as on a small controller),
 /// its site started and ready.
 fn agent_on_one_worker(config: &str) -> (tokio::runtime::Runtime, site::SmallSite) {
@@ -246,13 +229,12 @@ fn agent_on_one_worker(config: &str) -> (tokio::runtime::Runtime, site::SmallSit
 fn site_run(seconds: u64) {
     let (server, site) = agent_on_one_worker(&site_config());
     let addr = site.agent.modbus_addrs()[0];
-    let base = site.base.clone();
     let live = site.agent.live().clone();
     // The mirror answers once the inverter's first poll is in.
     load(addr, 2, 64, 640.0);
     println!("small site polled every 1 s, control loop every 1 s; {seconds} s a window, 1-worker agent runtime\n");
     for (label, clients) in [("alone", false), ("64 clients x 10 reads/s", true)] {
-        let before = server.block_on(scrape(&base));
+        let before = server.block_on(site.scrape());
         let ((), times) = poll_times(&live, || {
             if clients {
                 let lat = load(addr, seconds, 64, 640.0);
@@ -263,7 +245,7 @@ fn site_run(seconds: u64) {
                 println!("{label}:");
             }
         });
-        let after = server.block_on(scrape(&base));
+        let after = server.block_on(site.scrape());
         for (device, t) in times {
             let gaps: Vec<i64> = t.windows(2).map(|w| w[1] - w[0]).collect();
             let mean = gaps.iter().sum::<i64>() as f64 / gaps.len().max(1) as f64;
@@ -300,15 +282,14 @@ fn main() {
     let rate = args.next().unwrap_or(2000.0);
     let (server, site) = agent_on_one_worker(&config());
     let addr = site.agent.modbus_addrs()[0];
-    let base = site.base.clone();
     // Warm up, then an idle window for the baseline.
     load(addr, 1, connections, rate);
-    let (p0, c0, t0) = (server.block_on(polls(&base)), agent_ticks(), Instant::now());
+    let (p0, c0, t0) = (server.block_on(polls(&site)), agent_ticks(), Instant::now());
     std::thread::sleep(Duration::from_secs(seconds));
-    let (p1, c1, idle_s) = (server.block_on(polls(&base)), agent_ticks(), t0.elapsed());
+    let (p1, c1, idle_s) = (server.block_on(polls(&site)), agent_ticks(), t0.elapsed());
     let t1 = Instant::now();
     let mut lat = load(addr, seconds, connections, rate);
-    let (p2, c2, busy_s) = (server.block_on(polls(&base)), agent_ticks(), t1.elapsed());
+    let (p2, c2, busy_s) = (server.block_on(polls(&site)), agent_ticks(), t1.elapsed());
 
     lat.sort();
     let pick = |p: f64| lat[((lat.len() as f64 - 1.0) * p).round() as usize];
