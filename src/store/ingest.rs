@@ -289,8 +289,9 @@ impl Ingest {
     }
 
     /// Drops rows whose (series, ts) is stored already; `rows` are sorted and
-    /// unique, each with its sample's place in the batch. Rows newer than everything stored for their series skip the
-    /// lookups (the common case: the next poll).
+    /// unique, each with its sample's place in the batch. Rows newer than
+    /// everything stored for their series skip the lookups (the common case:
+    /// the next poll).
     fn drop_stored(
         &mut self,
         conn: &Connection,
