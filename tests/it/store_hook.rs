@@ -16,6 +16,8 @@ struct Log {
     opened: u32,
     /// (device, samples) per batch, per transaction.
     writes: Vec<Vec<(String, usize)>>,
+    /// Every sample shown, as (device, ts, value).
+    seen: Vec<(String, i64, f64)>,
     finished: Vec<bool>,
 }
 
@@ -38,12 +40,21 @@ impl CommitHook for Recorder {
                 rusqlite::params![b.device, b.samples.len() as i64],
             )?;
         }
-        self.log.lock().unwrap().writes.push(
+        let mut log = self.log.lock().unwrap();
+        log.writes.push(
             batches
                 .iter()
                 .map(|b| (b.device.to_string(), b.samples.len()))
                 .collect(),
         );
+        for b in batches {
+            let shown = b
+                .samples
+                .iter()
+                .map(|s| (b.device.to_string(), s.ts_ms, s.value));
+            log.seen.extend(shown);
+        }
+        drop(log);
         if self.fail && !batches.is_empty() {
             return Err(rusqlite::Error::InvalidQuery);
         }
@@ -181,6 +192,21 @@ async fn the_hook_sees_only_the_samples_the_store_kept() {
         assert_eq!(
             last,
             [("dvc_pv1".to_string(), 1), ("dvc_bat1".to_string(), 1)]
+        );
+        // Each value as stored: the first one sent for its instant.
+        let seen: Vec<_> = log
+            .seen
+            .iter()
+            .map(|(d, t, v)| (d.as_str(), *t - T0, *v))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("dvc_pv1", 0, 1.0),
+                ("dvc_pv1", 0, 50.0),
+                ("dvc_pv1", 1000, 2.0),
+                ("dvc_bat1", 0, 4.0)
+            ]
         );
     }
     assert_eq!(hooked_rows(&store).await, 3);
