@@ -187,14 +187,7 @@ impl Ingest {
         let before = tagged.len();
         tagged.dedup_by_key(|r| (r.0 .0, r.0 .1));
         stats.duplicates += before - tagged.len();
-        let tagged = self.drop_stored(conn, tagged, &mut stats)?;
-        let rows: Vec<Row> = tagged
-            .iter()
-            .map(|&(row, at)| {
-                kept[at] = true;
-                row
-            })
-            .collect();
+        let rows = self.drop_stored(conn, tagged, &mut stats, kept)?;
         stats.stored = rows.len();
         // Sorted by series: each new series starts a run.
         let series = rows.chunk_by(|a, b| a.0 == b.0).count();
@@ -288,16 +281,17 @@ impl Ingest {
         Ok(done)
     }
 
-    /// Drops rows whose (series, ts) is stored already; `rows` are sorted and
-    /// unique, each with its sample's place in the batch. Rows newer than
-    /// everything stored for their series skip the lookups (the common case:
-    /// the next poll).
+    /// Drops rows whose (series, ts) is stored already and returns the rest,
+    /// flagging each in `kept` at its sample's place in the batch; `rows` are
+    /// sorted and unique. Rows newer than everything stored for their series
+    /// skip the lookups (the common case: the next poll).
     fn drop_stored(
         &mut self,
         conn: &Connection,
         rows: Vec<(Row, usize)>,
         stats: &mut IngestStats,
-    ) -> rusqlite::Result<Vec<(Row, usize)>> {
+        flags: &mut [bool],
+    ) -> rusqlite::Result<Vec<Row>> {
         // Staged times of the series looked up so far, read series by series
         // (the slots holding one series: about one per commit).
         let mut staged: IdMap<i64, IdSet<i64>> = IdMap::default();
@@ -324,10 +318,11 @@ impl Ingest {
             if stored {
                 stats.duplicates += 1;
             } else {
-                kept.push(((series, ts, value), at));
+                kept.push((series, ts, value));
+                flags[at] = true;
             }
         }
-        for &((series, ts, _), _) in &kept {
+        for &(series, ts, _) in &kept {
             let n = self.newest.entry(series).or_insert(ts);
             *n = (*n).max(ts);
         }
