@@ -148,8 +148,9 @@ fn rss_kb(pid: u32) -> (u64, u64) {
 /// The agent as a process on the simulated site; `csip`: its table.
 /// Returns (CPU % of one core, RSS kB, peak RSS kB) over the window.
 async fn agent_process(csip: Option<&CsipServer>) -> (f64, u64, u64) {
-    // The demo site on a noisy simulator with full batteries; built twice,
-    // once for the simulator and once for the file the agent reads.
+    // The demo site on a noisy simulator with full batteries, built anew for
+    // each use: the config the simulator starts from, the simulator (with
+    // its tweaks), and the file the agent reads.
     let site = || {
         let site = TestSite::demo(1000).noisy(7).full_batteries();
         match csip {
@@ -162,9 +163,10 @@ async fn agent_process(csip: Option<&CsipServer>) -> (f64, u64, u64) {
     sim.set_load(Some(2_000.0));
     sim.set_sun(Some(0.95));
     let written = site().write_for(&sim);
-    let path = written.file.clone();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
-        .args(["run", "--config", path.to_str().unwrap()])
+        .arg("run")
+        .arg("--config")
+        .arg(&written.file)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
