@@ -111,12 +111,22 @@ impl Site {
         self.agent.as_mut().expect("the agent runs")
     }
 
+    /// Waits until the agent answers and, where its config has an uplink,
+    /// until the uplink's subscription to ops requests is acknowledged: a
+    /// request published before that reaches no one.
     async fn healthy(&self) {
         let base = self.base();
         let http = self.http.clone();
         crate::common::wait_for("the agent answers", T, || {
             let get = http.get(format!("{base}/healthz")).send();
             async move { get.await.ok().filter(|r| r.status() == 200).map(drop) }
+        })
+        .await;
+        crate::common::wait_for("the uplink subscribed, where there is one", T, || async {
+            let connected = crate::common::prom::scrape(&self.http, &base)
+                .await
+                .get("sitegate_mqtt_connected");
+            (connected != Some(0.0)).then_some(())
         })
         .await;
     }
