@@ -40,7 +40,7 @@ fn log_mode_change(site: &str, before: LoopMode, d: &Decision, meter_seen: bool)
             tracing::info!(%site, mode = now.wire_name(), "grid meter read: the grid loop starts");
         }
         LoopMode::MeterLost => {
-            tracing::warn!(%site, reason = %why, "grid meter lost: safe state (production within maxExport as if there were no load, no storage discharge)");
+            tracing::warn!(%site, reason = %why, "grid meter lost: safe state (production and discharge within maxExport as if there were no load, charging within maxImport)");
         }
         _ if before == LoopMode::MeterLost => {
             tracing::info!(%site, mode = now.wire_name(), "grid meter back: the grid loop resumes");

@@ -1,5 +1,7 @@
 //! The grid loop without a meter reading: the safe state, which cannot export
-//! more than `maxExport` even with no load, and never discharges the storage.
+//! more than `maxExport` even with no load, nor charge more than `maxImport`,
+//! and leaves alone what cannot break either (a site whose inverters and
+//! storage together stay within the limits is not touched). Pure.
 
 use super::super::alloc::InverterView;
 use super::super::limits::GridLimits;
@@ -9,10 +11,17 @@ use super::{
 };
 use crate::config::CurtailmentFulfilment;
 
-/// The safe state without a meter reading: production at most `maxExport` (as if
-/// the site had no load), no storage discharge (auto becomes idle), charging at
-/// most `maxImport` (as if nothing were produced). A storage that was charging
-/// keeps charging what the production has not yet given back.
+/// The safe state without a meter reading, assuming the site has no load and
+/// every inverter may give its rating:
+/// - production at most `maxExport`, where the inverters' ratings add up to
+///   more;
+/// - a storage discharge only as far as the export limit leaves room beside
+///   what the inverters may give (an inverter that does not answer counts at
+///   its rating); a storage that was charging keeps charging what the
+///   production has not yet given back;
+/// - charging at most `maxImport` (as if nothing were produced);
+/// - a released storage stays released when all it may do fits both limits,
+///   else it is set to what the above allows (idle, or charging).
 pub fn meter_lost(
     rule: CurtailmentFulfilment,
     limits: &GridLimits,
@@ -24,30 +33,51 @@ pub fn meter_lost(
     let Meter::Lost(why) = &s.meter else {
         unreachable!("meter_lost is only called without a fresh meter")
     };
-    let mut changes = Vec::new();
-    let requested = plan.storage.power_w();
+    let rated: f64 = inverters.iter().map(|i| i.rated_w.max(0.0)).sum();
     let plan_limit = plan.production.limit_w();
     let production = match (limits.export, plan_limit) {
+        (Some(x), _) if rated <= x.w => plan.production,
         (Some(x), Some(l)) if l > x.w => ProductionPlan::Cap(x.w),
         (Some(x), None) => ProductionPlan::Cap(x.w),
         _ => plan.production,
     };
-    let mut storage = requested.unwrap_or(0.0).min(0.0);
-    if let Some(x) = limits.export {
-        // Until the inverters are down at the limit, the storage takes the rest.
-        let pv_worst = pv::worst(rule, inverters, production.limit_w());
-        storage = storage.min(x.w - pv_worst).max(-s.charge_cap_w).min(0.0);
-    }
-    if let Some(i) = limits.import {
-        storage = storage.max(-i.w);
-    }
-    if requested != Some(storage) {
+    // What the export limit leaves the storage: negative while the inverters
+    // are still above it (the storage takes the rest until they are down).
+    let room = limits.export.map(|x| {
+        let silent: f64 = inverters
+            .iter()
+            .filter(|i| i.measured_w.is_none())
+            .map(|i| i.rated_w.max(0.0))
+            .sum();
+        x.w - pv::worst(rule, inverters, production.limit_w()) - silent
+    });
+    let fits = |w: f64| room.is_none_or(|r| w <= r);
+    let charge_fits = limits.import.is_none_or(|i| s.charge_cap_w <= i.w);
+    let requested = plan.storage.power_w();
+    let storage = match requested {
+        None if fits(s.discharge_cap_w) && charge_fits => None,
+        _ => {
+            let mut w = requested.unwrap_or(0.0);
+            if let Some(r) = room {
+                w = w.min(r).max(-s.charge_cap_w).min(r.max(0.0));
+            }
+            if let Some(i) = limits.import {
+                w = w.max(-i.w);
+            }
+            // (+ 0.0: never a negative zero on the wire.)
+            Some(w + 0.0)
+        }
+    };
+
+    let mut changes = Vec::new();
+    if requested != storage {
         changes.push(Change {
             side: Side::Storage,
             requested_w: requested,
-            applied_w: Some(storage),
+            applied_w: storage,
             reason: format!(
-                "grid meter lost ({why}): no storage discharge, charging within maxImport"
+                "grid meter lost ({why}): discharge only within {} with every inverter at its rating, charging within maxImport",
+                describe(limits.export)
             ),
         });
     }
@@ -65,17 +95,16 @@ pub fn meter_lost(
     let mut supply = prev.supply.clone();
     supply.record(&s.readings);
     Held {
-        // (+ 0.0: never a negative zero on the wire.)
-        storage: StoragePlan::Power(storage + 0.0),
+        storage: storage.map_or(StoragePlan::Release, StoragePlan::Power),
         production,
         mode: LoopMode::MeterLost,
         changes,
         state: LoopState {
             at_ms: s.now_ms,
             changed_at_ms: s.now_ms,
-            last_storage: Some(Some(storage)),
+            last_storage: Some(storage),
             last_production: Some(production.limit_w()),
-            storage_w: Some(storage),
+            storage_w: storage,
             supply,
             ..LoopState::default()
         },

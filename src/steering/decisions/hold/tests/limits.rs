@@ -251,6 +251,55 @@ fn meter_lost_is_a_safe_state() {
     assert!(g.iter().all(|g| within(-*g, 36_000.0, 40_000.0)), "{g:?}");
 }
 
+/// A site whose inverters (50 kW) and batteries (30 kW) together cannot pass
+/// its limits even with no load is left as it is without a meter: the safe
+/// state holds by itself. Before, a released storage was set to idle and the
+/// inverters capped at maxExport, at every start before the meter's first
+/// reading as well.
+#[test]
+fn meter_lost_leaves_alone_what_cannot_break_a_limit() {
+    let mut r = rules(ExportOrder::StorageFirst);
+    r.max_export_w = Some(100_000.0);
+    let mut plant = Plant::noon(2_000.0, 50.0);
+    plant.meter_online = false;
+    let mut run = Run::new(plant);
+    run.ticks(&r, &Active::default(), 2);
+    let d = run.decision();
+    assert_eq!(d.grid.mode, LoopMode::MeterLost);
+    assert_eq!(d.batteries, [Command::EssRelease; 2]);
+    assert_eq!(d.inverters, [Command::ProductionRelease; 2]);
+    assert!(d.notes.is_empty(), "{:?}", d.notes);
+    // A discharge asked goes ahead where the export limit has room beside
+    // every inverter at its rating (100 - 50 kW)...
+    let ask = |kw: f64| Active {
+        ess: entry(EssSetting::Power(PowerValue::watts(kw * 1000.0))),
+        ..Active::default()
+    };
+    run.ticks(&r, &ask(15.0), 2);
+    let total = |d: &crate::steering::decide::Decision| -> f64 {
+        d.batteries
+            .iter()
+            .map(|c| match c {
+                Command::EssPower(w) => *w,
+                other => panic!("{other:?}"),
+            })
+            .sum()
+    };
+    assert_eq!(total(run.decision()), 15_000.0);
+    // ... and only that far.
+    r.max_export_w = Some(60_000.0);
+    run.ticks(&r, &ask(15.0), 2);
+    let d = run.decision();
+    assert_eq!(total(d), 10_000.0);
+    assert!(d.notes.iter().all(|n| n.reason.contains("grid meter lost")));
+    // A charge beyond maxImport is held to it, released storage included.
+    r.max_import_w = Some(20_000.0);
+    run.ticks(&r, &Active::default(), 2);
+    assert_eq!(total(run.decision()), 0.0);
+    run.ticks(&r, &ask(-25.0), 2);
+    assert_eq!(total(run.decision()), -20_000.0);
+}
+
 #[test]
 fn released_within_one_interval_once_not_binding() {
     let mut run = Run::new(Plant::noon(2_000.0, 95.0));
