@@ -37,7 +37,12 @@
 //! writes per device per hour, requests per poll, the steering audit's growth
 //! and the `/metrics` scrape's size: see `footprint/scale.rs` (how) and
 //! `footprint/layout.rs` (the sites).
-#![allow(clippy::print_stdout, clippy::unwrap_used)]
+#![allow(clippy::print_stdout, clippy::unwrap_used, dead_code)]
+
+#[path = "../tests/it/common/mod.rs"]
+mod common;
+#[path = "../tests/it/steering_support/mod.rs"]
+mod steering_support;
 
 #[path = "footprint/counts.rs"]
 mod counts;
@@ -55,13 +60,12 @@ mod store_legacy;
 
 use procfs::{checkpoint, cpu_ticks, io_write_bytes, memory_kb};
 
-use std::fmt::Write as _;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tokio::time::Instant;
 
-use sitegate::config::parse;
 use sitegate::sim::{SimSite, SimSiteSpec};
+use steering_support::{Kind, TestSite};
 
 const INVERTERS: usize = 10;
 const BATTERIES: usize = 8;
@@ -70,35 +74,39 @@ const METERS: usize = 2;
 /// Flush intervals of the agents (the first is the default).
 const FLUSH_INTERVALS_MS: [u64; 3] = [1_000, 5_000, 30_000];
 
-fn config_text(dir: &std::path::Path, http_port: u16, flush_ms: u64, calm: bool) -> String {
-    let mut t = format!(
-        "gateway_id = \"footprint\"\n[http]\nlisten = [\"127.0.0.1:{http_port}\"]\nauth = \"none\"\n[storage]\npath = {:?}\nflush_interval_ms = {flush_ms}\n[logging]\nlevel = \"warn\"\n",
-        dir.join("sitegate.db").display().to_string()
-    );
-    for s in 0..METERS {
-        writeln!(t, "[[sites]]\nreference = \"ste_{s}\"\nname = \"Site {s}\"").unwrap();
-    }
+/// The default mode's site: 20 devices, each alone on a bus, polled at
+/// 1 Hz, spread over two sites (`ste_0`, `ste_1`), the API on `http_port`
+/// without auth, the store in `dir` committing every `flush_ms`.
+fn test_site(dir: &std::path::Path, http_port: u16, flush_ms: u64, calm: bool) -> TestSite {
+    let mut site = TestSite::bare("ste_0", "Site 0")
+        .site("ste_1", "Site 1")
+        .gateway_id("footprint")
+        .http_key(
+            "listen",
+            toml::Value::Array(vec![format!("127.0.0.1:{http_port}").into()]),
+        )
+        .storage_path(&dir.join("sitegate.db"))
+        .section_key(&["storage"], "flush_interval_ms", flush_ms as i64)
+        .section_key(&["logging"], "level", "warn")
+        .poll_interval_ms(1000)
+        .simulator(&[], "noisy", !calm);
     let kinds = [
-        ("inverter", INVERTERS),
-        ("battery", BATTERIES),
-        ("meter", METERS),
+        (Kind::Inverter, "inverter", INVERTERS),
+        (Kind::Battery, "battery", BATTERIES),
+        (Kind::Meter, "meter", METERS),
     ];
     let mut n = 0;
-    for (kind, count) in kinds {
+    for (kind, name, count) in kinds {
         for i in 0..count {
-            let bus = format!("{kind}{i}");
-            writeln!(t, "[[buses]]\nname = \"{bus}\"\ntcp = \"127.0.0.1:0\"").unwrap();
-            writeln!(
-                t,
-                "[[devices]]\nreference = \"dvc_{bus}\"\nname = \"{bus}\"\ntype = \"{kind}\"\nsite = \"ste_{}\"\nbus = \"{bus}\"\nunit_id = 1\npoll_interval_ms = 1000",
-                n % METERS
-            )
-            .unwrap();
+            let bus = format!("{name}{i}");
+            site = site
+                .site(&format!("ste_{}", n % METERS), "")
+                .device(&bus, &format!("dvc_{bus}"), kind)
+                .name(&bus);
             n += 1;
         }
     }
-    writeln!(t, "[simulator]\nnoisy = {}", !calm).unwrap();
-    t
+    site
 }
 
 /// One agent under measurement.
@@ -140,24 +148,11 @@ impl Agent {
 fn start_agent(sim: &SimSite, flush_ms: u64, calm: bool) -> Agent {
     let dir = tempfile::tempdir().unwrap();
     // A free port for the agent's API (metrics, and the check that it polled).
-    let http_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut config = parse(&config_text(dir.path(), http_port, flush_ms, calm)).unwrap();
-    sim.point_config_at_servers(&mut config);
-    // Write the config with the simulator's ports.
-    let mut text = config_text(dir.path(), http_port, flush_ms, calm);
-    for bus in &config.buses {
-        if let sitegate::config::Transport::Tcp { host, port } = &bus.transport {
-            text = text.replacen(
-                &format!("name = \"{}\"\ntcp = \"127.0.0.1:0\"", bus.name),
-                &format!("name = \"{}\"\ntcp = \"{host}:{port}\"", bus.name),
-                1,
-            );
-        }
-    }
+    let http_port = common::free_port().port();
+    // The config with the simulator's ports.
+    let text = test_site(dir.path(), http_port, flush_ms, calm)
+        .pointed_at(sim)
+        .text();
     let path = dir.path().join("sitegate.toml");
     std::fs::write(&path, text).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_sitegate"))
@@ -243,7 +238,7 @@ fn flush_intervals(args: &[String]) {
         .build()
         .unwrap();
     let sim_dir = tempfile::tempdir().unwrap();
-    let sim_config = parse(&config_text(sim_dir.path(), 1, 1000, calm)).unwrap();
+    let sim_config = test_site(sim_dir.path(), 1, 1000, calm).config();
     let sim = rt
         .block_on(SimSite::start(SimSiteSpec::from_config(&sim_config, 1.0)))
         .unwrap();

@@ -24,8 +24,11 @@
 //! (`[simulator.sites.<ref>]`: its load; its meter balances only its
 //! devices), noisy unless the bench runs `--calm`.
 
-use std::fmt::Write as _;
 use std::path::Path;
+
+use toml::Value;
+
+use crate::steering_support::{kw, table, TestSite};
 
 /// Unit ids behind one gateway (one TCP port) in the `commercial` layout.
 pub const UNITS_PER_GATEWAY: usize = 40;
@@ -254,65 +257,51 @@ fn commercial(n: usize) -> Plan {
     }
 }
 
-/// The agent's config: the API on `http_port` (no auth, no rate limit), the
-/// store in `dir` under a size bound of `max_size_mb` (far away by default,
-/// so a day of history stays), each bus
-/// on the port `port(bus)` gives (0 before the simulator runs); the
+/// The agent's config as a [`TestSite`]: the API on `http_port` (no auth,
+/// no rate limit), the store in `dir` under a size bound of `max_size_mb`
+/// (far away by default, so a day of history stays), each bus on loopback
+/// (pointed at the simulator with [`TestSite::pointed_at`]); the
 /// `[simulator]` section with each site's load, noisy unless `calm`.
-pub fn config_text(
+pub fn test_site(
     plan: &Plan,
     dir: &Path,
     http_port: u16,
-    port: &dyn Fn(&str) -> u16,
     calm: bool,
     max_size_mb: u64,
-) -> String {
-    let mut t = format!(
-        "gateway_id = \"footprint\"\n[http]\nlisten = [\"127.0.0.1:{http_port}\"]\nauth = \"none\"\nrate_limit = {{ requests_per_s = 0 }}\n[storage]\npath = {:?}\nmax_size_mb = {max_size_mb}\n[logging]\nlevel = \"warn\"\n",
-        dir.join("sitegate.db").display().to_string()
-    );
-    let kw = |w: f64| format!("{} kW", w / 1000.0);
+) -> TestSite {
+    let first = &plan.sites[0].reference;
+    let mut site = TestSite::bare(first, first)
+        .gateway_id("footprint")
+        .http_key(
+            "listen",
+            Value::Array(vec![format!("127.0.0.1:{http_port}").into()]),
+        )
+        .http_key("rate_limit", table([("requests_per_s", 0.into())]))
+        .storage_path(&dir.join("sitegate.db"))
+        .section_key(&["storage"], "max_size_mb", max_size_mb as i64)
+        .section_key(&["logging"], "level", "warn")
+        .poll_interval_ms(1000)
+        .simulator(&[], "noisy", !calm);
     for s in &plan.sites {
-        writeln!(
-            t,
-            "[[sites]]\nreference = \"{}\"\nname = \"{}\"\nmax_import = \"{}\"\nmax_export = \"{}\"\ngrid_loop = {{ enabled = {} }}",
-            s.reference, s.reference, kw(s.max_import_w), kw(s.max_export_w), s.grid_loop
-        )
-        .unwrap();
-    }
-    for b in &plan.buses {
-        writeln!(
-            t,
-            "[[buses]]\nname = \"{b}\"\ntcp = \"127.0.0.1:{}\"",
-            port(b)
-        )
-        .unwrap();
+        site = site
+            .site(&s.reference, &s.reference)
+            .site_key("max_import", kw(s.max_import_w / 1000.0))
+            .site_key("max_export", kw(s.max_export_w / 1000.0))
+            .site_key("grid_loop", table([("enabled", s.grid_loop.into())]))
+            .base_load_kw(s.base_load_w / 1000.0);
     }
     for d in &plan.devices {
-        let extra = match d.kind {
-            "inverter" => format!("rated_power = \"{}\"\n", kw(d.rated_w)),
-            "battery" => format!(
-                "rated_power = \"{}\"\ncapacity = \"20 kWh\"\n",
-                kw(d.rated_w)
-            ),
-            _ => String::new(),
-        };
-        writeln!(
-            t,
-            "[[devices]]\nreference = \"{}\"\nname = \"{}\"\ntype = \"{}\"\nsite = \"{}\"\nbus = \"{}\"\nunit_id = {}\npoll_interval_ms = 1000\n{extra}",
-            d.reference, d.reference, d.kind, plan.sites[d.site].reference, d.bus, d.unit
-        )
-        .unwrap();
+        let (bus, reference, rated) = (&d.bus, &d.reference, d.rated_w / 1000.0);
+        site = site.site(&plan.sites[d.site].reference, "");
+        site = match d.kind {
+            "inverter" => site.inverter(bus, reference, rated),
+            "battery" => site.battery(bus, reference, rated, 20.0),
+            _ => site.meter(bus, reference),
+        }
+        .unit_id(d.unit);
     }
-    writeln!(t, "[simulator]\nnoisy = {}", !calm).unwrap();
-    for s in &plan.sites {
-        writeln!(
-            t,
-            "[simulator.sites.{}]\nbase_load = \"{}\"",
-            s.reference,
-            kw(s.base_load_w)
-        )
-        .unwrap();
+    for b in &plan.buses {
+        site = site.bus(b);
     }
-    t
+    site
 }

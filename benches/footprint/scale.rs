@@ -38,7 +38,7 @@ use sitegate::config::parse;
 use sitegate::sim::{SimSite, SimSiteSpec};
 
 use super::counts::{modbus_figures, Counts, Modbus};
-use super::layout::{config_text, Layout, Plan};
+use super::layout::{test_site, Layout, Plan};
 use super::procfs::{checkpoint, cpu_ticks, io_write_bytes, memory_kb, used_bytes};
 
 /// 11:00 UTC on 2026-06-21: the simulated sun is high.
@@ -140,27 +140,18 @@ struct Run {
     _dir: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Run {
     /// Starts the simulated site of `n` devices and writes the agent's config.
     fn prepare(rt: &tokio::runtime::Handle, args: &Args, n: usize) -> Run {
         let (layout, calm, cap) = (args.layout, args.calm, args.cap_mb);
         let plan = Plan::new(layout, n);
         let dir = tempfile::tempdir().unwrap();
-        let http_port = free_port();
-        let text = config_text(&plan, dir.path(), http_port, &|_| 0, calm, cap);
-        let mut spec = SimSiteSpec::from_config(&parse(&text).unwrap(), 1.0);
+        let http_port = crate::common::free_port().port();
+        let site = || test_site(&plan, dir.path(), http_port, calm, cap);
+        let mut spec = SimSiteSpec::from_config(&site().config(), 1.0);
         spec.start = Some(SUMMER_MORNING_MS);
         let sim = rt.block_on(SimSite::start(spec)).unwrap();
-        let port = |bus: &str| sim.addr(bus).unwrap().port();
-        let text = config_text(&plan, dir.path(), http_port, &port, calm, cap);
+        let text = site().pointed_at(&sim).text();
         let config_path = dir.path().join("sitegate.toml");
         std::fs::write(&config_path, text).unwrap();
         Run {
