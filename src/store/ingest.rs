@@ -158,9 +158,11 @@ impl Ingest {
     }
 
     /// Writes `samples` inside the caller's transaction, staged or direct.
-    /// `kept` ends with one flag per sample, in order: whether it was stored
-    /// (false for duplicates and rejections), so what rides along in the same
-    /// transaction can be exactly what the tables hold.
+    /// Where some sample was not stored (a duplicate or a rejection: the
+    /// stats say so), `kept` ends with one flag per sample, in order, whether
+    /// it was stored, so what rides along in the same transaction can be
+    /// exactly what the tables hold; where every one was, it is left empty.
+    /// The common commit (every sample new) pays nothing for it.
     pub fn write(
         &mut self,
         conn: &Connection,
@@ -169,25 +171,27 @@ impl Ingest {
     ) -> rusqlite::Result<IngestStats> {
         let mut stats = IngestStats::default();
         kept.clear();
-        kept.resize(samples.len(), false);
-        let mut tagged: Vec<(Row, usize)> = Vec::with_capacity(samples.len());
-        for (at, s) in samples.iter().enumerate() {
+        let mut rows: Vec<Row> = Vec::with_capacity(samples.len());
+        for s in samples {
             if !s.value.is_finite() {
                 stats.rejected += 1;
                 continue;
             }
             match self.series_id(conn, s.device.0, s.property)? {
-                Some(id) => tagged.push(((id, s.ts_ms, s.value), at)),
+                Some(id) => rows.push((id, s.ts_ms, s.value)),
                 None => stats.rejected += 1,
             }
         }
         // Stable: of two samples with the same (series, ts) the one sent first
         // stays first and is kept.
-        tagged.sort_by_key(|&((series, ts, _), _)| (series, ts));
-        let before = tagged.len();
-        tagged.dedup_by_key(|r| (r.0 .0, r.0 .1));
-        stats.duplicates += before - tagged.len();
-        let rows = self.drop_stored(conn, tagged, &mut stats, kept)?;
+        rows.sort_by_key(|&(series, ts, _)| (series, ts));
+        let before = rows.len();
+        rows.dedup_by_key(|r| (r.0, r.1));
+        stats.duplicates += before - rows.len();
+        let rows = self.drop_stored(conn, rows, &mut stats)?;
+        if stats.duplicates + stats.rejected > 0 {
+            self.flag_kept(conn, samples, &rows, kept)?;
+        }
         stats.stored = rows.len();
         // Sorted by series: each new series starts a run.
         let series = rows.chunk_by(|a, b| a.0 == b.0).count();
@@ -281,22 +285,43 @@ impl Ingest {
         Ok(done)
     }
 
-    /// Drops rows whose (series, ts) is stored already and returns the rest,
-    /// flagging each in `kept` at its sample's place in the batch; `rows` are
-    /// sorted and unique. Rows newer than everything stored for their series
-    /// skip the lookups (the common case: the next poll).
+    /// One flag per sample of `samples`: whether it is among `rows`, the rows
+    /// stored, of which each (series, ts) was one sample's: the first sent
+    /// of its (series, ts), as the stable sort and the dedup kept it.
+    fn flag_kept(
+        &mut self,
+        conn: &Connection,
+        samples: &[Sample],
+        rows: &[Row],
+        kept: &mut Vec<bool>,
+    ) -> rusqlite::Result<()> {
+        let mut unclaimed: std::collections::HashSet<(i64, i64)> =
+            rows.iter().map(|&(series, ts, _)| (series, ts)).collect();
+        for s in samples {
+            let stored = s.value.is_finite()
+                && match self.series_id(conn, s.device.0, s.property)? {
+                    Some(id) => unclaimed.remove(&(id, s.ts_ms)),
+                    None => false,
+                };
+            kept.push(stored);
+        }
+        Ok(())
+    }
+
+    /// Drops rows whose (series, ts) is stored already and returns the rest;
+    /// `rows` are sorted and unique. Rows newer than everything stored for
+    /// their series skip the lookups (the common case: the next poll).
     fn drop_stored(
         &mut self,
         conn: &Connection,
-        rows: Vec<(Row, usize)>,
+        rows: Vec<Row>,
         stats: &mut IngestStats,
-        flags: &mut [bool],
     ) -> rusqlite::Result<Vec<Row>> {
         // Staged times of the series looked up so far, read series by series
         // (the slots holding one series: about one per commit).
         let mut staged: IdMap<i64, IdSet<i64>> = IdMap::default();
         let mut kept = Vec::with_capacity(rows.len());
-        for ((series, ts, value), at) in rows {
+        for (series, ts, value) in rows {
             let newest = self.newest(conn, series)?;
             let stored = ts <= newest && {
                 chunks::contains(conn, series, ts)?
@@ -319,7 +344,6 @@ impl Ingest {
                 stats.duplicates += 1;
             } else {
                 kept.push((series, ts, value));
-                flags[at] = true;
             }
         }
         for &(series, ts, _) in &kept {
