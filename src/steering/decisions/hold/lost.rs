@@ -33,6 +33,7 @@ pub fn meter_lost(
     let Meter::Lost(why) = &s.meter else {
         unreachable!("meter_lost is only called without a fresh meter")
     };
+    // Every inverter's rating, answering or not.
     let rated: f64 = inverters.iter().map(|i| i.rated_w.max(0.0)).sum();
     let plan_limit = plan.production.limit_w();
     let production = match (limits.export, plan_limit) {
@@ -51,15 +52,17 @@ pub fn meter_lost(
             .sum();
         x.w - pv::worst(rule, inverters, production.limit_w()) - silent
     });
-    let fits = |w: f64| room.is_none_or(|r| w <= r);
+    let discharge_fits = room.is_none_or(|r| s.discharge_cap_w <= r);
     let charge_fits = limits.import.is_none_or(|i| s.charge_cap_w <= i.w);
     let requested = plan.storage.power_w();
     let storage = match requested {
-        None if fits(s.discharge_cap_w) && charge_fits => None,
+        None if discharge_fits && charge_fits => None,
         _ => {
             let mut w = requested.unwrap_or(0.0);
             if let Some(r) = room {
-                w = w.min(r).max(-s.charge_cap_w).min(r.max(0.0));
+                // At most the room (a charge where it is negative), but no
+                // more charge than the batteries take.
+                w = w.min(r).max(-s.charge_cap_w.max(0.0));
             }
             if let Some(i) = limits.import {
                 w = w.max(-i.w);

@@ -292,12 +292,68 @@ fn meter_lost_leaves_alone_what_cannot_break_a_limit() {
     let d = run.decision();
     assert_eq!(total(d), 10_000.0);
     assert!(d.notes.iter().all(|n| n.reason.contains("grid meter lost")));
-    // A charge beyond maxImport is held to it, released storage included.
+    // A released storage that could charge past maxImport (30 kW against
+    // 20 kW) is set to idle; a charge asked beyond it is held to it.
     r.max_import_w = Some(20_000.0);
     run.ticks(&r, &Active::default(), 2);
     assert_eq!(total(run.decision()), 0.0);
     run.ticks(&r, &ask(-25.0), 2);
     assert_eq!(total(run.decision()), -20_000.0);
+}
+
+/// An inverter that does not answer counts at its rating without a meter:
+/// it may still produce. 40 kW of export allowed, 30 kW of inverters (one
+/// of 10 kW silent): the discharge asked (15 kW) gets the 10 kW left, not
+/// the 20 kW the answering inverter alone would leave.
+#[test]
+fn meter_lost_counts_a_silent_inverter_at_its_rating() {
+    use crate::steering::limits::{Direction, GridLimits, Limit, LimitSource};
+    let export = Limit {
+        w: 40_000.0,
+        direction: Direction::Export,
+        source: LimitSource::Config,
+    };
+    let limits = GridLimits {
+        import: None,
+        export: Some(export),
+    };
+    let plan = SitePlan {
+        storage: StoragePlan::Power(15_000.0),
+        production: ProductionPlan::Release,
+        import_order: ImportOrder::LiftCurtailmentFirst,
+    };
+    let inverter = |measured_w: Option<f64>| InverterView {
+        rated_w: if measured_w.is_some() {
+            20_000.0
+        } else {
+            10_000.0
+        },
+        measured_w,
+        priority: 0,
+        limit_w: None,
+    };
+    let inverters = [inverter(Some(5_000.0)), inverter(None)];
+    let sensed = Sensed {
+        now_ms: 1_000_000,
+        meter: Meter::Lost("meter dvc_grid offline".into()),
+        battery_w: 0.0,
+        readings_from_ms: 999_000,
+        // One battery, then the two inverters.
+        readings: vec![Some((999_000, 0.0)), Some((999_000, 5_000.0)), None],
+        charge_cap_w: 30_000.0,
+        discharge_cap_w: 30_000.0,
+    };
+    let held = meter_lost(
+        CurtailmentFulfilment::Dynamic,
+        &limits,
+        &plan,
+        &inverters,
+        &sensed,
+        &LoopState::default(),
+    );
+    assert_eq!(held.storage, StoragePlan::Power(10_000.0));
+    // 30 kW of inverters cannot pass 40 kW: they are not capped.
+    assert_eq!(held.production, ProductionPlan::Release);
 }
 
 #[test]
