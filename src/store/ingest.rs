@@ -295,7 +295,7 @@ impl Ingest {
         rows: &[Row],
         kept: &mut Vec<bool>,
     ) -> rusqlite::Result<()> {
-        let mut unclaimed: std::collections::HashSet<(i64, i64)> =
+        let mut unclaimed: IdSet<(i64, i64)> =
             rows.iter().map(|&(series, ts, _)| (series, ts)).collect();
         for s in samples {
             let stored = s.value.is_finite()
