@@ -24,6 +24,17 @@ fn measurements_filter() -> String {
     format!("{ROOT}/devices/+/measurements")
 }
 
+/// An `[mqtt]` section of `mqtt_section` with its backlog drained at
+/// `rate` messages a second in place of the tests' 2,000.
+fn at_rate(section: String, rate: u32) -> String {
+    let section = section.replace("drain_rate = 2000", &format!("drain_rate = {rate}"));
+    assert!(
+        section.contains(&format!("drain_rate = {rate}\n")),
+        "{section}"
+    );
+    section
+}
+
 fn seq(m: &Message) -> u64 {
     m.json()["seq"].as_u64().expect("seq")
 }
@@ -60,9 +71,10 @@ async fn cap(kind: Kind) {
     // The smallest cap the config takes. Its backlog (some 14,000 rows) is
     // sent at 20,000 a second: the drain's rate is not the subject here (the
     // test below is), and at the tests' 2,000 it took 7 s per broker.
-    let section = mqtt_section(&plain_url(gate.addr), "5", "outbox_max_mb = 1")
-        .replace("drain_rate = 2000", "drain_rate = 20000");
-    assert!(section.contains("drain_rate = 20000"));
+    let section = at_rate(
+        mqtt_section(&plain_url(gate.addr), "5", "outbox_max_mb = 1"),
+        20_000,
+    );
     let text = site_config(&section, ONCE);
     let site = mqtt::start(&text).await;
     site.ready().await;
@@ -176,9 +188,7 @@ async fn drain(kind: Kind) {
     gate.close();
     let mut sub =
         Subscriber::connect(broker.addr("5"), "watch-drain", &measurements_filter()).await;
-    let section = mqtt_section(&plain_url(gate.addr), "5", "")
-        .replace("drain_rate = 2000", &format!("drain_rate = {DRAIN_RATE}"));
-    assert!(section.contains(&format!("drain_rate = {DRAIN_RATE}")));
+    let section = at_rate(mqtt_section(&plain_url(gate.addr), "5", ""), DRAIN_RATE);
     let site = mqtt::start(&site_config(&section, 200)).await;
 
     // Three devices at 5 Hz while the broker is away: a backlog of 150 or more
