@@ -280,6 +280,10 @@ impl Steered {
         let mut config = parse(&text).unwrap();
         let sim = start_sim(&mut config).await;
         let (agent, base) = AgentProcess::spawn_on(&text, &config).await;
+        // Steered at once, the first write may wait for the device's first
+        // contact inside the test's 5 s; with 24 tests at once it once
+        // missed them.
+        AgentProcess::ready(&base).await;
         let dev = sim.device(&profile.replace('-', "_"), 1).unwrap();
         Steered {
             agent,

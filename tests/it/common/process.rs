@@ -114,6 +114,19 @@ impl AgentProcess {
         }
     }
 
+    /// Waits until the agent at `base` answers `/readyz` with 200: every
+    /// device polled once, so a steering request meets devices already
+    /// contacted (their first-contact reads done) rather than waiting for
+    /// the first poll on a loaded machine.
+    pub async fn ready(base: &str) {
+        let client = super::http_client().build().expect("http client");
+        super::wait_for("the agent process ready", Duration::from_secs(15), || {
+            let get = client.get(format!("{base}/readyz")).send();
+            async move { get.await.ok().filter(|r| r.status() == 200).map(|_| ()) }
+        })
+        .await;
+    }
+
     /// The agent binary on `text`, a config with `listen = ["127.0.0.1:0"]`,
     /// TCP buses on `127.0.0.1:0` and the database `unused.db` (the steering
     /// tests' configs): its buses pointed at the ports `config`'s buses hold
