@@ -19,21 +19,19 @@
     reason = "a benchmark reports on stdout and may panic"
 )]
 
-use std::time::Duration;
 use tokio::time::Instant;
 
-use std::hint::black_box;
-
-use criterion::Criterion;
 use rusqlite::Connection;
 use sitegate::config::StorageConfig;
 use sitegate::model::{DeviceId, Property, Sample};
 use sitegate::store::{align, for_each_sample, Aggregation, SeriesQuery, StoreHandle};
 use store_legacy::Legacy;
+use store_timing::time;
 
 #[path = "../tests/it/store_support/noisy.rs"]
 mod noisy;
 mod store_legacy;
+mod store_timing;
 
 const DAY_MS: i64 = 86_400_000;
 /// 2024-06-01T00:00:00Z.
@@ -186,30 +184,17 @@ fn main() {
     noisy_table(&rt);
     let staged_store = wear_table(&rt);
 
-    let mut c = Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5))
-        .sample_size(20)
-        .configure_from_args();
-    let mut group = c.benchmark_group(format!("time_series_{days}d"));
-    group.bench_function("store_1h", |b| {
-        b.iter(|| {
-            black_box(
-                rt.block_on(store.time_series("dvc_bench", query(3_600_000)))
-                    .unwrap(),
-            )
-        })
-    });
-    group.bench_function("store_1min", |b| {
-        b.iter(|| {
-            black_box(
-                rt.block_on(store.time_series("dvc_bench", query(60_000)))
-                    .unwrap(),
-            )
-        })
-    });
-    group.bench_function("raw_fold_1h", |b| b.iter(|| black_box(naive(3_600_000))));
-    group.finish();
+    println!("\n== query times, 30 days up to an unaligned now ({days} days of data)");
+    let q1h = query(3_600_000);
+    let q1min = query(60_000);
+    let timed = |q: SeriesQuery| rt.block_on(store.time_series("dvc_bench", q)).unwrap();
+    let hour = time("store_1h", || timed(q1h));
+    time("store_1min", || timed(q1min));
+    let fold = time("raw_fold_1h", || naive(3_600_000));
+    println!(
+        "the naive fold takes {:.0} times the 1 h query",
+        fold.median.as_secs_f64() / hour.median.as_secs_f64()
+    );
     if let Some((staged, now)) = &staged_store {
         // The same question to a store of 240 series whose staging ring holds
         // ten minutes of samples (just before a compaction): the most a reader
@@ -221,17 +206,11 @@ fn main() {
             width_ms: 3_600_000,
             aggregation: Aggregation::Mean,
         };
-        let mut group = c.benchmark_group("time_series_240_series");
-        group.bench_function("store_1h_10min_staged", |b| {
-            b.iter(|| black_box(rt.block_on(staged.time_series("dvc_0", q)).unwrap()))
-        });
+        let timed = || rt.block_on(staged.time_series("dvc_0", q)).unwrap();
+        time("240_series_1h_10min_staged", timed);
         rt.block_on(staged.compact()).unwrap();
-        group.bench_function("store_1h_compacted", |b| {
-            b.iter(|| black_box(rt.block_on(staged.time_series("dvc_0", q)).unwrap()))
-        });
-        group.finish();
+        time("240_series_1h_compacted", timed);
     }
-    c.final_summary();
     rt.block_on(store.close()).unwrap();
     if let Some((staged, _)) = staged_store {
         rt.block_on(staged.close()).unwrap();
