@@ -234,7 +234,8 @@ async fn tcp_call(ctx: &mut Context, pdu: &Pdu) -> tokio_modbus::Result<Reply> {
     }))
 }
 
-/// One unit id on a port, as a [`RegisterReader`] (discovery, scans, tests).
+/// One unit id on a port, as a [`RegisterReader`](super::reader::RegisterReader)
+/// (discovery, scans, tests).
 pub struct UnitReader<'a> {
     pub port: &'a mut Port,
     pub unit: u8,

@@ -105,7 +105,7 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
-    /// A value written by [`put_value`].
+    /// A value written by `put_value` (tests; the store writes chunks).
     pub fn value(&mut self) -> Result<f64, Malformed> {
         let code = self.varint()?;
         let tag = code & 7;

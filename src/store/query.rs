@@ -2,7 +2,7 @@
 //! series. Blocking functions over a read connection; the handle runs them on
 //! blocking threads.
 //!
-//! The bucket fold follows [`plan`](super::plan): whole rollup periods come from
+//! The bucket fold follows [`plan`](fn@super::plan): whole rollup periods come from
 //! rollup rows, partial ones from raw samples (chunks, and rows an older
 //! sitegate left in `raw`), and samples still staged (the ring, and `recent`
 //! rows of an older sitegate) are added wherever they fall, all merged with

@@ -5,7 +5,7 @@
 //! - `Sitegate`: the simulator's own battery; at the timeout it goes back to
 //!   `StorCtl_Mod = 0` with both rates at 100 % (SunSpec: the rates revert).
 //! - `FroniusGen24`: a Fronius Symo GEN24 Plus hybrid (Common model `Mn`
-//!   "Fronius", `Md` "Symo GEN24 <kW> Plus"). At the timeout it returns to
+//!   "Fronius", `Md` `"Symo GEN24 <kW> Plus"`). At the timeout it returns to
 //!   its automatic mode (`StorCtl_Mod = 0`) and leaves `InWRte`/`OutWRte` as
 //!   they were: the sources say it returns to auto, none says it resets the
 //!   rates, so the simulator keeps the worst case.

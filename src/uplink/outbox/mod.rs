@@ -98,7 +98,7 @@ impl Shared {
     }
 }
 
-/// The other half of [`sink`]: turns into an [`Outbox`] once the store is open.
+/// The other half of [`sink`](fn@sink): turns into an [`Outbox`] once the store is open.
 pub struct OutboxState(Arc<Shared>);
 
 /// A new outbox: the commit hook for the store, and the state for [`Outbox::new`].

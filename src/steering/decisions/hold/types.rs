@@ -19,7 +19,7 @@ pub enum ProductionPlan {
     Release,
     /// A limit (W), spread by the site's curtailment rule.
     Limit(f64),
-    /// The grid loop's own cap (W), spread by [`cap_rule`]: the inverters'
+    /// The grid loop's own cap (W), spread by [`cap_rule`](super::cap_rule): the inverters'
     /// limits sum to it, each gets what it produces before any gets room.
     Cap(f64),
 }
