@@ -184,7 +184,7 @@ fn main() {
     noisy_table(&rt);
     let staged_store = wear_table(&rt);
 
-    println!("\n== query times, 30 days up to an unaligned now ({days} days of data)");
+    println!("\n== query times, the last {days} days up to an unaligned now");
     let q1h = query(3_600_000);
     let q1min = query(60_000);
     let timed = |q: SeriesQuery| rt.block_on(store.time_series("dvc_bench", q)).unwrap();
