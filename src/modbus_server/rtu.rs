@@ -114,7 +114,12 @@ pub async fn serve(mut line: Line, ctx: Arc<Context>, cancel: CancellationToken)
             line.gap
         };
         let silence = tokio::time::sleep(gap);
+        // Bytes already there when the task runs belong to the frame in
+        // progress, even if the silence's timer has run out meanwhile: a task
+        // woken late (a loaded controller) must not cut a frame its master
+        // sent whole.
         let read = tokio::select! {
+            biased;
             () = cancel.cancelled() => return,
             () = silence, if !buf.is_empty() => None,
             r = line.port.read(&mut chunk) => Some(r),
