@@ -29,6 +29,8 @@ const FAILSAFE_W: f64 = 4_200.0;
 /// A node on its own, its store in `dir`.
 struct Node {
     site: Arc<SiteRuntime>,
+    /// The node's store: `settle` waits for the writes it has queued.
+    store: sitegate::store::StoreHandle,
     cancel: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     ski: eebus::ship::Ski,
@@ -77,13 +79,14 @@ impl Node {
                 site: site.clone(),
                 live,
                 history: AuditQueue(history),
-                store: sitegate::eebus::store::EebusStore::new(store),
+                store: sitegate::eebus::store::EebusStore::new(store.clone()),
                 state_dir: dir.to_path_buf(),
             },
             cancel.clone(),
         ));
         Node {
             site,
+            store,
             cancel,
             task,
             ski,
@@ -138,28 +141,48 @@ impl Node {
     }
 }
 
-/// Lets the loopback's bytes through without moving the paused clock.
-/// The runtime thread sleeps a millisecond at a time (the kernel carries
-/// the bytes meanwhile), then yields enough times for the scheduler to poll
-/// the sockets and run what they woke: the runtime is never idle, so it
-/// never auto-advances, and the test spends its time asleep, not spinning
-/// a core the rest of the suite needs.
-async fn settle() {
-    for _ in 0..8 {
+/// Lets the loopback's bytes through, and the node's store writes finish,
+/// without moving the paused clock. The runtime thread sleeps a millisecond
+/// at a time (the kernel carries the bytes, the store's writer thread
+/// commits), then yields enough times for the scheduler to poll the sockets
+/// and run what they woke: the runtime is never idle, so it never
+/// auto-advances, and the test spends its time asleep, not spinning a core
+/// the rest of the suite needs.
+///
+/// A state change holds the node's loop until its store write is done (on
+/// the writer's thread, in real time): a flush queued behind it is waited
+/// for, or a heartbeat could sit unread while the clock moves past its
+/// deadline on a loaded machine.
+async fn settle(node: &Node) {
+    let breathe = || async {
         std::thread::sleep(Duration::from_millis(1));
         for _ in 0..128 {
             tokio::task::yield_now().await;
         }
+    };
+    for _ in 0..8 {
+        breathe().await;
     }
+    let store = node.store.clone();
+    let written = tokio::spawn(async move { store.flush().await });
+    while !written.is_finished() {
+        breathe().await;
+    }
+    breathe().await;
 }
 
 /// Steps the paused clock by `step` until `total` has passed, calling
 /// `each` after every step with the time passed so far.
-async fn step_through(total: Duration, step: Duration, mut each: impl FnMut(Duration)) {
+async fn step_through(
+    node: &Node,
+    total: Duration,
+    step: Duration,
+    mut each: impl FnMut(Duration),
+) {
     let start = Instant::now();
     while start.elapsed() < total {
         tokio::time::advance(step).await;
-        settle().await;
+        settle(node).await;
         each(start.elapsed());
     }
 }
@@ -210,7 +233,7 @@ async fn into_failsafe(key: &eebus::cert::Identity, node: &Node, silent: Duratio
     let b = limited(eebus_box::same_key(key), node, 3_000.0).await;
     tokio::time::pause();
     b.stop();
-    step_through(silent, 10 * S, |_| {}).await;
+    step_through(node, silent, 10 * S, |_| {}).await;
     let l = node.consumption().expect("LPC");
     assert!(
         l.failsafe,
@@ -220,9 +243,12 @@ async fn into_failsafe(key: &eebus::cert::Identity, node: &Node, silent: Duratio
 
 /// Steps 180 s in 5 s steps and returns when `read` first showed a
 /// failsafe limit, with it.
-async fn first_failsafe(read: impl Fn() -> Option<SourceLimit>) -> (Duration, SourceLimit) {
+async fn first_failsafe(
+    node: &Node,
+    read: impl Fn() -> Option<SourceLimit>,
+) -> (Duration, SourceLimit) {
     let mut entered = None;
-    step_through(180 * S, 5 * S, |t| {
+    step_through(node, 180 * S, 5 * S, |t| {
         let l = read().expect("a limit always holds here");
         if l.failsafe && entered.is_none() {
             entered = Some((t, l));
@@ -238,7 +264,7 @@ async fn heartbeat_loss_enters_failsafe_within_120_s() {
     let b = limited(key, &node, 3_000.0).await;
     tokio::time::pause();
     b.stop();
-    let (t, l) = first_failsafe(|| node.consumption()).await;
+    let (t, l) = first_failsafe(&node, || node.consumption()).await;
     // The box's last heartbeat came at most 60 s before it went: the limit
     // holds at least 60 s, the failsafe comes at most 120 s after it.
     assert!((60 * S..=125 * S).contains(&t), "failsafe after {t:?}");
@@ -259,7 +285,7 @@ async fn lpp_heartbeat_loss_enters_its_failsafe_within_120_s() {
     .await;
     tokio::time::pause();
     b.stop();
-    let (t, l) = first_failsafe(|| node.production()).await;
+    let (t, l) = first_failsafe(&node, || node.production()).await;
     assert!((60 * S..=125 * S).contains(&t), "failsafe after {t:?}");
     assert_eq!(l.value, 20_000.0, "the failsafe production limit");
     assert_eq!(l.reference.as_deref(), Some("lpp: failsafe state"));
@@ -271,7 +297,7 @@ async fn a_limit_without_a_duration_outlives_an_hour() {
     let (_dir, key, node) = fresh_node().await;
     let b = limited(key, &node, 3_000.0).await;
     tokio::time::pause();
-    step_through(3_700 * S, 10 * S, |t| {
+    step_through(&node, 3_700 * S, 10 * S, |t| {
         let l = node.consumption().expect("the limit");
         assert!(
             l.value == 3_000.0 && !l.failsafe && l.until_ms.is_none(),
@@ -310,7 +336,7 @@ async fn a_returning_heartbeat_alone_does_not_leave_failsafe_before_120_s() {
     let start = Instant::now();
     let (t, set) = loop {
         tokio::time::advance(5 * S).await;
-        settle().await;
+        settle(&node).await;
         let t = start.elapsed();
         if !node.consumption().is_some_and(|l| l.failsafe) {
             break (t, node.site.limits_of(Server::Eebus));
@@ -357,14 +383,16 @@ async fn a_24_h_outage_never_leaves_the_site_unlimited() {
     tokio::time::pause();
     b.stop();
     let mut limited_from = None;
-    step_through(24 * 3_600 * S, 60 * S, |t| match node.consumption() {
-        Some(l) if l.value == FAILSAFE_W => {
-            limited_from.get_or_insert(t);
+    step_through(&node, 24 * 3_600 * S, 60 * S, |t| {
+        match node.consumption() {
+            Some(l) if l.value == FAILSAFE_W => {
+                limited_from.get_or_insert(t);
+            }
+            other => assert!(
+                limited_from.is_none() && t <= 125 * S,
+                "at {t:?} the site was not held to the failsafe: {other:?}"
+            ),
         }
-        other => assert!(
-            limited_from.is_none() && t <= 125 * S,
-            "at {t:?} the site was not held to the failsafe: {other:?}"
-        ),
     })
     .await;
     assert!(limited_from.is_some(), "the failsafe never held");
@@ -384,7 +412,7 @@ async fn a_restart_in_failsafe_stays_in_failsafe() {
     let after = node.until(FAILSAFE_W, true).await;
     assert_eq!(after.since_ms, before.since_ms, "{after:?} / {before:?}");
     tokio::time::pause();
-    step_through(300 * S, 10 * S, |t| {
+    step_through(&node, 300 * S, 10 * S, |t| {
         let l = node.consumption().expect("LPC");
         assert!(l.failsafe && l.value == FAILSAFE_W, "at {t:?}: {l:?}");
     })
