@@ -164,7 +164,7 @@ async fn an_rtu_master_reads_the_mirror_and_the_site_and_bad_frames_get_no_answe
     assert_eq!(bat, vec![0x5375, 0x6E53]);
 
     // A request in two pieces 10 ms apart, as a USB adapter may hand it on
-    // (a silence of 17 characters at 19,200 baud inside the frame):
+    // (a silence of 19 characters at 19,200 baud, 8N1, inside the frame):
     // answered. The server waits `PIECES_WAIT` (40 ms) for a rest; the
     // margin is for this test's own sleep on a loaded machine.
     let request = read_frame(3, 40000, 4);
