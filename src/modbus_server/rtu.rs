@@ -20,7 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_serial::SerialStream;
 use tokio_util::sync::CancellationToken;
 
@@ -100,6 +100,40 @@ pub fn cut_short(buf: &[u8]) -> bool {
     request_len(buf).is_none_or(|n| n > buf.len())
 }
 
+/// What the line brings next.
+#[derive(Debug)]
+enum Next {
+    Read(std::io::Result<usize>),
+    /// `silence` passed with nothing read: the frame in the buffer ends.
+    Silence,
+    Cancelled,
+}
+
+/// Waits for bytes on `port`, for `silence` (none: the buffer is empty, so
+/// there is no frame to end), or for `cancel`. Bytes already there when
+/// the task runs come before the silence, even if its timer has run out
+/// meanwhile: a task woken late on a loaded controller must not cut a frame
+/// its master sent whole.
+async fn next<R: AsyncRead + Unpin>(
+    port: &mut R,
+    chunk: &mut [u8],
+    silence: Option<Duration>,
+    cancel: &CancellationToken,
+) -> Next {
+    let silence = async {
+        match silence {
+            Some(gap) => tokio::time::sleep(gap).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Next::Cancelled,
+        r = port.read(chunk) => Next::Read(r),
+        () = silence => Next::Silence,
+    }
+}
+
 /// Answers on `line` until `cancel`.
 pub async fn serve(mut line: Line, ctx: Arc<Context>, cancel: CancellationToken) {
     let peer = Peer::Serial(line.path.clone());
@@ -108,21 +142,17 @@ pub async fn serve(mut line: Line, ctx: Arc<Context>, cancel: CancellationToken)
     loop {
         // Bytes in the buffer: the frame ends at the next silence, or, cut
         // short, once its rest has not come for a while.
-        let gap = if cut_short(&buf) {
-            PIECES_WAIT
-        } else {
-            line.gap
-        };
-        let silence = tokio::time::sleep(gap);
-        // Bytes already there when the task runs belong to the frame in
-        // progress, even if the silence's timer has run out meanwhile: a task
-        // woken late (a loaded controller) must not cut a frame its master
-        // sent whole.
-        let read = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return,
-            () = silence, if !buf.is_empty() => None,
-            r = line.port.read(&mut chunk) => Some(r),
+        let silence = (!buf.is_empty()).then(|| {
+            if cut_short(&buf) {
+                PIECES_WAIT
+            } else {
+                line.gap
+            }
+        });
+        let read = match next(&mut line.port, &mut chunk, silence, &cancel).await {
+            Next::Cancelled => return,
+            Next::Silence => None,
+            Next::Read(r) => Some(r),
         };
         match read {
             Some(Ok(n)) if n > 0 => {
@@ -183,6 +213,52 @@ pub async fn serve(mut line: Line, ctx: Arc<Context>, cancel: CancellationToken)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::task::Poll;
+
+    /// Polls `f` once: its answer, or `None` while it waits.
+    async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> Option<F::Output> {
+        std::future::poll_fn(|cx| match std::pin::Pin::new(&mut *f).poll(cx) {
+            Poll::Ready(v) => Poll::Ready(Some(v)),
+            Poll::Pending => Poll::Ready(None),
+        })
+        .await
+    }
+
+    /// A frame's rest that arrived while the server's task was not running,
+    /// past the silence: the bytes win, on every try (an unbiased select
+    /// would pick the silence about half the time).
+    #[tokio::test(start_paused = true)]
+    async fn bytes_that_came_while_the_task_slept_beat_the_silence() {
+        let cancel = CancellationToken::new();
+        for _ in 0..32 {
+            let (mut master, mut slave) = tokio::io::duplex(64);
+            let mut chunk = [0u8; 16];
+            let waiting = next(&mut slave, &mut chunk, Some(PIECES_WAIT), &cancel);
+            let mut waiting = std::pin::pin!(waiting);
+            assert!(poll_once(&mut waiting).await.is_none(), "nothing yet");
+            master.write_all(&[3, 0x9C]).await.unwrap();
+            tokio::time::advance(2 * PIECES_WAIT).await;
+            match waiting.await {
+                Next::Read(Ok(2)) => {}
+                other => panic!("the rest came first: {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_silence_ends_a_frame_and_an_empty_buffer_has_none() {
+        let cancel = CancellationToken::new();
+        let (_master, mut slave) = tokio::io::duplex(64);
+        let mut chunk = [0u8; 16];
+        let ends = next(&mut slave, &mut chunk, Some(PIECES_WAIT), &cancel).await;
+        assert!(matches!(ends, Next::Silence), "{ends:?}");
+        let waiting = next(&mut slave, &mut chunk, None, &cancel);
+        let mut waiting = std::pin::pin!(waiting);
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert!(poll_once(&mut waiting).await.is_none(), "no frame to end");
+        cancel.cancel();
+        assert!(matches!(waiting.await, Next::Cancelled));
+    }
 
     fn frame(body: &[u8]) -> Vec<u8> {
         seal(body.to_vec())
