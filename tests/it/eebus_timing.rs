@@ -179,12 +179,32 @@ async fn step_through(
     step: Duration,
     mut each: impl FnMut(Duration),
 ) {
+    step_until(node, total, step, |t| {
+        each(t);
+        None::<()>
+    })
+    .await;
+}
+
+/// Steps the paused clock by `step`, at most until `total` has passed,
+/// and stops at the first step where `found` gives something: that, with
+/// the time passed, or `None` if no step did.
+async fn step_until<T>(
+    node: &Node,
+    total: Duration,
+    step: Duration,
+    mut found: impl FnMut(Duration) -> Option<T>,
+) -> Option<(Duration, T)> {
     let start = Instant::now();
     while start.elapsed() < total {
         tokio::time::advance(step).await;
         settle(node).await;
-        each(start.elapsed());
+        let t = start.elapsed();
+        if let Some(v) = found(t) {
+            return Some((t, v));
+        }
     }
+    None
 }
 
 /// A box that dials `node` and has `write` accepted, or, without one,
@@ -247,15 +267,11 @@ async fn first_failsafe(
     node: &Node,
     read: impl Fn() -> Option<SourceLimit>,
 ) -> (Duration, SourceLimit) {
-    let mut entered = None;
-    step_through(node, 180 * S, 5 * S, |t| {
-        let l = read().expect("a limit always holds here");
-        if l.failsafe && entered.is_none() {
-            entered = Some((t, l));
-        }
+    step_until(node, 180 * S, 5 * S, |_| {
+        Some(read().expect("a limit always holds here")).filter(|l| l.failsafe)
     })
-    .await;
-    entered.expect("the failsafe entered")
+    .await
+    .expect("the failsafe entered")
 }
 
 #[tokio::test]
@@ -330,23 +346,18 @@ async fn a_returning_heartbeat_alone_does_not_leave_failsafe_before_120_s() {
         .await;
     tokio::time::pause();
     // Stepped until the failsafe is left, and the limits taken then: the
-    // subject is when it is left and what holds at that moment, not the
-    // stepping after it (where a heartbeat still in flight on a loaded
-    // machine may be late for the clock).
-    let start = Instant::now();
-    let (t, set) = loop {
-        tokio::time::advance(5 * S).await;
-        settle(&node).await;
-        let t = start.elapsed();
-        if !node.consumption().is_some_and(|l| l.failsafe) {
-            break (t, node.site.limits_of(Server::Eebus));
-        }
-        assert!(
-            t < 200 * S,
+    // subject is when it is left and what holds at that moment.
+    let left = step_until(&node, 200 * S, 5 * S, |_| {
+        let failsafe = node.consumption().is_some_and(|l| l.failsafe);
+        (!failsafe).then(|| node.site.limits_of(Server::Eebus))
+    })
+    .await;
+    let (t, set) = left.unwrap_or_else(|| {
+        panic!(
             "failsafe 200 s after the heartbeat returned: {:?}",
             node.site.limits_of(Server::Eebus)
-        );
-    };
+        )
+    });
     assert!(
         (115 * S..=130 * S).contains(&t),
         "left after {t:?}: {set:?}"
