@@ -14,6 +14,7 @@ import * as steering from "./steering.js";
 const LIVE_MS = 3000;
 const CHART_MS = 60_000;
 const HELD_MS = 20_000; // how far back the history reaches: /metrics is large at 1,000 devices
+const HELD_SOON_MS = 5_000; // ... and sooner while a resolution is still missing
 
 const $ = (id) => document.getElementById(id);
 
@@ -107,13 +108,17 @@ function stopLoops() {
   state.timers = [];
 }
 
-/** Runs `fn` now and then `ms` after each run ends, until the next (re)start. */
+/**
+ * Runs `fn` now and then `ms` after each run ends (or the delay it returns,
+ * if it returns one), until the next (re)start.
+ */
 function loop(fn, ms) {
   const gen = state.generation;
   const run = async () => {
     if (gen !== state.generation) return;
-    if (!document.hidden) await fn(gen);
-    if (gen === state.generation) state.timers.push(setTimeout(run, ms));
+    const next = document.hidden ? undefined : await fn(gen);
+    const wait = typeof next === "number" ? next : ms;
+    if (gen === state.generation) state.timers.push(setTimeout(run, wait));
   };
   run();
 }
@@ -247,13 +252,18 @@ async function findScope() {
  * fails or runs elsewhere, steering changes not yet written, devices not
  * polled yet.
  */
-/** How far back the store's history reaches, under the charts. */
+/**
+ * How far back the store's history reaches, under the charts; read again
+ * within seconds while a resolution is missing, so that a new store's
+ * minute and hour means show soon after its first compaction.
+ */
 async function refreshHeld(gen) {
-  const note = await heldNote(clock);
+  const { note, all } = await heldNote(clock);
   if (gen !== state.generation) return;
   const el = $("history-held");
   el.hidden = !note;
   el.textContent = note;
+  return all ? HELD_MS : HELD_SOON_MS;
 }
 
 async function refreshHealth(gen) {

@@ -24,8 +24,10 @@ export function oldestHeld(text) {
 }
 
 /**
- * "History held: raw samples from …, minute means from …", or "" when the
- * agent does not say (metrics turned off, or nothing stored yet).
+ * `{ note, all }`: the note "History held: raw samples from …, minute means
+ * from …" ("" when the agent does not say: metrics turned off, or nothing
+ * stored yet), and whether it names every resolution (a new store has minute
+ * and hour means only after its first compaction).
  */
 export async function heldNote(clock) {
   let text;
@@ -33,11 +35,14 @@ export async function heldNote(clock) {
     text = await getText("/metrics");
   } catch (e) {
     if (e instanceof ApiProblem && e.status === 401) throw e;
-    return "";
+    return { note: "", all: false };
   }
   const oldest = oldestHeld(text);
   const parts = NAMES.filter(([k]) => Number.isFinite(oldest[k])).map(
     ([k, name]) => `${name} from ${clock(oldest[k])}`,
   );
-  return parts.length ? `History held: ${parts.join(", ")}.` : "";
+  return {
+    note: parts.length ? `History held: ${parts.join(", ")}.` : "",
+    all: parts.length === NAMES.length,
+  };
 }

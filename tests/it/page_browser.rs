@@ -202,12 +202,13 @@ async fn read_token_sees_the_site_and_steer_token_sends_a_signal() {
         json!(0)
     );
 
-    // How far back the history reaches, from the agent's /metrics (read
-    // every 20 s, and the store compacts every 5 s here).
+    // How far back the history reaches, from the agent's /metrics: read
+    // every 5 s while a resolution is missing (the store compacts every 5 s
+    // here), then every 20 s.
     let held = b
         .wait_js(
             "the history's reach under the charts",
-            Duration::from_secs(45),
+            WAIT,
             r#"const t = document.getElementById('history-held').textContent;
                return /^History held: raw samples from .*minute means from .*hourly means from /.test(t) && t;"#,
         )
