@@ -144,13 +144,22 @@ async fn a_sunspec_walk_finds_the_site_and_its_values_match_the_api() {
     }
 
     // The steering state in the vendor model: the configured limits in
-    // force (60 kW import, 40 kW export, source config).
-    let v = c.read(SITE_UNIT, block(&models, 64001), 16).await.unwrap();
+    // force (60 kW import, 40 kW export, source config). The map shows the
+    // limits of the loop's last evaluation, none before its first, which
+    // on a loaded machine may come after the values above agree.
+    let u32_at = |v: &[u16], i: usize| (u32::from(v[i]) << 16) | u32::from(v[i + 1]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let v = loop {
+        let v = c.read(SITE_UNIT, block(&models, 64001), 16).await.unwrap();
+        if u32_at(&v, 5) != u32::MAX || Instant::now() >= deadline {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(v[0], 1, "layout version");
-    let u32_at = |i: usize| (u32::from(v[i]) << 16) | u32::from(v[i + 1]);
-    assert_eq!((u32_at(5), v[7]), (60_000, 1));
-    assert_eq!((u32_at(8), v[10]), (40_000, 1));
-    assert_eq!(u32_at(11), u32::MAX, "no SCADA limit");
+    assert_eq!((u32_at(&v, 5), v[7]), (60_000, 1), "{v:?}");
+    assert_eq!((u32_at(&v, 8), v[10]), (40_000, 1), "{v:?}");
+    assert_eq!(u32_at(&v, 11), u32::MAX, "no SCADA limit");
     // Writes: this site takes no control (01).
     let pct = block(&models, 123) + Model123::W_MAX_LIM_PCT.offset;
     assert_eq!(c.write(SITE_UNIT, pct, &[5000]).await, Err(0x01));
