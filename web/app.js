@@ -247,25 +247,25 @@ async function findScope() {
 }
 
 /**
- * The agent's own health from GET /readyz (no token needed), shown only while
- * it is not plainly ready: a clock that is not synchronised, a store that
- * fails or runs elsewhere, steering changes not yet written, devices not
- * polled yet.
- */
-/**
  * How far back the store's history reaches, under the charts; read again
  * within seconds while a resolution is missing, so that a new store's
  * minute and hour means show soon after its first compaction.
  */
 async function refreshHeld(gen) {
-  const { note, all } = await heldNote(clock);
+  const { note, missing } = await heldNote(clock);
   if (gen !== state.generation) return;
   const el = $("history-held");
   el.hidden = !note;
   el.textContent = note;
-  return all ? HELD_MS : HELD_SOON_MS;
+  return missing ? HELD_SOON_MS : HELD_MS;
 }
 
+/**
+ * The agent's own health from GET /readyz (no token needed), shown only while
+ * it is not plainly ready: a clock that is not synchronised, a store that
+ * fails or runs elsewhere, steering changes not yet written, devices not
+ * polled yet.
+ */
 async function refreshHealth(gen) {
   let lines = [];
   try {

@@ -24,10 +24,11 @@ export function oldestHeld(text) {
 }
 
 /**
- * `{ note, all }`: the note "History held: raw samples from …, minute means
- * from …" ("" when the agent does not say: metrics turned off, or nothing
- * stored yet), and whether it names every resolution (a new store has minute
- * and hour means only after its first compaction).
+ * `{ note, missing }`: the note "History held: raw samples from …, minute
+ * means from …" ("" when the agent does not say: metrics turned off, or
+ * nothing stored yet), and whether the agent answered but without every
+ * resolution (a new store has minute and hour means only after its first
+ * compaction). With metrics turned off nothing is missing: nothing will come.
  */
 export async function heldNote(clock) {
   let text;
@@ -35,7 +36,7 @@ export async function heldNote(clock) {
     text = await getText("/metrics");
   } catch (e) {
     if (e instanceof ApiProblem && e.status === 401) throw e;
-    return { note: "", all: false };
+    return { note: "", missing: false };
   }
   const oldest = oldestHeld(text);
   const parts = NAMES.filter(([k]) => Number.isFinite(oldest[k])).map(
@@ -43,6 +44,6 @@ export async function heldNote(clock) {
   );
   return {
     note: parts.length ? `History held: ${parts.join(", ")}.` : "",
-    all: parts.length === NAMES.length,
+    missing: parts.length < NAMES.length,
   };
 }

@@ -376,10 +376,12 @@ async fn open_access_needs_no_token() {
         return;
     };
     // A clock known not to be synchronised (timesyncd's file missing): the
-    // page shows the agent's health from /readyz.
+    // page shows the agent's health from /readyz. Metrics turned off: the
+    // page still reads /metrics only every 20 s.
     let clock = tempfile::tempdir().expect("dir");
     let config = TestSite::small()
         .http_key("auth", "none")
+        .http_key("metrics", false)
         .section_key(&["clock"], "sync_source", "timesyncd")
         .section_key(
             &["clock"],
@@ -392,6 +394,8 @@ async fn open_access_needs_no_token() {
     history_exists(&site).await;
 
     b.goto(&format!("{}/#range=1h", site.base)).await;
+    b.js("performance.setResourceTimingBufferSize(2000);", json!([]))
+        .await;
     site_is_shown(&b).await;
     assert_eq!(b.js(&visible("login"), json!([])).await, json!(false));
     b.wait_js("the steering form", WAIT, &visible("steer-form"))
@@ -405,6 +409,23 @@ async fn open_access_needs_no_token() {
            return !el.hidden && /clock: not synchronised/.test(el.textContent);"#,
     )
     .await;
+    // Its answer is a 404, not a store without every resolution: no read
+    // within 15 s of the first (every 5 s would be three).
+    let reads = b
+        .wait_js(
+            "15 s of the page after its first read of /metrics",
+            WAIT,
+            r#"const at = performance.getEntriesByType('resource')
+                 .filter(e => new URL(e.name).pathname === '/metrics').map(e => e.startTime);
+               if (!at.length || performance.now() - at[0] < 15000) return false;
+               return at.filter(t => t - at[0] < 15000).length;"#,
+        )
+        .await;
+    assert_eq!(reads, json!(1), "reads of /metrics in 15 s");
+    assert!(
+        b.find("#history-held:not([hidden])").await.is_none(),
+        "no history line without metrics"
+    );
 
     let errors = b.script_errors().await;
     assert!(errors.is_empty(), "the page logged errors: {errors:#?}");
