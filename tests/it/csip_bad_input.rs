@@ -121,7 +121,8 @@ async fn ten_thousand_controls_are_read_page_by_page() {
     let server = CsipServer::start(1).await;
     server.with(|s| {
         // One read of the 100 pages during the test: each read moves 6 MB
-        // through AES-CCM, at 5 s the agent read it again and again.
+        // of XML through AES-CCM (at opt-level 0 in tests), and at 5 s the
+        // agent read the list again and again while the test waited.
         s.rates.derp_list = 300;
         s.response_required = "00";
     });
